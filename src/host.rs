@@ -1,0 +1,52 @@
+//! Host conveniences (`std` feature): 16-byte aligned buffers and file reading.
+
+use std::vec::Vec;
+
+/// A zero-initialised byte buffer whose start is 16-byte aligned.
+pub struct AlignedBuf {
+    words: Vec<u128>,
+    len: usize,
+}
+
+impl AlignedBuf {
+    pub fn zeroed(len: usize) -> AlignedBuf {
+        AlignedBuf {
+            words: std::vec![0u128; len.div_ceil(16)],
+            len,
+        }
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> AlignedBuf {
+        let mut b = AlignedBuf::zeroed(bytes.len());
+        b.as_mut_slice().copy_from_slice(bytes);
+        b
+    }
+
+    /// Reads a whole file into an aligned buffer.
+    pub fn read(path: impl AsRef<std::path::Path>) -> std::io::Result<AlignedBuf> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len() as usize;
+        let mut b = AlignedBuf::zeroed(len);
+        f.read_exact(b.as_mut_slice())?;
+        Ok(b)
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `words` owns at least `len` initialised bytes (16 per u128), u8 has align 1.
+        unsafe { core::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, with exclusive access through &mut self.
+        unsafe { core::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}

@@ -1,0 +1,1 @@
+//! Cache-blocked single-precision GEMM (placeholder until written).

@@ -1,0 +1,4 @@
+//! Prim ops: symbolic sizes, scalar arithmetic (`executorch_prim::*`), `et_view`, `copy_`.
+use crate::kernels::KernelDef;
+
+pub static KERNELS: &[KernelDef] = &[];

@@ -1,0 +1,36 @@
+//! ptera: run ExecuTorch `.pte` programs from a byte slice, with no allocator in the runtime core.
+//!
+//! Architecture (one module per layer):
+//! - [`format`]: the `.pte` container and the program flatbuffer, validated and read in place;
+//! - [`dtype`], [`tensor`]: element types, shapes and typed views over planned memory;
+//! - [`memory`]: the static memory plan ([`memory::MethodMeta`]) and the metadata bump arena;
+//! - [`exec`]: method loading (value table, operator resolution) and the instruction loop;
+//! - [`kernels`]: the operator registry, the portable ATen-style kernel library and the GEMM;
+//! - [`delegate`]: the backend registry for `DelegateCall` regions.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+pub mod delegate;
+pub mod dtype;
+pub mod error;
+pub mod exec;
+pub mod format;
+pub mod kernels;
+pub mod memory;
+pub mod tensor;
+
+#[cfg(feature = "std")]
+pub mod host;
+
+pub use dtype::DType;
+pub use error::{Error, KernelError};
+pub use exec::Method;
+#[cfg(feature = "std")]
+pub use exec::OwnedArenas;
+pub use format::Program;
+pub use memory::MethodMeta;
+pub use tensor::{Shape, TensorMut, TensorRef};
