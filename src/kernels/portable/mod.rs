@@ -1,8 +1,18 @@
 //! The portable kernel library: ATen out-variant semantics in plain Rust.
+//!
+//! - [`elementwise`]: arithmetic, comparisons, logic, unary math, `where`, fills, casts;
+//! - [`shape`]: views-as-copies, permutes, slicing, concatenation, splitting, indexing,
+//!   embedding, cumulative sums, masks (`tril`), padding, dim-order conversion;
+//! - [`nn`]: matmul family (on [`crate::kernels::gemm`]), normalisation, softmax,
+//!   convolution, pooling, reductions;
+//! - [`prim`]: symbolic sizes and scalar arithmetic, `et_view`, `copy_`.
 
 use super::KernelDef;
 
+pub mod elementwise;
+pub mod nn;
 pub mod prim;
+pub mod shape;
 
 /// Every portable kernel table, in lookup order.
-pub static KERNELS: &[&[KernelDef]] = &[prim::KERNELS];
+pub static KERNELS: &[&[KernelDef]] = &[elementwise::KERNELS, shape::KERNELS, nn::KERNELS, prim::KERNELS];
