@@ -23,13 +23,15 @@ pub mod kernels;
 pub mod memory;
 pub mod tensor;
 
-#[cfg(feature = "std")]
+#[cfg(any(test, feature = "std"))]
 pub mod host;
+#[cfg(any(test, feature = "std"))]
+pub mod testing;
 
 pub use dtype::DType;
 pub use error::{Error, KernelError};
 pub use exec::Method;
-#[cfg(feature = "std")]
+#[cfg(any(test, feature = "std"))]
 pub use exec::OwnedArenas;
 pub use format::Program;
 pub use memory::MethodMeta;

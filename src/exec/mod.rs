@@ -542,13 +542,13 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
 }
 
 /// Owned, aligned buffers for a method on a host with an allocator (`std` feature).
-#[cfg(feature = "std")]
+#[cfg(any(test, feature = "std"))]
 pub struct OwnedArenas {
     pub arenas: std::vec::Vec<crate::host::AlignedBuf>,
     pub metadata: crate::host::AlignedBuf,
 }
 
-#[cfg(feature = "std")]
+#[cfg(any(test, feature = "std"))]
 impl OwnedArenas {
     /// Allocates exactly what `meta` asks for.
     pub fn for_meta(meta: &MethodMeta<'_>) -> OwnedArenas {

@@ -1,0 +1,577 @@
+//! Test support (`std` feature or unit tests): builds real one-instruction `.pte` programs
+//! (flatbuffer + `eh00` header + constant segment) and runs them through the real loader and
+//! executor, so kernel tests exercise the same path as model programs.
+
+use std::string::{String, ToString};
+use std::vec;
+use std::vec::Vec;
+
+use flatbuffers::{FlatBufferBuilder, WIPOffset};
+
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::exec::OwnedArenas;
+use crate::format::{fb, Program};
+use crate::host::AlignedBuf;
+use crate::kernels::Registry;
+use crate::memory::MethodMeta;
+use crate::tensor::{read_f64, read_i64, Shape};
+
+#[derive(Clone, Debug)]
+enum Spec {
+    None,
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Str(String),
+    IntList(Vec<i32>),
+    DoubleList(Vec<f64>),
+    BoolList(Vec<bool>),
+    TensorList(Vec<i32>),
+    OptTensorList(Vec<i32>),
+    Tensor(TensorSpec),
+}
+
+#[derive(Clone, Debug)]
+struct TensorSpec {
+    dtype: DType,
+    sizes: Vec<i32>,
+    dim_order: Vec<u8>,
+    /// Offset in arena 1, or None for a constant / unplanned tensor.
+    offset: Option<u64>,
+    /// Constant data (becomes a constant-segment entry).
+    constant: Option<Vec<u8>>,
+    dynamic: bool,
+}
+
+/// A tensor read back from a test run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestTensor {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub bytes: Vec<u8>,
+}
+
+impl TestTensor {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    /// Elements as f64 (any dtype).
+    pub fn f64(&self) -> Vec<f64> {
+        (0..self.numel())
+            .map(|i| read_f64(self.dtype, &self.bytes, i))
+            .collect()
+    }
+    /// Elements as f32; panics unless the dtype is float32.
+    pub fn f32(&self) -> Vec<f32> {
+        assert_eq!(self.dtype, DType::F32, "output dtype");
+        self.bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+    /// Elements as i64 (any integer or bool dtype).
+    pub fn i64(&self) -> Vec<i64> {
+        (0..self.numel())
+            .map(|i| read_i64(self.dtype, &self.bytes, i))
+            .collect()
+    }
+    /// Elements as bools (nonzero = true).
+    pub fn bools(&self) -> Vec<bool> {
+        self.i64().into_iter().map(|v| v != 0).collect()
+    }
+}
+
+/// One-operator program builder and runner.
+pub struct OpTest {
+    op: String,
+    values: Vec<Spec>,
+    inputs: Vec<(i32, Vec<u8>)>,
+    outputs: Vec<i32>,
+    args: Vec<i32>,
+    arena: u64,
+    registry: Registry<'static>,
+}
+
+fn to_bytes<T: Copy>(data: &[T]) -> Vec<u8> {
+    let n = core::mem::size_of_val(data);
+    // SAFETY: `data` is a live slice of plain numeric values (callers pass f32/i64/u8/...),
+    // viewed as its n bytes for copying.
+    unsafe { core::slice::from_raw_parts(data.as_ptr() as *const u8, n) }.to_vec()
+}
+
+impl OpTest {
+    /// A test of operator `key` (`"aten::add.out"`, `"aten::copy_"`, ...), portable registry.
+    pub fn new(key: &str) -> OpTest {
+        OpTest {
+            op: key.to_string(),
+            values: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            args: Vec::new(),
+            arena: 0,
+            registry: Registry::portable(),
+        }
+    }
+
+    /// Uses another registry (e.g. with a test backend).
+    pub fn with_registry(mut self, registry: Registry<'static>) -> OpTest {
+        self.registry = registry;
+        self
+    }
+
+    fn push(&mut self, s: Spec) -> i32 {
+        self.values.push(s);
+        (self.values.len() - 1) as i32
+    }
+
+    fn planned(&mut self, dtype: DType, dims: &[usize], dynamic: bool) -> i32 {
+        let nbytes: usize = dims.iter().product::<usize>() * dtype.size();
+        let off = self.arena;
+        self.arena += (nbytes as u64).div_ceil(16) * 16 + 16;
+        self.push(Spec::Tensor(TensorSpec {
+            dtype,
+            sizes: dims.iter().map(|&d| d as i32).collect(),
+            dim_order: (0..dims.len() as u8).collect(),
+            offset: Some(off),
+            constant: None,
+            dynamic,
+        }))
+    }
+
+    /// A planned input tensor with raw little-endian bytes.
+    pub fn input(&mut self, dtype: DType, dims: &[usize], bytes: &[u8]) -> i32 {
+        assert_eq!(
+            bytes.len(),
+            dims.iter().product::<usize>() * dtype.size(),
+            "input byte count"
+        );
+        let v = self.planned(dtype, dims, false);
+        self.inputs.push((v, bytes.to_vec()));
+        v
+    }
+
+    pub fn input_f32(&mut self, dims: &[usize], data: &[f32]) -> i32 {
+        self.input(DType::F32, dims, &to_bytes(data))
+    }
+    pub fn input_f64(&mut self, dims: &[usize], data: &[f64]) -> i32 {
+        self.input(DType::F64, dims, &to_bytes(data))
+    }
+    pub fn input_i64(&mut self, dims: &[usize], data: &[i64]) -> i32 {
+        self.input(DType::I64, dims, &to_bytes(data))
+    }
+    pub fn input_i32(&mut self, dims: &[usize], data: &[i32]) -> i32 {
+        self.input(DType::I32, dims, &to_bytes(data))
+    }
+    pub fn input_bool(&mut self, dims: &[usize], data: &[bool]) -> i32 {
+        let b: Vec<u8> = data.iter().map(|&x| x as u8).collect();
+        self.input(DType::Bool, dims, &b)
+    }
+
+    /// An input in a non-contiguous dim order; `data` is laid out in that memory order.
+    pub fn input_dim_order(
+        &mut self,
+        dtype: DType,
+        dims: &[usize],
+        dim_order: &[u8],
+        bytes: &[u8],
+    ) -> i32 {
+        let v = self.input(dtype, dims, bytes);
+        if let Spec::Tensor(t) = &mut self.values[v as usize] {
+            t.dim_order = dim_order.to_vec();
+        }
+        v
+    }
+
+    /// A read-only constant tensor stored in the program's constant segment.
+    pub fn constant(&mut self, dtype: DType, dims: &[usize], bytes: &[u8]) -> i32 {
+        assert_eq!(
+            bytes.len(),
+            dims.iter().product::<usize>() * dtype.size(),
+            "constant byte count"
+        );
+        self.push(Spec::Tensor(TensorSpec {
+            dtype,
+            sizes: dims.iter().map(|&d| d as i32).collect(),
+            dim_order: (0..dims.len() as u8).collect(),
+            offset: None,
+            constant: Some(bytes.to_vec()),
+            dynamic: false,
+        }))
+    }
+
+    pub fn constant_f32(&mut self, dims: &[usize], data: &[f32]) -> i32 {
+        self.constant(DType::F32, dims, &to_bytes(data))
+    }
+
+    /// A planned, statically shaped output tensor.
+    pub fn output(&mut self, dtype: DType, dims: &[usize]) -> i32 {
+        let v = self.planned(dtype, dims, false);
+        self.outputs.push(v);
+        v
+    }
+
+    /// A planned dynamic-bound output whose capacity is `dims`.
+    pub fn output_dynamic(&mut self, dtype: DType, dims: &[usize]) -> i32 {
+        let v = self.planned(dtype, dims, true);
+        self.outputs.push(v);
+        v
+    }
+
+    pub fn none(&mut self) -> i32 {
+        self.push(Spec::None)
+    }
+    pub fn int(&mut self, v: i64) -> i32 {
+        self.push(Spec::Int(v))
+    }
+    pub fn double(&mut self, v: f64) -> i32 {
+        self.push(Spec::Double(v))
+    }
+    pub fn boolean(&mut self, v: bool) -> i32 {
+        self.push(Spec::Bool(v))
+    }
+    pub fn string(&mut self, s: &str) -> i32 {
+        self.push(Spec::Str(s.to_string()))
+    }
+    /// An int list (each item becomes its own Int value, as the emitter does).
+    pub fn int_list(&mut self, items: &[i64]) -> i32 {
+        let idx: Vec<i32> = items.iter().map(|&v| self.int(v)).collect();
+        self.push(Spec::IntList(idx))
+    }
+    /// An int list over existing Int values (e.g. placeholders written by prim ops).
+    pub fn int_list_of(&mut self, values: &[i32]) -> i32 {
+        self.push(Spec::IntList(values.to_vec()))
+    }
+    pub fn double_list(&mut self, items: &[f64]) -> i32 {
+        self.push(Spec::DoubleList(items.to_vec()))
+    }
+    pub fn bool_list(&mut self, items: &[bool]) -> i32 {
+        self.push(Spec::BoolList(items.to_vec()))
+    }
+    pub fn tensor_list(&mut self, items: &[i32]) -> i32 {
+        self.push(Spec::TensorList(items.to_vec()))
+    }
+    pub fn opt_tensor_list(&mut self, items: &[Option<i32>]) -> i32 {
+        self.push(Spec::OptTensorList(
+            items.iter().map(|v| v.unwrap_or(-1)).collect(),
+        ))
+    }
+
+    /// Sets the KernelCall arguments.
+    pub fn call(&mut self, args: &[i32]) {
+        self.args = args.to_vec();
+    }
+
+    /// The serialized program (with header and constant segment).
+    pub fn build(&self) -> Vec<u8> {
+        let (name, overload) = split_key(&self.op);
+        let mut b = FlatBufferBuilder::new();
+        let mut constants: Vec<u8> = Vec::new();
+        let mut offsets: Vec<u64> = vec![0];
+        let mut evs = Vec::new();
+        for v in &self.values {
+            let (tag, off) = match v {
+                Spec::None => (
+                    fb::KernelTypes::Null,
+                    fb::Null::create(&mut b, &fb::NullArgs {}).as_union_value(),
+                ),
+                Spec::Int(x) => (
+                    fb::KernelTypes::Int,
+                    fb::Int::create(&mut b, &fb::IntArgs { int_val: *x }).as_union_value(),
+                ),
+                Spec::Double(x) => (
+                    fb::KernelTypes::Double,
+                    fb::Double::create(&mut b, &fb::DoubleArgs { double_val: *x }).as_union_value(),
+                ),
+                Spec::Bool(x) => (
+                    fb::KernelTypes::Bool,
+                    fb::Bool::create(&mut b, &fb::BoolArgs { bool_val: *x }).as_union_value(),
+                ),
+                Spec::Str(s) => {
+                    let s = b.create_string(s);
+                    (
+                        fb::KernelTypes::String,
+                        fb::String::create(
+                            &mut b,
+                            &fb::StringArgs {
+                                string_val: Some(s),
+                            },
+                        )
+                        .as_union_value(),
+                    )
+                }
+                Spec::IntList(items) => {
+                    let items: Vec<i64> = items.iter().map(|&i| i as i64).collect();
+                    let items = b.create_vector(&items);
+                    (
+                        fb::KernelTypes::IntList,
+                        fb::IntList::create(&mut b, &fb::IntListArgs { items: Some(items) })
+                            .as_union_value(),
+                    )
+                }
+                Spec::DoubleList(items) => {
+                    let items = b.create_vector(items);
+                    (
+                        fb::KernelTypes::DoubleList,
+                        fb::DoubleList::create(&mut b, &fb::DoubleListArgs { items: Some(items) })
+                            .as_union_value(),
+                    )
+                }
+                Spec::BoolList(items) => {
+                    let items = b.create_vector(items);
+                    (
+                        fb::KernelTypes::BoolList,
+                        fb::BoolList::create(&mut b, &fb::BoolListArgs { items: Some(items) })
+                            .as_union_value(),
+                    )
+                }
+                Spec::TensorList(items) => {
+                    let items = b.create_vector(items);
+                    (
+                        fb::KernelTypes::TensorList,
+                        fb::TensorList::create(&mut b, &fb::TensorListArgs { items: Some(items) })
+                            .as_union_value(),
+                    )
+                }
+                Spec::OptTensorList(items) => {
+                    let items = b.create_vector(items);
+                    (
+                        fb::KernelTypes::OptionalTensorList,
+                        fb::OptionalTensorList::create(
+                            &mut b,
+                            &fb::OptionalTensorListArgs { items: Some(items) },
+                        )
+                        .as_union_value(),
+                    )
+                }
+                Spec::Tensor(t) => {
+                    let sizes = b.create_vector(&t.sizes);
+                    let dim_order = b.create_vector(&t.dim_order);
+                    let allocation_info = t.offset.map(|o| {
+                        fb::AllocationDetails::create(
+                            &mut b,
+                            &fb::AllocationDetailsArgs {
+                                memory_id: 1,
+                                memory_offset_low: o as u32,
+                                memory_offset_high: (o >> 32) as u32,
+                            },
+                        )
+                    });
+                    let mut data_buffer_idx = 0;
+                    if let Some(c) = &t.constant {
+                        while constants.len() % 16 != 0 {
+                            constants.push(0);
+                        }
+                        offsets.push(constants.len() as u64);
+                        constants.extend_from_slice(c);
+                        data_buffer_idx = (offsets.len() - 1) as u32;
+                    }
+                    let args = fb::TensorArgs {
+                        scalar_type: fb::ScalarType(t.dtype as u8 as i8),
+                        sizes: Some(sizes),
+                        dim_order: Some(dim_order),
+                        data_buffer_idx,
+                        allocation_info,
+                        shape_dynamism: if t.dynamic {
+                            fb::TensorShapeDynamism::DYNAMIC_BOUND
+                        } else {
+                            fb::TensorShapeDynamism::STATIC
+                        },
+                        ..Default::default()
+                    };
+                    (
+                        fb::KernelTypes::Tensor,
+                        fb::Tensor::create(&mut b, &args).as_union_value(),
+                    )
+                }
+            };
+            evs.push(fb::EValue::create(
+                &mut b,
+                &fb::EValueArgs {
+                    val_type: tag,
+                    val: Some(off),
+                },
+            ));
+        }
+        let values = b.create_vector(&evs);
+        let inputs: Vec<i32> = self.inputs.iter().map(|(v, _)| *v).collect();
+        let inputs = b.create_vector(&inputs);
+        let outputs = b.create_vector(&self.outputs);
+        let args = b.create_vector(&self.args);
+        let kc = fb::KernelCall::create(
+            &mut b,
+            &fb::KernelCallArgs {
+                op_index: 0,
+                args: Some(args),
+            },
+        );
+        let ins = fb::Instruction::create(
+            &mut b,
+            &fb::InstructionArgs {
+                instr_args_type: fb::InstructionArguments::KernelCall,
+                instr_args: Some(kc.as_union_value()),
+            },
+        );
+        let instructions = b.create_vector(&[ins]);
+        let chain = fb::Chain::create(
+            &mut b,
+            &fb::ChainArgs {
+                instructions: Some(instructions),
+                ..Default::default()
+            },
+        );
+        let chains = b.create_vector(&[chain]);
+        let opname = b.create_string(name);
+        let opover = b.create_string(overload);
+        let op = fb::Operator::create(
+            &mut b,
+            &fb::OperatorArgs {
+                name: Some(opname),
+                overload: Some(opover),
+            },
+        );
+        let ops = b.create_vector(&[op]);
+        let sizes = b.create_vector(&[0i64, self.arena as i64]);
+        let delegates: Vec<WIPOffset<fb::BackendDelegate>> = Vec::new();
+        let delegates = b.create_vector(&delegates);
+        let mname = b.create_string("forward");
+        let plan = fb::ExecutionPlan::create(
+            &mut b,
+            &fb::ExecutionPlanArgs {
+                name: Some(mname),
+                values: Some(values),
+                inputs: Some(inputs),
+                outputs: Some(outputs),
+                chains: Some(chains),
+                operators: Some(ops),
+                delegates: Some(delegates),
+                non_const_buffer_sizes: Some(sizes),
+                ..Default::default()
+            },
+        );
+        let plans = b.create_vector(&[plan]);
+        let seg = fb::DataSegment::create(
+            &mut b,
+            &fb::DataSegmentArgs {
+                offset: 0,
+                size: constants.len() as u64,
+            },
+        );
+        let segments = b.create_vector(&[seg]);
+        let offsets = b.create_vector(&offsets);
+        let cs = fb::SubsegmentOffsets::create(
+            &mut b,
+            &fb::SubsegmentOffsetsArgs {
+                segment_index: 0,
+                offsets: Some(offsets),
+            },
+        );
+        let root = fb::Program::create(
+            &mut b,
+            &fb::ProgramArgs {
+                execution_plan: Some(plans),
+                segments: Some(segments),
+                constant_segment: Some(cs),
+                ..Default::default()
+            },
+        );
+        fb::finish_program_buffer(&mut b, root);
+        with_segments(b.finished_data(), &constants)
+    }
+
+    /// Builds, loads and runs the program; returns the declared outputs in order.
+    pub fn run(&self) -> Result<Vec<TestTensor>, Error> {
+        let bytes = AlignedBuf::from_bytes(&self.build());
+        let program = Program::load(bytes.as_slice())?;
+        let meta = MethodMeta::new(&program, "forward", &self.registry)?;
+        let mut bufs = OwnedArenas::for_meta(&meta);
+        let mut method = bufs.load(meta, &self.registry)?;
+        for (k, (v, data)) in self.inputs.iter().enumerate() {
+            let Spec::Tensor(t) = &self.values[*v as usize] else {
+                unreachable!()
+            };
+            let dims: Vec<usize> = t.sizes.iter().map(|&d| d as usize).collect();
+            method.set_input(k, t.dtype, &Shape::new(&dims).expect("rank"), data)?;
+        }
+        method.execute()?;
+        let mut out = Vec::new();
+        for i in 0..method.num_outputs() {
+            let t = method.output(i)?;
+            out.push(TestTensor {
+                dtype: t.dtype(),
+                shape: t.dims().to_vec(),
+                bytes: t.bytes().to_vec(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Runs and returns the kernel error (panics if the run succeeds or fails elsewhere).
+    pub fn run_kernel_err(&self) -> crate::KernelError {
+        match self.run() {
+            Err(Error::Kernel { source, .. }) => source,
+            other => panic!("expected a kernel error, got {other:?}"),
+        }
+    }
+}
+
+/// `"aten::add.out"` → (`"aten::add"`, `"out"`); no overload → empty.
+pub fn split_key(key: &str) -> (&str, &str) {
+    let ns = key.find("::").map_or(0, |p| p + 2);
+    match key[ns..].find('.') {
+        Some(p) => (&key[..ns + p], &key[ns + p + 1..]),
+        None => (key, ""),
+    }
+}
+
+/// Inserts a 32-byte `eh00` header after the identifier and appends `segment` at a
+/// 128-aligned base, as ExecuTorch's serializer does.
+pub fn with_segments(flatbuffer: &[u8], segment: &[u8]) -> Vec<u8> {
+    const P: usize = 32;
+    let program_size = flatbuffer.len() + P;
+    let base = program_size.div_ceil(128) * 128;
+    let mut out = Vec::with_capacity(base + segment.len());
+    let root =
+        u32::from_le_bytes([flatbuffer[0], flatbuffer[1], flatbuffer[2], flatbuffer[3]]) + P as u32;
+    out.extend_from_slice(&root.to_le_bytes());
+    out.extend_from_slice(&flatbuffer[4..8]);
+    out.extend_from_slice(b"eh00");
+    out.extend_from_slice(&32u32.to_le_bytes());
+    out.extend_from_slice(&(program_size as u64).to_le_bytes());
+    out.extend_from_slice(&(base as u64).to_le_bytes());
+    out.extend_from_slice(&(segment.len() as u64).to_le_bytes());
+    out.resize(8 + P, 0);
+    out.extend_from_slice(&flatbuffer[8..]);
+    out.resize(base, 0);
+    out.extend_from_slice(segment);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_split() {
+        assert_eq!(split_key("aten::add.out"), ("aten::add", "out"));
+        assert_eq!(split_key("aten::copy_"), ("aten::copy_", ""));
+        assert_eq!(
+            split_key("executorch_prim::et_view.default"),
+            ("executorch_prim::et_view", "default")
+        );
+    }
+
+    #[test]
+    fn unknown_operator_fails_at_load() {
+        let mut t = OpTest::new("aten::nonexistent.out");
+        let a = t.input_f32(&[2], &[1.0, 2.0]);
+        let o = t.output(DType::F32, &[2]);
+        t.call(&[a, o, o]);
+        match t.run() {
+            Err(Error::MissingOperators { count: 1, names }) => {
+                assert_eq!(names.as_str(), "aten::nonexistent.out")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
