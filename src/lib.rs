@@ -11,7 +11,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-#[cfg(any(test, feature = "std"))]
+#[cfg(test)]
+#[macro_use]
+extern crate std;
+#[cfg(all(not(test), feature = "std"))]
 extern crate std;
 
 pub mod delegate;

@@ -10,6 +10,7 @@ use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use crate::dtype::DType;
 use crate::error::Error;
+use crate::exec::value::Value;
 use crate::exec::OwnedArenas;
 use crate::format::{fb, Program};
 use crate::host::AlignedBuf;
@@ -207,6 +208,20 @@ impl OpTest {
     /// A planned, statically shaped output tensor.
     pub fn output(&mut self, dtype: DType, dims: &[usize]) -> i32 {
         let v = self.planned(dtype, dims, false);
+        self.outputs.push(v);
+        v
+    }
+
+    /// An output tensor with no planned memory (a kernel such as `et_view` binds it).
+    pub fn output_unplanned(&mut self, dtype: DType, dims: &[usize]) -> i32 {
+        let v = self.push(Spec::Tensor(TensorSpec {
+            dtype,
+            sizes: dims.iter().map(|&d| d as i32).collect(),
+            dim_order: (0..dims.len() as u8).collect(),
+            offset: None,
+            constant: None,
+            dynamic: false,
+        }));
         self.outputs.push(v);
         v
     }
@@ -481,6 +496,16 @@ impl OpTest {
 
     /// Builds, loads and runs the program; returns the declared outputs in order.
     pub fn run(&self) -> Result<Vec<TestTensor>, Error> {
+        self.run_inner().map(|r| r.0)
+    }
+
+    /// Runs and returns the scalar values of the value table afterwards (lists and tensors
+    /// read as `Value::None`), to observe what prim ops wrote.
+    pub fn run_values(&self) -> Result<Vec<Value<'static>>, Error> {
+        self.run_inner().map(|r| r.1)
+    }
+
+    fn run_inner(&self) -> Result<(Vec<TestTensor>, Vec<Value<'static>>), Error> {
         let bytes = AlignedBuf::from_bytes(&self.build());
         let program = Program::load(bytes.as_slice())?;
         let meta = MethodMeta::new(&program, "forward", &self.registry)?;
@@ -503,7 +528,17 @@ impl OpTest {
                 bytes: t.bytes().to_vec(),
             });
         }
-        Ok(out)
+        let values = method
+            .values()
+            .iter()
+            .map(|v| match *v {
+                Value::Int(x) => Value::Int(x),
+                Value::Double(x) => Value::Double(x),
+                Value::Bool(x) => Value::Bool(x),
+                _ => Value::None,
+            })
+            .collect();
+        Ok((out, values))
     }
 
     /// Runs and returns the kernel error (panics if the run succeeds or fails elsewhere).

@@ -273,6 +273,11 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         Ok(slot)
     }
 
+    /// The runtime value table (for inspection and tests).
+    pub fn values(&self) -> &[Value<'p>] {
+        self.values
+    }
+
     pub fn meta(&self) -> &MethodMeta<'p> {
         &self.meta
     }
