@@ -15,4 +15,9 @@ pub mod prim;
 pub mod shape;
 
 /// Every portable kernel table, in lookup order.
-pub static KERNELS: &[&[KernelDef]] = &[elementwise::KERNELS, shape::KERNELS, nn::KERNELS, prim::KERNELS];
+pub static KERNELS: &[&[KernelDef]] = &[
+    elementwise::KERNELS,
+    shape::KERNELS,
+    nn::KERNELS,
+    prim::KERNELS,
+];
