@@ -45,6 +45,21 @@ impl<'p> MethodMeta<'p> {
         name: &str,
         registry: &Registry<'_>,
     ) -> Result<MethodMeta<'p>, Error> {
+        let (meta, unresolved) = Self::new_lenient(program, name, registry)?;
+        match unresolved {
+            Some(e) => Err(e),
+            None => Ok(meta),
+        }
+    }
+
+    /// Like [`new`](Self::new), but operator and delegate resolution failures are returned
+    /// beside the meta instead of failing (for inspection tools). Sizes then count only what
+    /// resolved.
+    pub fn new_lenient(
+        program: &Program<'p>,
+        name: &str,
+        registry: &Registry<'_>,
+    ) -> Result<(MethodMeta<'p>, Option<Error>), Error> {
         let plan = program.method(name)?;
         let name = plan.name().unwrap_or("");
         let req = |field: &'static str| Error::MissingField {
@@ -70,11 +85,16 @@ impl<'p> MethodMeta<'p> {
         meta.num_tensors = meta.validate_values()?;
         meta.validate_io()?;
         meta.validate_instructions()?;
-        meta.kernel_scratch = meta.resolve_operators(registry)?;
-        let delegate_scratch = meta.prepare_delegates(registry)?;
-        meta.kernel_scratch = meta.kernel_scratch.max(delegate_scratch);
+        let (scratch, mut unresolved) = meta.resolve_operators(registry)?;
+        meta.kernel_scratch = scratch;
+        match meta.prepare_delegates(registry) {
+            Ok(s) => meta.kernel_scratch = meta.kernel_scratch.max(s),
+            Err(e) => {
+                unresolved.get_or_insert(e);
+            }
+        }
         meta.metadata_bytes = meta.layout(&mut Bump::counting())?;
-        Ok(meta)
+        Ok((meta, unresolved))
     }
 
     pub fn name(&self) -> &'p str {
@@ -478,8 +498,8 @@ impl<'p> MethodMeta<'p> {
     }
 
     /// Resolves every operator; all missing ones are reported together.
-    /// Returns the largest scratch a resolved kernel declared.
-    fn resolve_operators(&self, registry: &Registry<'_>) -> Result<usize, Error> {
+    /// Returns the largest scratch a resolved kernel declared, and the missing-operators error.
+    fn resolve_operators(&self, registry: &Registry<'_>) -> Result<(usize, Option<Error>), Error> {
         let mut scratch = 0;
         let mut count = 0;
         let mut names = heapless::String::<1024>::new();
@@ -505,10 +525,8 @@ impl<'p> MethodMeta<'p> {
                 }
             }
         }
-        if count > 0 {
-            return Err(Error::MissingOperators { count, names });
-        }
-        Ok(scratch)
+        let missing = (count > 0).then_some(Error::MissingOperators { count, names });
+        Ok((scratch, missing))
     }
 
     /// Checks that every delegate's backend exists and accepts its payload.
