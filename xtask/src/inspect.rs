@@ -1,0 +1,126 @@
+//! `cargo xtask inspect`: what a program contains and what it needs to run.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use ptera::format::fb;
+use ptera::{MethodMeta, Program};
+use serde_json::{json, Value};
+
+use crate::{load_file, registry};
+
+fn tensor_json(info: Option<ptera::memory::TensorInfo>) -> Value {
+    match info {
+        Some(t) => json!({"dtype": t.dtype.name(), "shape": t.shape.dims()}),
+        None => json!({"dtype": null, "shape": null}),
+    }
+}
+
+fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Value> {
+    let name = plan.name().unwrap_or("");
+    let reg = registry();
+    let (meta, unresolved) = MethodMeta::new_lenient(program, name, &reg)?;
+    let mut operators: BTreeMap<String, u64> = BTreeMap::new();
+    let mut delegates: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut kernel_calls, mut delegate_calls, mut instructions) = (0u64, 0u64, 0u64);
+    let ops = plan.operators().unwrap_or_default();
+    let dels = plan.delegates().unwrap_or_default();
+    for chain in plan.chains().unwrap_or_default() {
+        for ins in chain.instructions().unwrap_or_default() {
+            instructions += 1;
+            if let Some(k) = ins.instr_args_as_kernel_call() {
+                kernel_calls += 1;
+                let op = ops.get(k.op_index() as usize);
+                let mut key = op.name().unwrap_or("?").to_string();
+                let ov = op.overload().unwrap_or("");
+                if !ov.is_empty() {
+                    key.push('.');
+                    key.push_str(ov);
+                }
+                *operators.entry(key).or_default() += 1;
+            } else if let Some(d) = ins.instr_args_as_delegate_call() {
+                delegate_calls += 1;
+                let id = dels.get(d.delegate_index() as usize).id().unwrap_or("?").to_string();
+                *delegates.entry(id).or_default() += 1;
+            }
+        }
+    }
+    let inputs: Vec<Value> = (0..meta.num_inputs()).map(|i| tensor_json(meta.input(i))).collect();
+    let outputs: Vec<Value> = (0..meta.num_outputs()).map(|i| tensor_json(meta.output(i))).collect();
+    let arenas: Vec<u64> = (0..meta.arena_count()).map(|k| meta.arena_size(k)).collect();
+    Ok(json!({
+        "name": name,
+        "inputs": inputs,
+        "outputs": outputs,
+        "instructions": instructions,
+        "kernel_calls": kernel_calls,
+        "delegate_calls": delegate_calls,
+        "operators": operators,
+        "delegates": delegates,
+        "planned_arena_bytes": arenas,
+        "metadata_bytes": meta.metadata_bytes(),
+        "kernel_scratch_bytes": meta.kernel_scratch_bytes(),
+        "values": meta.num_values(),
+        "runnable": unresolved.is_none(),
+        "unresolved": unresolved.map(|e| e.to_string()),
+    }))
+}
+
+pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
+    let file = load_file(model)?;
+    let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
+    let methods = program.methods().map(|p| method_json(&program, p)).collect::<Result<Vec<_>>>()?;
+    let header = program.header();
+    let doc = json!({
+        "file": model.display().to_string(),
+        "size_bytes": file.len(),
+        "program_bytes": header.map_or(file.len() as u64, |h| h.program_size),
+        "segments": program.segment_count(),
+        "constant_bytes": program.constant_bytes(),
+        "methods": methods,
+    });
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!("{}: {} bytes (flatbuffer {} bytes, {} segments, constants {} bytes)",
+        model.display(), doc["size_bytes"], doc["program_bytes"], doc["segments"], doc["constant_bytes"]);
+    for m in doc["methods"].as_array().into_iter().flatten() {
+        println!("method `{}`", m["name"].as_str().unwrap_or(""));
+        let shape = |t: &Value| {
+            let dims: Vec<String> = t["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+            format!("{} [{}]", t["dtype"].as_str().unwrap_or("?"), dims.join(", "))
+        };
+        for (i, t) in m["inputs"].as_array().into_iter().flatten().enumerate() {
+            println!("  input {i}: {}", shape(t));
+        }
+        for (i, t) in m["outputs"].as_array().into_iter().flatten().enumerate() {
+            println!("  output {i}: {}", shape(t));
+        }
+        println!("  instructions: {} ({} kernel calls, {} delegate calls)", m["instructions"], m["kernel_calls"], m["delegate_calls"]);
+        for (k, b) in m["planned_arena_bytes"].as_array().into_iter().flatten().enumerate() {
+            println!("  arena memory_id {}: {} bytes", k + 1, b);
+        }
+        println!("  metadata: {} bytes ({} values; kernel scratch {} bytes)", m["metadata_bytes"], m["values"], m["kernel_scratch_bytes"]);
+        if let Some(d) = m["delegates"].as_object().filter(|d| !d.is_empty()) {
+            println!("  delegate calls per backend:");
+            for (k, v) in d {
+                println!("    {k}: {v}");
+            }
+        }
+        let mut ops: Vec<(&String, u64)> = m["operators"].as_object().into_iter().flatten().map(|(k, v)| (k, v.as_u64().unwrap_or(0))).collect();
+        ops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        if !ops.is_empty() {
+            println!("  kernel calls per operator:");
+            for (k, v) in ops {
+                println!("    {k}: {v}");
+            }
+        }
+        match m["unresolved"].as_str() {
+            Some(e) => println!("  not runnable here: {e}"),
+            None => println!("  runnable: yes"),
+        }
+    }
+    Ok(())
+}
