@@ -1,0 +1,64 @@
+//! Every committed fixture runs through ptera and matches ExecuTorch 1.5.1's own outputs
+//! within 1e-4 abs + 1e-4 rel; XNNPACK programs need the XnnpackBackend registered.
+
+mod common;
+
+use common::*;
+use ptera::kernels::Registry;
+use ptera::{Error, MethodMeta, OwnedArenas, Program, Shape};
+
+fn run_case(case: &str, registry: &Registry<'static>) -> Result<Vec<(ptera::DType, Vec<usize>, Vec<f64>)>, Error> {
+    let file = pte(case);
+    let program = Program::load(file.as_slice())?;
+    let meta = MethodMeta::new(&program, "forward", registry)?;
+    let mut bufs = OwnedArenas::for_meta(&meta);
+    let mut method = bufs.load(meta, registry)?;
+    for (i, inp) in inputs(case).iter().enumerate() {
+        method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)?;
+    }
+    method.execute()?;
+    let mut outs = Vec::new();
+    for i in 0..method.num_outputs() {
+        let o = method.output(i)?;
+        outs.push((o.dtype(), o.dims().to_vec(), (0..o.numel()).map(|k| o.get_f64(k)).collect()));
+    }
+    Ok(outs)
+}
+
+fn check_case(case: &str, registry: &Registry<'static>) {
+    let got = run_case(case, registry).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let want = outputs(case);
+    assert_eq!(got.len(), want.len(), "{case}: output count");
+    for (i, ((dt, shape, vals), w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(*dt, w.dtype, "{case} output {i} dtype");
+        assert_eq!(shape, &w.shape, "{case} output {i} shape");
+        assert_close(&format!("{case} output {i}"), vals, &w.f64());
+    }
+}
+
+#[test]
+fn portable_fixtures_match_executorch() {
+    let cases: Vec<String> = cases().into_iter().filter(|c| c.ends_with("_portable")).collect();
+    assert!(cases.len() >= 6, "expected portable fixtures of every family");
+    for case in &cases {
+        check_case(case, &Registry::portable());
+    }
+}
+
+#[test]
+fn xnnpack_fixtures_without_backend_fail_at_load_naming_it() {
+    for case in cases().into_iter().filter(|c| c.ends_with("_xnnpack")) {
+        match run_case(&case, &Registry::portable()) {
+            Err(Error::UnknownBackend { backend, .. }) => assert_eq!(backend.as_str(), "XnnpackBackend", "{case}"),
+            Err(Error::MissingOperators { .. }) => {}
+            other => panic!("{case}: expected an unknown-backend error, got {:?}", other.map(|_| ())),
+        }
+    }
+}
+
+#[test]
+fn outputs_are_deterministic_across_runs() {
+    let a = run_case("gpt2_portable", &Registry::portable()).unwrap();
+    let b = run_case("gpt2_portable", &Registry::portable()).unwrap();
+    assert_eq!(a, b);
+}
