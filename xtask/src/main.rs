@@ -116,9 +116,12 @@ fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
     let registry = registry();
-    let meta = MethodMeta::new(&program, "forward", &registry)?;
+    let (meta, unresolved) = MethodMeta::new_lenient(&program, "forward", &registry)?;
     let (tensors, names) = read_inputs(inputs)?;
     check_inputs(&meta, &tensors, &names)?;
+    if let Some(e) = unresolved {
+        return Err(e.into());
+    }
     let mut bufs = OwnedArenas::for_meta(&meta);
     let t0 = Instant::now();
     let mut method = bufs.load(meta, &registry)?;
