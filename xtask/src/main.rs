@@ -41,6 +41,15 @@ enum Cmd {
         #[arg(long, default_value = "out")]
         output_dir: PathBuf,
     },
+    /// Compare two .npy files elementwise (|a-b| <= atol + rtol*|b|); non-zero exit on mismatch.
+    Compare {
+        got: PathBuf,
+        want: PathBuf,
+        #[arg(long, default_value_t = 1e-4)]
+        atol: f64,
+        #[arg(long, default_value_t = 1e-4)]
+        rtol: f64,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -74,6 +83,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Inspect { model, json } => inspect::inspect(&model, json),
         Cmd::Run { model, inputs, output_dir } => run(&model, &inputs, &output_dir),
+        Cmd::Compare { got, want, atol, rtol } => compare(&got, &want, atol, rtol),
         Cmd::Bench { what: BenchCmd::Run { model, inputs, iters, json } } => bench_run(&model, &inputs, iters, json),
     };
     match res {
@@ -199,6 +209,35 @@ fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Resu
         );
     } else {
         println!("{}: median {:.4} s over {} run(s) (min {:.4}, max {:.4})", model.display(), median, times.len(), times[0], times[times.len() - 1]);
+    }
+    Ok(())
+}
+
+fn compare(got: &Path, want: &Path, atol: f64, rtol: f64) -> Result<()> {
+    let (g, w) = (HostTensor::read(got)?, HostTensor::read(want)?);
+    if g.dtype != w.dtype || g.shape != w.shape {
+        bail!("{} is {} {}, {} is {} {}", got.display(), g.dtype, g.shape()?, want.display(), w.dtype, w.shape()?);
+    }
+    let n: usize = g.shape.iter().product();
+    let (mut worst, mut worst_i, mut bad) = (0f64, 0usize, 0usize);
+    for i in 0..n {
+        let (a, b) = (ptera::tensor::read_f64(g.dtype, &g.bytes, i), ptera::tensor::read_f64(w.dtype, &w.bytes, i));
+        if a.is_nan() && b.is_nan() {
+            continue;
+        }
+        let d = (a - b).abs();
+        if !(d <= atol + rtol * b.abs()) {
+            bad += 1;
+        }
+        if d > worst || d.is_nan() {
+            worst = d;
+            worst_i = i;
+        }
+    }
+    println!("{} vs {}: {} {} elements, max |diff| {:.3e} at {}, {} outside atol {:e} + rtol {:e}",
+        got.display(), want.display(), n, g.dtype, worst, worst_i, bad, atol, rtol);
+    if bad > 0 {
+        bail!("{bad} of {n} elements differ");
     }
     Ok(())
 }
