@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=src/format/generated
-flatc --rust --gen-all -o "$out" schema/program.fbs
-mv "$out/program_generated.rs" "$out/program.rs"
+for name in program xnnpack; do
+  flatc --rust --gen-all -o "$out" "schema/$name.fbs"
+  mv "$out/${name}_generated.rs" "$out/$name.rs"
+done

@@ -12,3 +12,5 @@
 )]
 #[rustfmt::skip]
 pub mod program;
+#[rustfmt::skip]
+pub mod xnnpack;
