@@ -8,7 +8,7 @@
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of};
 
-use crate::delegate::{Backend, DelegateInit};
+use crate::delegate::{Backend, DelegateInit, Requirements};
 use crate::dtype::DType;
 use crate::error::{self, Error};
 use crate::exec::value::{TensorSlot, Value};
@@ -28,6 +28,7 @@ pub struct MethodMeta<'p> {
     pub(crate) num_values: usize,
     pub(crate) num_tensors: usize,
     pub(crate) kernel_scratch: usize,
+    pub(crate) delegate_state: usize,
     pub(crate) metadata_bytes: usize,
 }
 
@@ -80,6 +81,7 @@ impl<'p> MethodMeta<'p> {
             num_values: values.len(),
             num_tensors: 0,
             kernel_scratch: 0,
+            delegate_state: 0,
             metadata_bytes: 0,
         };
         meta.num_tensors = meta.validate_values()?;
@@ -88,7 +90,10 @@ impl<'p> MethodMeta<'p> {
         let (scratch, mut unresolved) = meta.resolve_operators(registry)?;
         meta.kernel_scratch = scratch;
         match meta.prepare_delegates(registry) {
-            Ok(s) => meta.kernel_scratch = meta.kernel_scratch.max(s),
+            Ok(r) => {
+                meta.kernel_scratch = meta.kernel_scratch.max(r.scratch);
+                meta.delegate_state = r.state;
+            }
             Err(e) => {
                 unresolved.get_or_insert(e);
             }
@@ -530,8 +535,10 @@ impl<'p> MethodMeta<'p> {
     }
 
     /// Checks that every delegate's backend exists and accepts its payload.
-    fn prepare_delegates(&self, registry: &Registry<'_>) -> Result<usize, Error> {
-        let mut scratch = 0;
+    /// Checks that every delegate's backend exists and accepts its payload. Returns the
+    /// largest scratch and the total (16-byte rounded) state bytes.
+    fn prepare_delegates(&self, registry: &Registry<'_>) -> Result<Requirements, Error> {
+        let mut total = Requirements::default();
         for (d, del) in self.plan.delegates().unwrap_or_default().iter().enumerate() {
             let (backend, payload) = self.delegate_backend(d, del, registry)?;
             let init = DelegateInit {
@@ -539,18 +546,13 @@ impl<'p> MethodMeta<'p> {
                 payload,
                 index: d,
             };
-            let need = backend.prepare(&init).map_err(|e| Error::DelegateInit {
-                delegate: d,
-                backend: error::name(backend.id()),
-                detail: {
-                    let mut s = error::Name::new();
-                    let _ = core::fmt::write(&mut s, format_args!("{e}"));
-                    s
-                },
-            })?;
-            scratch = scratch.max(need);
+            let r = backend
+                .prepare(&init)
+                .map_err(|e| delegate_error(d, backend.id(), e))?;
+            total.scratch = total.scratch.max(r.scratch);
+            total.state += r.state.div_ceil(ARENA_ALIGN) * ARENA_ALIGN;
         }
-        Ok(scratch)
+        Ok(total)
     }
 
     pub(crate) fn delegate_backend<'r>(
@@ -582,6 +584,7 @@ impl<'p> MethodMeta<'p> {
         bump.reserve::<TensorSlot>(self.num_tensors)?;
         bump.reserve::<KernelFn>(self.plan.operators().map_or(0, |v| v.len()))?;
         bump.reserve::<DelegateSlot<'static, 'p>>(self.plan.delegates().map_or(0, |v| v.len()))?;
+        bump.reserve::<u8>(self.delegate_state)?;
         bump.reserve::<bool>(self.num_inputs())?;
         bump.reserve::<u8>(self.kernel_scratch)?;
         Ok(bump.used())
@@ -669,5 +672,16 @@ impl<'a> Bump<'a> {
             }
             Ok(core::slice::from_raw_parts_mut(p, n))
         }
+    }
+}
+
+/// Wraps a backend's load-time error with the delegate index and backend id.
+pub(crate) fn delegate_error(d: usize, backend: &str, e: crate::error::KernelError) -> Error {
+    let mut detail = error::Name::new();
+    let _ = core::fmt::write(&mut detail, format_args!("{e}"));
+    Error::DelegateInit {
+        delegate: d,
+        backend: error::name(backend),
+        detail,
     }
 }

@@ -9,12 +9,12 @@ pub mod value;
 
 use core::marker::PhantomData;
 
-use crate::delegate::Backend;
+use crate::delegate::{Backend, DelegateInit};
 use crate::dtype::DType;
 use crate::error::{self, Error};
 use crate::format::fb;
 use crate::kernels::{KernelCtx, KernelFn, Registry};
-use crate::memory::{Bump, MethodMeta, ARENA_ALIGN};
+use crate::memory::{delegate_error, Bump, MethodMeta, ARENA_ALIGN};
 use crate::tensor::{Shape, TensorRef, MAX_RANK};
 use value::{Dynamism, TensorSlot, Value};
 
@@ -25,7 +25,9 @@ pub const MAX_STEPS: usize = 10_000_000;
 #[derive(Clone, Copy)]
 pub struct DelegateSlot<'a, 'p> {
     pub(crate) backend: &'a dyn Backend,
-    pub(crate) payload: &'p [u8],
+    pub(crate) init: DelegateInit<'p>,
+    /// The backend's translated plan (in the metadata buffer).
+    pub(crate) state: &'a [u8],
 }
 
 fn placeholder_kernel(_: &mut KernelCtx<'_, '_, '_>) -> Result<(), crate::KernelError> {
@@ -185,18 +187,55 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         let mut first: Option<DelegateSlot<'a, 'p>> = None;
         for (d, del) in dels.iter().enumerate() {
             let (backend, payload) = meta.delegate_backend(d, del, registry)?;
-            first.get_or_insert(DelegateSlot { backend, payload });
+            let init = DelegateInit {
+                program: *meta.program(),
+                payload,
+                index: d,
+            };
+            first.get_or_insert(DelegateSlot {
+                backend,
+                init,
+                state: &[],
+            });
         }
         let delegates = match first {
             Some(f) => {
                 let slots = bump.alloc(dels.len(), f, needed)?;
+                // State areas follow the slots, in delegate order (as `MethodMeta::layout`
+                // counts them: one 16-aligned reservation of the rounded total).
+                let state_all = bump.alloc(meta.delegate_state, 0u8, needed)?;
+                let mut rest: &'a mut [u8] = state_all;
                 for (d, del) in dels.iter().enumerate() {
                     let (backend, payload) = meta.delegate_backend(d, del, registry)?;
-                    slots[d] = DelegateSlot { backend, payload };
+                    let init = DelegateInit {
+                        program: *meta.program(),
+                        payload,
+                        index: d,
+                    };
+                    let req = backend
+                        .prepare(&init)
+                        .map_err(|e| delegate_error(d, backend.id(), e))?;
+                    let take = req.state.div_ceil(ARENA_ALIGN) * ARENA_ALIGN;
+                    if take > rest.len() {
+                        return Err(Error::MetadataTooSmall { needed, got: take });
+                    }
+                    let (mine, tail) = core::mem::take(&mut rest).split_at_mut(take);
+                    rest = tail;
+                    backend
+                        .init(&init, &mut mine[..req.state])
+                        .map_err(|e| delegate_error(d, backend.id(), e))?;
+                    slots[d] = DelegateSlot {
+                        backend,
+                        init,
+                        state: mine,
+                    };
                 }
                 slots
             }
-            None => &mut [],
+            None => {
+                bump.alloc(meta.delegate_state, 0u8, needed)?;
+                &mut []
+            }
         };
         let input_set = bump.alloc(meta.num_inputs(), false, needed)?;
         let scratch = bump.alloc(meta.kernel_scratch_bytes(), 0u8, needed)?;
@@ -476,7 +515,6 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             fb::InstructionArguments::DelegateCall => {
                 let d = ins.instr_args_as_delegate_call().ok_or(broken)?;
                 let slot = self.delegates[d.delegate_index() as usize];
-                let program = *self.meta.program();
                 let mut ctx = KernelCtx::new(
                     self.values,
                     self.tensors,
@@ -484,7 +522,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                     self.scratch,
                 );
                 slot.backend
-                    .execute(slot.payload, &program, &mut ctx)
+                    .execute(&slot.init, slot.state, &mut ctx)
                     .map_err(|source| Error::Delegate {
                         instruction: pc,
                         backend: error::name(slot.backend.id()),
