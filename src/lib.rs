@@ -4,6 +4,7 @@
 //! - [`format`]: the `.pte` container and the program flatbuffer, validated and read in place;
 //! - [`dtype`], [`tensor`]: element types, shapes and typed views over planned memory;
 //! - [`memory`]: the static memory plan ([`memory::MethodMeta`]) and the metadata bump arena;
+//! - [`planner`]: lifetime-based static placement of buffers (delegate intermediates);
 //! - [`exec`]: method loading (value table, operator resolution) and the instruction loop;
 //! - [`kernels`]: the operator registry, the portable ATen-style kernel library and the GEMM;
 //! - [`delegate`]: the backend registry for `DelegateCall` regions.
@@ -24,6 +25,7 @@ pub mod exec;
 pub mod format;
 pub mod kernels;
 pub mod memory;
+pub mod planner;
 pub mod tensor;
 
 #[cfg(any(test, feature = "std"))]
