@@ -78,6 +78,7 @@ pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::vec::Vec;
 
     fn check(items: &[Interval], total: usize, align: usize) {
         for (i, a) in items.iter().enumerate() {
