@@ -60,6 +60,16 @@ impl Registry<'static> {
     }
 }
 
+/// Every backend ptera ships.
+pub static BACKENDS: &[&dyn crate::delegate::Backend] = &[&crate::delegate::xnnpack::BACKEND];
+
+impl Registry<'static> {
+    /// The portable kernel library and every backend ptera ships (`XnnpackBackend`).
+    pub fn standard() -> Registry<'static> {
+        Registry { kernels: portable::KERNELS, backends: BACKENDS }
+    }
+}
+
 impl<'r> Registry<'r> {
     /// Looks up `name` + `overload` (joined with '.', or just `name` when the overload is empty).
     pub fn kernel(&self, name: &str, overload: &str) -> Option<&'r KernelDef> {
@@ -366,6 +376,11 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             Some(s) => self.view(s, arg, false).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Current shape of the tensor at `arg` (input or output), without taking a view.
+    pub fn tensor_shape(&self, arg: usize) -> Result<Shape, KernelError> {
+        Ok(self.tensors[self.slot_of(arg)?].shape)
     }
 
     /// Dtype of the output tensor at `arg`, before it is resized.

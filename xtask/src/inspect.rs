@@ -46,6 +46,38 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
             }
         }
     }
+    let mut regions = Vec::new();
+    for (d, del) in dels.iter().enumerate() {
+        let id = del.id().unwrap_or("?");
+        let mut region = json!({"index": d, "backend": id});
+        if id == ptera::delegate::xnnpack::ID {
+            let payload = del.processed().map(|r| program.delegate_data(r)).transpose()?.unwrap_or(&[]);
+            let init = ptera::delegate::DelegateInit { program: *program, payload, index: d };
+            match ptera::delegate::xnnpack::RegionSummary::new(&init) {
+                Ok(sum) => {
+                    let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
+                    for t in sum.node_types() {
+                        *nodes.entry(t).or_default() += 1;
+                    }
+                    let ext = |input: bool| -> Vec<Value> {
+                        sum.externals()
+                            .filter(|e| e.1 == input)
+                            .map(|(arg, _, dims)| json!({"arg": arg, "dtype": "float32", "shape": dims.s()}))
+                            .collect()
+                    };
+                    region["payload_bytes"] = json!(payload.len());
+                    region["nodes"] = json!(nodes);
+                    region["inputs"] = json!(ext(true));
+                    region["outputs"] = json!(ext(false));
+                    region["constants"] = json!(sum.constant_count());
+                    region["scratch_bytes"] = json!(sum.requirements.scratch);
+                    region["plan_bytes"] = json!(sum.requirements.state);
+                }
+                Err(e) => region["error"] = json!(e.to_string()),
+            }
+        }
+        regions.push(region);
+    }
     let inputs: Vec<Value> = (0..meta.num_inputs()).map(|i| tensor_json(meta.input(i))).collect();
     let outputs: Vec<Value> = (0..meta.num_outputs()).map(|i| tensor_json(meta.output(i))).collect();
     let arenas: Vec<u64> = (0..meta.arena_count()).map(|k| meta.arena_size(k)).collect();
@@ -59,6 +91,7 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
         "operators": operators,
         "delegates": delegates,
         "planned_arena_bytes": arenas,
+        "delegate_regions": regions,
         "metadata_bytes": meta.metadata_bytes(),
         "kernel_scratch_bytes": meta.kernel_scratch_bytes(),
         "values": meta.num_values(),
@@ -108,6 +141,26 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
             for (k, v) in d {
                 println!("    {k}: {v}");
             }
+        }
+        for r in m["delegate_regions"].as_array().into_iter().flatten() {
+            let list = |key: &str| -> String {
+                r[key].as_array().into_iter().flatten()
+                    .map(|t| {
+                        let dims: Vec<String> = t["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+                        format!("arg {} [{}]", t["arg"], dims.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!("  delegate #{} {}: {} payload bytes, scratch {} bytes, plan {} bytes, {} constants in place",
+                r["index"], r["backend"].as_str().unwrap_or("?"), r["payload_bytes"], r["scratch_bytes"], r["plan_bytes"], r["constants"]);
+            if let Some(e) = r["error"].as_str() {
+                println!("    error: {e}");
+            }
+            println!("    inputs: {}", list("inputs"));
+            println!("    outputs: {}", list("outputs"));
+            let nodes: Vec<String> = r["nodes"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}: {v}")).collect();
+            println!("    nodes: {}", nodes.join(", "));
         }
         let mut ops: Vec<(&String, u64)> = m["operators"].as_object().into_iter().flatten().map(|(k, v)| (k, v.as_u64().unwrap_or(0))).collect();
         ops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));

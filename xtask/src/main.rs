@@ -75,7 +75,7 @@ enum BenchCmd {
 
 /// The registry the host tools use: every kernel and backend ptera has.
 pub fn registry() -> Registry<'static> {
-    Registry::portable()
+    Registry::standard()
 }
 
 fn main() -> ExitCode {

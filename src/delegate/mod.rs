@@ -49,3 +49,5 @@ pub trait Backend: Sync {
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError>;
 }
+
+pub mod xnnpack;

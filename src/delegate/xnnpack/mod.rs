@@ -1,0 +1,533 @@
+//! `XnnpackBackend`: executes XNNPACK delegate payloads produced by stock ExecuTorch, without
+//! XNNPACK, on ptera's own kernels.
+//!
+//! At load ([`Backend::prepare`]/[`Backend::init`]) the payload header and `XNNGraph`
+//! flatbuffer are verified; every value is classified (external = DelegateCall argument,
+//! constant = bytes borrowed in place from the payload or the program's named data, internal
+//! = intermediate) and every node's dims are checked. Internal values get offsets from the
+//! static [`crate::planner`] in the shared scratch arena; the FullyConnected/BatchMatMul GEMM
+//! packs panels into a fixed [`gemm::GEMM_SCRATCH_F32`] area behind them. Weights are never
+//! copied or repacked into RAM. The translated plan (one [`Loc`] per value) lives in the
+//! method's metadata buffer.
+
+pub mod graph;
+pub mod header;
+pub mod run;
+
+use core::mem::{align_of, size_of};
+
+use crate::delegate::{Backend, DelegateInit, Requirements};
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::format::generated::xnnpack::fb_xnnpack as xf;
+use crate::kernels::{gemm, KernelCtx};
+use crate::planner::{self, Interval};
+use graph::{bad, Dims, Op, INVALID_ID, MAX_DIMS};
+
+/// The backend id programs use.
+pub const ID: &str = "XnnpackBackend";
+/// Most values one region may have (bounds the load-time planner's stack tables).
+pub const MAX_VALUES: usize = 1024;
+/// Most external values (DelegateCall arguments) of one region.
+pub const MAX_EXTERNS: usize = 64;
+
+const VERIFIER: flatbuffers::VerifierOptions = flatbuffers::VerifierOptions {
+    max_depth: 32,
+    max_tables: 1_000_000,
+    max_apparent_size: 1 << 31,
+    ignore_missing_null_terminator: false,
+};
+
+/// The XNNPACK delegate backend (stateless; plans live in each method's metadata).
+pub struct XnnpackBackend;
+
+/// The registry entry.
+pub static BACKEND: XnnpackBackend = XnnpackBackend;
+
+const KIND_INTERNAL: u32 = 0;
+const KIND_EXTERNAL_IN: u32 = 1;
+const KIND_EXTERNAL_OUT: u32 = 2;
+const KIND_CONSTANT: u32 = 3;
+
+/// Where one graph value lives (the translated plan).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Loc {
+    kind: u32,
+    /// DelegateCall argument index for externals.
+    ext: u32,
+    /// Scratch offset (internal) or program byte offset (constant).
+    offset: u64,
+    rank: u32,
+    dims: [u32; MAX_DIMS],
+}
+
+impl Loc {
+    fn dims(&self) -> Dims {
+        let mut d = Dims { d: [0; MAX_DIMS], rank: self.rank as usize };
+        for i in 0..self.rank as usize {
+            d.d[i] = self.dims[i] as usize;
+        }
+        d
+    }
+}
+
+/// Fixed header of the state area.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Head {
+    n_values: u32,
+    num_externs: u32,
+    /// Flatbuffer position inside the payload.
+    fb_off: u64,
+    fb_len: u64,
+    /// Scratch offset of the GEMM packing area (f32-aligned).
+    gemm_off: u64,
+}
+
+fn state_bytes(n_values: usize) -> usize {
+    size_of::<Head>() + n_values * size_of::<Loc>()
+}
+
+fn graph_of(payload: &[u8]) -> Result<(xf::XNNGraph<'_>, (usize, usize), Option<(usize, usize)>), KernelError> {
+    let layout = header::parse(payload)?;
+    let (off, len) = layout.flatbuffer;
+    let fb = &payload[off..off + len];
+    let id_ok = flatbuffers::buffer_has_identifier(fb, "XN01", false)
+        || flatbuffers::buffer_has_identifier(fb, "XN00", false);
+    if !id_ok {
+        return Err(bad("XNNPACK graph: bad flatbuffer identifier (expected XN01 or XN00)"));
+    }
+    let g = flatbuffers::root_with_opts::<xf::XNNGraph>(&VERIFIER, fb)
+        .map_err(|_| bad("XNNPACK graph: flatbuffer failed verification"))?;
+    Ok((g, layout.flatbuffer, layout.constants))
+}
+
+/// Resolves constant value bytes (named data by key, the payload's constant region, or the
+/// legacy inline buffer) and returns their byte offset inside the program file.
+fn constant_offset(
+    init: &DelegateInit<'_>,
+    g: &xf::XNNGraph<'_>,
+    constants: Option<(usize, usize)>,
+    idx: u32,
+    nbytes: usize,
+) -> Result<u64, KernelError> {
+    let base = init.program.bytes().as_ptr() as usize;
+    let bytes: &[u8] = if let Some((c_off, c_len)) = constants {
+        let table = g.constant_data().ok_or(bad("constant value without constant_data table"))?;
+        if idx as usize >= table.len() {
+            return Err(KernelError::IndexOutOfBounds { arg: 0, index: idx as i64, size: table.len() });
+        }
+        let entry = table.get(idx as usize);
+        match entry.named_key() {
+            Some(key) => {
+                let blob = init.program.named_data(key).ok_or(bad("constant named_key not in the program's named data"))?;
+                if (entry.size() as usize) > blob.len() {
+                    return Err(bad("constant size exceeds its named data"));
+                }
+                blob
+            }
+            None => {
+                let (o, s) = (entry.offset(), entry.size());
+                if o.checked_add(s).is_none_or(|e| e > c_len as u64) {
+                    return Err(bad("constant offset past the end of the constant data"));
+                }
+                &init.payload[c_off + o as usize..c_off + (o + s) as usize]
+            }
+        }
+    } else {
+        let bufs = g.constant_buffer().ok_or(bad("constant value without constant buffers"))?;
+        if idx as usize >= bufs.len() {
+            return Err(KernelError::IndexOutOfBounds { arg: 0, index: idx as i64, size: bufs.len() });
+        }
+        bufs.get(idx as usize).storage().map_or(&[][..], |s| s.bytes())
+    };
+    if bytes.len() < nbytes {
+        return Err(bad("constant data smaller than its tensor"));
+    }
+    if bytes.as_ptr() as usize % align_of::<f32>() != 0 {
+        return Err(bad("constant data not aligned for f32"));
+    }
+    Ok((bytes.as_ptr() as usize - base) as u64)
+}
+
+/// Validates the whole region; fills `locs` (when given) and returns the requirements.
+fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Requirements, Head), KernelError> {
+    let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
+    let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
+    let nodes = g.xnodes().ok_or(bad("XNNPACK graph: xnodes missing"))?;
+    let nv = values.len();
+    if nv > MAX_VALUES {
+        return Err(KernelError::Unsupported { detail: "XNNPACK region with more than 1024 values" });
+    }
+    let num_externs = g.num_externs() as usize;
+    if num_externs > MAX_EXTERNS {
+        return Err(KernelError::Unsupported { detail: "XNNPACK region with more than 64 externals" });
+    }
+    // Pass 1: values.
+    let mut dims_tab = heapless::Vec::<Dims, MAX_VALUES>::new();
+    let mut kinds = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
+    for xv in values.iter() {
+        let t = match xv.xvalue_union_type() {
+            xf::XValueUnion::XNNTensorValue => xv.xvalue_union_as_xnntensor_value().ok_or(bad("value body missing"))?,
+            xf::XValueUnion::XNNQuantizedTensorValue => {
+                return Err(KernelError::Unsupported { detail: "quantized XNNPACK values" })
+            }
+            _ => return Err(bad("XNNPACK value of unknown type")),
+        };
+        if t.datatype() != xf::XNNDatatype::xnn_datatype_fp32 {
+            return Err(KernelError::Unsupported { detail: "XNNPACK value dtype other than fp32" });
+        }
+        let dl = t.dims().ok_or(bad("XNNPACK value without dims"))?;
+        if dl.len() > MAX_DIMS || dl.len() != t.num_dims() as usize {
+            return Err(bad("XNNPACK value: num_dims disagrees with dims or exceeds 6"));
+        }
+        let mut d = Dims { d: [0; MAX_DIMS], rank: dl.len() };
+        let mut numel: usize = 1;
+        for (k, x) in dl.iter().enumerate() {
+            d.d[k] = x as usize;
+            numel = numel.checked_mul(x as usize).ok_or(bad("XNNPACK value size overflows"))?;
+        }
+        let nbytes = numel.checked_mul(4).ok_or(bad("XNNPACK value size overflows"))?;
+        let flags = t.flags();
+        if flags & !3 != 0 {
+            return Err(bad("XNNPACK value with unknown flags"));
+        }
+        let (kind, ext, offset) = if t.constant_buffer_idx() > 0 {
+            if flags != 0 {
+                return Err(bad("XNNPACK constant marked external"));
+            }
+            (KIND_CONSTANT, 0, constant_offset(init, &g, constants, t.constant_buffer_idx(), nbytes)?)
+        } else if flags != 0 {
+            let ext = t.external_id();
+            if ext as usize >= num_externs {
+                return Err(KernelError::IndexOutOfBounds { arg: 0, index: ext as i64, size: num_externs });
+            }
+            (if flags & 1 != 0 { KIND_EXTERNAL_IN } else { KIND_EXTERNAL_OUT }, ext, 0)
+        } else {
+            (KIND_INTERNAL, 0, nbytes as u64)
+        };
+        let _ = dims_tab.push(d);
+        let _ = kinds.push((kind, ext, offset));
+    }
+    // Pass 2: nodes (decode, ids, shapes) and lifetimes of internal values.
+    const UNSET: u32 = u32::MAX;
+    let mut life = heapless::Vec::<Interval, MAX_VALUES>::new();
+    for &(kind, _, size) in kinds.iter() {
+        let mut it = Interval::new(if kind == KIND_INTERNAL { size as usize } else { 0 }, UNSET, 0);
+        it.offset = 0;
+        let _ = life.push(it);
+    }
+    let mut uses_gemm = false;
+    for (step, node) in nodes.iter().enumerate() {
+        let (op, _) = graph::decode(node)?;
+        uses_gemm |= matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. });
+        let (ins, n) = op.inputs();
+        let out = op.output();
+        let optional_ok = |slot: usize| matches!(op, Op::FullyConnected { .. } | Op::Conv { .. }) && slot == 2;
+        for (slot, &id) in ins[..n].iter().enumerate() {
+            if id == INVALID_ID && optional_ok(slot) {
+                continue;
+            }
+            if id as usize >= nv {
+                return Err(KernelError::IndexOutOfBounds { arg: 0, index: id as i64, size: nv });
+            }
+            if id == out {
+                return Err(bad("XNNPACK node reads its own output"));
+            }
+            let (kind, _, _) = kinds[id as usize];
+            if kind == KIND_INTERNAL {
+                let l = &mut life[id as usize];
+                if l.first == UNSET {
+                    return Err(bad("XNNPACK node reads a value before it is written"));
+                }
+                l.last = step as u32;
+            }
+        }
+        if out as usize >= nv {
+            return Err(KernelError::IndexOutOfBounds { arg: 0, index: out as i64, size: nv });
+        }
+        match kinds[out as usize].0 {
+            KIND_CONSTANT | KIND_EXTERNAL_IN => return Err(bad("XNNPACK node writes a constant or an input")),
+            KIND_INTERNAL => {
+                let l = &mut life[out as usize];
+                if l.first != UNSET {
+                    return Err(bad("XNNPACK value written twice"));
+                }
+                l.first = step as u32;
+                l.last = step as u32;
+            }
+            _ => {}
+        }
+        graph::check_shapes(&op, &|id| dims_tab[id as usize])?;
+    }
+    for l in life.iter_mut() {
+        if l.first == UNSET {
+            // Never written: takes no space (reading it was rejected above).
+            *l = Interval::new(0, 0, 0);
+        }
+    }
+    let mut order = heapless::Vec::<u32, MAX_VALUES>::new();
+    for _ in 0..life.len() {
+        let _ = order.push(0);
+    }
+    let planned = planner::plan(&mut life, &mut order, 16);
+    let gemm_off = planned.div_ceil(64) * 64;
+    let scratch = gemm_off + if uses_gemm { gemm::GEMM_SCRATCH_F32 * 4 } else { 0 };
+    let head = Head {
+        n_values: nv as u32,
+        num_externs: num_externs as u32,
+        fb_off: fb_off as u64,
+        fb_len: fb_len as u64,
+        gemm_off: gemm_off as u64,
+    };
+    if let Some(locs) = locs.as_deref_mut() {
+        for i in 0..nv {
+            let (kind, ext, offset) = kinds[i];
+            let d = dims_tab[i];
+            let mut dims = [0u32; MAX_DIMS];
+            for k in 0..d.rank {
+                dims[k] = d.d[k] as u32;
+            }
+            locs[i] = Loc {
+                kind,
+                ext,
+                offset: if kind == KIND_INTERNAL { life[i].offset as u64 } else { offset },
+                rank: d.rank as u32,
+                dims,
+            };
+        }
+    }
+    Ok((Requirements { state: state_bytes(nv), scratch }, head))
+}
+
+/// Splits the state area into the header and the value table.
+fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
+    if state.len() < size_of::<Head>() || state.as_ptr() as usize % 16 != 0 {
+        return Err(bad("XNNPACK state area too small or misaligned"));
+    }
+    // SAFETY: the area is at least size_of::<Head>() bytes and 16-byte aligned (≥ align of
+    // Head); Head is repr(C) plain data (any bit pattern valid), written by `init`.
+    let head = unsafe { *(state.as_ptr() as *const Head) };
+    let n = head.n_values as usize;
+    if state.len() < state_bytes(n) {
+        return Err(bad("XNNPACK state area too small"));
+    }
+    // SAFETY: `n` Locs fit after the header (checked), the offset size_of::<Head>() = 32 keeps
+    // 8-byte alignment for Loc, Loc is repr(C) plain data, and `init` wrote all `n` of them.
+    let locs = unsafe { core::slice::from_raw_parts(state.as_ptr().add(size_of::<Head>()) as *const Loc, n) };
+    Ok((head, locs))
+}
+
+impl Backend for XnnpackBackend {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn prepare(&self, init: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
+        analyze(init, None).map(|r| r.0)
+    }
+
+    fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
+        let (req, head) = analyze(init, None)?;
+        if state.len() < req.state || state.as_ptr() as usize % 16 != 0 {
+            return Err(bad("XNNPACK state area too small or misaligned"));
+        }
+        let n = head.n_values as usize;
+        // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n) bytes
+        // (checked); Head and Loc are repr(C) plain data, so writing them through properly
+        // aligned pointers (Head at 0, Locs at 32 with 8-byte alignment) is sound.
+        let locs = unsafe {
+            (state.as_mut_ptr() as *mut Head).write(head);
+            let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
+            for i in 0..n {
+                p.add(i).write(Loc::default());
+            }
+            core::slice::from_raw_parts_mut(p, n)
+        };
+        analyze(init, Some(locs))?;
+        Ok(())
+    }
+
+    fn execute(&self, init: &DelegateInit<'_>, state: &[u8], ctx: &mut KernelCtx<'_, '_, '_>) -> Result<(), KernelError> {
+        let (head, locs) = state_view(state)?;
+        let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
+        // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
+        // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
+        let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
+        if ctx.nargs() < head.num_externs as usize {
+            return Err(KernelError::ArgCount { expected: head.num_externs as usize, got: ctx.nargs() });
+        }
+        // Externals: inputs as read-only views, outputs resized to their graph dims.
+        let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
+        let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
+        for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
+            let t = ctx.input(l.ext as usize)?;
+            if t.numel() != l.dims().numel() {
+                return Err(KernelError::Shape { arg: l.ext as usize, detail: "input size differs from the delegate graph" });
+            }
+            let s = t.as_slice::<f32>()?;
+            ext_in[l.ext as usize] = (s.as_ptr(), s.len());
+        }
+        for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
+            let dtype = ctx.out_dtype(l.ext as usize)?;
+            if dtype != DType::F32 {
+                return Err(KernelError::UnsupportedDType { arg: l.ext as usize, dtype });
+            }
+            let shape = ctx.tensor_shape(l.ext as usize)?;
+            if shape.numel() != l.dims().numel() {
+                return Err(KernelError::Shape { arg: l.ext as usize, detail: "output size differs from the delegate graph" });
+            }
+            let mut t = ctx.output(l.ext as usize, &shape)?;
+            let s = t.as_mut_slice::<f32>()?;
+            ext_out[l.ext as usize] = (s.as_mut_ptr(), s.len());
+        }
+        let program = init.program.bytes();
+        let (sp, slen) = {
+            let s = ctx.scratch();
+            (s.as_mut_ptr(), s.len())
+        };
+        let gemm_len = (slen.saturating_sub(head.gemm_off as usize) / 4).min(gemm::GEMM_SCRATCH_F32);
+        if (sp as usize) % 16 != 0 || slen < head.gemm_off as usize {
+            return Err(KernelError::Scratch { needed: head.gemm_off as usize, got: slen });
+        }
+        // Raw location of value `id`: (pointer, elements).
+        let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
+            let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
+            let n = l.dims().numel();
+            Ok(match l.kind {
+                KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
+                KIND_EXTERNAL_OUT => (ext_out[l.ext as usize].0, n),
+                KIND_CONSTANT => {
+                    let end = l.offset as usize + n * 4;
+                    if end > program.len() {
+                        return Err(bad("constant outside the program"));
+                    }
+                    (program[l.offset as usize..].as_ptr() as *mut f32, n)
+                }
+                _ => {
+                    if l.offset as usize + n * 4 > head.gemm_off as usize {
+                        return Err(bad("intermediate outside the planned scratch"));
+                    }
+                    // SAFETY: offset + n*4 ≤ gemm_off ≤ scratch length (checked above).
+                    (unsafe { sp.add(l.offset as usize) } as *mut f32, n)
+                }
+            })
+        };
+        // SAFETY (for `rd`/`wr` below): every pointer comes from `locate`, which yields ranges
+        // inside the program bytes (constants, borrowed immutably), the argument tensors
+        // (checked by KernelCtx: outputs overlap no input), or the planned scratch. The planner
+        // gives values whose lifetimes overlap disjoint ranges; a node's inputs and its output
+        // are alive at the same step and are distinct values (checked at load), so the `&mut`
+        // output never aliases an input slice. Alignment: constants and tensors were checked
+        // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
+        let rd = |id: u32| -> Result<&[f32], KernelError> {
+            let (p, n) = locate(id)?;
+            Ok(if n == 0 { &[] } else { unsafe { core::slice::from_raw_parts(p as *const f32, n) } })
+        };
+        let gemm_scratch: &mut [f32] = {
+            // SAFETY: [gemm_off, gemm_off + gemm_len*4) is inside the scratch (gemm_len is
+            // clamped to what remains), disjoint from every planned value (all end at or before
+            // gemm_off), and 64-byte aligned. The GEMM reports a too-small scratch itself.
+            unsafe { core::slice::from_raw_parts_mut(sp.add(head.gemm_off as usize) as *mut f32, gemm_len) }
+        };
+        let dims = |id: u32| locs[id as usize].dims();
+        for node in g.xnodes().unwrap_or_default() {
+            let (op, clamp) = graph::decode(node)?;
+            let (po, no) = locate(op.output())?;
+            // SAFETY: see the block comment above `rd`.
+            let out: &mut [f32] = if no == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(po, no) } };
+            let od = dims(op.output());
+            match op {
+                Op::Binary { op, a, b, .. } => run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od),
+                Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
+                Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, od.last()),
+                Op::FullyConnected { x, w, bias, transpose_w, .. } => {
+                    let wd = dims(w);
+                    let (n, k) = if transpose_w { (wd.d[1], wd.d[0]) } else { (wd.d[0], wd.d[1]) };
+                    let b = if bias == INVALID_ID { None } else { Some(rd(bias)?) };
+                    run::fully_connected(rd(x)?, rd(w)?, b, out, k, n, transpose_w, gemm_scratch)?
+                }
+                Op::BatchMatMul { a, b, transpose_b, .. } => {
+                    let ad = dims(a);
+                    let r = ad.rank;
+                    let (m, k) = (ad.d[r - 2], ad.d[r - 1]);
+                    let n = od.d[r - 1];
+                    let batch = ad.d[..r - 2].iter().product();
+                    run::batch_matmul(rd(a)?, rd(b)?, out, batch, m, k, n, transpose_b, gemm_scratch)?
+                }
+                Op::Transpose { x, perm, rank, .. } => run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out),
+                Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
+                Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
+                Op::Concat { inputs, n, axis, .. } => {
+                    let mut parts: heapless::Vec<(&[f32], Dims), 5> = heapless::Vec::new();
+                    for &id in &inputs[..n as usize] {
+                        let _ = parts.push((rd(id)?, dims(id)));
+                    }
+                    run::concat(&parts, axis as usize, out, &od)
+                }
+                Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
+                Op::Conv { x, w, bias, win, groups, depthwise, .. } => {
+                    let b = if bias == INVALID_ID { None } else { Some(rd(bias)?) };
+                    run::conv2d_nhwc(rd(x)?, &dims(x), rd(w)?, b, out, &od, &win, groups, depthwise)
+                }
+                Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
+                Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
+            }
+            if let Some((lo, hi)) = clamp {
+                run::clamp(out, lo, hi);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What `xtask inspect` shows about one region.
+pub struct RegionSummary<'p> {
+    graph: xf::XNNGraph<'p>,
+    /// Load-time requirements (scratch includes the GEMM packing area).
+    pub requirements: Requirements,
+}
+
+impl<'p> RegionSummary<'p> {
+    /// Validates the region like loading does and summarises it.
+    pub fn new(init: &DelegateInit<'p>) -> Result<RegionSummary<'p>, KernelError> {
+        let (requirements, _) = analyze(init, None)?;
+        let (graph, _, _) = graph_of(init.payload)?;
+        Ok(RegionSummary { graph, requirements })
+    }
+
+    /// Node type names in graph order (`XNNFullyConnected`, `XNNAdd`, ...).
+    pub fn node_types(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.graph.xnodes().into_iter().flatten().map(|n| graph::node_name(n.xnode_union_type()))
+    }
+
+    /// External values: (DelegateCall argument index, is_input, dims), in argument order.
+    pub fn externals(&self) -> impl Iterator<Item = (u32, bool, Dims)> + '_ {
+        let mut v: heapless::Vec<(u32, bool, Dims), MAX_EXTERNS> = heapless::Vec::new();
+        for xv in self.graph.xvalues().into_iter().flatten() {
+            if let Some(t) = xv.xvalue_union_as_xnntensor_value() {
+                if t.flags() & 3 != 0 && t.constant_buffer_idx() == 0 {
+                    let mut d = Dims { d: [0; MAX_DIMS], rank: 0 };
+                    for (k, x) in t.dims().into_iter().flatten().take(MAX_DIMS).enumerate() {
+                        d.d[k] = x as usize;
+                        d.rank = k + 1;
+                    }
+                    let _ = v.push((t.external_id(), t.flags() & 1 != 0, d));
+                }
+            }
+        }
+        v.sort_unstable_by_key(|e| e.0);
+        v.into_iter()
+    }
+
+    /// Bytes of constants the region reads in place (from named data or its payload).
+    pub fn constant_count(&self) -> usize {
+        self.graph
+            .xvalues()
+            .into_iter()
+            .flatten()
+            .filter(|v| v.xvalue_union_as_xnntensor_value().is_some_and(|t| t.constant_buffer_idx() > 0))
+            .count()
+    }
+}

@@ -1,0 +1,409 @@
+//! f32 compute for XNNPACK graph nodes over plain slices (contiguous, row-major; NHWC for
+//! convolution and pooling, as the XNNPACK graph stores them).
+
+use super::graph::{Binary, Dims, Unary, Window, MAX_DIMS};
+use crate::error::KernelError;
+use crate::kernels::gemm::{self, MatRef};
+
+/// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
+fn bcast_strides(d: &Dims, out: &Dims) -> [usize; MAX_DIMS] {
+    let mut st = [0usize; MAX_DIMS];
+    let off = out.rank - d.rank;
+    let mut acc = 1;
+    for i in (0..d.rank).rev() {
+        st[off + i] = if d.d[i] == 1 { 0 } else { acc };
+        acc *= d.d[i];
+    }
+    st
+}
+
+#[inline]
+fn apply(op: Binary, x: f32, y: f32) -> f32 {
+    match op {
+        Binary::Add => x + y,
+        Binary::Sub => x - y,
+        Binary::Mul => x * y,
+        Binary::Div => x / y,
+        Binary::Min => x.min(y),
+        Binary::Max => x.max(y),
+    }
+}
+
+fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
+    macro_rules! go {
+        ($f:expr) => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = $f(x, y);
+            }
+        };
+    }
+    match op {
+        Binary::Add => go!(|x, y| x + y),
+        Binary::Sub => go!(|x, y| x - y),
+        Binary::Mul => go!(|x, y| x * y),
+        Binary::Div => go!(|x: f32, y| x / y),
+        Binary::Min => go!(|x: f32, y| x.min(y)),
+        Binary::Max => go!(|x: f32, y| x.max(y)),
+    }
+}
+
+/// `out = a op b` with NumPy broadcasting; `od` is the broadcast shape.
+pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut [f32], od: &Dims) {
+    let n = out.len();
+    if a.len() == n && b.len() == n {
+        return zip_with(op, a, b, out);
+    }
+    let inner = od.last();
+    // Row broadcast: one operand is a single row repeated (e.g. bias add, scaling by a vector).
+    if a.len() == n && b.len() == inner && bd.last() == inner {
+        for (orow, arow) in out.chunks_exact_mut(inner).zip(a.chunks_exact(inner)) {
+            zip_with(op, arow, b, orow);
+        }
+        return;
+    }
+    if b.len() == n && a.len() == inner && ad.last() == inner {
+        for (orow, brow) in out.chunks_exact_mut(inner).zip(b.chunks_exact(inner)) {
+            zip_with(op, a, brow, orow);
+        }
+        return;
+    }
+    if b.len() == 1 && a.len() == n {
+        let y = b[0];
+        out.iter_mut().zip(a).for_each(|(o, &x)| *o = apply(op, x, y));
+        return;
+    }
+    if a.len() == 1 && b.len() == n {
+        let x = a[0];
+        out.iter_mut().zip(b).for_each(|(o, &y)| *o = apply(op, x, y));
+        return;
+    }
+    let (sa, sb) = (bcast_strides(ad, od), bcast_strides(bd, od));
+    let mut idx = [0usize; MAX_DIMS];
+    let (mut ia, mut ib) = (0usize, 0usize);
+    for o in out.iter_mut() {
+        *o = apply(op, a[ia], b[ib]);
+        for d in (0..od.rank).rev() {
+            idx[d] += 1;
+            ia += sa[d];
+            ib += sb[d];
+            if idx[d] < od.d[d] {
+                break;
+            }
+            ia -= sa[d] * idx[d];
+            ib -= sb[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+fn erf_gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * core::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// `out = op(x)`.
+pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
+    macro_rules! map {
+        ($f:expr) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = $f(v);
+            }
+        };
+    }
+    match op {
+        Unary::Copy | Unary::Clamp => out.copy_from_slice(x),
+        Unary::Abs => map!(|v: f32| v.abs()),
+        Unary::Neg => map!(|v: f32| -v),
+        Unary::Square => map!(|v: f32| v * v),
+        Unary::Sqrt => map!(libm::sqrtf),
+        Unary::Rsqrt => map!(|v: f32| 1.0 / libm::sqrtf(v)),
+        Unary::Floor => map!(libm::floorf),
+        Unary::Ceil => map!(libm::ceilf),
+        Unary::Exp => map!(libm::expf),
+        Unary::Log => map!(libm::logf),
+        Unary::Sin => map!(libm::sinf),
+        Unary::Cos => map!(libm::cosf),
+        Unary::Tanh => map!(libm::tanhf),
+        Unary::Sigmoid => map!(|v: f32| 1.0 / (1.0 + libm::expf(-v))),
+        Unary::Gelu => map!(erf_gelu),
+        Unary::Hardswish => map!(|v: f32| v * (v + 3.0).clamp(0.0, 6.0) / 6.0),
+        Unary::LeakyRelu(s) => map!(|v: f32| if v >= 0.0 { v } else { v * s }),
+        Unary::Elu(a) => map!(|v: f32| if v > 0.0 { v } else { a * (libm::expf(v) - 1.0) }),
+    }
+}
+
+/// Clamps every element into `[lo, hi]`.
+pub fn clamp(out: &mut [f32], lo: f32, hi: f32) {
+    if lo == f32::NEG_INFINITY && hi == f32::INFINITY {
+        return;
+    }
+    for v in out {
+        *v = v.max(lo).min(hi);
+    }
+}
+
+/// Softmax over rows of length `n` (stable: max subtracted).
+pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
+    if n == 0 {
+        return;
+    }
+    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+        let mut sum = 0.0f32;
+        for (o, &v) in or.iter_mut().zip(xr) {
+            let e = libm::expf(v - m);
+            *o = e;
+            sum += e;
+        }
+        let inv = 1.0 / sum;
+        or.iter_mut().for_each(|o| *o *= inv);
+    }
+}
+
+/// Fully connected: `out[m, n] = x[m, k] · W + bias`, W `[n, k]` or (`transpose_w`) `[k, n]`.
+#[allow(clippy::too_many_arguments)]
+pub fn fully_connected(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    k: usize,
+    n: usize,
+    transpose_w: bool,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let m = if k == 0 { 0 } else { x.len() / k };
+    let a = MatRef::row_major(x, m, k)?;
+    let b = if transpose_w { MatRef::row_major(w, k, n)? } else { MatRef::row_major(w, n, k)?.t() };
+    gemm::sgemm(a, b, out, n, 1.0, 0.0, bias, scratch)
+}
+
+/// Batched matmul over leading dims: `[.., m, k] × [.., k, n]` (or `[.., n, k]` transposed).
+#[allow(clippy::too_many_arguments)]
+pub fn batch_matmul(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [f32],
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    transpose_b: bool,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    for i in 0..batch {
+        let ai = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k)?;
+        let bs = &b[i * k * n..(i + 1) * k * n];
+        let bi = if transpose_b { MatRef::row_major(bs, n, k)?.t() } else { MatRef::row_major(bs, k, n)? };
+        gemm::sgemm(ai, bi, &mut out[i * m * n..(i + 1) * m * n], n, 1.0, 0.0, None, scratch)?;
+    }
+    Ok(())
+}
+
+/// `out.dims[i] = x.dims[perm[i]]`.
+pub fn transpose(x: &[f32], xd: &Dims, perm: &[u8], out: &mut [f32]) {
+    let r = xd.rank;
+    let mut xs = [0usize; MAX_DIMS];
+    let mut acc = 1;
+    for i in (0..r).rev() {
+        xs[i] = acc;
+        acc *= xd.d[i];
+    }
+    let mut od = [0usize; MAX_DIMS];
+    let mut st = [0usize; MAX_DIMS];
+    for i in 0..r {
+        od[i] = xd.d[perm[i] as usize];
+        st[i] = xs[perm[i] as usize];
+    }
+    // The innermost output dim is copied in runs when it is also contiguous in the input.
+    let mut idx = [0usize; MAX_DIMS];
+    let mut src = 0usize;
+    for o in out.iter_mut() {
+        *o = x[src];
+        for d in (0..r).rev() {
+            idx[d] += 1;
+            src += st[d];
+            if idx[d] < od[d] {
+                break;
+            }
+            src -= st[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Copies the block at `offsets` with the output's dims.
+pub fn slice(x: &[f32], xd: &Dims, offsets: &[u32], out: &mut [f32], od: &Dims) {
+    let r = xd.rank;
+    let mut xs = [0usize; MAX_DIMS];
+    let mut acc = 1;
+    for i in (0..r).rev() {
+        xs[i] = acc;
+        acc *= xd.d[i];
+    }
+    let inner = od.last();
+    let rows = if inner == 0 { 0 } else { out.len() / inner };
+    let mut idx = [0usize; MAX_DIMS];
+    for row in 0..rows {
+        let mut src = 0;
+        for d in 0..r {
+            let i = if d + 1 == r { 0 } else { idx[d] };
+            src += (i + offsets[d] as usize) * xs[d];
+        }
+        out[row * inner..(row + 1) * inner].copy_from_slice(&x[src..src + inner]);
+        for d in (0..r.saturating_sub(1)).rev() {
+            idx[d] += 1;
+            if idx[d] < od.d[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Concatenation along `axis`: inputs are copied block-wise.
+pub fn concat(inputs: &[(&[f32], Dims)], axis: usize, out: &mut [f32], od: &Dims) {
+    let outer: usize = od.d[..axis].iter().product();
+    let inner: usize = od.d[axis + 1..od.rank].iter().product();
+    let row = od.d[axis] * inner;
+    let mut at = 0;
+    for (x, d) in inputs {
+        let chunk = d.d[axis] * inner;
+        for o in 0..outer {
+            out[o * row + at..o * row + at + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
+        }
+        at += chunk;
+    }
+}
+
+/// Constant padding: `out` filled with `value`, `x` placed at offsets `pre`.
+pub fn pad(x: &[f32], xd: &Dims, pre: &[u32], value: f32, out: &mut [f32], od: &Dims) {
+    out.fill(value);
+    let r = xd.rank;
+    let mut os = [0usize; MAX_DIMS];
+    let mut acc = 1;
+    for i in (0..r).rev() {
+        os[i] = acc;
+        acc *= od.d[i];
+    }
+    let inner = xd.last();
+    let rows = if inner == 0 { 0 } else { x.len() / inner };
+    let mut idx = [0usize; MAX_DIMS];
+    for row in 0..rows {
+        let mut dst = 0;
+        for d in 0..r {
+            let i = if d + 1 == r { 0 } else { idx[d] };
+            dst += (i + pre[d] as usize) * os[d];
+        }
+        out[dst..dst + inner].copy_from_slice(&x[row * inner..(row + 1) * inner]);
+        for d in (0..r.saturating_sub(1)).rev() {
+            idx[d] += 1;
+            if idx[d] < xd.d[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// NHWC convolution. `w` is `[OC, KH, KW, IC/groups]` (or `[1, KH, KW, OC]` depthwise).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_nhwc(
+    x: &[f32],
+    xd: &Dims,
+    w: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    od: &Dims,
+    win: &Window,
+    groups: usize,
+    depthwise: bool,
+) {
+    let (nb, h, wi, c) = (xd.d[0], xd.d[1], xd.d[2], xd.d[3]);
+    let (oh, ow, oc) = (od.d[1], od.d[2], od.d[3]);
+    let icg = c / groups;
+    let ocg = oc / groups;
+    for b in 0..nb {
+        for y in 0..oh {
+            for xo in 0..ow {
+                let obase = ((b * oh + y) * ow + xo) * oc;
+                for o in 0..oc {
+                    let g = o / ocg;
+                    let mut acc = bias.map_or(0.0, |bv| bv[o]);
+                    for ky in 0..win.kh {
+                        let iy = (y * win.stride_h + ky * win.dil_h) as isize - win.pad_top as isize;
+                        if iy < 0 || iy as usize >= h {
+                            continue;
+                        }
+                        for kx in 0..win.kw {
+                            let ix = (xo * win.stride_w + kx * win.dil_w) as isize - win.pad_left as isize;
+                            if ix < 0 || ix as usize >= wi {
+                                continue;
+                            }
+                            let ibase = ((b * h + iy as usize) * wi + ix as usize) * c;
+                            if depthwise {
+                                acc += x[ibase + g] * w[(ky * win.kw + kx) * oc + o];
+                            } else {
+                                let wbase = ((o * win.kh + ky) * win.kw + kx) * icg;
+                                let xs = &x[ibase + g * icg..ibase + (g + 1) * icg];
+                                acc += xs.iter().zip(&w[wbase..wbase + icg]).map(|(a, b)| a * b).sum::<f32>();
+                            }
+                        }
+                    }
+                    out[obase + o] = acc;
+                }
+            }
+        }
+    }
+}
+
+/// NHWC max or average pooling (average counts only elements inside the input).
+pub fn pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32], od: &Dims, win: &Window, max: bool) {
+    let (nb, h, wi, c) = (xd.d[0], xd.d[1], xd.d[2], xd.d[3]);
+    let (oh, ow) = (od.d[1], od.d[2]);
+    for b in 0..nb {
+        for y in 0..oh {
+            for xo in 0..ow {
+                let obase = ((b * oh + y) * ow + xo) * c;
+                let o = &mut out[obase..obase + c];
+                o.fill(if max { f32::NEG_INFINITY } else { 0.0 });
+                let mut count = 0usize;
+                for ky in 0..win.kh {
+                    let iy = (y * win.stride_h + ky * win.dil_h) as isize - win.pad_top as isize;
+                    if iy < 0 || iy as usize >= h {
+                        continue;
+                    }
+                    for kx in 0..win.kw {
+                        let ix = (xo * win.stride_w + kx * win.dil_w) as isize - win.pad_left as isize;
+                        if ix < 0 || ix as usize >= wi {
+                            continue;
+                        }
+                        count += 1;
+                        let ibase = ((b * h + iy as usize) * wi + ix as usize) * c;
+                        for (ov, &iv) in o.iter_mut().zip(&x[ibase..ibase + c]) {
+                            *ov = if max { ov.max(iv) } else { *ov + iv };
+                        }
+                    }
+                }
+                if !max && count > 0 {
+                    let inv = 1.0 / count as f32;
+                    o.iter_mut().for_each(|v| *v *= inv);
+                }
+            }
+        }
+    }
+}
+
+/// Mean over H and W of an NHWC tensor → `[N, C]`.
+pub fn global_avg_pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32]) {
+    let (nb, hw, c) = (xd.d[0], xd.d[1] * xd.d[2], xd.d[3]);
+    for b in 0..nb {
+        let o = &mut out[b * c..(b + 1) * c];
+        o.fill(0.0);
+        for p in 0..hw {
+            let base = (b * hw + p) * c;
+            o.iter_mut().zip(&x[base..base + c]).for_each(|(a, &v)| *a += v);
+        }
+        let inv = 1.0 / hw.max(1) as f32;
+        o.iter_mut().for_each(|v| *v *= inv);
+    }
+}
