@@ -1,5 +1,5 @@
 //! Every committed fixture runs through ptera and matches ExecuTorch 1.5.1's own outputs
-//! within 1e-4 abs + 1e-4 rel; XNNPACK programs need the XnnpackBackend registered.
+//! within 1e-4 abs + 1e-4 rel, portable and XNNPACK-lowered alike.
 
 mod common;
 
@@ -46,11 +46,26 @@ fn portable_fixtures_match_executorch() {
 }
 
 #[test]
+fn xnnpack_fixtures_match_executorch() {
+    let cases: Vec<String> = cases().into_iter().filter(|c| c.ends_with("_xnnpack")).collect();
+    assert!(cases.len() >= 6, "expected XNNPACK fixtures of every family");
+    for case in &cases {
+        check_case(case, &Registry::standard());
+    }
+}
+
+#[test]
+fn portable_fixtures_also_run_with_the_standard_registry() {
+    for case in cases().into_iter().filter(|c| c.ends_with("_portable")) {
+        check_case(&case, &Registry::standard());
+    }
+}
+
+#[test]
 fn xnnpack_fixtures_without_backend_fail_at_load_naming_it() {
     for case in cases().into_iter().filter(|c| c.ends_with("_xnnpack")) {
         match run_case(&case, &Registry::portable()) {
             Err(Error::UnknownBackend { backend, .. }) => assert_eq!(backend.as_str(), "XnnpackBackend", "{case}"),
-            Err(Error::MissingOperators { .. }) => {}
             other => panic!("{case}: expected an unknown-backend error, got {:?}", other.map(|_| ())),
         }
     }
