@@ -92,6 +92,9 @@ pub struct OpTest {
     args: Vec<i32>,
     arena: u64,
     registry: Registry<'static>,
+    /// When set, the instruction is a DelegateCall to this backend with this payload (stored
+    /// in its own 128-aligned segment, as the exporter does).
+    delegate: Option<(String, Vec<u8>)>,
 }
 
 fn to_bytes<T: Copy>(data: &[T]) -> Vec<u8> {
@@ -112,7 +115,16 @@ impl OpTest {
             args: Vec::new(),
             arena: 0,
             registry: Registry::portable(),
+            delegate: None,
         }
+    }
+
+    /// A test of one DelegateCall to `backend` with `payload`, standard registry.
+    pub fn delegate(backend: &str, payload: Vec<u8>) -> OpTest {
+        let mut t = OpTest::new("");
+        t.registry = Registry::standard();
+        t.delegate = Some((backend.to_string(), payload));
+        t
     }
 
     /// Uses another registry (e.g. with a test backend).
@@ -413,20 +425,40 @@ impl OpTest {
         let inputs = b.create_vector(&inputs);
         let outputs = b.create_vector(&self.outputs);
         let args = b.create_vector(&self.args);
-        let kc = fb::KernelCall::create(
-            &mut b,
-            &fb::KernelCallArgs {
-                op_index: 0,
-                args: Some(args),
-            },
-        );
-        let ins = fb::Instruction::create(
-            &mut b,
-            &fb::InstructionArgs {
-                instr_args_type: fb::InstructionArguments::KernelCall,
-                instr_args: Some(kc.as_union_value()),
-            },
-        );
+        let ins = match &self.delegate {
+            None => {
+                let kc = fb::KernelCall::create(
+                    &mut b,
+                    &fb::KernelCallArgs {
+                        op_index: 0,
+                        args: Some(args),
+                    },
+                );
+                fb::Instruction::create(
+                    &mut b,
+                    &fb::InstructionArgs {
+                        instr_args_type: fb::InstructionArguments::KernelCall,
+                        instr_args: Some(kc.as_union_value()),
+                    },
+                )
+            }
+            Some(_) => {
+                let dc = fb::DelegateCall::create(
+                    &mut b,
+                    &fb::DelegateCallArgs {
+                        delegate_index: 0,
+                        args: Some(args),
+                    },
+                );
+                fb::Instruction::create(
+                    &mut b,
+                    &fb::InstructionArgs {
+                        instr_args_type: fb::InstructionArguments::DelegateCall,
+                        instr_args: Some(dc.as_union_value()),
+                    },
+                )
+            }
+        };
         let instructions = b.create_vector(&[ins]);
         let chain = fb::Chain::create(
             &mut b,
@@ -436,18 +468,39 @@ impl OpTest {
             },
         );
         let chains = b.create_vector(&[chain]);
-        let opname = b.create_string(name);
-        let opover = b.create_string(overload);
-        let op = fb::Operator::create(
-            &mut b,
-            &fb::OperatorArgs {
-                name: Some(opname),
-                overload: Some(opover),
-            },
-        );
-        let ops = b.create_vector(&[op]);
+        let mut ops = Vec::new();
+        if self.delegate.is_none() {
+            let opname = b.create_string(name);
+            let opover = b.create_string(overload);
+            ops.push(fb::Operator::create(
+                &mut b,
+                &fb::OperatorArgs {
+                    name: Some(opname),
+                    overload: Some(opover),
+                },
+            ));
+        }
+        let ops = b.create_vector(&ops);
         let sizes = b.create_vector(&[0i64, self.arena as i64]);
-        let delegates: Vec<WIPOffset<fb::BackendDelegate>> = Vec::new();
+        let mut delegates: Vec<WIPOffset<fb::BackendDelegate>> = Vec::new();
+        if let Some((id, _)) = &self.delegate {
+            let id = b.create_string(id);
+            let processed = fb::BackendDelegateDataReference::create(
+                &mut b,
+                &fb::BackendDelegateDataReferenceArgs {
+                    location: fb::DataLocation::SEGMENT,
+                    index: 1,
+                },
+            );
+            delegates.push(fb::BackendDelegate::create(
+                &mut b,
+                &fb::BackendDelegateArgs {
+                    id: Some(id),
+                    processed: Some(processed),
+                    compile_specs: None,
+                },
+            ));
+        }
         let delegates = b.create_vector(&delegates);
         let mname = b.create_string("forward");
         let plan = fb::ExecutionPlan::create(
@@ -465,14 +518,23 @@ impl OpTest {
             },
         );
         let plans = b.create_vector(&[plan]);
-        let seg = fb::DataSegment::create(
-            &mut b,
-            &fb::DataSegmentArgs {
-                offset: 0,
-                size: constants.len() as u64,
-            },
-        );
-        let segments = b.create_vector(&[seg]);
+        let mut blobs: Vec<&[u8]> = vec![&constants];
+        if let Some((_, payload)) = &self.delegate {
+            blobs.push(payload);
+        }
+        let mut segs = Vec::new();
+        let mut at = 0u64;
+        for blob in &blobs {
+            segs.push(fb::DataSegment::create(
+                &mut b,
+                &fb::DataSegmentArgs {
+                    offset: at,
+                    size: blob.len() as u64,
+                },
+            ));
+            at = (at + blob.len() as u64).div_ceil(128) * 128;
+        }
+        let segments = b.create_vector(&segs);
         let offsets = b.create_vector(&offsets);
         let cs = fb::SubsegmentOffsets::create(
             &mut b,
@@ -491,7 +553,7 @@ impl OpTest {
             },
         );
         fb::finish_program_buffer(&mut b, root);
-        with_segments(b.finished_data(), &constants)
+        with_segments(b.finished_data(), &blobs)
     }
 
     /// Builds, loads and runs the program; returns the declared outputs in order.
@@ -559,9 +621,14 @@ pub fn split_key(key: &str) -> (&str, &str) {
     }
 }
 
-/// Inserts a 32-byte `eh00` header after the identifier and appends `segment` at a
-/// 128-aligned base, as ExecuTorch's serializer does.
-pub fn with_segments(flatbuffer: &[u8], segment: &[u8]) -> Vec<u8> {
+/// Inserts a 32-byte `eh00` header after the identifier and appends `segments` from a
+/// 128-aligned base, each 128-aligned, as ExecuTorch's serializer does.
+pub fn with_segments(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
+    let mut segment = Vec::new();
+    for s in segments {
+        segment.resize(segment.len().div_ceil(128) * 128, 0);
+        segment.extend_from_slice(s);
+    }
     const P: usize = 32;
     let program_size = flatbuffer.len() + P;
     let base = program_size.div_ceil(128) * 128;
@@ -578,7 +645,7 @@ pub fn with_segments(flatbuffer: &[u8], segment: &[u8]) -> Vec<u8> {
     out.resize(8 + P, 0);
     out.extend_from_slice(&flatbuffer[8..]);
     out.resize(base, 0);
-    out.extend_from_slice(segment);
+    out.extend_from_slice(&segment);
     out
 }
 

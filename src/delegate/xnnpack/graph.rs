@@ -70,7 +70,14 @@ pub struct Window {
 
 impl Window {
     /// Output extent for an input extent, or None if the window does not fit.
-    pub fn out_dim(inp: usize, pad_a: usize, pad_b: usize, k: usize, stride: usize, dil: usize) -> Option<usize> {
+    pub fn out_dim(
+        inp: usize,
+        pad_a: usize,
+        pad_b: usize,
+        k: usize,
+        stride: usize,
+        dil: usize,
+    ) -> Option<usize> {
         let eff = dil.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
         let padded = inp.checked_add(pad_a)?.checked_add(pad_b)?;
         if stride == 0 || padded < eff {
@@ -83,19 +90,80 @@ impl Window {
 /// One decoded node.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
-    Binary { op: Binary, a: u32, b: u32, out: u32 },
-    Unary { op: Unary, x: u32, out: u32 },
-    Softmax { x: u32, out: u32 },
-    FullyConnected { x: u32, w: u32, bias: u32, out: u32, transpose_w: bool },
-    BatchMatMul { a: u32, b: u32, out: u32, transpose_b: bool },
-    Transpose { x: u32, out: u32, perm: [u8; MAX_DIMS], rank: u8 },
-    Reshape { x: u32, out: u32 },
-    Slice { x: u32, out: u32, offsets: [u32; MAX_DIMS] },
-    Concat { inputs: [u32; 5], n: u8, axis: u32, out: u32 },
-    Pad { x: u32, out: u32, pre: [u32; MAX_DIMS], value: f32 },
-    Conv { x: u32, w: u32, bias: u32, out: u32, win: Window, groups: usize, depthwise: bool },
-    Pool { x: u32, out: u32, win: Window, max: bool },
-    GlobalAvgPool { x: u32, out: u32 },
+    Binary {
+        op: Binary,
+        a: u32,
+        b: u32,
+        out: u32,
+    },
+    Unary {
+        op: Unary,
+        x: u32,
+        out: u32,
+    },
+    Softmax {
+        x: u32,
+        out: u32,
+    },
+    FullyConnected {
+        x: u32,
+        w: u32,
+        bias: u32,
+        out: u32,
+        transpose_w: bool,
+    },
+    BatchMatMul {
+        a: u32,
+        b: u32,
+        out: u32,
+        transpose_b: bool,
+    },
+    Transpose {
+        x: u32,
+        out: u32,
+        perm: [u8; MAX_DIMS],
+        rank: u8,
+    },
+    Reshape {
+        x: u32,
+        out: u32,
+    },
+    Slice {
+        x: u32,
+        out: u32,
+        offsets: [u32; MAX_DIMS],
+    },
+    Concat {
+        inputs: [u32; 5],
+        n: u8,
+        axis: u32,
+        out: u32,
+    },
+    Pad {
+        x: u32,
+        out: u32,
+        pre: [u32; MAX_DIMS],
+        value: f32,
+    },
+    Conv {
+        x: u32,
+        w: u32,
+        bias: u32,
+        out: u32,
+        win: Window,
+        groups: usize,
+        depthwise: bool,
+    },
+    Pool {
+        x: u32,
+        out: u32,
+        win: Window,
+        max: bool,
+    },
+    GlobalAvgPool {
+        x: u32,
+        out: u32,
+    },
 }
 
 /// Node name for messages (the schema's union member name).
@@ -103,7 +171,10 @@ pub fn node_name(t: xf::XNodeUnion) -> &'static str {
     t.variant_name().unwrap_or("unknown node type")
 }
 
-fn list6(v: Option<flatbuffers::Vector<'_, u32>>, what: &'static str) -> Result<([u32; MAX_DIMS], usize), KernelError> {
+fn list6(
+    v: Option<flatbuffers::Vector<'_, u32>>,
+    what: &'static str,
+) -> Result<([u32; MAX_DIMS], usize), KernelError> {
     let v = v.ok_or(bad(what))?;
     if v.len() > MAX_DIMS {
         return Err(bad("node parameter list longer than 6"));
@@ -120,7 +191,10 @@ fn list6(v: Option<flatbuffers::Vector<'_, u32>>, what: &'static str) -> Result<
 /// # Safety
 /// `T` must be the table type the schema assigns to `node`'s union tag (aliases such as
 /// `XNNMultiply: _XNNNode2x1` share one type). The verifier checked the member as that type.
-unsafe fn body<'a, T>(node: xf::XNode<'a>, make: unsafe fn(flatbuffers::Table<'a>) -> T) -> Result<T, KernelError> {
+unsafe fn body<'a, T>(
+    node: xf::XNode<'a>,
+    make: unsafe fn(flatbuffers::Table<'a>) -> T,
+) -> Result<T, KernelError> {
     let t = node.xnode_union().ok_or(bad("node body missing"))?;
     // SAFETY: guaranteed by the caller (tag ↔ type) and by verification of the buffer.
     Ok(unsafe { make(t) })
@@ -129,17 +203,28 @@ unsafe fn body<'a, T>(node: xf::XNode<'a>, make: unsafe fn(flatbuffers::Table<'a
 /// Decodes a node; unsupported node types are an error naming them.
 pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelError> {
     let t = node.xnode_union_type();
-    let clamp = node.output_min_max().map(|m| (m.output_min(), m.output_max()));
+    let clamp = node
+        .output_min_max()
+        .map(|m| (m.output_min(), m.output_max()));
     let missing = bad("node body missing");
     let bin = |op| -> Result<Op, KernelError> {
         // SAFETY: only called for tags whose member type is _XNNNode2x1.
         let n = unsafe { body(node, xf::_XNNNode2x1::init_from_table) }?;
-        Ok(Op::Binary { op, a: n.input1_id(), b: n.input2_id(), out: n.output_id() })
+        Ok(Op::Binary {
+            op,
+            a: n.input1_id(),
+            b: n.input2_id(),
+            out: n.output_id(),
+        })
     };
     let un = |op| -> Result<Op, KernelError> {
         // SAFETY: only called for tags whose member type is _XNNNode1x1.
         let n = unsafe { body(node, xf::_XNNNode1x1::init_from_table) }?;
-        Ok(Op::Unary { op, x: n.input_id(), out: n.output_id() })
+        Ok(Op::Unary {
+            op,
+            x: n.input_id(),
+            out: n.output_id(),
+        })
     };
     use xf::XNodeUnion as U;
     let op = match t {
@@ -168,21 +253,35 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
         U::XNNHardswish => un(Unary::Hardswish)?,
         U::XNNLeakyReLU => {
             let n = node.xnode_union_as_xnnleaky_re_lu().ok_or(missing)?;
-            Op::Unary { op: Unary::LeakyRelu(n.negative_slope()), x: n.input_id(), out: n.output_id() }
+            Op::Unary {
+                op: Unary::LeakyRelu(n.negative_slope()),
+                x: n.input_id(),
+                out: n.output_id(),
+            }
         }
         U::XNNELU => {
             let n = node.xnode_union_as_xnnelu().ok_or(missing)?;
-            Op::Unary { op: Unary::Elu(n.alpha()), x: n.input_id(), out: n.output_id() }
+            Op::Unary {
+                op: Unary::Elu(n.alpha()),
+                x: n.input_id(),
+                out: n.output_id(),
+            }
         }
         U::XNNSoftmax => {
             // SAFETY: XNNSoftmax uses _XNNNode1x1.
             let n = unsafe { body(node, xf::_XNNNode1x1::init_from_table) }?;
-            Op::Softmax { x: n.input_id(), out: n.output_id() }
+            Op::Softmax {
+                x: n.input_id(),
+                out: n.output_id(),
+            }
         }
         U::XNNGlobalAvgPooling2d => {
             // SAFETY: XNNGlobalAvgPooling2d uses _XNNNode1x1.
             let n = unsafe { body(node, xf::_XNNNode1x1::init_from_table) }?;
-            Op::GlobalAvgPool { x: n.input_id(), out: n.output_id() }
+            Op::GlobalAvgPool {
+                x: n.input_id(),
+                out: n.output_id(),
+            }
         }
         U::XNNFullyConnected => {
             let n = node.xnode_union_as_xnnfully_connected().ok_or(missing)?;
@@ -203,7 +302,12 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
             if n.flags() & !FLAG_TRANSPOSE != 0 {
                 return Err(bad("XNNBatchMatrixMultiply: unsupported flags"));
             }
-            Op::BatchMatMul { a: n.input1_id(), b: n.input2_id(), out: n.output_id(), transpose_b: n.flags() != 0 }
+            Op::BatchMatMul {
+                a: n.input1_id(),
+                b: n.input2_id(),
+                out: n.output_id(),
+                transpose_b: n.flags() != 0,
+            }
         }
         U::XNNStaticTranspose => {
             let n = node.xnode_union_as_xnnstatic_transpose().ok_or(missing)?;
@@ -218,16 +322,28 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
                 seen[d] = true;
                 perm[i] = d as u8;
             }
-            Op::Transpose { x: n.input_id(), out: n.output_id(), perm, rank: len as u8 }
+            Op::Transpose {
+                x: n.input_id(),
+                out: n.output_id(),
+                perm,
+                rank: len as u8,
+            }
         }
         U::XNNStaticReshape => {
             let n = node.xnode_union_as_xnnstatic_reshape().ok_or(missing)?;
-            Op::Reshape { x: n.input_id(), out: n.output_id() }
+            Op::Reshape {
+                x: n.input_id(),
+                out: n.output_id(),
+            }
         }
         U::XNNStaticSlice => {
             let n = node.xnode_union_as_xnnstatic_slice().ok_or(missing)?;
             let (offsets, _) = list6(n.offsets(), "XNNStaticSlice: offsets missing")?;
-            Op::Slice { x: n.input_id(), out: n.output_id(), offsets }
+            Op::Slice {
+                x: n.input_id(),
+                out: n.output_id(),
+                offsets,
+            }
         }
         U::XNNConcatenate2 | U::XNNConcatenate3 | U::XNNConcatenate4 | U::XNNConcatenate5 => {
             // SAFETY: the XNNConcatenate2..5 tags all use _XNNCat.
@@ -238,13 +354,34 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
                 U::XNNConcatenate4 => 4,
                 _ => 5,
             };
-            let inputs = [n.input1_id(), n.input2_id(), n.input3_id(), n.input4_id(), n.input5_id()];
-            Op::Concat { inputs, n: count, axis: n.axis(), out: n.output_id() }
+            let inputs = [
+                n.input1_id(),
+                n.input2_id(),
+                n.input3_id(),
+                n.input4_id(),
+                n.input5_id(),
+            ];
+            Op::Concat {
+                inputs,
+                n: count,
+                axis: n.axis(),
+                out: n.output_id(),
+            }
         }
         U::XNNStaticConstantPad => {
-            let n = node.xnode_union_as_xnnstatic_constant_pad().ok_or(missing)?;
-            let (pre, _) = list6(n.pre_paddings(), "XNNStaticConstantPad: pre_paddings missing")?;
-            Op::Pad { x: n.input_id(), out: n.output_id(), pre, value: n.padding_value() }
+            let n = node
+                .xnode_union_as_xnnstatic_constant_pad()
+                .ok_or(missing)?;
+            let (pre, _) = list6(
+                n.pre_paddings(),
+                "XNNStaticConstantPad: pre_paddings missing",
+            )?;
+            Op::Pad {
+                x: n.input_id(),
+                out: n.output_id(),
+                pre,
+                value: n.padding_value(),
+            }
         }
         U::XNNConv2d | U::XNNDepthwiseConv2d => {
             // SAFETY: XNNConv2d and XNNDepthwiseConv2d both use _XNNNodeConv.
@@ -291,9 +428,18 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
                 dil_h: (n.dilation_height() as usize).max(1),
                 dil_w: (n.dilation_width() as usize).max(1),
             };
-            Op::Pool { x: n.input_id(), out: n.output_id(), win, max }
+            Op::Pool {
+                x: n.input_id(),
+                out: n.output_id(),
+                win,
+                max,
+            }
         }
-        _ => return Err(KernelError::Unsupported { detail: node_name(t) }),
+        _ => {
+            return Err(KernelError::Unsupported {
+                detail: node_name(t),
+            })
+        }
     };
     Ok((op, clamp))
 }
@@ -363,7 +509,10 @@ impl Dims {
     pub fn of(dims: &[usize]) -> Dims {
         let mut d = [0; MAX_DIMS];
         d[..dims.len()].copy_from_slice(dims);
-        Dims { d, rank: dims.len() }
+        Dims {
+            d,
+            rank: dims.len(),
+        }
     }
     pub fn s(&self) -> &[usize] {
         &self.d[..self.rank]
@@ -383,10 +532,21 @@ impl Dims {
 /// NumPy broadcast of two dims (right-aligned).
 pub fn broadcast(a: &Dims, b: &Dims) -> Option<Dims> {
     let r = a.rank.max(b.rank);
-    let mut out = Dims { d: [1; MAX_DIMS], rank: r };
+    let mut out = Dims {
+        d: [1; MAX_DIMS],
+        rank: r,
+    };
     for i in 0..r {
-        let da = if i + a.rank >= r { a.d[i + a.rank - r] } else { 1 };
-        let db = if i + b.rank >= r { b.d[i + b.rank - r] } else { 1 };
+        let da = if i + a.rank >= r {
+            a.d[i + a.rank - r]
+        } else {
+            1
+        };
+        let db = if i + b.rank >= r {
+            b.d[i + b.rank - r]
+        } else {
+            1
+        };
         out.d[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -407,7 +567,9 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             if broadcast(&dims(a), &dims(b)).map(|d| d.numel()) != Some(out.numel())
                 || broadcast(&dims(a), &dims(b)).is_none_or(|d| d.s() != out.s())
             {
-                return mismatch("binary node: output dims differ from the broadcast of its inputs");
+                return mismatch(
+                    "binary node: output dims differ from the broadcast of its inputs",
+                );
             }
         }
         Op::Unary { x, .. } | Op::Softmax { x, .. } => {
@@ -415,12 +577,22 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
                 return mismatch("elementwise node: output dims differ from input dims");
             }
         }
-        Op::FullyConnected { x, w, bias, transpose_w, .. } => {
+        Op::FullyConnected {
+            x,
+            w,
+            bias,
+            transpose_w,
+            ..
+        } => {
             let (xd, wd) = (dims(x), dims(w));
             if wd.rank != 2 {
                 return mismatch("XNNFullyConnected: filter must be 2-D");
             }
-            let (n, k) = if transpose_w { (wd.d[1], wd.d[0]) } else { (wd.d[0], wd.d[1]) };
+            let (n, k) = if transpose_w {
+                (wd.d[1], wd.d[0])
+            } else {
+                (wd.d[0], wd.d[1])
+            };
             if xd.last() != k || k == 0 || out.last() != n || xd.numel() / k * n != out.numel() {
                 return mismatch("XNNFullyConnected: input, filter and output dims disagree");
             }
@@ -428,21 +600,35 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
                 return mismatch("XNNFullyConnected: bias size differs from output channels");
             }
         }
-        Op::BatchMatMul { a, b, transpose_b, .. } => {
+        Op::BatchMatMul {
+            a, b, transpose_b, ..
+        } => {
             let (ad, bd) = (dims(a), dims(b));
             if ad.rank < 2 || bd.rank != ad.rank || out.rank != ad.rank {
                 return mismatch("XNNBatchMatrixMultiply: ranks disagree");
             }
             let r = ad.rank;
             let (m, k) = (ad.d[r - 2], ad.d[r - 1]);
-            let (kb, n) = if transpose_b { (bd.d[r - 1], bd.d[r - 2]) } else { (bd.d[r - 2], bd.d[r - 1]) };
-            if k != kb || out.d[r - 2] != m || out.d[r - 1] != n || ad.s()[..r - 2] != bd.s()[..r - 2] || ad.s()[..r - 2] != out.s()[..r - 2] {
+            let (kb, n) = if transpose_b {
+                (bd.d[r - 1], bd.d[r - 2])
+            } else {
+                (bd.d[r - 2], bd.d[r - 1])
+            };
+            if k != kb
+                || out.d[r - 2] != m
+                || out.d[r - 1] != n
+                || ad.s()[..r - 2] != bd.s()[..r - 2]
+                || ad.s()[..r - 2] != out.s()[..r - 2]
+            {
                 return mismatch("XNNBatchMatrixMultiply: dims disagree");
             }
         }
         Op::Transpose { x, perm, rank, .. } => {
             let xd = dims(x);
-            if xd.rank != rank as usize || out.rank != xd.rank || (0..xd.rank).any(|i| out.d[i] != xd.d[perm[i] as usize]) {
+            if xd.rank != rank as usize
+                || out.rank != xd.rank
+                || (0..xd.rank).any(|i| out.d[i] != xd.d[perm[i] as usize])
+            {
                 return mismatch("XNNStaticTranspose: output dims are not the permuted input dims");
             }
         }
@@ -453,11 +639,15 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         }
         Op::Slice { x, offsets, .. } => {
             let xd = dims(x);
-            if xd.rank != out.rank || (0..xd.rank).any(|i| (offsets[i] as usize).saturating_add(out.d[i]) > xd.d[i]) {
+            if xd.rank != out.rank
+                || (0..xd.rank).any(|i| (offsets[i] as usize).saturating_add(out.d[i]) > xd.d[i])
+            {
                 return mismatch("XNNStaticSlice: slice exceeds the input");
             }
         }
-        Op::Concat { inputs, n, axis, .. } => {
+        Op::Concat {
+            inputs, n, axis, ..
+        } => {
             let axis = axis as usize;
             let first = dims(inputs[0]);
             if axis >= first.rank || out.rank != first.rank {
@@ -477,11 +667,21 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         }
         Op::Pad { x, pre, .. } => {
             let xd = dims(x);
-            if xd.rank != out.rank || (0..xd.rank).any(|i| out.d[i] < xd.d[i].saturating_add(pre[i] as usize)) {
+            if xd.rank != out.rank
+                || (0..xd.rank).any(|i| out.d[i] < xd.d[i].saturating_add(pre[i] as usize))
+            {
                 return mismatch("XNNStaticConstantPad: output smaller than padded input");
             }
         }
-        Op::Conv { x, w, bias, win, groups, depthwise, .. } => {
+        Op::Conv {
+            x,
+            w,
+            bias,
+            win,
+            groups,
+            depthwise,
+            ..
+        } => {
             let (xd, wd) = (dims(x), dims(w));
             if xd.rank != 4 || wd.rank != 4 || out.rank != 4 || groups == 0 {
                 return mismatch("convolution: NHWC input, 4-D filter and output expected");
@@ -492,8 +692,22 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             } else {
                 wd.s() == [oc, win.kh, win.kw, c / groups] && c % groups == 0 && oc % groups == 0
             };
-            let oh = Window::out_dim(xd.d[1], win.pad_top, win.pad_bottom, win.kh, win.stride_h, win.dil_h);
-            let ow = Window::out_dim(xd.d[2], win.pad_left, win.pad_right, win.kw, win.stride_w, win.dil_w);
+            let oh = Window::out_dim(
+                xd.d[1],
+                win.pad_top,
+                win.pad_bottom,
+                win.kh,
+                win.stride_h,
+                win.dil_h,
+            );
+            let ow = Window::out_dim(
+                xd.d[2],
+                win.pad_left,
+                win.pad_right,
+                win.kw,
+                win.stride_w,
+                win.dil_w,
+            );
             if !ok_filter || out.d[0] != xd.d[0] || oh != Some(out.d[1]) || ow != Some(out.d[2]) {
                 return mismatch("convolution: input, filter and output dims disagree");
             }
@@ -503,9 +717,29 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         }
         Op::Pool { x, win, .. } => {
             let xd = dims(x);
-            let oh = Window::out_dim(xd.d[1], win.pad_top, win.pad_bottom, win.kh, win.stride_h, win.dil_h);
-            let ow = Window::out_dim(xd.d[2], win.pad_left, win.pad_right, win.kw, win.stride_w, win.dil_w);
-            if xd.rank != 4 || out.rank != 4 || out.d[0] != xd.d[0] || out.d[3] != xd.d[3] || oh != Some(out.d[1]) || ow != Some(out.d[2]) {
+            let oh = Window::out_dim(
+                xd.d[1],
+                win.pad_top,
+                win.pad_bottom,
+                win.kh,
+                win.stride_h,
+                win.dil_h,
+            );
+            let ow = Window::out_dim(
+                xd.d[2],
+                win.pad_left,
+                win.pad_right,
+                win.kw,
+                win.stride_w,
+                win.dil_w,
+            );
+            if xd.rank != 4
+                || out.rank != 4
+                || out.d[0] != xd.d[0]
+                || out.d[3] != xd.d[3]
+                || oh != Some(out.d[1])
+                || ow != Some(out.d[2])
+            {
                 return mismatch("pooling: input and output dims disagree");
             }
         }

@@ -28,7 +28,10 @@ fn u32_at(b: &[u8], at: usize) -> usize {
 /// Parses and bounds-checks the header.
 pub fn parse(payload: &[u8]) -> Result<Layout, KernelError> {
     if payload.len() < 8 || &payload[4..8] != MAGIC {
-        return Ok(Layout { flatbuffer: (0, payload.len()), constants: None });
+        return Ok(Layout {
+            flatbuffer: (0, payload.len()),
+            constants: None,
+        });
     }
     if payload.len() < MIN_LEN {
         return Err(bad("XNNPACK header truncated"));
@@ -50,14 +53,23 @@ pub fn parse(payload: &[u8]) -> Result<Layout, KernelError> {
     if c_off < fb_off + fb_size || (c_off as u64).checked_add(c_size).is_none_or(|e| e > len) {
         return Err(bad("XNNPACK constant region out of bounds"));
     }
-    Ok(Layout { flatbuffer: (fb_off, fb_size), constants: Some((c_off, c_size as usize)) })
+    Ok(Layout {
+        flatbuffer: (fb_off, fb_size),
+        constants: Some((c_off, c_size as usize)),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn header(fb_off: u32, fb_size: u32, c_off: u32, c_size: u64, total: usize) -> std::vec::Vec<u8> {
+    fn header(
+        fb_off: u32,
+        fb_size: u32,
+        c_off: u32,
+        c_size: u64,
+        total: usize,
+    ) -> std::vec::Vec<u8> {
         let mut v = std::vec![0u8; total];
         v[4..8].copy_from_slice(b"XH00");
         v[8..10].copy_from_slice(&30u16.to_le_bytes());
@@ -71,10 +83,19 @@ mod tests {
     #[test]
     fn parses_and_checks_bounds() {
         let v = header(32, 64, 96, 16, 112);
-        assert_eq!(parse(&v).unwrap(), Layout { flatbuffer: (32, 64), constants: Some((96, 16)) });
+        assert_eq!(
+            parse(&v).unwrap(),
+            Layout {
+                flatbuffer: (32, 64),
+                constants: Some((96, 16))
+            }
+        );
         assert!(parse(&header(32, 64, 96, 17, 112)).is_err());
         assert!(parse(&header(32, 200, 232, 0, 112)).is_err());
-        assert!(parse(&header(32, 64, 40, 0, 112)).is_err(), "constants overlap the flatbuffer");
+        assert!(
+            parse(&header(32, 64, 40, 0, 112)).is_err(),
+            "constants overlap the flatbuffer"
+        );
         assert!(parse(&header(32, 4, 40, 0, 112)).is_err());
         assert!(parse(&v[..20]).is_err());
         let mut bare = std::vec![0u8; 64];

@@ -64,7 +64,10 @@ pub struct Loc {
 
 impl Loc {
     fn dims(&self) -> Dims {
-        let mut d = Dims { d: [0; MAX_DIMS], rank: self.rank as usize };
+        let mut d = Dims {
+            d: [0; MAX_DIMS],
+            rank: self.rank as usize,
+        };
         for i in 0..self.rank as usize {
             d.d[i] = self.dims[i] as usize;
         }
@@ -89,14 +92,18 @@ fn state_bytes(n_values: usize) -> usize {
     size_of::<Head>() + n_values * size_of::<Loc>()
 }
 
-fn graph_of(payload: &[u8]) -> Result<(xf::XNNGraph<'_>, (usize, usize), Option<(usize, usize)>), KernelError> {
+fn graph_of(
+    payload: &[u8],
+) -> Result<(xf::XNNGraph<'_>, (usize, usize), Option<(usize, usize)>), KernelError> {
     let layout = header::parse(payload)?;
     let (off, len) = layout.flatbuffer;
     let fb = &payload[off..off + len];
     let id_ok = flatbuffers::buffer_has_identifier(fb, "XN01", false)
         || flatbuffers::buffer_has_identifier(fb, "XN00", false);
     if !id_ok {
-        return Err(bad("XNNPACK graph: bad flatbuffer identifier (expected XN01 or XN00)"));
+        return Err(bad(
+            "XNNPACK graph: bad flatbuffer identifier (expected XN01 or XN00)",
+        ));
     }
     let g = flatbuffers::root_with_opts::<xf::XNNGraph>(&VERIFIER, fb)
         .map_err(|_| bad("XNNPACK graph: flatbuffer failed verification"))?;
@@ -114,14 +121,23 @@ fn constant_offset(
 ) -> Result<u64, KernelError> {
     let base = init.program.bytes().as_ptr() as usize;
     let bytes: &[u8] = if let Some((c_off, c_len)) = constants {
-        let table = g.constant_data().ok_or(bad("constant value without constant_data table"))?;
+        let table = g
+            .constant_data()
+            .ok_or(bad("constant value without constant_data table"))?;
         if idx as usize >= table.len() {
-            return Err(KernelError::IndexOutOfBounds { arg: 0, index: idx as i64, size: table.len() });
+            return Err(KernelError::IndexOutOfBounds {
+                arg: 0,
+                index: idx as i64,
+                size: table.len(),
+            });
         }
         let entry = table.get(idx as usize);
         match entry.named_key() {
             Some(key) => {
-                let blob = init.program.named_data(key).ok_or(bad("constant named_key not in the program's named data"))?;
+                let blob = init
+                    .program
+                    .named_data(key)
+                    .ok_or(bad("constant named_key not in the program's named data"))?;
                 if (entry.size() as usize) > blob.len() {
                     return Err(bad("constant size exceeds its named data"));
                 }
@@ -136,11 +152,19 @@ fn constant_offset(
             }
         }
     } else {
-        let bufs = g.constant_buffer().ok_or(bad("constant value without constant buffers"))?;
+        let bufs = g
+            .constant_buffer()
+            .ok_or(bad("constant value without constant buffers"))?;
         if idx as usize >= bufs.len() {
-            return Err(KernelError::IndexOutOfBounds { arg: 0, index: idx as i64, size: bufs.len() });
+            return Err(KernelError::IndexOutOfBounds {
+                arg: 0,
+                index: idx as i64,
+                size: bufs.len(),
+            });
         }
-        bufs.get(idx as usize).storage().map_or(&[][..], |s| s.bytes())
+        bufs.get(idx as usize)
+            .storage()
+            .map_or(&[][..], |s| s.bytes())
     };
     if bytes.len() < nbytes {
         return Err(bad("constant data smaller than its tensor"));
@@ -152,43 +176,65 @@ fn constant_offset(
 }
 
 /// Validates the whole region; fills `locs` (when given) and returns the requirements.
-fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Requirements, Head), KernelError> {
+fn analyze(
+    init: &DelegateInit<'_>,
+    mut locs: Option<&mut [Loc]>,
+) -> Result<(Requirements, Head), KernelError> {
     let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
     let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
     let nodes = g.xnodes().ok_or(bad("XNNPACK graph: xnodes missing"))?;
     let nv = values.len();
     if nv > MAX_VALUES {
-        return Err(KernelError::Unsupported { detail: "XNNPACK region with more than 1024 values" });
+        return Err(KernelError::Unsupported {
+            detail: "XNNPACK region with more than 1024 values",
+        });
     }
     let num_externs = g.num_externs() as usize;
     if num_externs > MAX_EXTERNS {
-        return Err(KernelError::Unsupported { detail: "XNNPACK region with more than 64 externals" });
+        return Err(KernelError::Unsupported {
+            detail: "XNNPACK region with more than 64 externals",
+        });
     }
     // Pass 1: values.
     let mut dims_tab = heapless::Vec::<Dims, MAX_VALUES>::new();
     let mut kinds = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
     for xv in values.iter() {
         let t = match xv.xvalue_union_type() {
-            xf::XValueUnion::XNNTensorValue => xv.xvalue_union_as_xnntensor_value().ok_or(bad("value body missing"))?,
+            xf::XValueUnion::XNNTensorValue => xv
+                .xvalue_union_as_xnntensor_value()
+                .ok_or(bad("value body missing"))?,
             xf::XValueUnion::XNNQuantizedTensorValue => {
-                return Err(KernelError::Unsupported { detail: "quantized XNNPACK values" })
+                return Err(KernelError::Unsupported {
+                    detail: "quantized XNNPACK values",
+                })
             }
             _ => return Err(bad("XNNPACK value of unknown type")),
         };
         if t.datatype() != xf::XNNDatatype::xnn_datatype_fp32 {
-            return Err(KernelError::Unsupported { detail: "XNNPACK value dtype other than fp32" });
+            return Err(KernelError::Unsupported {
+                detail: "XNNPACK value dtype other than fp32",
+            });
         }
         let dl = t.dims().ok_or(bad("XNNPACK value without dims"))?;
         if dl.len() > MAX_DIMS || dl.len() != t.num_dims() as usize {
-            return Err(bad("XNNPACK value: num_dims disagrees with dims or exceeds 6"));
+            return Err(bad(
+                "XNNPACK value: num_dims disagrees with dims or exceeds 6",
+            ));
         }
-        let mut d = Dims { d: [0; MAX_DIMS], rank: dl.len() };
+        let mut d = Dims {
+            d: [0; MAX_DIMS],
+            rank: dl.len(),
+        };
         let mut numel: usize = 1;
         for (k, x) in dl.iter().enumerate() {
             d.d[k] = x as usize;
-            numel = numel.checked_mul(x as usize).ok_or(bad("XNNPACK value size overflows"))?;
+            numel = numel
+                .checked_mul(x as usize)
+                .ok_or(bad("XNNPACK value size overflows"))?;
         }
-        let nbytes = numel.checked_mul(4).ok_or(bad("XNNPACK value size overflows"))?;
+        let nbytes = numel
+            .checked_mul(4)
+            .ok_or(bad("XNNPACK value size overflows"))?;
         let flags = t.flags();
         if flags & !3 != 0 {
             return Err(bad("XNNPACK value with unknown flags"));
@@ -197,13 +243,29 @@ fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Req
             if flags != 0 {
                 return Err(bad("XNNPACK constant marked external"));
             }
-            (KIND_CONSTANT, 0, constant_offset(init, &g, constants, t.constant_buffer_idx(), nbytes)?)
+            (
+                KIND_CONSTANT,
+                0,
+                constant_offset(init, &g, constants, t.constant_buffer_idx(), nbytes)?,
+            )
         } else if flags != 0 {
             let ext = t.external_id();
             if ext as usize >= num_externs {
-                return Err(KernelError::IndexOutOfBounds { arg: 0, index: ext as i64, size: num_externs });
+                return Err(KernelError::IndexOutOfBounds {
+                    arg: 0,
+                    index: ext as i64,
+                    size: num_externs,
+                });
             }
-            (if flags & 1 != 0 { KIND_EXTERNAL_IN } else { KIND_EXTERNAL_OUT }, ext, 0)
+            (
+                if flags & 1 != 0 {
+                    KIND_EXTERNAL_IN
+                } else {
+                    KIND_EXTERNAL_OUT
+                },
+                ext,
+                0,
+            )
         } else {
             (KIND_INTERNAL, 0, nbytes as u64)
         };
@@ -214,7 +276,15 @@ fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Req
     const UNSET: u32 = u32::MAX;
     let mut life = heapless::Vec::<Interval, MAX_VALUES>::new();
     for &(kind, _, size) in kinds.iter() {
-        let mut it = Interval::new(if kind == KIND_INTERNAL { size as usize } else { 0 }, UNSET, 0);
+        let mut it = Interval::new(
+            if kind == KIND_INTERNAL {
+                size as usize
+            } else {
+                0
+            },
+            UNSET,
+            0,
+        );
         it.offset = 0;
         let _ = life.push(it);
     }
@@ -224,13 +294,18 @@ fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Req
         uses_gemm |= matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. });
         let (ins, n) = op.inputs();
         let out = op.output();
-        let optional_ok = |slot: usize| matches!(op, Op::FullyConnected { .. } | Op::Conv { .. }) && slot == 2;
+        let optional_ok =
+            |slot: usize| matches!(op, Op::FullyConnected { .. } | Op::Conv { .. }) && slot == 2;
         for (slot, &id) in ins[..n].iter().enumerate() {
             if id == INVALID_ID && optional_ok(slot) {
                 continue;
             }
             if id as usize >= nv {
-                return Err(KernelError::IndexOutOfBounds { arg: 0, index: id as i64, size: nv });
+                return Err(KernelError::IndexOutOfBounds {
+                    arg: 0,
+                    index: id as i64,
+                    size: nv,
+                });
             }
             if id == out {
                 return Err(bad("XNNPACK node reads its own output"));
@@ -245,10 +320,16 @@ fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Req
             }
         }
         if out as usize >= nv {
-            return Err(KernelError::IndexOutOfBounds { arg: 0, index: out as i64, size: nv });
+            return Err(KernelError::IndexOutOfBounds {
+                arg: 0,
+                index: out as i64,
+                size: nv,
+            });
         }
         match kinds[out as usize].0 {
-            KIND_CONSTANT | KIND_EXTERNAL_IN => return Err(bad("XNNPACK node writes a constant or an input")),
+            KIND_CONSTANT | KIND_EXTERNAL_IN => {
+                return Err(bad("XNNPACK node writes a constant or an input"))
+            }
             KIND_INTERNAL => {
                 let l = &mut life[out as usize];
                 if l.first != UNSET {
@@ -273,7 +354,12 @@ fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Req
     }
     let planned = planner::plan(&mut life, &mut order, 16);
     let gemm_off = planned.div_ceil(64) * 64;
-    let scratch = gemm_off + if uses_gemm { gemm::GEMM_SCRATCH_F32 * 4 } else { 0 };
+    let scratch = gemm_off
+        + if uses_gemm {
+            gemm::GEMM_SCRATCH_F32 * 4
+        } else {
+            0
+        };
     let head = Head {
         n_values: nv as u32,
         num_externs: num_externs as u32,
@@ -292,13 +378,23 @@ fn analyze(init: &DelegateInit<'_>, mut locs: Option<&mut [Loc]>) -> Result<(Req
             locs[i] = Loc {
                 kind,
                 ext,
-                offset: if kind == KIND_INTERNAL { life[i].offset as u64 } else { offset },
+                offset: if kind == KIND_INTERNAL {
+                    life[i].offset as u64
+                } else {
+                    offset
+                },
                 rank: d.rank as u32,
                 dims,
             };
         }
     }
-    Ok((Requirements { state: state_bytes(nv), scratch }, head))
+    Ok((
+        Requirements {
+            state: state_bytes(nv),
+            scratch,
+        },
+        head,
+    ))
 }
 
 /// Splits the state area into the header and the value table.
@@ -315,7 +411,9 @@ fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
     }
     // SAFETY: `n` Locs fit after the header (checked), the offset size_of::<Head>() = 32 keeps
     // 8-byte alignment for Loc, Loc is repr(C) plain data, and `init` wrote all `n` of them.
-    let locs = unsafe { core::slice::from_raw_parts(state.as_ptr().add(size_of::<Head>()) as *const Loc, n) };
+    let locs = unsafe {
+        core::slice::from_raw_parts(state.as_ptr().add(size_of::<Head>()) as *const Loc, n)
+    };
     Ok((head, locs))
 }
 
@@ -349,22 +447,34 @@ impl Backend for XnnpackBackend {
         Ok(())
     }
 
-    fn execute(&self, init: &DelegateInit<'_>, state: &[u8], ctx: &mut KernelCtx<'_, '_, '_>) -> Result<(), KernelError> {
+    fn execute(
+        &self,
+        init: &DelegateInit<'_>,
+        state: &[u8],
+        ctx: &mut KernelCtx<'_, '_, '_>,
+    ) -> Result<(), KernelError> {
         let (head, locs) = state_view(state)?;
         let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
         // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
         // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
         let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
         if ctx.nargs() < head.num_externs as usize {
-            return Err(KernelError::ArgCount { expected: head.num_externs as usize, got: ctx.nargs() });
+            return Err(KernelError::ArgCount {
+                expected: head.num_externs as usize,
+                got: ctx.nargs(),
+            });
         }
         // Externals: inputs as read-only views, outputs resized to their graph dims.
         let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
-        let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
+        let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] =
+            [(core::ptr::null_mut(), 0); MAX_EXTERNS];
         for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
             let t = ctx.input(l.ext as usize)?;
             if t.numel() != l.dims().numel() {
-                return Err(KernelError::Shape { arg: l.ext as usize, detail: "input size differs from the delegate graph" });
+                return Err(KernelError::Shape {
+                    arg: l.ext as usize,
+                    detail: "input size differs from the delegate graph",
+                });
             }
             let s = t.as_slice::<f32>()?;
             ext_in[l.ext as usize] = (s.as_ptr(), s.len());
@@ -372,11 +482,17 @@ impl Backend for XnnpackBackend {
         for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
             let dtype = ctx.out_dtype(l.ext as usize)?;
             if dtype != DType::F32 {
-                return Err(KernelError::UnsupportedDType { arg: l.ext as usize, dtype });
+                return Err(KernelError::UnsupportedDType {
+                    arg: l.ext as usize,
+                    dtype,
+                });
             }
             let shape = ctx.tensor_shape(l.ext as usize)?;
             if shape.numel() != l.dims().numel() {
-                return Err(KernelError::Shape { arg: l.ext as usize, detail: "output size differs from the delegate graph" });
+                return Err(KernelError::Shape {
+                    arg: l.ext as usize,
+                    detail: "output size differs from the delegate graph",
+                });
             }
             let mut t = ctx.output(l.ext as usize, &shape)?;
             let s = t.as_mut_slice::<f32>()?;
@@ -387,9 +503,13 @@ impl Backend for XnnpackBackend {
             let s = ctx.scratch();
             (s.as_mut_ptr(), s.len())
         };
-        let gemm_len = (slen.saturating_sub(head.gemm_off as usize) / 4).min(gemm::GEMM_SCRATCH_F32);
+        let gemm_len =
+            (slen.saturating_sub(head.gemm_off as usize) / 4).min(gemm::GEMM_SCRATCH_F32);
         if (sp as usize) % 16 != 0 || slen < head.gemm_off as usize {
-            return Err(KernelError::Scratch { needed: head.gemm_off as usize, got: slen });
+            return Err(KernelError::Scratch {
+                needed: head.gemm_off as usize,
+                got: slen,
+            });
         }
         // Raw location of value `id`: (pointer, elements).
         let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
@@ -423,43 +543,88 @@ impl Backend for XnnpackBackend {
         // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
         let rd = |id: u32| -> Result<&[f32], KernelError> {
             let (p, n) = locate(id)?;
-            Ok(if n == 0 { &[] } else { unsafe { core::slice::from_raw_parts(p as *const f32, n) } })
+            Ok(if n == 0 {
+                &[]
+            } else {
+                unsafe { core::slice::from_raw_parts(p as *const f32, n) }
+            })
         };
         let gemm_scratch: &mut [f32] = {
             // SAFETY: [gemm_off, gemm_off + gemm_len*4) is inside the scratch (gemm_len is
             // clamped to what remains), disjoint from every planned value (all end at or before
             // gemm_off), and 64-byte aligned. The GEMM reports a too-small scratch itself.
-            unsafe { core::slice::from_raw_parts_mut(sp.add(head.gemm_off as usize) as *mut f32, gemm_len) }
+            unsafe {
+                core::slice::from_raw_parts_mut(
+                    sp.add(head.gemm_off as usize) as *mut f32,
+                    gemm_len,
+                )
+            }
         };
         let dims = |id: u32| locs[id as usize].dims();
         for node in g.xnodes().unwrap_or_default() {
             let (op, clamp) = graph::decode(node)?;
             let (po, no) = locate(op.output())?;
             // SAFETY: see the block comment above `rd`.
-            let out: &mut [f32] = if no == 0 { &mut [] } else { unsafe { core::slice::from_raw_parts_mut(po, no) } };
+            let out: &mut [f32] = if no == 0 {
+                &mut []
+            } else {
+                unsafe { core::slice::from_raw_parts_mut(po, no) }
+            };
             let od = dims(op.output());
             match op {
-                Op::Binary { op, a, b, .. } => run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od),
+                Op::Binary { op, a, b, .. } => {
+                    run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
+                }
                 Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
                 Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, od.last()),
-                Op::FullyConnected { x, w, bias, transpose_w, .. } => {
+                Op::FullyConnected {
+                    x,
+                    w,
+                    bias,
+                    transpose_w,
+                    ..
+                } => {
                     let wd = dims(w);
-                    let (n, k) = if transpose_w { (wd.d[1], wd.d[0]) } else { (wd.d[0], wd.d[1]) };
-                    let b = if bias == INVALID_ID { None } else { Some(rd(bias)?) };
+                    let (n, k) = if transpose_w {
+                        (wd.d[1], wd.d[0])
+                    } else {
+                        (wd.d[0], wd.d[1])
+                    };
+                    let b = if bias == INVALID_ID {
+                        None
+                    } else {
+                        Some(rd(bias)?)
+                    };
                     run::fully_connected(rd(x)?, rd(w)?, b, out, k, n, transpose_w, gemm_scratch)?
                 }
-                Op::BatchMatMul { a, b, transpose_b, .. } => {
+                Op::BatchMatMul {
+                    a, b, transpose_b, ..
+                } => {
                     let ad = dims(a);
                     let r = ad.rank;
                     let (m, k) = (ad.d[r - 2], ad.d[r - 1]);
                     let n = od.d[r - 1];
                     let batch = ad.d[..r - 2].iter().product();
-                    run::batch_matmul(rd(a)?, rd(b)?, out, batch, m, k, n, transpose_b, gemm_scratch)?
+                    run::batch_matmul(
+                        rd(a)?,
+                        rd(b)?,
+                        out,
+                        batch,
+                        m,
+                        k,
+                        n,
+                        transpose_b,
+                        gemm_scratch,
+                    )?
                 }
-                Op::Transpose { x, perm, rank, .. } => run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out),
+                Op::Transpose { x, perm, rank, .. } => {
+                    run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
+                }
                 Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
                 Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
-                Op::Concat { inputs, n, axis, .. } => {
+                Op::Concat {
+                    inputs, n, axis, ..
+                } => {
                     let mut parts: heapless::Vec<(&[f32], Dims), 5> = heapless::Vec::new();
                     for &id in &inputs[..n as usize] {
                         let _ = parts.push((rd(id)?, dims(id)));
@@ -467,11 +632,35 @@ impl Backend for XnnpackBackend {
                     run::concat(&parts, axis as usize, out, &od)
                 }
                 Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
-                Op::Conv { x, w, bias, win, groups, depthwise, .. } => {
-                    let b = if bias == INVALID_ID { None } else { Some(rd(bias)?) };
-                    run::conv2d_nhwc(rd(x)?, &dims(x), rd(w)?, b, out, &od, &win, groups, depthwise)
+                Op::Conv {
+                    x,
+                    w,
+                    bias,
+                    win,
+                    groups,
+                    depthwise,
+                    ..
+                } => {
+                    let b = if bias == INVALID_ID {
+                        None
+                    } else {
+                        Some(rd(bias)?)
+                    };
+                    run::conv2d_nhwc(
+                        rd(x)?,
+                        &dims(x),
+                        rd(w)?,
+                        b,
+                        out,
+                        &od,
+                        &win,
+                        groups,
+                        depthwise,
+                    )
                 }
-                Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
+                Op::Pool { x, win, max, .. } => {
+                    run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max)
+                }
                 Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
             }
             if let Some((lo, hi)) = clamp {
@@ -494,12 +683,19 @@ impl<'p> RegionSummary<'p> {
     pub fn new(init: &DelegateInit<'p>) -> Result<RegionSummary<'p>, KernelError> {
         let (requirements, _) = analyze(init, None)?;
         let (graph, _, _) = graph_of(init.payload)?;
-        Ok(RegionSummary { graph, requirements })
+        Ok(RegionSummary {
+            graph,
+            requirements,
+        })
     }
 
     /// Node type names in graph order (`XNNFullyConnected`, `XNNAdd`, ...).
     pub fn node_types(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.graph.xnodes().into_iter().flatten().map(|n| graph::node_name(n.xnode_union_type()))
+        self.graph
+            .xnodes()
+            .into_iter()
+            .flatten()
+            .map(|n| graph::node_name(n.xnode_union_type()))
     }
 
     /// External values: (DelegateCall argument index, is_input, dims), in argument order.
@@ -508,7 +704,10 @@ impl<'p> RegionSummary<'p> {
         for xv in self.graph.xvalues().into_iter().flatten() {
             if let Some(t) = xv.xvalue_union_as_xnntensor_value() {
                 if t.flags() & 3 != 0 && t.constant_buffer_idx() == 0 {
-                    let mut d = Dims { d: [0; MAX_DIMS], rank: 0 };
+                    let mut d = Dims {
+                        d: [0; MAX_DIMS],
+                        rank: 0,
+                    };
                     for (k, x) in t.dims().into_iter().flatten().take(MAX_DIMS).enumerate() {
                         d.d[k] = x as usize;
                         d.rank = k + 1;
@@ -527,7 +726,13 @@ impl<'p> RegionSummary<'p> {
             .xvalues()
             .into_iter()
             .flatten()
-            .filter(|v| v.xvalue_union_as_xnntensor_value().is_some_and(|t| t.constant_buffer_idx() > 0))
+            .filter(|v| {
+                v.xvalue_union_as_xnntensor_value()
+                    .is_some_and(|t| t.constant_buffer_idx() > 0)
+            })
             .count()
     }
 }
+
+#[cfg(test)]
+mod tests;

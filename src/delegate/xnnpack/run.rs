@@ -69,12 +69,16 @@ pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut 
     }
     if b.len() == 1 && a.len() == n {
         let y = b[0];
-        out.iter_mut().zip(a).for_each(|(o, &x)| *o = apply(op, x, y));
+        out.iter_mut()
+            .zip(a)
+            .for_each(|(o, &x)| *o = apply(op, x, y));
         return;
     }
     if a.len() == 1 && b.len() == n {
         let x = a[0];
-        out.iter_mut().zip(b).for_each(|(o, &y)| *o = apply(op, x, y));
+        out.iter_mut()
+            .zip(b)
+            .for_each(|(o, &y)| *o = apply(op, x, y));
         return;
     }
     let (sa, sb) = (bcast_strides(ad, od), bcast_strides(bd, od));
@@ -127,7 +131,11 @@ pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
         Unary::Gelu => map!(erf_gelu),
         Unary::Hardswish => map!(|v: f32| v * (v + 3.0).clamp(0.0, 6.0) / 6.0),
         Unary::LeakyRelu(s) => map!(|v: f32| if v >= 0.0 { v } else { v * s }),
-        Unary::Elu(a) => map!(|v: f32| if v > 0.0 { v } else { a * (libm::expf(v) - 1.0) }),
+        Unary::Elu(a) => map!(|v: f32| if v > 0.0 {
+            v
+        } else {
+            a * (libm::expf(v) - 1.0)
+        }),
     }
 }
 
@@ -173,7 +181,11 @@ pub fn fully_connected(
 ) -> Result<(), KernelError> {
     let m = if k == 0 { 0 } else { x.len() / k };
     let a = MatRef::row_major(x, m, k)?;
-    let b = if transpose_w { MatRef::row_major(w, k, n)? } else { MatRef::row_major(w, n, k)?.t() };
+    let b = if transpose_w {
+        MatRef::row_major(w, k, n)?
+    } else {
+        MatRef::row_major(w, n, k)?.t()
+    };
     gemm::sgemm(a, b, out, n, 1.0, 0.0, bias, scratch)
 }
 
@@ -193,8 +205,21 @@ pub fn batch_matmul(
     for i in 0..batch {
         let ai = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k)?;
         let bs = &b[i * k * n..(i + 1) * k * n];
-        let bi = if transpose_b { MatRef::row_major(bs, n, k)?.t() } else { MatRef::row_major(bs, k, n)? };
-        gemm::sgemm(ai, bi, &mut out[i * m * n..(i + 1) * m * n], n, 1.0, 0.0, None, scratch)?;
+        let bi = if transpose_b {
+            MatRef::row_major(bs, n, k)?.t()
+        } else {
+            MatRef::row_major(bs, k, n)?
+        };
+        gemm::sgemm(
+            ai,
+            bi,
+            &mut out[i * m * n..(i + 1) * m * n],
+            n,
+            1.0,
+            0.0,
+            None,
+            scratch,
+        )?;
     }
     Ok(())
 }
@@ -330,12 +355,14 @@ pub fn conv2d_nhwc(
                     let g = o / ocg;
                     let mut acc = bias.map_or(0.0, |bv| bv[o]);
                     for ky in 0..win.kh {
-                        let iy = (y * win.stride_h + ky * win.dil_h) as isize - win.pad_top as isize;
+                        let iy =
+                            (y * win.stride_h + ky * win.dil_h) as isize - win.pad_top as isize;
                         if iy < 0 || iy as usize >= h {
                             continue;
                         }
                         for kx in 0..win.kw {
-                            let ix = (xo * win.stride_w + kx * win.dil_w) as isize - win.pad_left as isize;
+                            let ix = (xo * win.stride_w + kx * win.dil_w) as isize
+                                - win.pad_left as isize;
                             if ix < 0 || ix as usize >= wi {
                                 continue;
                             }
@@ -345,7 +372,11 @@ pub fn conv2d_nhwc(
                             } else {
                                 let wbase = ((o * win.kh + ky) * win.kw + kx) * icg;
                                 let xs = &x[ibase + g * icg..ibase + (g + 1) * icg];
-                                acc += xs.iter().zip(&w[wbase..wbase + icg]).map(|(a, b)| a * b).sum::<f32>();
+                                acc += xs
+                                    .iter()
+                                    .zip(&w[wbase..wbase + icg])
+                                    .map(|(a, b)| a * b)
+                                    .sum::<f32>();
                             }
                         }
                     }
@@ -373,7 +404,8 @@ pub fn pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32], od: &Dims, win: &Window,
                         continue;
                     }
                     for kx in 0..win.kw {
-                        let ix = (xo * win.stride_w + kx * win.dil_w) as isize - win.pad_left as isize;
+                        let ix =
+                            (xo * win.stride_w + kx * win.dil_w) as isize - win.pad_left as isize;
                         if ix < 0 || ix as usize >= wi {
                             continue;
                         }
@@ -401,7 +433,9 @@ pub fn global_avg_pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32]) {
         o.fill(0.0);
         for p in 0..hw {
             let base = (b * hw + p) * c;
-            o.iter_mut().zip(&x[base..base + c]).for_each(|(a, &v)| *a += v);
+            o.iter_mut()
+                .zip(&x[base..base + c])
+                .for_each(|(a, &v)| *a += v);
         }
         let inv = 1.0 / hw.max(1) as f32;
         o.iter_mut().for_each(|v| *v *= inv);

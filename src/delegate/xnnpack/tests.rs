@@ -1,0 +1,578 @@
+//! XNNPACK node semantics against reference code, and corrupted payloads.
+//!
+//! Payloads are built with the generated flatbuffer builders (XH00 header, XNNGraph,
+//! constant region) and run through a real program with one DelegateCall.
+
+use std::vec::Vec;
+
+use flatbuffers::FlatBufferBuilder;
+
+use super::graph::INVALID_ID;
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::format::generated::xnnpack::fb_xnnpack as xf;
+use crate::testing::{OpTest, TestTensor};
+
+enum Kind {
+    Input,
+    Output,
+    Internal,
+    Constant(Vec<f32>),
+}
+
+struct Val {
+    dims: Vec<u32>,
+    kind: Kind,
+    ext: u32,
+}
+
+/// Builds XNNPACK payloads node by node.
+#[derive(Default)]
+struct Graph {
+    vals: Vec<Val>,
+    nodes: Vec<(xf::XNodeUnion, Vec<u32>, Option<(f32, f32)>)>,
+    externs: u32,
+    /// Corruption knobs.
+    bad_magic: bool,
+    constant_offset_bias: u64,
+}
+
+impl Graph {
+    fn value(&mut self, dims: &[u32], kind: Kind) -> u32 {
+        let ext = match kind {
+            Kind::Input | Kind::Output => {
+                self.externs += 1;
+                self.externs - 1
+            }
+            _ => u32::MAX,
+        };
+        self.vals.push(Val {
+            dims: dims.to_vec(),
+            kind,
+            ext,
+        });
+        (self.vals.len() - 1) as u32
+    }
+
+    fn node(&mut self, t: xf::XNodeUnion, fields: &[u32]) {
+        self.nodes.push((t, fields.to_vec(), None));
+    }
+
+    fn clamp(&mut self, lo: f32, hi: f32) {
+        self.nodes.last_mut().unwrap().2 = Some((lo, hi));
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        let mut b = FlatBufferBuilder::new();
+        let mut consts: Vec<u8> = Vec::new();
+        let mut cdata = vec![xf::ConstantDataOffset::create(
+            &mut b,
+            &xf::ConstantDataOffsetArgs::default(),
+        )];
+        let mut xvalues = Vec::new();
+        for (i, v) in self.vals.iter().enumerate() {
+            let dims = b.create_vector(&v.dims);
+            let mut cidx = 0;
+            if let Kind::Constant(data) = &v.kind {
+                while consts.len() % 16 != 0 {
+                    consts.push(0);
+                }
+                let off = consts.len() as u64 + self.constant_offset_bias;
+                for x in data {
+                    consts.extend_from_slice(&x.to_le_bytes());
+                }
+                cdata.push(xf::ConstantDataOffset::create(
+                    &mut b,
+                    &xf::ConstantDataOffsetArgs {
+                        offset: off,
+                        size: data.len() as u64 * 4,
+                        named_key: None,
+                    },
+                ));
+                cidx = cdata.len() as u32 - 1;
+            }
+            let flags = match v.kind {
+                Kind::Input => 1,
+                Kind::Output => 2,
+                _ => 0,
+            };
+            let t = xf::XNNTensorValue::create(
+                &mut b,
+                &xf::XNNTensorValueArgs {
+                    datatype: xf::XNNDatatype::xnn_datatype_fp32,
+                    num_dims: v.dims.len() as u32,
+                    dims: Some(dims),
+                    constant_buffer_idx: cidx,
+                    external_id: v.ext,
+                    flags,
+                    id_out: i as u32,
+                    ..Default::default()
+                },
+            );
+            xvalues.push(xf::XValue::create(
+                &mut b,
+                &xf::XValueArgs {
+                    xvalue_union_type: xf::XValueUnion::XNNTensorValue,
+                    xvalue_union: Some(t.as_union_value()),
+                },
+            ));
+        }
+        let mut xnodes = Vec::new();
+        for (t, f, clamp) in &self.nodes {
+            let body = match *t {
+                xf::XNodeUnion::XNNFullyConnected => xf::XNNFullyConnected::create(
+                    &mut b,
+                    &xf::XNNFullyConnectedArgs {
+                        input1_id: f[0],
+                        filter_id: f[1],
+                        bias_id: f[2],
+                        output_id: f[3],
+                        flags: f[4],
+                    },
+                )
+                .as_union_value(),
+                xf::XNodeUnion::XNNStaticTranspose => {
+                    let perm = b.create_vector(&f[2..]);
+                    xf::XNNStaticTranspose::create(
+                        &mut b,
+                        &xf::XNNStaticTransposeArgs {
+                            num_dims: (f.len() - 2) as u32,
+                            perm: Some(perm),
+                            input_id: f[0],
+                            output_id: f[1],
+                            flags: 0,
+                        },
+                    )
+                    .as_union_value()
+                }
+                xf::XNodeUnion::XNNStaticReshape => {
+                    let shape = b.create_vector(&f[2..]);
+                    xf::XNNStaticReshape::create(
+                        &mut b,
+                        &xf::XNNStaticReshapeArgs {
+                            num_dims: (f.len() - 2) as u32,
+                            new_shape: Some(shape),
+                            input_id: f[0],
+                            output_id: f[1],
+                            flags: 0,
+                        },
+                    )
+                    .as_union_value()
+                }
+                xf::XNodeUnion::XNNStaticSlice => {
+                    let r = (f.len() - 2) / 2;
+                    let offsets = b.create_vector(&f[2..2 + r]);
+                    let sizes = b.create_vector(&f[2 + r..]);
+                    xf::XNNStaticSlice::create(
+                        &mut b,
+                        &xf::XNNStaticSliceArgs {
+                            num_dims: r as u32,
+                            offsets: Some(offsets),
+                            sizes: Some(sizes),
+                            input_id: f[0],
+                            output_id: f[1],
+                            flags: 0,
+                        },
+                    )
+                    .as_union_value()
+                }
+                xf::XNodeUnion::XNNConcatenate2 | xf::XNodeUnion::XNNConcatenate3 => {
+                    xf::_XNNCat::create(
+                        &mut b,
+                        &xf::_XNNCatArgs {
+                            axis: f[0],
+                            input1_id: f[1],
+                            input2_id: f[2],
+                            input3_id: f[3],
+                            input4_id: INVALID_ID,
+                            output_id: f[4],
+                            flags: 0,
+                            input5_id: INVALID_ID,
+                        },
+                    )
+                    .as_union_value()
+                }
+                xf::XNodeUnion::XNNConv2d | xf::XNodeUnion::XNNDepthwiseConv2d => {
+                    xf::_XNNNodeConv::create(
+                        &mut b,
+                        &xf::_XNNNodeConvArgs {
+                            padding_top: f[0],
+                            padding_right: f[1],
+                            padding_bottom: f[2],
+                            padding_left: f[3],
+                            kernel_height: f[4],
+                            kernel_width: f[5],
+                            subsampling_height: f[6],
+                            subsampling_width: f[7],
+                            dilation_height: f[8],
+                            dilation_width: f[9],
+                            group_input_channels: f[10],
+                            group_output_channels: f[11],
+                            groups: f[12],
+                            adjustment_height: 0,
+                            adjustment_width: 0,
+                            input1_id: f[13],
+                            filter_id: f[14],
+                            bias_id: f[15],
+                            output_id: f[16],
+                            flags: 0,
+                        },
+                    )
+                    .as_union_value()
+                }
+                xf::XNodeUnion::XNNMaxPooling2d | xf::XNodeUnion::XNNAvgPooling2d => {
+                    xf::_XNNPooling2D::create(
+                        &mut b,
+                        &xf::_XNNPooling2DArgs {
+                            padding_top: f[0],
+                            padding_right: f[1],
+                            padding_bottom: f[2],
+                            padding_left: f[3],
+                            pooling_height: f[4],
+                            pooling_width: f[5],
+                            stride_height: f[6],
+                            stride_width: f[7],
+                            dilation_height: f[8],
+                            dilation_width: f[9],
+                            input_id: f[10],
+                            output_id: f[11],
+                            flags: 0x40,
+                        },
+                    )
+                    .as_union_value()
+                }
+                _ if f.len() == 2 => xf::_XNNNode1x1::create(
+                    &mut b,
+                    &xf::_XNNNode1x1Args {
+                        input_id: f[0],
+                        output_id: f[1],
+                        flags: 0,
+                    },
+                )
+                .as_union_value(),
+                _ => xf::_XNNNode2x1::create(
+                    &mut b,
+                    &xf::_XNNNode2x1Args {
+                        input1_id: f[0],
+                        input2_id: f[1],
+                        output_id: f[2],
+                        flags: f[3],
+                    },
+                )
+                .as_union_value(),
+            };
+            let mm = clamp.map(|(lo, hi)| {
+                xf::OutputMinMax::create(
+                    &mut b,
+                    &xf::OutputMinMaxArgs {
+                        output_min: lo,
+                        output_max: hi,
+                    },
+                )
+            });
+            xnodes.push(xf::XNode::create(
+                &mut b,
+                &xf::XNodeArgs {
+                    xnode_union_type: *t,
+                    xnode_union: Some(body),
+                    debug_handle: 0,
+                    output_min_max: mm,
+                },
+            ));
+        }
+        let xvalues = b.create_vector(&xvalues);
+        let xnodes = b.create_vector(&xnodes);
+        let cdata = b.create_vector(&cdata);
+        let version = b.create_string("0");
+        let root = xf::XNNGraph::create(
+            &mut b,
+            &xf::XNNGraphArgs {
+                version: Some(version),
+                xnodes: Some(xnodes),
+                xvalues: Some(xvalues),
+                num_externs: self.externs,
+                constant_data: Some(cdata),
+                ..Default::default()
+            },
+        );
+        xf::finish_xnngraph_buffer(&mut b, root);
+        let fbb = b.finished_data();
+        let c_off = (32 + fbb.len()).div_ceil(16) * 16;
+        let mut out = vec![0u8; c_off];
+        out[4..8].copy_from_slice(if self.bad_magic { b"XH01" } else { b"XH00" });
+        out[8..10].copy_from_slice(&30u16.to_le_bytes());
+        out[10..14].copy_from_slice(&32u32.to_le_bytes());
+        out[14..18].copy_from_slice(&(fbb.len() as u32).to_le_bytes());
+        out[18..22].copy_from_slice(&(c_off as u32).to_le_bytes());
+        out[22..30].copy_from_slice(&(consts.len() as u64).to_le_bytes());
+        out[32..32 + fbb.len()].copy_from_slice(fbb);
+        out.extend_from_slice(&consts);
+        out
+    }
+
+    /// Runs with the given input data (one per Input value, in order); returns outputs.
+    fn run(&self, inputs: &[Vec<f32>]) -> Result<Vec<TestTensor>, Error> {
+        let mut t = OpTest::delegate("XnnpackBackend", self.payload());
+        let mut args = vec![0i32; self.externs as usize];
+        let mut k = 0;
+        for v in &self.vals {
+            let dims: Vec<usize> = v.dims.iter().map(|&d| d as usize).collect();
+            match v.kind {
+                Kind::Input => {
+                    args[v.ext as usize] = t.input_f32(&dims, &inputs[k]);
+                    k += 1;
+                }
+                Kind::Output => args[v.ext as usize] = t.output(DType::F32, &dims),
+                _ => {}
+            }
+        }
+        t.call(&args);
+        t.run()
+    }
+}
+
+fn ramp(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s % 2000) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+fn close(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-5 + 1e-5 * w.abs(),
+            "element {i}: {g} vs {w}"
+        );
+    }
+}
+
+use xf::XNodeUnion as U;
+
+#[test]
+fn binary_broadcast_and_clamp() {
+    let mut g = Graph::default();
+    let a = g.value(&[2, 3, 4], Kind::Input);
+    let b = g.value(&[3, 1], Kind::Input);
+    let o = g.value(&[2, 3, 4], Kind::Output);
+    g.node(U::XNNMultiply, &[a, b, o, 0]);
+    g.clamp(-0.25, 0.5);
+    let (x, y) = (ramp(24, 1), ramp(3, 2));
+    let out = g.run(&[x.clone(), y.clone()]).unwrap();
+    let want: Vec<f32> = (0..24)
+        .map(|i| (x[i] * y[(i / 4) % 3]).clamp(-0.25, 0.5))
+        .collect();
+    close(&out[0].f32(), &want);
+}
+
+#[test]
+fn fully_connected_both_weight_layouts_with_bias() {
+    for &(m, k, n) in &[(1, 1, 1), (3, 17, 5), (17, 3, 129), (4, 64, 48)] {
+        for transpose in [false, true] {
+            let mut g = Graph::default();
+            let x = g.value(&[m, k], Kind::Input);
+            let wdata = ramp((k * n) as usize, 7);
+            let bdata = ramp(n as usize, 9);
+            let wdims = if transpose { [k, n] } else { [n, k] };
+            let w = g.value(&wdims, Kind::Constant(wdata.clone()));
+            let bias = g.value(&[n], Kind::Constant(bdata.clone()));
+            let o = g.value(&[m, n], Kind::Output);
+            g.node(U::XNNFullyConnected, &[x, w, bias, o, transpose as u32]);
+            let xd = ramp((m * k) as usize, 3);
+            let out = g.run(&[xd.clone()]).unwrap();
+            let (m, k, n) = (m as usize, k as usize, n as usize);
+            let mut want = vec![0f32; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    let mut acc = bdata[j];
+                    for p in 0..k {
+                        let wv = if transpose {
+                            wdata[p * n + j]
+                        } else {
+                            wdata[j * k + p]
+                        };
+                        acc += xd[i * k + p] * wv;
+                    }
+                    want[i * n + j] = acc;
+                }
+            }
+            close(&out[0].f32(), &want);
+        }
+    }
+}
+
+#[test]
+fn chain_of_internal_values_uses_planned_scratch() {
+    // x -> transpose -> reshape -> softmax -> tanh -> out, with internal intermediates.
+    let mut g = Graph::default();
+    let x = g.value(&[2, 3, 5], Kind::Input);
+    let t = g.value(&[3, 2, 5], Kind::Internal);
+    let r = g.value(&[6, 5], Kind::Internal);
+    let s = g.value(&[6, 5], Kind::Internal);
+    let o = g.value(&[6, 5], Kind::Output);
+    g.node(U::XNNStaticTranspose, &[x, t, 1, 0, 2]);
+    g.node(U::XNNStaticReshape, &[t, r, 6, 5]);
+    g.node(U::XNNSoftmax, &[r, s]);
+    g.node(U::XNNTanh, &[s, o]);
+    let xd = ramp(30, 5);
+    let out = g.run(&[xd.clone()]).unwrap();
+    let mut want = vec![0f32; 30];
+    for i in 0..3 {
+        for j in 0..2 {
+            let row: Vec<f32> = (0..5).map(|c| xd[(j * 3 + i) * 5 + c]).collect();
+            let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let e: Vec<f32> = row.iter().map(|v| (v - m).exp()).collect();
+            let sum: f32 = e.iter().sum();
+            for c in 0..5 {
+                want[(i * 2 + j) * 5 + c] = (e[c] / sum).tanh();
+            }
+        }
+    }
+    close(&out[0].f32(), &want);
+}
+
+#[test]
+fn batch_matmul_slice_concat() {
+    let mut g = Graph::default();
+    let a = g.value(&[2, 3, 4], Kind::Input);
+    let b = g.value(&[2, 4, 5], Kind::Input);
+    let p = g.value(&[2, 3, 5], Kind::Internal);
+    let s = g.value(&[2, 2, 5], Kind::Internal);
+    let o = g.value(&[2, 5, 5], Kind::Output);
+    g.node(U::XNNBatchMatrixMultiply, &[a, b, p, 0]);
+    g.node(U::XNNStaticSlice, &[p, s, 0, 1, 0, 2, 2, 5]);
+    g.node(U::XNNConcatenate2, &[1, p, s, INVALID_ID, o]);
+    let (ad, bd) = (ramp(24, 11), ramp(40, 12));
+    let out = g.run(&[ad.clone(), bd.clone()]).unwrap();
+    let mut prod = vec![0f32; 30];
+    for bt in 0..2 {
+        for i in 0..3 {
+            for j in 0..5 {
+                prod[bt * 15 + i * 5 + j] = (0..4)
+                    .map(|k| ad[bt * 12 + i * 4 + k] * bd[bt * 20 + k * 5 + j])
+                    .sum();
+            }
+        }
+    }
+    let mut want = Vec::new();
+    for bt in 0..2 {
+        want.extend_from_slice(&prod[bt * 15..bt * 15 + 15]);
+        want.extend_from_slice(&prod[bt * 15 + 5..bt * 15 + 15]);
+    }
+    close(&out[0].f32(), &want);
+}
+
+#[test]
+fn conv_and_pooling_nhwc() {
+    // 1x5x5x2 input, 3x3 conv stride 2 pad 1 → 1x3x3x4, then 2x2 max pool stride 1 → 1x2x2x4.
+    let mut g = Graph::default();
+    let x = g.value(&[1, 5, 5, 2], Kind::Input);
+    let wdata = ramp(4 * 3 * 3 * 2, 21);
+    let bdata = ramp(4, 22);
+    let w = g.value(&[4, 3, 3, 2], Kind::Constant(wdata.clone()));
+    let bias = g.value(&[4], Kind::Constant(bdata.clone()));
+    let c = g.value(&[1, 3, 3, 4], Kind::Internal);
+    let o = g.value(&[1, 2, 2, 4], Kind::Output);
+    g.node(
+        U::XNNConv2d,
+        &[1, 1, 1, 1, 3, 3, 2, 2, 1, 1, 2, 4, 1, x, w, bias, c],
+    );
+    g.node(U::XNNMaxPooling2d, &[0, 0, 0, 0, 2, 2, 1, 1, 1, 1, c, o]);
+    let xd = ramp(50, 23);
+    let out = g.run(&[xd.clone()]).unwrap();
+    let mut conv = vec![0f32; 36];
+    for oy in 0..3 {
+        for ox in 0..3 {
+            for oc in 0..4 {
+                let mut acc = bdata[oc];
+                for ky in 0..3 {
+                    for kx in 0..3 {
+                        let (iy, ix) = (
+                            oy as isize * 2 + ky as isize - 1,
+                            ox as isize * 2 + kx as isize - 1,
+                        );
+                        if (0..5).contains(&iy) && (0..5).contains(&ix) {
+                            for ic in 0..2 {
+                                acc += xd[((iy * 5 + ix) * 2) as usize + ic]
+                                    * wdata[((oc * 3 + ky) * 3 + kx) * 2 + ic];
+                            }
+                        }
+                    }
+                }
+                conv[(oy * 3 + ox) * 4 + oc] = acc;
+            }
+        }
+    }
+    let mut want = vec![0f32; 16];
+    for oy in 0..2 {
+        for ox in 0..2 {
+            for ch in 0..4 {
+                let mut m = f32::NEG_INFINITY;
+                for ky in 0..2 {
+                    for kx in 0..2 {
+                        m = m.max(conv[((oy + ky) * 3 + ox + kx) * 4 + ch]);
+                    }
+                }
+                want[(oy * 2 + ox) * 4 + ch] = m;
+            }
+        }
+    }
+    close(&out[0].f32(), &want);
+}
+
+fn load_error(g: &Graph) -> std::string::String {
+    match g.run(&[ramp(6, 1)]) {
+        Err(Error::DelegateInit {
+            backend, detail, ..
+        }) => {
+            assert_eq!(backend.as_str(), "XnnpackBackend");
+            std::string::String::from(detail.as_str())
+        }
+        other => panic!(
+            "expected a delegate load error, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+}
+
+fn simple() -> Graph {
+    let mut g = Graph::default();
+    let x = g.value(&[2, 3], Kind::Input);
+    let o = g.value(&[2, 3], Kind::Output);
+    g.node(U::XNNTanh, &[x, o]);
+    g
+}
+
+#[test]
+fn corrupted_payloads_are_load_errors() {
+    assert!(simple().run(&[ramp(6, 1)]).is_ok());
+    let mut g = simple();
+    g.bad_magic = true;
+    assert!(load_error(&g).contains("identifier"), "bad magic");
+    let mut g = simple();
+    g.nodes[0].1[0] = 7;
+    assert!(load_error(&g).contains("out of bounds"), "missing value");
+    let mut g = simple();
+    g.vals[1].dims = vec![3, 3];
+    assert!(load_error(&g).contains("dims"), "dims mismatch");
+    let mut g = Graph::default();
+    let x = g.value(&[2, 3], Kind::Input);
+    let c = g.value(&[2, 3], Kind::Constant(ramp(6, 2)));
+    let o = g.value(&[2, 3], Kind::Output);
+    g.node(U::XNNAdd, &[x, c, o, 0]);
+    assert!(g.run(&[ramp(6, 1)]).is_ok());
+    g.constant_offset_bias = 4096;
+    assert!(load_error(&g).contains("past the end"), "constant offset");
+    let mut g = simple();
+    g.nodes[0].0 = U::XNNScaledDotProductAttention;
+    assert!(
+        load_error(&g).contains("XNNScaledDotProductAttention"),
+        "unsupported node is named"
+    );
+}
