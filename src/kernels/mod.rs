@@ -66,7 +66,10 @@ pub static BACKENDS: &[&dyn crate::delegate::Backend] = &[&crate::delegate::xnnp
 impl Registry<'static> {
     /// The portable kernel library and every backend ptera ships (`XnnpackBackend`).
     pub fn standard() -> Registry<'static> {
-        Registry { kernels: portable::KERNELS, backends: BACKENDS }
+        Registry {
+            kernels: portable::KERNELS,
+            backends: BACKENDS,
+        }
     }
 }
 
