@@ -30,6 +30,8 @@ pub(crate) fn push_truncated<const N: usize>(out: &mut heapless::String<N>, s: &
 }
 
 /// Errors from loading a program, loading a method, binding inputs or executing.
+// Variants carry their context inline (no allocation); errors are rare, so size is fine.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
     /// The buffer ends before a structure that must be there.

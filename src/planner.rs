@@ -20,7 +20,12 @@ pub struct Interval {
 
 impl Interval {
     pub fn new(size: usize, first: u32, last: u32) -> Interval {
-        Interval { size, first, last, offset: 0 }
+        Interval {
+            size,
+            first,
+            last,
+            offset: 0,
+        }
     }
 
     fn overlaps_in_time(&self, o: &Interval) -> bool {
@@ -40,7 +45,10 @@ pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> usize {
     // Largest first; ties by earlier start, then index, for determinism.
     order.sort_unstable_by(|&a, &b| {
         let (x, y) = (&items[a as usize], &items[b as usize]);
-        y.size.cmp(&x.size).then(x.first.cmp(&y.first)).then(a.cmp(&b))
+        y.size
+            .cmp(&x.size)
+            .then(x.first.cmp(&y.first))
+            .then(a.cmp(&b))
     });
     let round = |n: usize| n.div_ceil(align) * align;
     let mut total = 0usize;
@@ -86,7 +94,10 @@ mod tests {
             assert!(a.size == 0 || a.offset + a.size <= total);
             for b in &items[i + 1..] {
                 if a.size > 0 && b.size > 0 && a.overlaps_in_time(b) {
-                    assert!(a.offset + a.size <= b.offset || b.offset + b.size <= a.offset, "{a:?} {b:?}");
+                    assert!(
+                        a.offset + a.size <= b.offset || b.offset + b.size <= a.offset,
+                        "{a:?} {b:?}"
+                    );
                 }
             }
         }

@@ -27,7 +27,8 @@ fn try_everything(bytes: &[u8], case: &str) -> Option<Error> {
         Err(e) => return Some(e),
     };
     for (i, inp) in inputs(case).iter().enumerate() {
-        if let Err(e) = method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes) {
+        if let Err(e) = method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)
+        {
             return Some(e);
         }
     }
@@ -38,10 +39,28 @@ fn try_everything(bytes: &[u8], case: &str) -> Option<Error> {
 fn truncated_files_are_rejected() {
     let file = pte("mlp_portable");
     let bytes = file.as_slice();
-    for len in [0, 3, 7, 8, 11, 20, 39, 64, 200, bytes.len() / 2, bytes.len() - 1] {
+    for len in [
+        0,
+        3,
+        7,
+        8,
+        11,
+        20,
+        39,
+        64,
+        200,
+        bytes.len() / 2,
+        bytes.len() - 1,
+    ] {
         let e = try_everything(&bytes[..len], "mlp_portable").expect("truncated file must fail");
         assert!(
-            matches!(e, Error::Truncated { .. } | Error::BadHeader { .. } | Error::InvalidFlatbuffer { .. } | Error::OutOfBounds { .. }),
+            matches!(
+                e,
+                Error::Truncated { .. }
+                    | Error::BadHeader { .. }
+                    | Error::InvalidFlatbuffer { .. }
+                    | Error::OutOfBounds { .. }
+            ),
             "len {len}: {e}"
         );
     }
@@ -69,7 +88,10 @@ fn misaligned_buffer_is_rejected() {
     let mut v = vec![0u8; file.len() + 32];
     let start = 16 - (v.as_ptr() as usize % 16) + 1; // deliberately 1 byte off 16-alignment
     v[start..start + file.len()].copy_from_slice(file.as_slice());
-    assert!(matches!(Program::load(&v[start..start + file.len()]), Err(Error::MisalignedBuffer { .. })));
+    assert!(matches!(
+        Program::load(&v[start..start + file.len()]),
+        Err(Error::MisalignedBuffer { .. })
+    ));
 }
 
 #[test]
@@ -79,19 +101,31 @@ fn header_offsets_are_checked() {
     // segment_base_offset (bytes 24..32) pointing past the end.
     let mut b = base.clone();
     b[24..32].copy_from_slice(&(base.len() as u64 * 4).to_le_bytes());
-    assert!(matches!(Program::load(AlignedBuf::from_bytes(&b).as_slice()), Err(Error::Truncated { .. })));
+    assert!(matches!(
+        Program::load(AlignedBuf::from_bytes(&b).as_slice()),
+        Err(Error::Truncated { .. })
+    ));
     // program_size (16..24) larger than the file.
     let mut b = base.clone();
     b[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
-    assert!(matches!(Program::load(AlignedBuf::from_bytes(&b).as_slice()), Err(Error::Truncated { .. })));
+    assert!(matches!(
+        Program::load(AlignedBuf::from_bytes(&b).as_slice()),
+        Err(Error::Truncated { .. })
+    ));
     // header length below 24.
     let mut b = base.clone();
     b[12..16].copy_from_slice(&8u32.to_le_bytes());
-    assert!(matches!(Program::load(AlignedBuf::from_bytes(&b).as_slice()), Err(Error::BadHeader { .. })));
+    assert!(matches!(
+        Program::load(AlignedBuf::from_bytes(&b).as_slice()),
+        Err(Error::BadHeader { .. })
+    ));
     // root offset outside the flatbuffer.
     let mut b = base.clone();
     b[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(matches!(Program::load(AlignedBuf::from_bytes(&b).as_slice()), Err(Error::BadHeader { .. })));
+    assert!(matches!(
+        Program::load(AlignedBuf::from_bytes(&b).as_slice()),
+        Err(Error::BadHeader { .. })
+    ));
 }
 
 /// Flip every byte of the flatbuffer region of a real program, one at a time: every variant
@@ -110,7 +144,10 @@ fn every_single_byte_corruption_is_handled() {
                 rejected += 1;
             }
         }
-        assert!(rejected > program_size / 10, "{case}: only {rejected} of {program_size} corruptions detected");
+        assert!(
+            rejected > program_size / 10,
+            "{case}: only {rejected} of {program_size} corruptions detected"
+        );
     }
 }
 
@@ -143,7 +180,11 @@ fn input_of_wrong_shape_or_dtype_is_rejected() {
     let mut method = bufs.load(meta, &reg).unwrap();
     let x = vec![0f32; 4 * 32];
     match method.set_input_f32(0, &Shape::new(&[4, 31]).unwrap(), &x[..4 * 31]) {
-        Err(Error::InputShape { index: 0, expected, got }) => {
+        Err(Error::InputShape {
+            index: 0,
+            expected,
+            got,
+        }) => {
             assert_eq!(expected.dims(), &[4, 32]);
             assert_eq!(got.dims(), &[4, 31]);
         }
@@ -151,11 +192,21 @@ fn input_of_wrong_shape_or_dtype_is_rejected() {
     }
     let xi = vec![0i64; 4 * 32];
     match method.set_input_i64(0, &Shape::new(&[4, 32]).unwrap(), &xi) {
-        Err(Error::InputDType { index: 0, expected: DType::F32, got: DType::I64 }) => {}
+        Err(Error::InputDType {
+            index: 0,
+            expected: DType::F32,
+            got: DType::I64,
+        }) => {}
         other => panic!("{other:?}"),
     }
-    assert!(matches!(method.set_input_f32(1, &Shape::new(&[4, 32]).unwrap(), &x), Err(Error::InputIndex { index: 1, count: 1 })));
-    assert!(matches!(method.execute(), Err(Error::InputNotSet { index: 0 })));
+    assert!(matches!(
+        method.set_input_f32(1, &Shape::new(&[4, 32]).unwrap(), &x),
+        Err(Error::InputIndex { index: 1, count: 1 })
+    ));
+    assert!(matches!(
+        method.execute(),
+        Err(Error::InputNotSet { index: 0 })
+    ));
 }
 
 #[test]
@@ -167,7 +218,11 @@ fn arena_too_small_names_the_arena() {
     let mut arena = AlignedBuf::zeroed(need - 16);
     let mut md = AlignedBuf::zeroed(meta.metadata_bytes());
     match Method::load(meta, &reg, [arena.as_mut_slice()], md.as_mut_slice()) {
-        Err(Error::ArenaTooSmall { memory_id: 1, needed, got }) => {
+        Err(Error::ArenaTooSmall {
+            memory_id: 1,
+            needed,
+            got,
+        }) => {
             assert_eq!(needed as usize, need);
             assert_eq!(got, need - 16);
         }
@@ -184,7 +239,10 @@ fn arena_too_small_names_the_arena() {
     let meta = load_mlp(&file, &reg);
     let mut md = AlignedBuf::zeroed(meta.metadata_bytes());
     match Method::load(meta, &reg, std::iter::empty(), md.as_mut_slice()) {
-        Err(Error::ArenaCount { expected: 1, got: 0 }) => {}
+        Err(Error::ArenaCount {
+            expected: 1,
+            got: 0,
+        }) => {}
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
@@ -207,7 +265,9 @@ fn unknown_operator_is_named_at_load() {
     let o = t.output(DType::F32, &[2]);
     t.call(&[a, o, o]);
     match t.run() {
-        Err(Error::MissingOperators { count: 1, names }) => assert_eq!(names.as_str(), "custom::frobnicate.out"),
+        Err(Error::MissingOperators { count: 1, names }) => {
+            assert_eq!(names.as_str(), "custom::frobnicate.out")
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -216,9 +276,15 @@ fn unknown_operator_is_named_at_load() {
 fn unknown_backend_is_named_at_load() {
     let file = pte("mlp_xnnpack");
     let program = Program::load(file.as_slice()).unwrap();
-    let reg = Registry { kernels: ptera::kernels::portable::KERNELS, backends: &[] };
+    let reg = Registry {
+        kernels: ptera::kernels::portable::KERNELS,
+        backends: &[],
+    };
     match MethodMeta::new(&program, "forward", &reg) {
-        Err(Error::UnknownBackend { delegate: 0, backend }) => assert_eq!(backend.as_str(), "XnnpackBackend"),
+        Err(Error::UnknownBackend {
+            delegate: 0,
+            backend,
+        }) => assert_eq!(backend.as_str(), "XnnpackBackend"),
         other => panic!("{:?}", other.map(|_| ())),
     }
 }

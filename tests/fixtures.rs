@@ -1,13 +1,17 @@
 //! Every committed fixture runs through ptera and matches ExecuTorch 1.5.1's own outputs
 //! within 1e-4 abs + 1e-4 rel, portable and XNNPACK-lowered alike.
 
+#![allow(clippy::result_large_err)]
+
 mod common;
 
 use common::*;
 use ptera::kernels::Registry;
 use ptera::{Error, MethodMeta, OwnedArenas, Program, Shape};
 
-fn run_case(case: &str, registry: &Registry<'static>) -> Result<Vec<(ptera::DType, Vec<usize>, Vec<f64>)>, Error> {
+type Outputs = Vec<(ptera::DType, Vec<usize>, Vec<f64>)>;
+
+fn run_case(case: &str, registry: &Registry<'static>) -> Result<Outputs, Error> {
     let file = pte(case);
     let program = Program::load(file.as_slice())?;
     let meta = MethodMeta::new(&program, "forward", registry)?;
@@ -20,7 +24,11 @@ fn run_case(case: &str, registry: &Registry<'static>) -> Result<Vec<(ptera::DTyp
     let mut outs = Vec::new();
     for i in 0..method.num_outputs() {
         let o = method.output(i)?;
-        outs.push((o.dtype(), o.dims().to_vec(), (0..o.numel()).map(|k| o.get_f64(k)).collect()));
+        outs.push((
+            o.dtype(),
+            o.dims().to_vec(),
+            (0..o.numel()).map(|k| o.get_f64(k)).collect(),
+        ));
     }
     Ok(outs)
 }
@@ -38,8 +46,14 @@ fn check_case(case: &str, registry: &Registry<'static>) {
 
 #[test]
 fn portable_fixtures_match_executorch() {
-    let cases: Vec<String> = cases().into_iter().filter(|c| c.ends_with("_portable")).collect();
-    assert!(cases.len() >= 6, "expected portable fixtures of every family");
+    let cases: Vec<String> = cases()
+        .into_iter()
+        .filter(|c| c.ends_with("_portable"))
+        .collect();
+    assert!(
+        cases.len() >= 6,
+        "expected portable fixtures of every family"
+    );
     for case in &cases {
         check_case(case, &Registry::portable());
     }
@@ -47,8 +61,14 @@ fn portable_fixtures_match_executorch() {
 
 #[test]
 fn xnnpack_fixtures_match_executorch() {
-    let cases: Vec<String> = cases().into_iter().filter(|c| c.ends_with("_xnnpack")).collect();
-    assert!(cases.len() >= 6, "expected XNNPACK fixtures of every family");
+    let cases: Vec<String> = cases()
+        .into_iter()
+        .filter(|c| c.ends_with("_xnnpack"))
+        .collect();
+    assert!(
+        cases.len() >= 6,
+        "expected XNNPACK fixtures of every family"
+    );
     for case in &cases {
         check_case(case, &Registry::standard());
     }
@@ -65,8 +85,13 @@ fn portable_fixtures_also_run_with_the_standard_registry() {
 fn xnnpack_fixtures_without_backend_fail_at_load_naming_it() {
     for case in cases().into_iter().filter(|c| c.ends_with("_xnnpack")) {
         match run_case(&case, &Registry::portable()) {
-            Err(Error::UnknownBackend { backend, .. }) => assert_eq!(backend.as_str(), "XnnpackBackend", "{case}"),
-            other => panic!("{case}: expected an unknown-backend error, got {:?}", other.map(|_| ())),
+            Err(Error::UnknownBackend { backend, .. }) => {
+                assert_eq!(backend.as_str(), "XnnpackBackend", "{case}")
+            }
+            other => panic!(
+                "{case}: expected an unknown-backend error, got {:?}",
+                other.map(|_| ())
+            ),
         }
     }
 }

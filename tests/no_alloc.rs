@@ -43,7 +43,12 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn load_and_inference_do_not_allocate() {
-    for case in ["gpt2_portable", "opt_portable", "cnn_portable", "mlp_portable"] {
+    for case in [
+        "gpt2_portable",
+        "opt_portable",
+        "cnn_portable",
+        "mlp_portable",
+    ] {
         let file = pte(case);
         let ins = inputs(case);
         let shapes: Vec<Shape> = ins.iter().map(|i| Shape::new(&i.shape).unwrap()).collect();
@@ -53,9 +58,15 @@ fn load_and_inference_do_not_allocate() {
         let (arena_sizes, md_size) = {
             let program = Program::load(file.as_slice()).unwrap();
             let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
-            ((0..meta.arena_count()).map(|k| meta.arena_size(k) as usize).collect::<Vec<_>>(), meta.metadata_bytes())
+            (
+                (0..meta.arena_count())
+                    .map(|k| meta.arena_size(k) as usize)
+                    .collect::<Vec<_>>(),
+                meta.metadata_bytes(),
+            )
         };
-        let mut arenas: Vec<AlignedBuf> = arena_sizes.iter().map(|&n| AlignedBuf::zeroed(n)).collect();
+        let mut arenas: Vec<AlignedBuf> =
+            arena_sizes.iter().map(|&n| AlignedBuf::zeroed(n)).collect();
         let mut md = AlignedBuf::zeroed(md_size);
         let mut checksum = 0f64;
 
@@ -63,9 +74,17 @@ fn load_and_inference_do_not_allocate() {
         COUNTING.store(true, Ordering::SeqCst);
         let program = Program::load(file.as_slice()).unwrap();
         let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
-        let mut method = Method::load(meta, &reg, arenas.iter_mut().map(|a| a.as_mut_slice()), md.as_mut_slice()).unwrap();
+        let mut method = Method::load(
+            meta,
+            &reg,
+            arenas.iter_mut().map(|a| a.as_mut_slice()),
+            md.as_mut_slice(),
+        )
+        .unwrap();
         for (i, inp) in ins.iter().enumerate() {
-            method.set_input(i, inp.dtype, &shapes[i], &inp.bytes).unwrap();
+            method
+                .set_input(i, inp.dtype, &shapes[i], &inp.bytes)
+                .unwrap();
         }
         method.execute().unwrap();
         method.execute().unwrap();
@@ -74,7 +93,11 @@ fn load_and_inference_do_not_allocate() {
             checksum += out.get_f64(k);
         }
         COUNTING.store(false, Ordering::SeqCst);
-        assert_eq!(ALLOCS.load(Ordering::SeqCst), 0, "{case}: heap allocations during load/inference");
+        assert_eq!(
+            ALLOCS.load(Ordering::SeqCst),
+            0,
+            "{case}: heap allocations during load/inference"
+        );
         assert!(checksum.is_finite());
     }
 }

@@ -553,6 +553,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                         let bytes: &[u8] = if n == 0 {
                             &[]
                         } else {
+                            // SAFETY: see above.
                             unsafe { core::slice::from_raw_parts(t.data, n) }
                         };
                         bytes.iter().all(|&b| b != 0)

@@ -103,7 +103,7 @@ impl<'a> Program<'a> {
         }
         let mut id = [0u8; 4];
         id.copy_from_slice(&data[4..8]);
-        if &id != fb::PROGRAM_IDENTIFIER.as_bytes() {
+        if id != *fb::PROGRAM_IDENTIFIER.as_bytes() {
             return Err(Error::BadIdentifier { found: id });
         }
         if data.as_ptr() as usize % PROGRAM_ALIGN != 0 {

@@ -436,10 +436,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             if !t.contiguous {
                 return Err(KernelError::NonContiguous { arg });
             }
-            let need = shape
-                .numel()
-                .checked_mul(t.dtype.size())
-                .unwrap_or(usize::MAX);
+            let need = shape.numel().saturating_mul(t.dtype.size());
             let fits = match t.dynamism {
                 Dynamism::Static => shape.dims() == t.shape.dims() || need == t.nbytes(),
                 Dynamism::Bound => need <= t.capacity,

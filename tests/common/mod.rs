@@ -13,13 +13,20 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// Case names from `tests/fixtures/manifest.json`.
 pub fn cases() -> Vec<String> {
-    let text = std::fs::read_to_string(fixtures_dir().join("manifest.json")).expect("manifest.json");
+    let text =
+        std::fs::read_to_string(fixtures_dir().join("manifest.json")).expect("manifest.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
-    v["cases"].as_array().expect("cases").iter().map(|c| c.as_str().expect("name").to_string()).collect()
+    v["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c.as_str().expect("name").to_string())
+        .collect()
 }
 
 pub fn case_json(case: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(fixtures_dir().join(format!("{case}.json"))).expect("case json");
+    let text =
+        std::fs::read_to_string(fixtures_dir().join(format!("{case}.json"))).expect("case json");
     serde_json::from_str(&text).expect("case JSON")
 }
 
@@ -35,7 +42,9 @@ pub struct Npy {
 
 impl Npy {
     pub fn f64(&self) -> Vec<f64> {
-        (0..self.shape.iter().product()).map(|i| ptera::tensor::read_f64(self.dtype, &self.bytes, i)).collect()
+        (0..self.shape.iter().product())
+            .map(|i| ptera::tensor::read_f64(self.dtype, &self.bytes, i))
+            .collect()
     }
 }
 
@@ -57,17 +66,29 @@ pub fn read_npy(path: &Path) -> Npy {
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let mut bytes = vec![0u8; shape.iter().product::<usize>() * dtype.size()];
     npy.into_inner().read_exact(&mut bytes).expect("npy data");
-    Npy { dtype, shape, bytes }
+    Npy {
+        dtype,
+        shape,
+        bytes,
+    }
 }
 
 /// Inputs `<case>.in0.npy`, `.in1.npy`, ... in order.
 pub fn inputs(case: &str) -> Vec<Npy> {
-    (0..).map(|i| fixtures_dir().join(format!("{case}.in{i}.npy"))).take_while(|p| p.exists()).map(|p| read_npy(&p)).collect()
+    (0..)
+        .map(|i| fixtures_dir().join(format!("{case}.in{i}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| read_npy(&p))
+        .collect()
 }
 
 /// Reference outputs `<case>.out0.npy`, ...
 pub fn outputs(case: &str) -> Vec<Npy> {
-    (0..).map(|i| fixtures_dir().join(format!("{case}.out{i}.npy"))).take_while(|p| p.exists()).map(|p| read_npy(&p)).collect()
+    (0..)
+        .map(|i| fixtures_dir().join(format!("{case}.out{i}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| read_npy(&p))
+        .collect()
 }
 
 /// Asserts |got - want| ≤ 1e-4 + 1e-4·|want| elementwise (NaN must match NaN).
@@ -80,7 +101,10 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64]) {
         }
         let err = (g - w).abs();
         let tol = 1e-4 + 1e-4 * w.abs();
-        assert!(err <= tol || (g == w), "{what}: element {i}: got {g}, want {w} (|diff| {err} > {tol})");
+        assert!(
+            err <= tol || (g == w),
+            "{what}: element {i}: got {g}, want {w} (|diff| {err} > {tol})"
+        );
         if err > worst.1 {
             worst = (i, err);
         }

@@ -41,7 +41,11 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
                 *operators.entry(key).or_default() += 1;
             } else if let Some(d) = ins.instr_args_as_delegate_call() {
                 delegate_calls += 1;
-                let id = dels.get(d.delegate_index() as usize).id().unwrap_or("?").to_string();
+                let id = dels
+                    .get(d.delegate_index() as usize)
+                    .id()
+                    .unwrap_or("?")
+                    .to_string();
                 *delegates.entry(id).or_default() += 1;
             }
         }
@@ -51,8 +55,16 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
         let id = del.id().unwrap_or("?");
         let mut region = json!({"index": d, "backend": id});
         if id == ptera::delegate::xnnpack::ID {
-            let payload = del.processed().map(|r| program.delegate_data(r)).transpose()?.unwrap_or(&[]);
-            let init = ptera::delegate::DelegateInit { program: *program, payload, index: d };
+            let payload = del
+                .processed()
+                .map(|r| program.delegate_data(r))
+                .transpose()?
+                .unwrap_or(&[]);
+            let init = ptera::delegate::DelegateInit {
+                program: *program,
+                payload,
+                index: d,
+            };
             match ptera::delegate::xnnpack::RegionSummary::new(&init) {
                 Ok(sum) => {
                     let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
@@ -78,9 +90,15 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
         }
         regions.push(region);
     }
-    let inputs: Vec<Value> = (0..meta.num_inputs()).map(|i| tensor_json(meta.input(i))).collect();
-    let outputs: Vec<Value> = (0..meta.num_outputs()).map(|i| tensor_json(meta.output(i))).collect();
-    let arenas: Vec<u64> = (0..meta.arena_count()).map(|k| meta.arena_size(k)).collect();
+    let inputs: Vec<Value> = (0..meta.num_inputs())
+        .map(|i| tensor_json(meta.input(i)))
+        .collect();
+    let outputs: Vec<Value> = (0..meta.num_outputs())
+        .map(|i| tensor_json(meta.output(i)))
+        .collect();
+    let arenas: Vec<u64> = (0..meta.arena_count())
+        .map(|k| meta.arena_size(k))
+        .collect();
     Ok(json!({
         "name": name,
         "inputs": inputs,
@@ -103,7 +121,10 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
 pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
-    let methods = program.methods().map(|p| method_json(&program, p)).collect::<Result<Vec<_>>>()?;
+    let methods = program
+        .methods()
+        .map(|p| method_json(&program, p))
+        .collect::<Result<Vec<_>>>()?;
     let header = program.header();
     let doc = json!({
         "file": model.display().to_string(),
@@ -117,13 +138,28 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    println!("{}: {} bytes (flatbuffer {} bytes, {} segments, constants {} bytes)",
-        model.display(), doc["size_bytes"], doc["program_bytes"], doc["segments"], doc["constant_bytes"]);
+    println!(
+        "{}: {} bytes (flatbuffer {} bytes, {} segments, constants {} bytes)",
+        model.display(),
+        doc["size_bytes"],
+        doc["program_bytes"],
+        doc["segments"],
+        doc["constant_bytes"]
+    );
     for m in doc["methods"].as_array().into_iter().flatten() {
         println!("method `{}`", m["name"].as_str().unwrap_or(""));
         let shape = |t: &Value| {
-            let dims: Vec<String> = t["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
-            format!("{} [{}]", t["dtype"].as_str().unwrap_or("?"), dims.join(", "))
+            let dims: Vec<String> = t["shape"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| d.to_string())
+                .collect();
+            format!(
+                "{} [{}]",
+                t["dtype"].as_str().unwrap_or("?"),
+                dims.join(", ")
+            )
         };
         for (i, t) in m["inputs"].as_array().into_iter().flatten().enumerate() {
             println!("  input {i}: {}", shape(t));
@@ -131,11 +167,22 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
         for (i, t) in m["outputs"].as_array().into_iter().flatten().enumerate() {
             println!("  output {i}: {}", shape(t));
         }
-        println!("  instructions: {} ({} kernel calls, {} delegate calls)", m["instructions"], m["kernel_calls"], m["delegate_calls"]);
-        for (k, b) in m["planned_arena_bytes"].as_array().into_iter().flatten().enumerate() {
+        println!(
+            "  instructions: {} ({} kernel calls, {} delegate calls)",
+            m["instructions"], m["kernel_calls"], m["delegate_calls"]
+        );
+        for (k, b) in m["planned_arena_bytes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             println!("  arena memory_id {}: {} bytes", k + 1, b);
         }
-        println!("  metadata: {} bytes ({} values; kernel scratch {} bytes)", m["metadata_bytes"], m["values"], m["kernel_scratch_bytes"]);
+        println!(
+            "  metadata: {} bytes ({} values; kernel scratch {} bytes)",
+            m["metadata_bytes"], m["values"], m["kernel_scratch_bytes"]
+        );
         if let Some(d) = m["delegates"].as_object().filter(|d| !d.is_empty()) {
             println!("  delegate calls per backend:");
             for (k, v) in d {
@@ -144,9 +191,17 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
         }
         for r in m["delegate_regions"].as_array().into_iter().flatten() {
             let list = |key: &str| -> String {
-                r[key].as_array().into_iter().flatten()
+                r[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
                     .map(|t| {
-                        let dims: Vec<String> = t["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+                        let dims: Vec<String> = t["shape"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|d| d.to_string())
+                            .collect();
                         format!("arg {} [{}]", t["arg"], dims.join(", "))
                     })
                     .collect::<Vec<_>>()
@@ -159,10 +214,20 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
             }
             println!("    inputs: {}", list("inputs"));
             println!("    outputs: {}", list("outputs"));
-            let nodes: Vec<String> = r["nodes"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}: {v}")).collect();
+            let nodes: Vec<String> = r["nodes"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
             println!("    nodes: {}", nodes.join(", "));
         }
-        let mut ops: Vec<(&String, u64)> = m["operators"].as_object().into_iter().flatten().map(|(k, v)| (k, v.as_u64().unwrap_or(0))).collect();
+        let mut ops: Vec<(&String, u64)> = m["operators"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k, v.as_u64().unwrap_or(0)))
+            .collect();
         ops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         if !ops.is_empty() {
             println!("  kernel calls per operator:");

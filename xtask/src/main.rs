@@ -1,4 +1,6 @@
 //! `cargo xtask`: host tools for ptera (inspect, run, bench).
+// ptera::Error is large by design (context inline, no allocation in the core).
+#![allow(clippy::result_large_err)]
 
 mod inspect;
 mod npy;
@@ -82,9 +84,26 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Inspect { model, json } => inspect::inspect(&model, json),
-        Cmd::Run { model, inputs, output_dir } => run(&model, &inputs, &output_dir),
-        Cmd::Compare { got, want, atol, rtol } => compare(&got, &want, atol, rtol),
-        Cmd::Bench { what: BenchCmd::Run { model, inputs, iters, json } } => bench_run(&model, &inputs, iters, json),
+        Cmd::Run {
+            model,
+            inputs,
+            output_dir,
+        } => run(&model, &inputs, &output_dir),
+        Cmd::Compare {
+            got,
+            want,
+            atol,
+            rtol,
+        } => compare(&got, &want, atol, rtol),
+        Cmd::Bench {
+            what:
+                BenchCmd::Run {
+                    model,
+                    inputs,
+                    iters,
+                    json,
+                },
+        } => bench_run(&model, &inputs, iters, json),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -102,22 +121,40 @@ pub fn load_file(path: &Path) -> Result<AlignedBuf> {
 /// Checks inputs against the method's signature; one clear message on mismatch.
 fn check_inputs(meta: &MethodMeta<'_>, inputs: &[HostTensor], names: &[String]) -> Result<()> {
     if inputs.len() != meta.num_inputs() {
-        bail!("method `{}` takes {} input(s), {} given", meta.name(), meta.num_inputs(), inputs.len());
+        bail!(
+            "method `{}` takes {} input(s), {} given",
+            meta.name(),
+            meta.num_inputs(),
+            inputs.len()
+        );
     }
     for (i, (t, name)) in inputs.iter().zip(names).enumerate() {
-        let info = meta.input(i).with_context(|| format!("input {i} is not a tensor input"))?;
+        let info = meta
+            .input(i)
+            .with_context(|| format!("input {i} is not a tensor input"))?;
         if info.dtype != t.dtype {
-            bail!("input {i} ({name}): expected dtype {}, got {}", info.dtype, t.dtype);
+            bail!(
+                "input {i} ({name}): expected dtype {}, got {}",
+                info.dtype,
+                t.dtype
+            );
         }
         if info.shape.dims() != t.shape.as_slice() {
-            bail!("input {i} ({name}): expected shape {}, got {}", info.shape, t.shape()?);
+            bail!(
+                "input {i} ({name}): expected shape {}, got {}",
+                info.shape,
+                t.shape()?
+            );
         }
     }
     Ok(())
 }
 
 fn read_inputs(paths: &[PathBuf]) -> Result<(Vec<HostTensor>, Vec<String>)> {
-    let tensors = paths.iter().map(|p| HostTensor::read(p)).collect::<Result<Vec<_>>>()?;
+    let tensors = paths
+        .iter()
+        .map(|p| HostTensor::read(p))
+        .collect::<Result<Vec<_>>>()?;
     let names = paths.iter().map(|p| p.display().to_string()).collect();
     Ok((tensors, names))
 }
@@ -142,32 +179,57 @@ fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path) -> Result<()> {
     let t1 = Instant::now();
     method.execute()?;
     let exec = t1.elapsed();
-    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
     for i in 0..method.num_outputs() {
         let o = method.output(i)?;
-        let host = HostTensor { dtype: o.dtype(), shape: o.dims().to_vec(), bytes: o.bytes().to_vec() };
+        let host = HostTensor {
+            dtype: o.dtype(),
+            shape: o.dims().to_vec(),
+            bytes: o.bytes().to_vec(),
+        };
         let path = out_dir.join(format!("output-{i}.npy"));
         host.write(&path)?;
-        println!("output {i}: {} {} -> {}", o.dtype(), o.shape(), path.display());
+        println!(
+            "output {i}: {} {} -> {}",
+            o.dtype(),
+            o.shape(),
+            path.display()
+        );
     }
-    println!("load {:.3} ms, forward {:.3} ms", load.as_secs_f64() * 1e3, exec.as_secs_f64() * 1e3);
+    println!(
+        "load {:.3} ms, forward {:.3} ms",
+        load.as_secs_f64() * 1e3,
+        exec.as_secs_f64() * 1e3
+    );
     Ok(())
 }
 
 fn synth_inputs(meta: &MethodMeta<'_>) -> Result<Vec<HostTensor>> {
     (0..meta.num_inputs())
         .map(|i| {
-            let info = meta.input(i).with_context(|| format!("input {i} is not a tensor"))?;
+            let info = meta
+                .input(i)
+                .with_context(|| format!("input {i} is not a tensor"))?;
             let n = info.shape.numel();
             let mut bytes = vec![0u8; n * info.dtype.size()];
             for k in 0..n {
                 if info.dtype.is_float() {
-                    ptera::tensor::write_f64(info.dtype, &mut bytes, k, ((k % 17) as f64 - 8.0) / 8.0);
+                    ptera::tensor::write_f64(
+                        info.dtype,
+                        &mut bytes,
+                        k,
+                        ((k % 17) as f64 - 8.0) / 8.0,
+                    );
                 } else {
                     ptera::tensor::write_i64(info.dtype, &mut bytes, k, 1);
                 }
             }
-            Ok(HostTensor { dtype: info.dtype, shape: info.shape.dims().to_vec(), bytes })
+            Ok(HostTensor {
+                dtype: info.dtype,
+                shape: info.shape.dims().to_vec(),
+                bytes,
+            })
         })
         .collect()
 }
@@ -208,7 +270,14 @@ fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Resu
                                "min_s": times[0], "max_s": times[times.len() - 1]})
         );
     } else {
-        println!("{}: median {:.4} s over {} run(s) (min {:.4}, max {:.4})", model.display(), median, times.len(), times[0], times[times.len() - 1]);
+        println!(
+            "{}: median {:.4} s over {} run(s) (min {:.4}, max {:.4})",
+            model.display(),
+            median,
+            times.len(),
+            times[0],
+            times[times.len() - 1]
+        );
     }
     Ok(())
 }
@@ -216,17 +285,28 @@ fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Resu
 fn compare(got: &Path, want: &Path, atol: f64, rtol: f64) -> Result<()> {
     let (g, w) = (HostTensor::read(got)?, HostTensor::read(want)?);
     if g.dtype != w.dtype || g.shape != w.shape {
-        bail!("{} is {} {}, {} is {} {}", got.display(), g.dtype, g.shape()?, want.display(), w.dtype, w.shape()?);
+        bail!(
+            "{} is {} {}, {} is {} {}",
+            got.display(),
+            g.dtype,
+            g.shape()?,
+            want.display(),
+            w.dtype,
+            w.shape()?
+        );
     }
     let n: usize = g.shape.iter().product();
     let (mut worst, mut worst_i, mut bad) = (0f64, 0usize, 0usize);
     for i in 0..n {
-        let (a, b) = (ptera::tensor::read_f64(g.dtype, &g.bytes, i), ptera::tensor::read_f64(w.dtype, &w.bytes, i));
+        let (a, b) = (
+            ptera::tensor::read_f64(g.dtype, &g.bytes, i),
+            ptera::tensor::read_f64(w.dtype, &w.bytes, i),
+        );
         if a.is_nan() && b.is_nan() {
             continue;
         }
         let d = (a - b).abs();
-        if !(d <= atol + rtol * b.abs()) {
+        if d.is_nan() || d > atol + rtol * b.abs() {
             bad += 1;
         }
         if d > worst || d.is_nan() {
@@ -234,8 +314,18 @@ fn compare(got: &Path, want: &Path, atol: f64, rtol: f64) -> Result<()> {
             worst_i = i;
         }
     }
-    println!("{} vs {}: {} {} elements, max |diff| {:.3e} at {}, {} outside atol {:e} + rtol {:e}",
-        got.display(), want.display(), n, g.dtype, worst, worst_i, bad, atol, rtol);
+    println!(
+        "{} vs {}: {} {} elements, max |diff| {:.3e} at {}, {} outside atol {:e} + rtol {:e}",
+        got.display(),
+        want.display(),
+        n,
+        g.dtype,
+        worst,
+        worst_i,
+        bad,
+        atol,
+        rtol
+    );
     if bad > 0 {
         bail!("{bad} of {n} elements differ");
     }

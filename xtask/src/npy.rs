@@ -58,17 +58,28 @@ impl HostTensor {
             .with_context(|| format!("{}: not a .npy file", path.display()))?;
         let descr = match npy.dtype() {
             npyz::DType::Plain(t) => t.to_string(),
-            other => bail!("{}: unsupported .npy dtype {}", path.display(), other.descr()),
+            other => bail!(
+                "{}: unsupported .npy dtype {}",
+                path.display(),
+                other.descr()
+            ),
         };
-        let dtype = dtype_of(&descr).with_context(|| format!("{}: unsupported .npy dtype {descr}", path.display()))?;
+        let dtype = dtype_of(&descr)
+            .with_context(|| format!("{}: unsupported .npy dtype {descr}", path.display()))?;
         if npy.order() != npyz::Order::C {
             bail!("{}: Fortran-order arrays are not supported", path.display());
         }
         let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
         let n: usize = shape.iter().product::<usize>() * dtype.size();
         let mut bytes = vec![0u8; n];
-        npy.into_inner().read_exact(&mut bytes).with_context(|| format!("{}: truncated data", path.display()))?;
-        Ok(HostTensor { dtype, shape, bytes })
+        npy.into_inner()
+            .read_exact(&mut bytes)
+            .with_context(|| format!("{}: truncated data", path.display()))?;
+        Ok(HostTensor {
+            dtype,
+            shape,
+            bytes,
+        })
     }
 
     pub fn shape(&self) -> Result<Shape> {
@@ -77,22 +88,74 @@ impl HostTensor {
 
     /// Writes with npyz, in the tensor's own dtype.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let file = BufWriter::new(File::create(path).with_context(|| format!("cannot create {}", path.display()))?);
+        let file = BufWriter::new(
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        );
         let descr = descr_of(self.dtype);
         let b = &self.bytes;
         match self.dtype {
-            DType::F32 => write_rows(file, &self.shape, descr, b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()))),
-            DType::F64 => write_rows(file, &self.shape, descr, b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()))),
-            DType::I64 => write_rows(file, &self.shape, descr, b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()))),
-            DType::I32 => write_rows(file, &self.shape, descr, b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()))),
-            DType::I16 => write_rows(file, &self.shape, descr, b.chunks_exact(2).map(|c| i16::from_le_bytes(c.try_into().unwrap()))),
+            DType::F32 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap())),
+            ),
+            DType::F64 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(c.try_into().unwrap())),
+            ),
+            DType::I64 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap())),
+            ),
+            DType::I32 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(4)
+                    .map(|c| i32::from_le_bytes(c.try_into().unwrap())),
+            ),
+            DType::I16 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(2)
+                    .map(|c| i16::from_le_bytes(c.try_into().unwrap())),
+            ),
             DType::I8 => write_rows(file, &self.shape, descr, b.iter().map(|&c| c as i8)),
             DType::U8 => write_rows(file, &self.shape, descr, b.iter().copied()),
-            DType::U16 => write_rows(file, &self.shape, descr, b.chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().unwrap()))),
-            DType::U32 => write_rows(file, &self.shape, descr, b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()))),
-            DType::U64 => write_rows(file, &self.shape, descr, b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()))),
+            DType::U16 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes(c.try_into().unwrap())),
+            ),
+            DType::U32 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().unwrap())),
+            ),
+            DType::U64 => write_rows(
+                file,
+                &self.shape,
+                descr,
+                b.chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+            ),
             DType::Bool => write_rows(file, &self.shape, descr, b.iter().map(|&c| c != 0)),
-            DType::F16 | DType::BF16 => bail!("{} outputs cannot be written as .npy yet", self.dtype),
+            DType::F16 | DType::BF16 => {
+                bail!("{} outputs cannot be written as .npy yet", self.dtype)
+            }
         }
     }
 }
@@ -106,7 +169,11 @@ fn write_rows<T: npyz::Serialize>(
     use npyz::WriterBuilder;
     let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
     let dtype = npyz::DType::Plain(descr.parse::<npyz::TypeStr>().context("type string")?);
-    let mut w = npyz::WriteOptions::new().dtype(dtype).shape(&shape).writer(file).begin_nd()?;
+    let mut w = npyz::WriteOptions::new()
+        .dtype(dtype)
+        .shape(&shape)
+        .writer(file)
+        .begin_nd()?;
     w.extend(rows)?;
     w.finish()?;
     Ok(())

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -13,7 +16,11 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn xtask(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).current_dir(root()).output().expect("run xtask")
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run xtask")
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -21,7 +28,12 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 fn cases() -> Vec<String> {
-    json(&fixture("manifest.json"))["cases"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect()
+    json(&fixture("manifest.json"))["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -29,20 +41,39 @@ fn inspect_counts_match_executorch() {
     for case in cases() {
         let pte = fixture(&format!("{case}.pte"));
         let out = xtask(&["inspect", pte.to_str().unwrap(), "--json"]);
-        assert!(out.status.success(), "{case}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let want = json(&fixture(&format!("{case}.json")));
         assert_eq!(got["size_bytes"], want["size_bytes"], "{case}");
         let m = &got["methods"][0];
         assert_eq!(m["name"], "forward");
-        for key in ["instructions", "kernel_calls", "delegate_calls", "operators", "delegates", "inputs", "outputs"] {
+        for key in [
+            "instructions",
+            "kernel_calls",
+            "delegate_calls",
+            "operators",
+            "delegates",
+            "inputs",
+            "outputs",
+        ] {
             assert_eq!(m[key], want[key], "{case}: {key}");
         }
         let sizes = want["non_const_buffer_sizes"].as_array().unwrap();
-        assert_eq!(m["planned_arena_bytes"].as_array().unwrap()[..], sizes[1..], "{case}: arenas");
+        assert_eq!(
+            m["planned_arena_bytes"].as_array().unwrap()[..],
+            sizes[1..],
+            "{case}: arenas"
+        );
         assert!(m["metadata_bytes"].as_u64().unwrap() > 0);
         if case.ends_with("_portable") {
-            assert!(got["constant_bytes"].as_u64().unwrap() > 0, "{case}: constants");
+            assert!(
+                got["constant_bytes"].as_u64().unwrap() > 0,
+                "{case}: constants"
+            );
         }
     }
 }
@@ -67,7 +98,10 @@ fn read_npy_f32(path: &Path) -> (Vec<u64>, Vec<f32>) {
 fn run_writes_executorch_outputs() {
     let dir = std::env::temp_dir().join(format!("ptera-cli-{}", std::process::id()));
     for case in ["mlp_portable", "gpt2_portable"] {
-        let mut args = vec!["run".to_string(), fixture(&format!("{case}.pte")).display().to_string()];
+        let mut args = vec![
+            "run".to_string(),
+            fixture(&format!("{case}.pte")).display().to_string(),
+        ];
         for i in 0.. {
             let p = fixture(&format!("{case}.in{i}.npy"));
             if !p.exists() {
@@ -80,7 +114,11 @@ fn run_writes_executorch_outputs() {
         args.push(dir.display().to_string());
         let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         let out = xtask(&a);
-        assert!(out.status.success(), "{case}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         for i in 0.. {
             let want = fixture(&format!("{case}.out{i}.npy"));
             if !want.exists() {
@@ -100,7 +138,11 @@ fn run_writes_executorch_outputs() {
 fn one_line_error(out: &Output) -> String {
     assert!(!out.status.success(), "should fail");
     let err = String::from_utf8(out.stderr.clone()).unwrap();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
     err
 }
 
@@ -117,7 +159,14 @@ fn run_rejects_wrong_inputs_with_one_line() {
     let err = one_line_error(&xtask(&["run", pte, "--input", mlp_in, "--input", in0]));
     assert!(err.contains("expected dtype int64, got float32"), "{err}");
     let gpt2b = fixture("gpt2b_portable.in0.npy");
-    let err = one_line_error(&xtask(&["run", pte, "--input", gpt2b.to_str().unwrap(), "--input", in0]));
+    let err = one_line_error(&xtask(&[
+        "run",
+        pte,
+        "--input",
+        gpt2b.to_str().unwrap(),
+        "--input",
+        in0,
+    ]));
     assert!(err.contains("expected shape [1, 16], got [1, 24]"), "{err}");
     let err = one_line_error(&xtask(&["run", "no/such/file.pte"]));
     assert!(err.contains("cannot read"), "{err}");

@@ -92,9 +92,10 @@ fn state_bytes(n_values: usize) -> usize {
     size_of::<Head>() + n_values * size_of::<Loc>()
 }
 
-fn graph_of(
-    payload: &[u8],
-) -> Result<(xf::XNNGraph<'_>, (usize, usize), Option<(usize, usize)>), KernelError> {
+/// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
+type GraphParts<'a> = (xf::XNNGraph<'a>, (usize, usize), Option<(usize, usize)>);
+
+fn graph_of(payload: &[u8]) -> Result<GraphParts<'_>, KernelError> {
     let layout = header::parse(payload)?;
     let (off, len) = layout.flatbuffer;
     let fb = &payload[off..off + len];
@@ -178,7 +179,7 @@ fn constant_offset(
 /// Validates the whole region; fills `locs` (when given) and returns the requirements.
 fn analyze(
     init: &DelegateInit<'_>,
-    mut locs: Option<&mut [Loc]>,
+    locs: Option<&mut [Loc]>,
 ) -> Result<(Requirements, Head), KernelError> {
     let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
     let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
@@ -367,13 +368,13 @@ fn analyze(
         fb_len: fb_len as u64,
         gemm_off: gemm_off as u64,
     };
-    if let Some(locs) = locs.as_deref_mut() {
+    if let Some(locs) = locs {
         for i in 0..nv {
             let (kind, ext, offset) = kinds[i];
             let d = dims_tab[i];
             let mut dims = [0u32; MAX_DIMS];
-            for k in 0..d.rank {
-                dims[k] = d.d[k] as u32;
+            for (dk, &v) in dims.iter_mut().zip(d.s()) {
+                *dk = v as u32;
             }
             locs[i] = Loc {
                 kind,
@@ -546,6 +547,7 @@ impl Backend for XnnpackBackend {
             Ok(if n == 0 {
                 &[]
             } else {
+                // SAFETY: see the block comment above.
                 unsafe { core::slice::from_raw_parts(p as *const f32, n) }
             })
         };
@@ -568,6 +570,7 @@ impl Backend for XnnpackBackend {
             let out: &mut [f32] = if no == 0 {
                 &mut []
             } else {
+                // SAFETY: see the block comment above `rd`.
                 unsafe { core::slice::from_raw_parts_mut(po, no) }
             };
             let od = dims(op.output());

@@ -179,7 +179,7 @@ pub fn fully_connected(
     transpose_w: bool,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let m = if k == 0 { 0 } else { x.len() / k };
+    let m = x.len().checked_div(k).unwrap_or(0);
     let a = MatRef::row_major(x, m, k)?;
     let b = if transpose_w {
         MatRef::row_major(w, k, n)?
@@ -266,7 +266,7 @@ pub fn slice(x: &[f32], xd: &Dims, offsets: &[u32], out: &mut [f32], od: &Dims) 
         acc *= xd.d[i];
     }
     let inner = od.last();
-    let rows = if inner == 0 { 0 } else { out.len() / inner };
+    let rows = out.len().checked_div(inner).unwrap_or(0);
     let mut idx = [0usize; MAX_DIMS];
     for row in 0..rows {
         let mut src = 0;
@@ -311,7 +311,7 @@ pub fn pad(x: &[f32], xd: &Dims, pre: &[u32], value: f32, out: &mut [f32], od: &
         acc *= od.d[i];
     }
     let inner = xd.last();
-    let rows = if inner == 0 { 0 } else { x.len() / inner };
+    let rows = x.len().checked_div(inner).unwrap_or(0);
     let mut idx = [0usize; MAX_DIMS];
     for row in 0..rows {
         let mut dst = 0;

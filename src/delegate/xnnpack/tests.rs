@@ -385,7 +385,7 @@ fn fully_connected_both_weight_layouts_with_bias() {
             let o = g.value(&[m, n], Kind::Output);
             g.node(U::XNNFullyConnected, &[x, w, bias, o, transpose as u32]);
             let xd = ramp((m * k) as usize, 3);
-            let out = g.run(&[xd.clone()]).unwrap();
+            let out = g.run(core::slice::from_ref(&xd)).unwrap();
             let (m, k, n) = (m as usize, k as usize, n as usize);
             let mut want = vec![0f32; m * n];
             for i in 0..m {
@@ -421,7 +421,7 @@ fn chain_of_internal_values_uses_planned_scratch() {
     g.node(U::XNNSoftmax, &[r, s]);
     g.node(U::XNNTanh, &[s, o]);
     let xd = ramp(30, 5);
-    let out = g.run(&[xd.clone()]).unwrap();
+    let out = g.run(core::slice::from_ref(&xd)).unwrap();
     let mut want = vec![0f32; 30];
     for i in 0..3 {
         for j in 0..2 {
@@ -450,7 +450,7 @@ fn batch_matmul_slice_concat() {
     g.node(U::XNNConcatenate2, &[1, p, s, INVALID_ID, o]);
     let (ad, bd) = (ramp(24, 11), ramp(40, 12));
     let out = g.run(&[ad.clone(), bd.clone()]).unwrap();
-    let mut prod = vec![0f32; 30];
+    let mut prod = [0f32; 30];
     for bt in 0..2 {
         for i in 0..3 {
             for j in 0..5 {
@@ -485,8 +485,8 @@ fn conv_and_pooling_nhwc() {
     );
     g.node(U::XNNMaxPooling2d, &[0, 0, 0, 0, 2, 2, 1, 1, 1, 1, c, o]);
     let xd = ramp(50, 23);
-    let out = g.run(&[xd.clone()]).unwrap();
-    let mut conv = vec![0f32; 36];
+    let out = g.run(core::slice::from_ref(&xd)).unwrap();
+    let mut conv = [0f32; 36];
     for oy in 0..3 {
         for ox in 0..3 {
             for oc in 0..4 {
@@ -509,7 +509,7 @@ fn conv_and_pooling_nhwc() {
             }
         }
     }
-    let mut want = vec![0f32; 16];
+    let mut want = [0f32; 16];
     for oy in 0..2 {
         for ox in 0..2 {
             for ch in 0..4 {
