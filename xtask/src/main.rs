@@ -2,6 +2,7 @@
 // ptera::Error is large by design (context inline, no allocation in the core).
 #![allow(clippy::result_large_err)]
 
+mod baremetal;
 mod inspect;
 mod npy;
 
@@ -52,6 +53,10 @@ enum Cmd {
         #[arg(long, default_value_t = 1e-4)]
         rtol: f64,
     },
+    /// Build the bare-metal firmware for a model and board and run it under qemu-system-aarch64.
+    Qemu(baremetal::QemuArgs),
+    /// Write the boot files for a board (kernel8.img + config.txt, or image + U-Boot commands).
+    Deploy(baremetal::DeployArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -95,6 +100,8 @@ fn main() -> ExitCode {
             atol,
             rtol,
         } => compare(&got, &want, atol, rtol),
+        Cmd::Qemu(args) => baremetal::qemu(args),
+        Cmd::Deploy(args) => baremetal::deploy(args),
         Cmd::Bench {
             what:
                 BenchCmd::Run {

@@ -1,0 +1,166 @@
+//! Reset path before aarch64-rt's `entry`, the exception handlers and the critical section.
+//!
+//! `ptera_boot` is the ELF entry and the first instruction of a flat image. QEMU's raspi machines
+//! start all four cores there at EL3, the real Pi firmware and U-Boot start one core at EL2, QEMU
+//! `virt` starts at EL1. The stub parks every core but core 0, then, from EL3 or EL2, configures
+//! the higher levels so that nothing traps (AArch64 EL1, FP/SVE/SME not trapped, full vector
+//! lengths allowed, EL1 may read the counters) and `eret`s to `entry` at EL1h with interrupts
+//! masked. The firmware then always runs at EL1 and uses one set of registers (`el1` feature).
+
+use aarch64_rt::{exception_handlers, ExceptionHandlers, RegisterStateRef};
+
+core::arch::global_asm!(
+    ".section .init.boot, \"ax\"",
+    ".global ptera_boot",
+    ".type ptera_boot, %function",
+    "ptera_boot:",
+    // Core 0 of cluster 0 continues; every other core sleeps forever.
+    "    mrs x9, mpidr_el1",
+    "    and x9, x9, #0xffff",
+    "    cbz x9, 1f",
+    "0:  wfe",
+    "    b 0b",
+    "1:  mrs x9, CurrentEL",
+    "    ubfx x9, x9, #2, #2",
+    "    cmp x9, #3",
+    "    b.eq 3f",
+    "    cmp x9, #2",
+    "    b.eq 2f",
+    "    b entry",
+    // ---- EL3 ----
+    // SCR_EL3: NS, RES1[5:4], SMD (no SMC), HCE, RW (lower levels are AArch64).
+    "3:  mov x10, #0x5b1",
+    "    msr scr_el3, x10",
+    // CPTR_EL3: TFP = 0; EZ (bit 8) / ESM (bit 12) set when SVE / SME exist.
+    "    mov x10, #0",
+    "    mrs x11, id_aa64pfr0_el1",
+    "    ubfx x11, x11, #32, #4",
+    "    cbz x11, 4f",
+    "    orr x10, x10, #(1 << 8)",
+    "4:  mrs x11, id_aa64pfr1_el1",
+    "    ubfx x11, x11, #24, #4",
+    "    cbz x11, 5f",
+    "    orr x10, x10, #(1 << 12)",
+    "5:  msr cptr_el3, x10",
+    "    isb",
+    // ZCR_EL3 / SMCR_EL3: allow the largest vector lengths below EL3.
+    "    mov x11, #0xf",
+    "    tbz x10, #8, 6f",
+    "    msr S3_6_C1_C2_0, x11",
+    "6:  orr x11, x11, #(1 << 31)",
+    "    tbz x10, #12, 7f",
+    "    msr S3_6_C1_C2_6, x11",
+    "7:  mrs x11, id_aa64pfr0_el1",
+    "    ubfx x11, x11, #8, #4",
+    "    cbz x11, 8f",
+    "    bl 9f",
+    "8:  mov x10, #0x3c5",
+    "    msr spsr_el3, x10",
+    "    adr x10, entry",
+    "    msr elr_el3, x10",
+    "    isb",
+    "    eret",
+    // ---- EL2 ----
+    "2:  bl 9f",
+    "    mov x10, #0x3c5",
+    "    msr spsr_el2, x10",
+    "    adr x10, entry",
+    "    msr elr_el2, x10",
+    "    isb",
+    "    eret",
+    // ---- EL2 set-up for an EL1 guest (called from EL3 or EL2; uses x10, x11 only) ----
+    // HCR_EL2.RW: EL1 is AArch64, no other traps or stage-2 translation.
+    "9:  mov x10, #(1 << 31)",
+    "    msr hcr_el2, x10",
+    // EL1 may use the physical counter and timer; no virtual offset.
+    "    mrs x10, cnthctl_el2",
+    "    orr x10, x10, #3",
+    "    msr cnthctl_el2, x10",
+    "    msr cntvoff_el2, xzr",
+    // CPTR_EL2 (E2H = 0): RES1 bits 13, 9, 7:0; TZ / TSM are RES1 when SVE / SME are absent.
+    "    mov x10, #0x22ff",
+    "    mrs x11, id_aa64pfr0_el1",
+    "    ubfx x11, x11, #32, #4",
+    "    cbnz x11, 10f",
+    "    orr x10, x10, #(1 << 8)",
+    "10: mrs x11, id_aa64pfr1_el1",
+    "    ubfx x11, x11, #24, #4",
+    "    cbnz x11, 11f",
+    "    orr x10, x10, #(1 << 12)",
+    "11: msr cptr_el2, x10",
+    "    isb",
+    "    mov x11, #0xf",
+    "    tbnz x10, #8, 12f",
+    "    msr S3_4_C1_C2_0, x11",
+    "12: orr x11, x11, #(1 << 31)",
+    "    tbnz x10, #12, 13f",
+    "    msr S3_4_C1_C2_6, x11",
+    // EL1 reads of MIDR/MPIDR return the virtualised copies: make them the real ones.
+    "13: mrs x11, midr_el1",
+    "    msr vpidr_el2, x11",
+    "    mrs x11, mpidr_el1",
+    "    msr vmpidr_el2, x11",
+    // SCTLR_EL1: architectural RES1 bits, MMU and caches off until aarch64-rt enables them.
+    "    movz x11, #0x0800",
+    "    movk x11, #0x30d0, lsl #16",
+    "    msr sctlr_el1, x11",
+    "    ret",
+    ".size ptera_boot, . - ptera_boot",
+);
+
+/// Exceptions at EL1 are bugs: report syndrome and address, then stop (non-zero exit on QEMU).
+struct Exceptions;
+
+fn fatal(kind: &str, regs: &RegisterStateRef) -> ! {
+    let (esr, far): (u64, u64);
+    // SAFETY: reading the EL1 syndrome and fault address registers has no side effects.
+    unsafe {
+        core::arch::asm!("mrs {}, esr_el1", "mrs {}, far_el1", out(reg) esr, out(reg) far, options(nomem, nostack));
+    }
+    crate::console::text(format_args!(
+        "{kind} exception at EL1: ESR {esr:#x} (EC {:#x}) ELR {:#x} FAR {far:#x}",
+        esr >> 26,
+        regs.elr
+    ));
+    crate::exit::exit(crate::console::Status::Exception as u32)
+}
+
+impl ExceptionHandlers for Exceptions {
+    extern "C" fn sync_current(regs: RegisterStateRef) {
+        fatal("synchronous", &regs)
+    }
+    extern "C" fn irq_current(regs: RegisterStateRef) {
+        fatal("IRQ", &regs)
+    }
+    extern "C" fn fiq_current(regs: RegisterStateRef) {
+        fatal("FIQ", &regs)
+    }
+    extern "C" fn serror_current(regs: RegisterStateRef) {
+        fatal("SError", &regs)
+    }
+}
+
+exception_handlers!(Exceptions);
+
+/// Single core, interrupts masked while held: save DAIF, mask IRQ and FIQ, restore on release.
+struct DaifCriticalSection;
+critical_section::set_impl!(DaifCriticalSection);
+
+// SAFETY: one core runs; masking IRQ/FIQ excludes every other context, and the saved DAIF value
+// is restored exactly on release (nested sections restore in reverse order).
+unsafe impl critical_section::Impl for DaifCriticalSection {
+    unsafe fn acquire() -> u64 {
+        let daif: u64;
+        // SAFETY: reading DAIF and masking interrupts is always allowed at EL1. No `nomem`: the
+        // asm must order memory accesses like a lock acquire.
+        unsafe {
+            core::arch::asm!("mrs {}, daif", "msr daifset, #3", out(reg) daif, options(nostack))
+        };
+        daif
+    }
+
+    unsafe fn release(daif: u64) {
+        // SAFETY: restores the value saved by `acquire`.
+        unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nostack)) };
+    }
+}

@@ -1,0 +1,142 @@
+//! CPU facts and controls at EL1: generic timer, FP/SVE/SME access and vector lengths, stack use.
+
+use core::arch::asm;
+
+macro_rules! read_sysreg {
+    ($reg:literal) => {{
+        let v: u64;
+        // SAFETY: reading this ID/timer/control register at EL1 has no side effects.
+        unsafe { asm!(concat!("mrs {}, ", $reg), out(reg) v, options(nomem, nostack, preserves_flags)) };
+        v
+    }};
+}
+
+/// The virtual counter. Under QEMU with `-icount shift=0,sleep=off` one tick is one instruction.
+#[inline(always)]
+pub fn cntvct() -> u64 {
+    let v: u64;
+    // SAFETY: CNTVCT_EL0 is readable at EL1 (the boot stub leaves CNTHCTL_EL2 permissive); the
+    // ISB keeps the read from being speculated ahead of earlier instructions.
+    unsafe { asm!("isb", "mrs {}, cntvct_el0", out(reg) v, options(nostack, preserves_flags)) };
+    v
+}
+
+pub fn cntfrq() -> u64 {
+    read_sysreg!("cntfrq_el0")
+}
+
+pub fn micros() -> u64 {
+    let f = cntfrq().max(1);
+    (u128::from(cntvct()) * 1_000_000 / u128::from(f)) as u64
+}
+
+/// What the core offers, as reported to the host.
+#[derive(Clone, Copy)]
+pub struct Features {
+    pub el: u32,
+    pub midr: u64,
+    /// SVE vector length after enabling (0: no SVE).
+    pub sve_vl_bits: u32,
+    /// SME streaming vector length after enabling (0: no SME).
+    pub sme_svl_bits: u32,
+}
+
+/// Enables FP/Neon, SVE and SME at EL1 (CPACR_EL1 FPEN/ZEN/SMEN) and asks for the largest vector
+/// lengths (ZCR_EL1.LEN, SMCR_EL1.LEN = 15: the core clamps to what it implements).
+pub fn enable_simd() -> Features {
+    let pfr0 = read_sysreg!("id_aa64pfr0_el1");
+    let pfr1 = read_sysreg!("id_aa64pfr1_el1");
+    let has_sve = (pfr0 >> 32) & 0xf != 0;
+    let has_sme = (pfr1 >> 24) & 0xf != 0;
+    let mut cpacr = read_sysreg!("cpacr_el1") | (3 << 20);
+    if has_sve {
+        cpacr |= 3 << 16;
+    }
+    if has_sme {
+        cpacr |= 3 << 24;
+    }
+    // SAFETY: CPACR_EL1 only controls trapping of FP/SVE/SME instructions at EL1/EL0; the bits
+    // set are implemented (checked through the ID registers above).
+    unsafe { asm!("msr cpacr_el1, {}", "isb", in(reg) cpacr, options(nostack)) };
+    let mut sve_vl_bits = 0;
+    if has_sve {
+        let vl: u64;
+        // SAFETY: SVE is implemented and no longer trapped; ZCR_EL1 (S3_0_C1_C2_0) sets the
+        // vector length, RDVL reads it back. No Z/P register state is live here.
+        unsafe {
+            asm!(
+                ".arch_extension sve",
+                "msr S3_0_C1_C2_0, {len}",
+                "isb",
+                "rdvl {vl}, #1",
+                len = in(reg) 0xfu64,
+                vl = out(reg) vl,
+                options(nostack),
+            )
+        };
+        sve_vl_bits = (vl * 8) as u32;
+    }
+    let mut sme_svl_bits = 0;
+    if has_sme {
+        let svl: u64;
+        // SAFETY: SME is implemented and no longer trapped; SMCR_EL1 (S3_0_C1_C2_6) sets the
+        // streaming vector length (FA64 on), RDSVL reads it back without entering streaming mode.
+        unsafe {
+            asm!(
+                ".arch_extension sme",
+                "msr S3_0_C1_C2_6, {len}",
+                "isb",
+                "rdsvl {svl}, #1",
+                len = in(reg) (1u64 << 31) | 0xf,
+                svl = out(reg) svl,
+                options(nostack),
+            )
+        };
+        sme_svl_bits = (svl * 8) as u32;
+    }
+    Features {
+        el: ((read_sysreg!("CurrentEL") >> 2) & 3) as u32,
+        midr: read_sysreg!("midr_el1"),
+        sve_vl_bits,
+        sme_svl_bits,
+    }
+}
+
+extern "C" {
+    static boot_stack_begin: u8;
+    static boot_stack_end: u8;
+}
+
+const PAINT: u64 = 0x5054_4552_4153_5441;
+/// Bytes below the current stack pointer left untouched when painting.
+const PAINT_GAP: usize = 1024;
+
+/// Fills the unused part of the boot stack with a pattern; returns the painted range's start.
+pub fn paint_stack() -> usize {
+    let begin = (&raw const boot_stack_begin) as usize;
+    let sp: usize;
+    // SAFETY: reads the stack pointer only.
+    unsafe { asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags)) };
+    let top = (sp - PAINT_GAP) & !7;
+    let mut p = begin;
+    while p < top {
+        // SAFETY: [boot_stack_begin, sp - PAINT_GAP) is the part of the boot stack (a static
+        // reserved by aarch64-rt and placed by the linker script) that no frame uses yet; nothing
+        // else refers to it, and the stack grows down towards it only later.
+        unsafe { core::ptr::write_volatile(p as *mut u64, PAINT) };
+        p += 8;
+    }
+    begin
+}
+
+/// Deepest stack use since `paint_stack`: bytes from the stack top down to the lowest word that
+/// no longer holds the pattern.
+pub fn stack_used(begin: usize) -> usize {
+    let end = (&raw const boot_stack_end) as usize;
+    let mut p = begin;
+    // SAFETY: reads words of the boot stack region, which is mapped and 8-byte aligned.
+    while p < end && unsafe { core::ptr::read_volatile(p as *const u64) } == PAINT {
+        p += 8;
+    }
+    end - p
+}

@@ -1,0 +1,146 @@
+//! ptera bare-metal firmware: boots an AArch64 board with no OS, runs method `forward` of one
+//! `.pte` program held in flash (or placed in RAM by the boot loader) with `static` arenas, and
+//! reports outputs, logs and timing over the console UART (see `console`).
+//!
+//! Boot flow: `boot::ptera_boot` (park secondary cores, drop from EL3/EL2 to EL1) →
+//! aarch64-rt `entry` (MMU and caches on with the board's page table, zero .bss, stack) →
+//! [`main`] (console, FP/SVE/SME access, heap for the flatbuffers verifier) → [`run`].
+#![no_std]
+#![no_main]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+// ptera::Error carries its context inline (no allocation); it only travels on failure paths.
+#![allow(clippy::result_large_err)]
+
+mod boot;
+mod console;
+mod cpu;
+mod drivers;
+mod exit;
+mod mmu;
+mod model;
+
+#[cfg_attr(feature = "qemu-virt", path = "../../qemu-virt/board.rs")]
+#[cfg_attr(feature = "raspi4b", path = "../../raspi4b/board.rs")]
+#[cfg_attr(feature = "raspi3b", path = "../../raspi3b/board.rs")]
+#[cfg_attr(feature = "imx8mp-evk", path = "../../imx8mp-evk/board.rs")]
+mod board;
+
+use aarch64_rt::entry;
+use defmt::{Debug2Format, Display2Format};
+use ptera::kernels::Registry;
+use ptera::{DType, Method, MethodMeta, Program, Shape};
+
+use crate::console::{Report, Status};
+
+/// Pages (4 KiB) of the boot stack; xtask reads this figure for the memory budget.
+pub const STACK_PAGES: usize = 64;
+
+entry!(main, 64);
+
+/// The `flatbuffers` crate links `alloc` (its verifier builds error traces); ptera's loading and
+/// inference never allocate. This bounded heap exists only to satisfy that link and to absorb an
+/// error trace when a corrupted program is rejected.
+#[global_allocator]
+static HEAP: embedded_alloc::LlffHeap = embedded_alloc::LlffHeap::empty();
+const HEAP_BYTES: usize = 16 * 1024;
+
+defmt::timestamp!("{=u64:us}", cpu::micros());
+
+fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
+    board::init_console();
+    console::hello();
+    // SAFETY: called once, before anything allocates; the macro reserves a static buffer.
+    unsafe {
+        embedded_alloc::init!(HEAP, HEAP_BYTES);
+    }
+    let features = cpu::enable_simd();
+    let stack_mark = cpu::paint_stack();
+    defmt::info!(
+        "{} EL{=u32} MIDR {=u64:#x} SVE VL {=u32} bits SME SVL {=u32} bits",
+        board::NAME,
+        features.el,
+        features.midr,
+        features.sve_vl_bits,
+        features.sme_svl_bits
+    );
+    let mut report = Report {
+        status: Status::Ok,
+        cntfrq: cpu::cntfrq(),
+        load_ticks: 0,
+        execute_ticks: 0,
+        features,
+        heap_used: 0,
+        stack_used: 0,
+    };
+    match run(&mut report) {
+        Ok(()) => defmt::info!("forward done in {=u64} ticks", report.execute_ticks),
+        Err((stage, e)) => {
+            defmt::error!(
+                "{=str} failed: {} ({})",
+                stage,
+                Display2Format(&e),
+                Debug2Format(&e)
+            );
+            report.status = Status::EngineError;
+        }
+    }
+    report.heap_used = HEAP.used() as u32;
+    report.stack_used = cpu::stack_used(stack_mark) as u32;
+    console::done(&report);
+    crate::exit::exit(report.status as u32)
+}
+
+type StageError = (&'static str, ptera::Error);
+
+fn stage<T>(name: &'static str, r: Result<T, ptera::Error>) -> Result<T, StageError> {
+    r.map_err(|e| (name, e))
+}
+
+/// Loads the program from flash, loads `forward` into the static arenas, sets the bundled inputs,
+/// executes once and sends every output to the host.
+fn run(report: &mut Report) -> Result<(), StageError> {
+    let t0 = cpu::cntvct();
+    let program = stage("Program::load", Program::load(model::program_bytes()))?;
+    let registry = Registry::standard();
+    let meta = stage(
+        "MethodMeta::new",
+        MethodMeta::new(&program, model::METHOD, &registry),
+    )?;
+    let (arenas, metadata) = model::take_memory();
+    let mut method = stage(
+        "Method::load",
+        Method::load(meta, &registry, arenas, metadata),
+    )?;
+    for (i, input) in model::INPUTS.iter().enumerate() {
+        let dtype = DType::from_scalar_type(input.dtype as i8).ok_or((
+            "set_input",
+            ptera::Error::UnsupportedDType {
+                value: i,
+                code: input.dtype as i8,
+            },
+        ))?;
+        let shape = Shape::new(input.dims).ok_or((
+            "set_input",
+            ptera::Error::Invalid {
+                what: "input",
+                index: i,
+                detail: "rank above the engine's limit",
+            },
+        ))?;
+        stage(
+            "set_input",
+            method.set_input(i, dtype, &shape, model::input_bytes(input)),
+        )?;
+    }
+    let t1 = cpu::cntvct();
+    stage("execute", method.execute())?;
+    let t2 = cpu::cntvct();
+    report.load_ticks = t1 - t0;
+    report.execute_ticks = t2 - t1;
+    for i in 0..method.num_outputs() {
+        let out = stage("output", method.output(i))?;
+        console::tensor(i as u32, out.dtype() as u8, out.dims(), out.bytes());
+    }
+    Ok(())
+}
