@@ -1,1 +1,1181 @@
-//! Cache-blocked single-precision GEMM (placeholder until written).
+//! Cache-blocked single-precision GEMM: `C = alpha·A·B + beta·C (+ bias)`.
+//!
+//! A BLIS-style driver ([`sgemm`]) around an interchangeable register-tile
+//! [`MicroKernel`]. The driver blocks the problem for the cache hierarchy and packs operand
+//! panels into caller-provided scratch memory; the micro-kernel only ever sees packed,
+//! zero-padded panels and one `MR × NR` tile of C.
+//!
+//! Loop nest (BLIS order, `NC`/`KC`/`MC` are the cache blocks):
+//!
+//! ```text
+//! for jc in 0..n step NC            // B panel columns
+//!   for pc in 0..k step KC          // depth block: pack B[pc.., jc..] (KC × NC, NR-interleaved)
+//!     for ic in 0..m step MC        // pack A[ic.., pc..] (MC × KC, MR-interleaved)
+//!       for jr in 0..nc step NR     // one packed B micro-panel (stays in L1)
+//!         for ir in 0..mc step MR   // one packed A micro-panel → micro-kernel on one C tile
+//! ```
+//!
+//! The first depth block applies the caller's `beta`, later blocks accumulate (`beta = 1`),
+//! and the last depth block adds the bias. Edge tiles (M or N tails) are computed into a
+//! local tile from zero-padded panels and only their valid part is merged into C.
+//!
+//! Operands are strided views ([`MatRef`]), so transposed operands need no copy:
+//! `linear` multiplies by `weight` viewed transposed, `bmm` walks batches by slicing.
+//!
+//! No allocation, no `std`: all temporary memory is the `scratch` slice the caller passes
+//! (at most [`GEMM_SCRATCH_F32`] floats).
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+use crate::error::KernelError;
+
+/// Depth (K) block: rows of a packed B panel / columns of a packed A block.
+pub const KC: usize = 256;
+/// Row (M) block upper bound; the driver uses the largest multiple of the micro-kernel's `MR`
+/// not above it.
+pub const MC: usize = 48;
+/// Column (N) block upper bound; the driver uses the largest multiple of `NR` not above it.
+pub const NC: usize = 192;
+
+/// Floats of scratch the driver needs for any shape with any micro-kernel (`MC·KC` for the
+/// packed A block, `KC·NC` for the packed B panel, 16 for 64-byte alignment): 61,456 floats,
+/// 240 KiB (≤ 256 KiB). Kernels declare
+/// `KernelDef::with_scratch(name, f, GEMM_SCRATCH_F32 * 4 + 16)` (the extra bytes cover
+/// aligning the byte scratch to f32). Smaller shapes need less, see [`sgemm_scratch_len`].
+pub const GEMM_SCRATCH_F32: usize = MC * KC + KC * NC + ALIGN_F32;
+const _: () = assert!(GEMM_SCRATCH_F32 * 4 <= 256 * 1024);
+
+/// Largest register tile a [`MicroKernel`] may declare (`mr ≤ MAX_MR`, `nr ≤ MAX_NR`).
+pub const MAX_MR: usize = 16;
+/// See [`MAX_MR`].
+pub const MAX_NR: usize = 32;
+
+/// A read-only strided matrix view: element `(i, j)` is `data[i * row_stride + j * col_stride]`.
+///
+/// A row-major `[rows, cols]` tensor is `row_stride = cols, col_stride = 1`; its transpose is
+/// the same data with the strides (and dims) swapped ([`MatRef::t`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    data: &'a [f32],
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+}
+
+fn shape_err(detail: &'static str) -> KernelError {
+    KernelError::Shape { arg: 0, detail }
+}
+
+impl<'a> MatRef<'a> {
+    /// A strided view. Fails if some element `(i, j)` with `i < rows, j < cols` would lie
+    /// outside `data` (checked arithmetic; an empty matrix is always valid).
+    pub fn new(
+        data: &'a [f32],
+        rows: usize,
+        cols: usize,
+        row_stride: usize,
+        col_stride: usize,
+    ) -> Result<MatRef<'a>, KernelError> {
+        if rows > 0 && cols > 0 {
+            let last = (rows - 1)
+                .checked_mul(row_stride)
+                .and_then(|r| {
+                    (cols - 1)
+                        .checked_mul(col_stride)
+                        .and_then(|c| r.checked_add(c))
+                })
+                .ok_or(shape_err("gemm: matrix view offset overflows"))?;
+            if last >= data.len() {
+                return Err(shape_err("gemm: matrix view exceeds its data"));
+            }
+        }
+        Ok(MatRef {
+            data,
+            rows,
+            cols,
+            rs: row_stride,
+            cs: col_stride,
+        })
+    }
+
+    /// A row-major `[rows, cols]` matrix (the first `rows * cols` elements of `data`).
+    pub fn row_major(data: &'a [f32], rows: usize, cols: usize) -> Result<MatRef<'a>, KernelError> {
+        MatRef::new(data, rows, cols, cols, 1)
+    }
+
+    /// The transposed view (no copy).
+    pub fn t(self) -> MatRef<'a> {
+        MatRef {
+            data: self.data,
+            rows: self.cols,
+            cols: self.rows,
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    pub fn row_stride(&self) -> usize {
+        self.rs
+    }
+    pub fn col_stride(&self) -> usize {
+        self.cs
+    }
+
+    /// Element `(i, j)`, or `None` outside the matrix.
+    #[inline]
+    pub fn get(&self, i: usize, j: usize) -> Option<f32> {
+        if i < self.rows && j < self.cols {
+            self.data.get(i * self.rs + j * self.cs).copied()
+        } else {
+            None
+        }
+    }
+}
+
+/// Signature of a micro-kernel; see [`MicroKernel`] for the contract.
+pub type MicroKernelFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+);
+
+/// A register-tile micro-kernel: computes one `MR × NR` tile of C from packed panels.
+///
+/// # Contract of `kernel(k, a, b, c, rsc, csc, alpha, beta, bias)`
+///
+/// * `a` points to a packed A micro-panel of `k * MR` floats (f32-aligned),
+///   **MR-row-interleaved**: for
+///   depth `p` in `0..k` and tile row `i` in `0..MR`, `a[p * MR + i] = A(row0 + i, p0 + p)`
+///   (rows past the matrix edge are zero).
+/// * `b` points to a packed B micro-panel of `k * NR` floats, **NR-column-interleaved**:
+///   `b[p * NR + j] = B(p0 + p, col0 + j)` (columns past the edge are zero). When `NR` is a
+///   multiple of 4, `b` is 16-byte aligned (so every packed B row `b + p * NR` is too); when
+///   `NR` is a multiple of 16 it is 64-byte aligned.
+/// * `c` points to tile element `(0, 0)`; element `(i, j)` is at `c.offset(i * rsc + j * csc)`
+///   for `i < MR`, `j < NR`, all valid for reads and writes.
+/// * The kernel stores, for every `i < MR, j < NR`:
+///   `c(i,j) = alpha * Σ_p a(i,p)·b(p,j) + beta * c(i,j) + bias[j]`, where the `beta` term is
+///   omitted entirely when `beta == 0.0` (C is then not read, so NaN garbage is overwritten)
+///   and the bias term when `bias` is null (otherwise `bias` is valid for `NR` reads).
+///   The sum is accumulated in f32 in increasing `p` order per lane (FMA or mul+add).
+/// * `k` may be 0 (the product is then 0). `c` and `bias` are only f32-aligned.
+///
+/// The driver guarantees these preconditions; an implementation must read and write nothing
+/// else. `mr ≤ MAX_MR` and `nr ≤ MAX_NR` (checked by the driver).
+///
+/// Fields are private: a `MicroKernel` can only be built with the `unsafe`
+/// [`MicroKernel::new`], whose caller vouches that the function honours the contract for the
+/// declared `mr`/`nr` on every CPU the value can reach (safe code could otherwise pair a
+/// kernel with a wrong tile size and make the driver pass too-small panels).
+#[derive(Clone, Copy)]
+pub struct MicroKernel {
+    name: &'static str,
+    mr: usize,
+    nr: usize,
+    kernel: MicroKernelFn,
+}
+
+impl MicroKernel {
+    /// A micro-kernel computing `mr × nr` tiles.
+    ///
+    /// # Safety
+    /// `kernel` must implement the contract above for exactly this `mr` and `nr`, and every
+    /// CPU that can obtain this value must support the instructions it uses.
+    pub const unsafe fn new(
+        name: &'static str,
+        mr: usize,
+        nr: usize,
+        kernel: MicroKernelFn,
+    ) -> MicroKernel {
+        MicroKernel {
+            name,
+            mr,
+            nr,
+            kernel,
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+    pub fn mr(&self) -> usize {
+        self.mr
+    }
+    pub fn nr(&self) -> usize {
+        self.nr
+    }
+}
+
+impl core::fmt::Debug for MicroKernel {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "MicroKernel({} {}x{})", self.name, self.mr, self.nr)
+    }
+}
+
+/// A SIMD-vector-like accumulator lane group used by the generic micro-kernel body.
+/// Implementations: [`Portable8`] (plain arrays that LLVM auto-vectorises for the target's
+/// baseline SIMD) and, on x86_64, an AVX2/FMA `__m256` wrapper.
+trait Lanes: Copy {
+    const W: usize;
+    /// # Safety
+    /// Caller must run on a CPU with the implementation's target features.
+    unsafe fn zero() -> Self;
+    /// # Safety
+    /// As [`Lanes::zero`].
+    unsafe fn splat(x: f32) -> Self;
+    /// # Safety
+    /// `p` 16-byte aligned and valid for `W` reads; target features as [`Lanes::zero`].
+    unsafe fn load(p: *const f32) -> Self;
+    /// `acc + a * b` (fused where the target has FMA).
+    ///
+    /// # Safety
+    /// As [`Lanes::zero`].
+    unsafe fn madd(acc: Self, a: Self, b: Self) -> Self;
+    /// # Safety
+    /// As [`Lanes::zero`].
+    unsafe fn mul(a: Self, b: Self) -> Self;
+    /// # Safety
+    /// `p` 16-byte aligned and valid for `W` writes; target features as [`Lanes::zero`].
+    unsafe fn store(self, p: *mut f32);
+}
+
+/// Four f32 lanes, 16-byte aligned so that loads and stores are single vector accesses even
+/// on strict-alignment targets.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Quad([f32; 4]);
+
+/// Eight f32 lanes as plain arrays (portable; auto-vectorised to the target's baseline SIMD).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Portable8([Quad; 2]);
+
+impl Lanes for Portable8 {
+    const W: usize = 8;
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        Portable8([Quad([0.0; 4]); 2])
+    }
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> Self {
+        Portable8([Quad([x; 4]); 2])
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: the caller guarantees 8 readable floats at `p`, 16-byte aligned
+        // (`Lanes::load` contract), which is Portable8's size and alignment.
+        unsafe { core::ptr::read(p as *const Portable8) }
+    }
+    #[inline(always)]
+    unsafe fn madd(acc: Self, a: Self, b: Self) -> Self {
+        let mut r = acc;
+        for h in 0..2 {
+            for l in 0..4 {
+                r.0[h].0[l] += a.0[h].0[l] * b.0[h].0[l];
+            }
+        }
+        r
+    }
+    #[inline(always)]
+    unsafe fn mul(a: Self, b: Self) -> Self {
+        let mut r = a;
+        for h in 0..2 {
+            for l in 0..4 {
+                r.0[h].0[l] *= b.0[h].0[l];
+            }
+        }
+        r
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        // SAFETY: the caller guarantees 8 writable floats at `p`, 16-byte aligned.
+        unsafe { core::ptr::write(p as *mut Portable8, self) }
+    }
+}
+
+/// One tile row of results, aligned for [`Lanes::store`].
+#[repr(C, align(64))]
+struct AlignedRow([f32; MAX_NR]);
+
+/// The generic micro-kernel body: an `MR × (NV·W)` accumulator tile of `V` lanes.
+/// `#[inline(always)]` so that each instantiation is compiled with the target features of
+/// the function it is inlined into.
+///
+/// # Safety
+/// The [`MicroKernel`] contract with `MR` and `NR = NV * V::W`, and the CPU supports `V`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_body<V: Lanes, const MR: usize, const NV: usize>(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+) {
+    // SAFETY: (whole body) per the contract, `a` holds k*MR floats and `b` k*NR floats, so
+    // every `a.add(p*MR + i)` / `b.add(p*NR + v*W)..+W` read is in bounds; C tile elements
+    // (i, j) for i < MR, j < NR and bias[..NR] are valid per the contract; the CPU supports
+    // V's target features (caller).
+    unsafe {
+        let mut acc = [[V::zero(); NV]; MR];
+        let mut ap = a;
+        let mut bp = b;
+        for _ in 0..k {
+            let mut bv = [V::zero(); NV];
+            for (v, x) in bv.iter_mut().enumerate() {
+                *x = V::load(bp.add(v * V::W));
+            }
+            for (i, row) in acc.iter_mut().enumerate() {
+                let ai = V::splat(*ap.add(i));
+                for v in 0..NV {
+                    row[v] = V::madd(row[v], ai, bv[v]);
+                }
+            }
+            ap = ap.add(MR);
+            bp = bp.add(NV * V::W);
+        }
+        let valpha = V::splat(alpha);
+        const { assert!(NV * V::W <= MAX_NR) };
+        let nr = NV * V::W;
+        let mut buf = AlignedRow([0.0f32; MAX_NR]);
+        let vals = &mut buf.0;
+        for (i, row) in acc.iter().enumerate() {
+            for (v, &x) in row.iter().enumerate() {
+                V::mul(x, valpha).store(vals.as_mut_ptr().add(v * V::W));
+            }
+            let crow = c.offset(i as isize * rsc);
+            if csc == 1 {
+                // Contiguous row: loops the compiler vectorises.
+                if beta != 0.0 {
+                    for (j, x) in vals[..nr].iter_mut().enumerate() {
+                        *x += beta * *crow.add(j);
+                    }
+                }
+                if !bias.is_null() {
+                    for (j, x) in vals[..nr].iter_mut().enumerate() {
+                        *x += *bias.add(j);
+                    }
+                }
+                core::ptr::copy_nonoverlapping(vals.as_ptr(), crow, nr);
+            } else {
+                for (j, &x) in vals[..nr].iter().enumerate() {
+                    let p = crow.offset(j as isize * csc);
+                    let mut y = x;
+                    if beta != 0.0 {
+                        y += beta * *p;
+                    }
+                    if !bias.is_null() {
+                        y += *bias.add(j);
+                    }
+                    *p = y;
+                }
+            }
+        }
+    }
+}
+
+/// Portable micro-kernel (`PORTABLE_MR × 16`).
+const PORTABLE_MR: usize = 4;
+
+/// # Safety
+/// The [`MicroKernel`] contract with `MR = 4`, `NR = 16`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_portable(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+) {
+    // SAFETY: same contract, forwarded; Portable8 needs no target feature.
+    unsafe { kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, c, rsc, csc, alpha, beta, bias) }
+}
+
+/// The portable micro-kernel: plain Rust, auto-vectorised for the build target's baseline SIMD.
+// SAFETY: `kernel_portable` implements the contract for a 4 × 16 tile (it instantiates the
+// generic body with MR = 4, NR = 2·8) and needs no CPU feature beyond the build target's.
+pub static PORTABLE: MicroKernel =
+    unsafe { MicroKernel::new("portable", PORTABLE_MR, 16, kernel_portable) };
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{kernel_body, Lanes, MicroKernel};
+    use core::arch::x86_64::*;
+
+    /// Eight f32 lanes in one AVX register.
+    #[derive(Clone, Copy)]
+    pub(super) struct Avx8(__m256);
+
+    impl Lanes for Avx8 {
+        const W: usize = 8;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            // SAFETY: callers run with AVX enabled (Lanes contract).
+            Avx8(unsafe { _mm256_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> Self {
+            // SAFETY: AVX enabled (Lanes contract).
+            Avx8(unsafe { _mm256_set1_ps(x) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: 8 readable floats at p (caller); loadu accepts any alignment.
+            Avx8(unsafe { _mm256_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn madd(acc: Self, a: Self, b: Self) -> Self {
+            // SAFETY: FMA enabled (Lanes contract).
+            Avx8(unsafe { _mm256_fmadd_ps(a.0, b.0, acc.0) })
+        }
+        #[inline(always)]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            // SAFETY: AVX enabled (Lanes contract).
+            Avx8(unsafe { _mm256_mul_ps(a.0, b.0) })
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            // SAFETY: 8 writable floats at p (caller); storeu accepts any alignment.
+            unsafe { _mm256_storeu_ps(p, self.0) }
+        }
+    }
+
+    pub(super) const AVX2_MR: usize = 6;
+
+    /// # Safety
+    /// The [`MicroKernel`] contract with `MR = 6`, `NR = 16`, on a CPU with AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn kernel_avx2(
+        k: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        rsc: isize,
+        csc: isize,
+        alpha: f32,
+        beta: f32,
+        bias: *const f32,
+    ) {
+        // SAFETY: contract forwarded; this function is only selected after run-time
+        // detection of AVX2 + FMA (see `detect`), so Avx8's features are present.
+        unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, c, rsc, csc, alpha, beta, bias) }
+    }
+
+    /// Shim with the plain `MicroKernelFn` type (target-feature functions cannot coerce to a
+    /// safe-feature fn pointer type directly on every toolchain).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel_avx2_ptr(
+        k: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        rsc: isize,
+        csc: isize,
+        alpha: f32,
+        beta: f32,
+        bias: *const f32,
+    ) {
+        // SAFETY: the caller upholds the contract, which for this kernel includes running on
+        // a CPU with AVX2 and FMA (it is only handed out by `detect` / `avx2_fma`).
+        unsafe { kernel_avx2(k, a, b, c, rsc, csc, alpha, beta, bias) }
+    }
+
+    // SAFETY: `kernel_avx2_ptr` implements the contract for a 6 × 16 tile (generic body with
+    // MR = 6, NR = 2·8); this static is private and handed out only after run-time detection
+    // of AVX2 + FMA (`avx2_fma`, `micro_kernel`).
+    pub(super) static AVX2_FMA: MicroKernel =
+        unsafe { MicroKernel::new("avx2-fma", AVX2_MR, 16, kernel_avx2_ptr) };
+
+    /// # Safety
+    /// The CPU must support XSAVE/XGETBV (CPUID.1:ECX.OSXSAVE).
+    #[target_feature(enable = "xsave")]
+    unsafe fn xcr0() -> u64 {
+        // SAFETY: XGETBV with ECX = 0 is valid when the OS enabled XSAVE (caller).
+        unsafe { _xgetbv(0) }
+    }
+
+    /// CPUID/XGETBV detection of AVX2 + FMA with OS support for the YMM state.
+    pub(super) fn has_avx2_fma() -> bool {
+        let l0 = __cpuid(0);
+        if l0.eax < 7 {
+            return false;
+        }
+        let l1 = __cpuid(1);
+        let fma = l1.ecx & (1 << 12) != 0;
+        let osxsave = l1.ecx & (1 << 27) != 0;
+        let avx = l1.ecx & (1 << 28) != 0;
+        if !(fma && osxsave && avx) {
+            return false;
+        }
+        // SAFETY: CPUID.1:ECX.OSXSAVE is set, so XGETBV is available and enabled by the OS.
+        let xcr0 = unsafe { xcr0() };
+        if xcr0 & 0b110 != 0b110 {
+            return false; // OS does not save XMM+YMM state
+        }
+        let l7 = __cpuid_count(7, 0);
+        l7.ebx & (1 << 5) != 0
+    }
+}
+
+/// The AVX2+FMA micro-kernel (`6 × 16`), if this CPU supports it.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_fma() -> Option<&'static MicroKernel> {
+    if detect() == 2 {
+        Some(&x86::AVX2_FMA)
+    } else {
+        None
+    }
+}
+
+/// 0 = not yet detected, 1 = portable, 2 = AVX2+FMA.
+static SELECTED: AtomicU8 = AtomicU8::new(0);
+
+fn detect() -> u8 {
+    let s = SELECTED.load(Ordering::Relaxed);
+    if s != 0 {
+        return s;
+    }
+    #[cfg(target_arch = "x86_64")]
+    let s = if x86::has_avx2_fma() { 2 } else { 1 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let s = 1;
+    SELECTED.store(s, Ordering::Relaxed);
+    s
+}
+
+/// The best micro-kernel for this CPU (detected once, then cached).
+pub fn micro_kernel() -> &'static MicroKernel {
+    match detect() {
+        #[cfg(target_arch = "x86_64")]
+        2 => &x86::AVX2_FMA,
+        _ => &PORTABLE,
+    }
+}
+
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// Block sizes for a micro-kernel: `(mc, nc)` (multiples of `mr` / `nr`).
+fn blocks(uk: &MicroKernel) -> (usize, usize) {
+    (MC - MC % uk.mr, NC - NC % uk.nr)
+}
+
+/// Scratch floats [`sgemm`] needs for an `m × n × k` product with the selected micro-kernel
+/// (never more than [`GEMM_SCRATCH_F32`]).
+pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
+    scratch_len_for(micro_kernel(), m, n, k)
+}
+
+fn scratch_len_for(uk: &MicroKernel, m: usize, n: usize, k: usize) -> usize {
+    if m == 0 || n == 0 || k == 0 {
+        return 0;
+    }
+    let (a_len, b_len) = pack_lens(uk, m, n, k);
+    ALIGN_F32 + a_len + b_len
+}
+
+/// Packed-panel areas are aligned to this many floats (64 bytes) inside the scratch.
+const ALIGN_F32: usize = 16;
+
+/// Floats of the packed A block and the packed B panel for this shape.
+fn pack_lens(uk: &MicroKernel, m: usize, n: usize, k: usize) -> (usize, usize) {
+    let (mc, nc) = blocks(uk);
+    let kc = k.min(KC);
+    (
+        round_up(m, uk.mr).min(mc) * kc,
+        kc * round_up(n, uk.nr).min(nc),
+    )
+}
+
+/// `C = alpha·A·B + beta·C + bias` with the best micro-kernel for this CPU.
+///
+/// * `a` is `m × k`, `b` is `k × n` (any strides, see [`MatRef`]).
+/// * `c` is row-major `m × n` with leading dimension `ldc ≥ n`: element `(i, j)` is
+///   `c[i * ldc + j]`; only those elements are touched.
+/// * `beta == 0.0` means C is write-only (never read; NaN or garbage is overwritten).
+/// * `bias`, when given, has at least `n` elements and `bias[j]` is added **unscaled** to
+///   every element of column `j` after the alpha/beta combination:
+///   `c(i,j) = alpha·Σ_p a(i,p)·b(p,j) + beta·c(i,j) + bias[j]`.
+/// * `alpha` always multiplies the computed product (`alpha = 0` still propagates NaN/Inf
+///   from A or B, unlike a BLAS that skips the product).
+/// * `scratch` must hold [`sgemm_scratch_len`]`(m, n, k)` floats (≤ [`GEMM_SCRATCH_F32`]).
+///
+/// Errors: inner dimensions differ, `ldc < n`, C or bias too short (`KernelError::Shape`
+/// with `arg: 0`: the GEMM does not know argument positions, callers validate first), or
+/// scratch too small (`KernelError::Scratch`, in bytes).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm(
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    sgemm_with(micro_kernel(), a, b, c, ldc, alpha, beta, bias, scratch)
+}
+
+/// [`sgemm`] with an explicit micro-kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_with(
+    uk: &MicroKernel,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    if uk.mr == 0 || uk.nr == 0 || uk.mr > MAX_MR || uk.nr > MAX_NR {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: micro-kernel tile exceeds MAX_MR x MAX_NR",
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if ldc < n {
+        return Err(shape_err("gemm: ldc < n"));
+    }
+    let c_need = (m - 1)
+        .checked_mul(ldc)
+        .and_then(|x| x.checked_add(n))
+        .ok_or(shape_err("gemm: C extent overflows"))?;
+    if c.len() < c_need {
+        return Err(shape_err("gemm: C slice too short"));
+    }
+    if let Some(bv) = bias {
+        if bv.len() < n {
+            return Err(shape_err("gemm: bias shorter than n"));
+        }
+    }
+    if k == 0 {
+        // Empty product: C = beta·C + bias.
+        for i in 0..m {
+            let row = &mut c[i * ldc..i * ldc + n];
+            for (j, x) in row.iter_mut().enumerate() {
+                let mut v = if beta == 0.0 { 0.0 } else { beta * *x };
+                if let Some(bv) = bias {
+                    v += bv[j];
+                }
+                *x = v;
+            }
+        }
+        return Ok(());
+    }
+    let need = scratch_len_for(uk, m, n, k);
+    if scratch.len() < need {
+        return Err(KernelError::Scratch {
+            needed: need * 4,
+            got: scratch.len() * 4,
+        });
+    }
+    let (mr, nr) = (uk.mr, uk.nr);
+    let (mc_max, nc_max) = blocks(uk);
+    // Scratch layout: [pad to 64 bytes][packed B panel][packed A block]. B micro-panels are
+    // k·NR floats apart, so each starts 16-byte aligned whenever NR is a multiple of 4.
+    let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
+    let (a_len, b_len) = pack_lens(uk, m, n, k);
+    let (bpack, rest) = scratch[off..].split_at_mut(b_len);
+    let apack = &mut rest[..a_len];
+
+    // Edge tiles are computed here (row stride nr), then merged into C.
+    let mut tmp = [0.0f32; MAX_MR * MAX_NR];
+    let mut jc = 0;
+    while jc < n {
+        let nc = nc_max.min(n - jc);
+        let mut pc = 0;
+        while pc < k {
+            let kc = KC.min(k - pc);
+            let beta_eff = if pc == 0 { beta } else { 1.0 };
+            let last = pc + kc == k;
+            pack_b(&b, pc, kc, jc, nc, nr, bpack);
+            let mut ic = 0;
+            while ic < m {
+                let mcb = mc_max.min(m - ic);
+                pack_a(&a, ic, mcb, pc, kc, mr, apack);
+                let mut jr = 0;
+                while jr < nc {
+                    let nrb = nr.min(nc - jr);
+                    let bp = &bpack[(jr / nr) * kc * nr..][..kc * nr];
+                    let bias_here = match bias {
+                        Some(bv) if last => Some(&bv[jc + jr..jc + jr + nrb]),
+                        _ => None,
+                    };
+                    let mut ir = 0;
+                    while ir < mcb {
+                        let mrb = mr.min(mcb - ir);
+                        let ap = &apack[(ir / mr) * kc * mr..][..kc * mr];
+                        let c_off = (ic + ir) * ldc + jc + jr;
+                        if mrb == mr && nrb == nr {
+                            let bias_ptr = bias_here.map_or(core::ptr::null(), |s| s.as_ptr());
+                            // Bounds for the tile: rows ic+ir .. ic+ir+mr ≤ m and columns
+                            // jc+jr .. jc+jr+nr ≤ n, so the last element c_off+(mr-1)*ldc+nr-1
+                            // is < (m-1)*ldc + n ≤ c.len().
+                            let tile = &mut c[c_off..c_off + (mr - 1) * ldc + nr];
+                            // SAFETY: `ap` has kc*mr and `bp` kc*nr packed floats (sliced
+                            // above); the C tile (i*ldc + j for i < mr, j < nr) lies inside
+                            // `tile`, which is exclusively borrowed; bias (if non-null) has
+                            // nrb = nr readable floats. The kernel's CPU-feature requirement
+                            // holds because kernels are only handed out after detection.
+                            unsafe {
+                                (uk.kernel)(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    tile.as_mut_ptr(),
+                                    ldc as isize,
+                                    1,
+                                    alpha,
+                                    beta_eff,
+                                    bias_ptr,
+                                )
+                            };
+                        } else {
+                            // SAFETY: as above for ap/bp; `tmp` holds mr*nr ≤ MAX_MR*MAX_NR
+                            // floats laid out with row stride nr, beta = 0 (not read), no bias.
+                            unsafe {
+                                (uk.kernel)(
+                                    kc,
+                                    ap.as_ptr(),
+                                    bp.as_ptr(),
+                                    tmp.as_mut_ptr(),
+                                    nr as isize,
+                                    1,
+                                    alpha,
+                                    0.0,
+                                    core::ptr::null(),
+                                )
+                            };
+                            for i in 0..mrb {
+                                let crow = &mut c[c_off + i * ldc..c_off + i * ldc + nrb];
+                                let trow = &tmp[i * nr..i * nr + nrb];
+                                for (j, (x, &t)) in crow.iter_mut().zip(trow).enumerate() {
+                                    let mut v = t;
+                                    if beta_eff != 0.0 {
+                                        v += beta_eff * *x;
+                                    }
+                                    if let Some(bv) = bias_here {
+                                        v += bv[j];
+                                    }
+                                    *x = v;
+                                }
+                            }
+                        }
+                        ir += mr;
+                    }
+                    jr += nr;
+                }
+                ic += mcb;
+            }
+            pc += kc;
+        }
+        jc += nc;
+    }
+    Ok(())
+}
+
+/// Packs `A[ic..ic+mcb, pc..pc+kc]` into MR-row-interleaved micro-panels: panel `q` (rows
+/// `ic + q·mr ..`) occupies `dst[q·kc·mr ..][.. kc·mr]` with `dst[p·mr + i] = A(row i, pc+p)`,
+/// rows past `mcb` zero.
+fn pack_a(a: &MatRef<'_>, ic: usize, mcb: usize, pc: usize, kc: usize, mr: usize, dst: &mut [f32]) {
+    for (q, ir) in (0..mcb).step_by(mr).enumerate() {
+        let rows = mr.min(mcb - ir);
+        let d = &mut dst[q * kc * mr..(q + 1) * kc * mr];
+        let base = (ic + ir) * a.rs + pc * a.cs;
+        pack_panel(a.data, base, a.rs, a.cs, rows, mr, kc, d);
+    }
+}
+
+/// Packs `B[pc..pc+kc, jc..jc+nc]` into NR-column-interleaved micro-panels: panel `q`
+/// (columns `jc + q·nr ..`) occupies `dst[q·kc·nr ..][.. kc·nr]` with
+/// `dst[p·nr + j] = B(pc+p, col j)`, columns past `nc` zero.
+fn pack_b(b: &MatRef<'_>, pc: usize, kc: usize, jc: usize, nc: usize, nr: usize, dst: &mut [f32]) {
+    if b.cs == 1 && nr == 16 {
+        // Row-major B: walk each source row once across all panels (sequential reads; a
+        // panel-at-a-time walk would stride across rows and defeat the prefetcher).
+        let full = nc / 16;
+        for p in 0..kc {
+            let row = &b.data[(pc + p) * b.rs + jc..][..nc];
+            for (q, src) in row.chunks_exact(16).enumerate() {
+                dst[q * kc * 16 + p * 16..][..16].copy_from_slice(src);
+            }
+        }
+        if full * 16 < nc {
+            let base = pc * b.rs + jc + full * 16;
+            let d = &mut dst[full * kc * 16..(full + 1) * kc * 16];
+            pack_panel(b.data, base, 1, b.rs, nc - full * 16, 16, kc, d);
+        }
+        return;
+    }
+    for (q, jr) in (0..nc).step_by(nr).enumerate() {
+        let cols = nr.min(nc - jr);
+        let d = &mut dst[q * kc * nr..(q + 1) * kc * nr];
+        let base = pc * b.rs + (jc + jr) * b.cs;
+        pack_panel(b.data, base, b.cs, b.rs, cols, nr, kc, d);
+    }
+}
+
+/// One packed micro-panel of width `w`: `d[p·w + l] = src[base + l·ls + p·ps]` for `l < n`
+/// (`n ≤ w` valid lanes, the rest zero) and `p < kc`. `ls` is the stride between lanes
+/// (rows of A, columns of B), `ps` the stride along the depth.
+#[allow(clippy::too_many_arguments)]
+fn pack_panel(
+    src: &[f32],
+    base: usize,
+    ls: usize,
+    ps: usize,
+    n: usize,
+    w: usize,
+    kc: usize,
+    d: &mut [f32],
+) {
+    if n == w {
+        macro_rules! fixed {
+            ($($w:literal),*) => {
+                match w {
+                    $($w if ps == 1 => return interleave::<$w>(src, base, ls, kc, d),
+                      $w if ls == 1 => return copy_rows::<$w>(src, base, ps, kc, d),)*
+                    _ => {}
+                }
+            };
+        }
+        fixed!(4, 6, 8, 12, 16);
+    }
+    for (p, dp) in d[..kc * w].chunks_exact_mut(w).enumerate() {
+        for (l, x) in dp[..n].iter_mut().enumerate() {
+            *x = src[base + l * ls + p * ps];
+        }
+        dp[n..].fill(0.0);
+    }
+}
+
+/// `d[p·W + l] = src[base + l·ls + p]`: `W` contiguous runs interleaved, transposed in
+/// 8-deep blocks so that every store is a whole `W`-wide row.
+fn interleave<const W: usize>(src: &[f32], base: usize, ls: usize, kc: usize, d: &mut [f32]) {
+    let runs: [&[f32]; W] = core::array::from_fn(|l| &src[base + l * ls..][..kc]);
+    let mut blocks = d[..kc * W].chunks_exact_mut(8 * W);
+    let mut p = 0;
+    for blk in &mut blocks {
+        let mut t = [[0.0f32; W]; 8];
+        for (l, run) in runs.iter().enumerate() {
+            let seg = &run[p..p + 8];
+            for u in 0..8 {
+                t[u][l] = seg[u];
+            }
+        }
+        for (row, tr) in blk.chunks_exact_mut(W).zip(&t) {
+            row.copy_from_slice(tr);
+        }
+        p += 8;
+    }
+    for (i, row) in blocks.into_remainder().chunks_exact_mut(W).enumerate() {
+        for (l, x) in row.iter_mut().enumerate() {
+            *x = runs[l][p + i];
+        }
+    }
+}
+
+/// `d[p·W + l] = src[base + p·ps + l]`: `W`-wide rows copied with a fixed-size copy.
+fn copy_rows<const W: usize>(src: &[f32], base: usize, ps: usize, kc: usize, d: &mut [f32]) {
+    for (p, row) in d[..kc * W].chunks_exact_mut(W).enumerate() {
+        row.copy_from_slice(&src[base + p * ps..][..W]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+        fn vec(&mut self, n: usize) -> Vec<f32> {
+            (0..n).map(|_| self.next()).collect()
+        }
+    }
+
+    fn kernels() -> Vec<&'static MicroKernel> {
+        let mut v = vec![&PORTABLE];
+        #[cfg(target_arch = "x86_64")]
+        if let Some(k) = avx2_fma() {
+            v.push(k);
+        }
+        v
+    }
+
+    /// Builds an m×k (or k×n) operand, optionally stored transposed, optionally with padded
+    /// strides (neither stride 1) to exercise the general packing path.
+    fn operand(rng: &mut Rng, rows: usize, cols: usize, layout: u8) -> (Vec<f32>, usize, usize) {
+        match layout {
+            0 => (rng.vec(rows * cols), cols, 1),             // row-major
+            1 => (rng.vec(rows * cols), 1, rows),             // column-major (transposed storage)
+            _ => (rng.vec(rows * cols * 6 + 3), 3 * cols, 2), // general strides
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        uk: &MicroKernel,
+        rng: &mut Rng,
+        m: usize,
+        n: usize,
+        k: usize,
+        la: u8,
+        lb: u8,
+        alpha: f32,
+        beta: f32,
+        with_bias: bool,
+        ldc_pad: usize,
+    ) {
+        let (ad, ars, acs) = operand(rng, m, k, la);
+        let (bd, brs, bcs) = operand(rng, k, n, lb);
+        let a = MatRef::new(&ad, m, k, ars, acs).unwrap();
+        let b = MatRef::new(&bd, k, n, brs, bcs).unwrap();
+        let ldc = n + ldc_pad;
+        let c_len = if m == 0 {
+            0
+        } else {
+            (m - 1) * ldc + n + ldc_pad
+        };
+        let mut c = if beta == 0.0 {
+            vec![f32::NAN; c_len]
+        } else {
+            rng.vec(c_len)
+        };
+        let c0 = c.clone();
+        let bias = rng.vec(n);
+        let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+        sgemm_with(
+            uk,
+            a,
+            b,
+            &mut c,
+            ldc,
+            alpha,
+            beta,
+            with_bias.then_some(&bias[..]),
+            &mut scratch,
+        )
+        .unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let (mut s, mut sa) = (0.0f64, 0.0f64);
+                for p in 0..k {
+                    let t = a.get(i, p).unwrap() as f64 * b.get(p, j).unwrap() as f64;
+                    s += t;
+                    sa += t.abs();
+                }
+                let mut want = alpha as f64 * s;
+                let mut mag = (alpha as f64).abs() * sa;
+                if beta != 0.0 {
+                    want += beta as f64 * c0[i * ldc + j] as f64;
+                    mag += (beta as f64 * c0[i * ldc + j] as f64).abs();
+                }
+                if with_bias {
+                    want += bias[j] as f64;
+                    mag += (bias[j] as f64).abs();
+                }
+                let got = c[i * ldc + j] as f64;
+                let tol = (k as f64 + 3.0) * 1.2e-7 * mag + 1e-30;
+                assert!(
+                    (got - want).abs() <= tol,
+                    "{} m={m} n={n} k={k} la={la} lb={lb} alpha={alpha} beta={beta} \
+                     bias={with_bias} at ({i},{j}): got {got}, want {want}",
+                    uk.name
+                );
+            }
+            // Padding between rows is untouched.
+            for j in n..ldc {
+                if i * ldc + j < c.len() {
+                    assert!(c[i * ldc + j].to_bits() == c0[i * ldc + j].to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn odd_shapes_all_layouts() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let dims = [1usize, 3, 17, 129];
+        for uk in kernels() {
+            for &m in &dims {
+                for &n in &dims {
+                    for &k in &dims {
+                        let la = ((m + 2 * n + k) % 3) as u8;
+                        let lb = ((m + n + 2 * k) % 3) as u8;
+                        check(uk, &mut rng, m, n, k, la, lb, 1.0, 0.0, false, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn transposes_alpha_beta_bias() {
+        let mut rng = Rng(12345);
+        for uk in kernels() {
+            for la in 0..3 {
+                for lb in 0..3 {
+                    for &(alpha, beta, bias) in &[
+                        (1.0, 0.0, false),
+                        (0.5, 0.0, true),
+                        (2.0, 1.0, false),
+                        (-1.0, 0.25, true),
+                        (1.0, 1.0, true),
+                    ] {
+                        check(uk, &mut rng, 19, 37, 23, la, lb, alpha, beta, bias, 0);
+                        check(uk, &mut rng, 7, 16, 1, la, lb, alpha, beta, bias, 3);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn crosses_cache_blocks() {
+        // m > MC, n > NC, k > KC (two depth blocks: beta applied once, bias added once).
+        let mut rng = Rng(777);
+        for uk in kernels() {
+            check(
+                uk,
+                &mut rng,
+                MC + 13,
+                NC + 21,
+                KC + 45,
+                0,
+                1,
+                0.75,
+                0.5,
+                true,
+                5,
+            );
+            check(
+                uk,
+                &mut rng,
+                2 * MC + 1,
+                2 * NC + 3,
+                2 * KC + 1,
+                1,
+                0,
+                1.0,
+                0.0,
+                true,
+                0,
+            );
+            check(uk, &mut rng, 1, 3 * NC + 1, KC + 1, 0, 1, 1.0, 0.0, true, 0);
+        }
+    }
+
+    #[test]
+    fn auto_selected_kernel() {
+        let mut rng = Rng(4242);
+        check(
+            micro_kernel(),
+            &mut rng,
+            129,
+            17,
+            129,
+            0,
+            1,
+            1.0,
+            0.0,
+            true,
+            0,
+        );
+        #[cfg(target_arch = "x86_64")]
+        if x86::has_avx2_fma() {
+            assert_eq!(micro_kernel().name(), "avx2-fma");
+        }
+    }
+
+    #[test]
+    fn k_zero_and_empty() {
+        let e: [f32; 0] = [];
+        let a = MatRef::row_major(&e, 2, 0).unwrap();
+        let b = MatRef::row_major(&e, 0, 3).unwrap();
+        let mut c = [f32::NAN; 6];
+        sgemm(a, b, &mut c, 3, 1.0, 0.0, Some(&[1.0, 2.0, 3.0]), &mut []).unwrap();
+        assert_eq!(c, [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+        let mut c = [1.0f32; 6];
+        sgemm(a, b, &mut c, 3, 1.0, 2.0, None, &mut []).unwrap();
+        assert_eq!(c, [2.0; 6]);
+        // m = 0 / n = 0: nothing to do, C untouched.
+        let a0 = MatRef::row_major(&e, 0, 4).unwrap();
+        let b4 = [0.0f32; 8];
+        let b = MatRef::row_major(&b4, 4, 2).unwrap();
+        sgemm(a0, b, &mut [], 2, 1.0, 0.0, None, &mut []).unwrap();
+    }
+
+    #[test]
+    fn errors() {
+        let d = [0.0f32; 12];
+        assert!(MatRef::new(&d, 3, 4, 4, 1).is_ok());
+        assert!(MatRef::new(&d, 3, 5, 4, 1).is_err());
+        assert!(MatRef::new(&d, 2, 2, usize::MAX, 1).is_err());
+        let a = MatRef::row_major(&d, 3, 4).unwrap();
+        let b = MatRef::row_major(&d, 4, 3).unwrap();
+        let mut c = [0.0f32; 9];
+        let mut small = [0.0f32; 8];
+        assert!(matches!(
+            sgemm(a, b, &mut c, 3, 1.0, 0.0, None, &mut small),
+            Err(KernelError::Scratch { .. })
+        ));
+        let mut s = vec![0.0f32; sgemm_scratch_len(3, 3, 4)];
+        assert!(s.len() <= GEMM_SCRATCH_F32);
+        sgemm(a, b, &mut c, 3, 1.0, 0.0, None, &mut s).unwrap();
+        // inner dimension mismatch, short C, ldc < n, short bias
+        assert!(sgemm(a, a, &mut c, 3, 1.0, 0.0, None, &mut s).is_err());
+        assert!(sgemm(a, b, &mut c[..8], 3, 1.0, 0.0, None, &mut s).is_err());
+        assert!(sgemm(a, b, &mut c, 2, 1.0, 0.0, None, &mut s).is_err());
+        assert!(sgemm(a, b, &mut c, 3, 1.0, 0.0, Some(&[1.0, 2.0]), &mut s).is_err());
+    }
+
+    #[test]
+    fn beta_zero_overwrites_nan_and_transpose_view() {
+        let a = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2x3
+        let am = MatRef::row_major(&a, 2, 3).unwrap();
+        // A · Aᵀ through a transposed view of the same data.
+        let mut c = [f32::NAN; 4];
+        let mut s = vec![0.0f32; GEMM_SCRATCH_F32];
+        sgemm(am, am.t(), &mut c, 2, 1.0, 0.0, None, &mut s).unwrap();
+        assert_eq!(c, [14.0, 32.0, 32.0, 77.0]);
+    }
+}
