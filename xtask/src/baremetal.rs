@@ -494,17 +494,19 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     print_budget(&job, &b, board, link_model, report.map(|r| r.stack_used));
     let Some(report) = report else {
         bail!(
-            "the firmware stopped without a report (QEMU exit {status}); console: {}",
-            run.summary()
+            "the firmware stopped without a report (QEMU {status}); console: {} [run files in {}]",
+            run.summary(),
+            dir.display()
         );
     };
     if report.status != 0 || !status.success() {
         bail!(
-            "the firmware failed on {} (status {}, QEMU exit {}): {}",
+            "the firmware failed on {} (status {}, QEMU exit code {}): {} [run files in {}]",
             board.name,
             report.status,
-            status,
-            run.summary()
+            status.code().map_or("none".to_string(), |c| c.to_string()),
+            run.summary(),
+            dir.display()
         );
     }
     fs::create_dir_all(&args.output_dir)
@@ -523,11 +525,6 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
             path.display()
         );
     }
-    let unit = if args.icount {
-        "instructions (icount)"
-    } else {
-        "ticks"
-    };
     println!(
         "{} on {}{}: EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits",
         job.model.display(),
@@ -540,15 +537,33 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         report.sve_vl_bits,
         report.sme_svl_bits
     );
+    let freq = report.cntfrq.max(1);
+    let ms = |ticks: u64| ticks as f64 * 1e3 / freq as f64;
     println!(
-        "load {} {unit}, forward {} {unit} (CNTFRQ {} Hz: {:.3} ms), heap in use {} B, QEMU wall time {:.2} s",
+        "load {} ticks ({:.3} ms), forward {} ticks ({:.3} ms) at CNTFRQ {} Hz; heap in use {} B; QEMU wall time {:.2} s",
         report.load_ticks,
+        ms(report.load_ticks),
         report.execute_ticks,
-        report.cntfrq,
-        report.execute_ticks as f64 * 1e3 / report.cntfrq.max(1) as f64,
+        ms(report.execute_ticks),
+        freq,
         report.heap_used,
         wall.as_secs_f64()
     );
+    if args.icount {
+        // shift=0: one instruction per nanosecond of virtual time.
+        let insns = |ticks: u64| u128::from(ticks) * 1_000_000_000 / u128::from(freq);
+        let granule = 1_000_000_000 / freq;
+        println!(
+            "instructions (icount): load {}, forward {}{}",
+            insns(report.load_ticks),
+            insns(report.execute_ticks),
+            if granule > 1 {
+                format!(" (counter granule {granule} instructions)")
+            } else {
+                String::new()
+            }
+        );
+    }
     let _ = fs::remove_dir_all(&dir);
     Ok(())
 }

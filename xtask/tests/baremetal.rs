@@ -1,0 +1,416 @@
+//! Bare-metal acceptance: the firmware built by `cargo xtask qemu` runs the fixtures under
+//! qemu-system-aarch64 on every board and matches ExecuTorch; broken set-ups fail loudly with the
+//! engine's typed error; `deploy` writes boot files.
+//!
+//! These need qemu-system-aarch64 (scripts/setup-qemu.sh) and build firmware, so they are
+//! `#[ignore]`d in the plain workspace test run; scripts/test-baremetal.sh runs them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures").join(name)
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = root().join("target/firmware/test-out").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn xtask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("DEFMT_LOG")
+        .output()
+        .expect("run xtask")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs `case` bare-metal and compares every output with ExecuTorch's (1e-4 abs + 1e-4 rel).
+fn run_case(case: &str, board: &str, extra: &[&str]) -> String {
+    let out = out_dir(&format!(
+        "{case}-{board}-{}",
+        extra.join("").replace('-', "")
+    ));
+    let pte = fixture(&format!("{case}.pte"));
+    let mut args = vec![
+        "qemu",
+        pte.to_str().unwrap(),
+        "--board",
+        board,
+        "--output-dir",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = xtask(&args);
+    let log = text(&o);
+    assert!(
+        o.status.success(),
+        "{case} on {board} {extra:?} failed:\n{log}"
+    );
+    let mut k = 0;
+    while fixture(&format!("{case}.out{k}.npy")).is_file() {
+        let got = out.join(format!("output-{k}.npy"));
+        assert!(got.is_file(), "{case} on {board}: no output-{k}.npy\n{log}");
+        let want = fixture(&format!("{case}.out{k}.npy"));
+        let c = xtask(&[
+            "compare",
+            got.to_str().unwrap(),
+            want.to_str().unwrap(),
+            "--atol",
+            "1e-4",
+            "--rtol",
+            "1e-4",
+        ]);
+        assert!(
+            c.status.success(),
+            "{case} on {board} output {k}:\n{}",
+            text(&c)
+        );
+        k += 1;
+    }
+    assert!(k > 0, "{case}: no reference outputs");
+    assert!(
+        !out.join(format!("output-{k}.npy")).exists(),
+        "{case}: more outputs than ExecuTorch's"
+    );
+    log
+}
+
+macro_rules! virt_fixture_tests {
+    ($($name:ident => $case:literal),* $(,)?) => {$(
+        #[test]
+        #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+        fn $name() {
+            run_case($case, "qemu-virt", &[]);
+        }
+    )*};
+}
+
+virt_fixture_tests! {
+    virt_gpt2_portable => "gpt2_portable",
+    virt_gpt2_xnnpack => "gpt2_xnnpack",
+    virt_gpt2b_portable => "gpt2b_portable",
+    virt_gpt2b_xnnpack => "gpt2b_xnnpack",
+    virt_opt_portable => "opt_portable",
+    virt_opt_xnnpack => "opt_xnnpack",
+    virt_optb_portable => "optb_portable",
+    virt_optb_xnnpack => "optb_xnnpack",
+    virt_mlp_portable => "mlp_portable",
+    virt_mlp_xnnpack => "mlp_xnnpack",
+    virt_cnn_portable => "cnn_portable",
+    virt_cnn_xnnpack => "cnn_xnnpack",
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn every_manifest_case_has_a_virt_test() {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("manifest.json")).unwrap()).unwrap();
+    let source = include_str!("baremetal.rs");
+    for case in manifest["cases"].as_array().unwrap() {
+        let case = case.as_str().unwrap();
+        assert!(
+            source.contains(&format!("=> \"{case}\"")),
+            "no bare-metal test for {case}"
+        );
+    }
+}
+
+fn board_test(board: &str, core_midr: &str) {
+    let log = run_case("mlp_portable", board, &[]);
+    assert!(
+        log.contains(&format!("on {board}: EL1 MIDR {core_midr}")),
+        "{log}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn raspi4b_runs_mlp() {
+    board_test("raspi4b", "0x410fd083"); // Cortex-A72, dropped from EL3 to EL1
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn raspi3b_runs_mlp() {
+    board_test("raspi3b", "0x410fd034"); // Cortex-A53
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn imx8mp_evk_runs_mlp() {
+    board_test("imx8mp-evk", "0x410fd034"); // Cortex-A53
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn virt_cpus_get_their_vector_units() {
+    for (cpu, sve, sme) in [
+        ("cortex-a53", 0, 0),
+        ("cortex-a72", 0, 0),
+        ("neoverse-v1", 256, 0),
+        ("max", 2048, 2048),
+    ] {
+        let log = run_case("gpt2_portable", "qemu-virt", &["--cpu", cpu]);
+        let want = format!("-cpu {cpu}: EL1 MIDR");
+        assert!(log.contains(&want), "{log}");
+        let want = format!("SVE VL {sve} bits, SME SVL {sme} bits");
+        assert!(log.contains(&want), "{cpu}: want {want}\n{log}");
+    }
+}
+
+fn instructions(log: &str) -> String {
+    log.lines()
+        .find(|l| l.starts_with("instructions (icount)"))
+        .unwrap_or_else(|| panic!("no icount line:\n{log}"))
+        .to_string()
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn icount_runs_are_deterministic() {
+    let a = instructions(&run_case("mlp_portable", "qemu-virt", &["--icount"]));
+    let b = instructions(&run_case("mlp_portable", "qemu-virt", &["--icount"]));
+    assert_eq!(a, b);
+    let forward: u64 = a
+        .split("forward ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(forward > 10_000, "{a}");
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn model_placed_by_the_loader_runs() {
+    let log = run_case("mlp_xnnpack", "qemu-virt", &["--load-model"]);
+    assert!(log.contains("model (at 0x70000000)"), "{log}");
+    run_case("mlp_portable", "imx8mp-evk", &["--load-model"]);
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn arenas_too_small_report_the_typed_error() {
+    let pte = fixture("mlp_portable.pte");
+    let out = out_dir("shrunk");
+    let o = xtask(&[
+        "qemu",
+        pte.to_str().unwrap(),
+        "--shrink-arenas",
+        "16",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let log = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert!(log.contains("ERROR Method::load failed"), "{log}");
+    assert!(
+        log.contains("ArenaTooSmall { memory_id: 1, needed: 18432, got: 18416 }"),
+        "{log}"
+    );
+    assert!(!out.join("output-0.npy").exists());
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn corrupted_model_blob_reports_the_typed_error() {
+    let pte = fixture("mlp_portable.pte");
+    let bytes = std::fs::read(&pte).unwrap();
+    let dir = out_dir("corrupt");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases: [(&str, fn(&mut Vec<u8>), &str); 2] = [
+        (
+            "table",
+            |b| b[64..96].iter_mut().for_each(|x| *x ^= 0xff),
+            "InvalidFlatbuffer",
+        ),
+        (
+            "identifier",
+            |b| b[4..8].copy_from_slice(b"XXXX"),
+            "BadIdentifier",
+        ),
+    ];
+    for (name, corrupt, want) in cases {
+        let mut blob = bytes.clone();
+        corrupt(&mut blob);
+        let path = dir.join(format!("{name}.pte"));
+        std::fs::write(&path, &blob).unwrap();
+        let o = xtask(&[
+            "qemu",
+            pte.to_str().unwrap(),
+            "--blob",
+            path.to_str().unwrap(),
+            "--output-dir",
+            dir.to_str().unwrap(),
+        ]);
+        let log = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{name}: {log}");
+        assert!(log.contains("ERROR Program::load failed"), "{name}: {log}");
+        assert!(log.contains(want), "{name}: want {want}\n{log}");
+        assert!(!dir.join("output-0.npy").exists());
+    }
+    // The intact blob through the same path runs.
+    let path = dir.join("intact.pte");
+    std::fs::write(&path, &bytes).unwrap();
+    let o = xtask(&[
+        "qemu",
+        pte.to_str().unwrap(),
+        "--blob",
+        path.to_str().unwrap(),
+        "--output-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn timeout_fails_clearly() {
+    let pte = fixture("gpt2_portable.pte");
+    let out = out_dir("timeout");
+    let o = xtask(&[
+        "qemu",
+        pte.to_str().unwrap(),
+        "--timeout",
+        "0",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("QEMU timed out after 0 s"),
+        "{}",
+        text(&o)
+    );
+}
+
+fn elf_entry(path: &Path) -> u64 {
+    let b = std::fs::read(path).unwrap();
+    u64::from_le_bytes(b[0x18..0x20].try_into().unwrap())
+}
+
+#[test]
+#[ignore = "builds firmware; run by scripts/test-baremetal.sh"]
+fn deploy_writes_boot_files() {
+    let pte = fixture("mlp_portable.pte");
+    let model = std::fs::read(&pte).unwrap();
+    for board in ["raspi4b", "raspi3b"] {
+        let out = out_dir(&format!("deploy-{board}"));
+        let o = xtask(&[
+            "deploy",
+            pte.to_str().unwrap(),
+            "--board",
+            board,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let img = std::fs::read(out.join("kernel8.img")).unwrap();
+        assert!(img.len() > 64 * 1024, "kernel8.img is {} bytes", img.len());
+        assert_eq!(
+            elf_entry(&out.join("ptera-firmware.elf")),
+            0x80000,
+            "the boot stub is the first instruction"
+        );
+        let cfg = std::fs::read_to_string(out.join("config.txt")).unwrap();
+        assert!(
+            cfg.contains("kernel=kernel8.img") && cfg.contains("initramfs model.pte 0x30000000"),
+            "{cfg}"
+        );
+        assert_eq!(std::fs::read(out.join("model.pte")).unwrap(), model);
+    }
+    let out = out_dir("deploy-imx8mp-evk");
+    let o = xtask(&[
+        "deploy",
+        pte.to_str().unwrap(),
+        "--board",
+        "imx8mp-evk",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let cmds = std::fs::read_to_string(out.join("boot.cmd")).unwrap();
+    assert!(
+        cmds.contains("fatload mmc 1:1 0x40480000 ptera.bin") && cmds.contains("go 0x40480000"),
+        "{cmds}"
+    );
+    assert_eq!(elf_entry(&out.join("ptera-firmware.elf")), 0x4048_0000);
+    assert!(out.join("ptera.bin").is_file() && out.join("model.pte").is_file());
+}
+
+#[test]
+#[ignore = "builds firmware; run by scripts/test-baremetal.sh"]
+fn deployed_pi_image_boots_as_a_raw_kernel() {
+    // The flat kernel8.img (not the ELF) with the model placed by a loader, as the Pi firmware
+    // does it: QEMU's raspi3b boot path loads a raw image at 0x80000.
+    let pte = fixture("mlp_portable.pte");
+    let out = out_dir("deploy-raw-raspi3b");
+    let o = xtask(&[
+        "deploy",
+        pte.to_str().unwrap(),
+        "--board",
+        "raspi3b",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let uart = out.join("uart.bin");
+    let status = Command::new("timeout")
+        .args([
+            "10",
+            "qemu-system-aarch64",
+            "-M",
+            "raspi3b",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+        ])
+        .arg("-serial")
+        .arg(format!("file:{}", uart.display()))
+        .arg("-kernel")
+        .arg(out.join("kernel8.img"))
+        .arg("-device")
+        .arg(format!(
+            "loader,file={},addr=0x30000000,force-raw=on",
+            out.join("model.pte").display()
+        ))
+        .status()
+        .expect("run qemu");
+    // Without semihosting the deployed image parks after its report: `timeout` ends QEMU.
+    assert_eq!(status.code(), Some(124));
+    let stream = std::fs::read(&uart).unwrap();
+    assert!(
+        stream
+            .windows(14)
+            .any(|w| w == b"\xA5\x06\x0a\x00ptera-fw/1"),
+        "no hello on the console"
+    );
+    // The DONE packet (channel 4) carries status 0.
+    let done = stream
+        .windows(8)
+        .position(|w| w[0] == 0xA5 && w[1] == 4 && w[2] == 56 && w[3] == 0);
+    let at = done.expect("no DONE packet");
+    assert_eq!(&stream[at + 4..at + 8], &[0, 0, 0, 0], "non-zero status");
+}
