@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Bare-metal CI check (issue 5): lints the firmware workspace (boards/), runs the bundled GPT-2
+# example on qemu-virt, then the acceptance tests in xtask/tests/baremetal.rs: every fixture on
+# qemu-virt (portable and XNNPACK) against ExecuTorch's outputs, the MLP on raspi4b, raspi3b and
+# imx8mp-evk, several virt CPUs, typed errors for too-small arenas and corrupted model blobs,
+# loader-placed models, icount determinism and `deploy`.
+# Needs qemu-system-aarch64 (scripts/setup-qemu.sh). Firmware builds go to target/firmware.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rustup show active-toolchain >/dev/null
+if ! command -v qemu-system-aarch64 >/dev/null; then
+  echo "qemu-system-aarch64 is missing: run scripts/setup-qemu.sh" >&2
+  exit 1
+fi
+start=$(date +%s)
+
+echo "== bundled example (GPT-2) on qemu-virt, deterministic instruction count"
+cargo xtask qemu --icount --output-dir target/firmware/test-out/example
+
+echo "== firmware: rustfmt and clippy for every board"
+cargo fmt --manifest-path boards/Cargo.toml --check
+for board in qemu-virt raspi4b raspi3b imx8mp-evk; do
+  PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
+    cargo clippy --quiet --release --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
+    --features "$board,semihosting" -- -D warnings
+done
+
+echo "== acceptance tests under QEMU"
+cargo test --release -p xtask --test baremetal -- --ignored --test-threads 2
+
+echo "== code size of the last firmware (size -A)"
+size=size
+command -v aarch64-linux-gnu-size >/dev/null && size=aarch64-linux-gnu-size
+$size -A target/firmware/aarch64-unknown-none/release/ptera-firmware
+echo "bare-metal checks passed in $(( $(date +%s) - start )) s"
