@@ -147,6 +147,8 @@ pub enum Error {
     },
     /// Output index past the method's outputs, or an output that is not a tensor.
     OutputIndex { index: usize, count: usize },
+    /// The host could not allocate the buffers a method asks for (`std` helpers only).
+    HostAllocation { bytes: u64 },
 }
 
 /// Errors raised by one kernel (or delegate node) about its arguments.
@@ -424,6 +426,9 @@ impl fmt::Display for Error {
             } => write!(f, "instruction {instruction}: {detail}"),
             OutputIndex { index, count } => {
                 write!(f, "output {index}: method has {count} tensor outputs")
+            }
+            HostAllocation { bytes } => {
+                write!(f, "cannot allocate {bytes} bytes for the method's buffers")
             }
         }
     }

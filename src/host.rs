@@ -16,6 +16,15 @@ impl AlignedBuf {
         }
     }
 
+    /// Like [`zeroed`](Self::zeroed), but `None` instead of aborting when the memory cannot
+    /// be reserved (sizes come from untrusted files).
+    pub fn try_zeroed(len: usize) -> Option<AlignedBuf> {
+        let mut words = Vec::new();
+        words.try_reserve_exact(len.div_ceil(16)).ok()?;
+        words.resize(len.div_ceil(16), 0u128);
+        Some(AlignedBuf { words, len })
+    }
+
     pub fn from_bytes(bytes: &[u8]) -> AlignedBuf {
         let mut b = AlignedBuf::zeroed(bytes.len());
         b.as_mut_slice().copy_from_slice(bytes);

@@ -72,8 +72,16 @@ impl<'p> MethodMeta<'p> {
         plan.inputs().ok_or(req("inputs"))?;
         plan.outputs().ok_or(req("outputs"))?;
         plan.chains().ok_or(req("chains"))?;
-        plan.non_const_buffer_sizes()
+        let sizes = plan
+            .non_const_buffer_sizes()
             .ok_or(req("non_const_buffer_sizes"))?;
+        if let Some(k) = sizes.iter().position(|s| s < 0) {
+            return Err(Error::Invalid {
+                what: "non_const_buffer_sizes",
+                index: k,
+                detail: "negative arena size",
+            });
+        }
         let mut meta = MethodMeta {
             program: *program,
             plan,

@@ -571,7 +571,7 @@ impl OpTest {
         let bytes = AlignedBuf::from_bytes(&self.build());
         let program = Program::load(bytes.as_slice())?;
         let meta = MethodMeta::new(&program, "forward", &self.registry)?;
-        let mut bufs = OwnedArenas::for_meta(&meta);
+        let mut bufs = OwnedArenas::for_meta(&meta)?;
         let mut method = bufs.load(meta, &self.registry)?;
         for (k, (v, data)) in self.inputs.iter().enumerate() {
             let Spec::Tensor(t) = &self.values[*v as usize] else {

@@ -12,7 +12,7 @@ use ptera::{DType, Error, Method, MethodMeta, OwnedArenas, Program, Shape};
 /// a panic is not. Returns the error if there was one.
 fn try_everything(bytes: &[u8], case: &str) -> Option<Error> {
     let buf = AlignedBuf::from_bytes(bytes);
-    let reg = Registry::portable();
+    let reg = Registry::standard();
     let program = match Program::load(buf.as_slice()) {
         Ok(p) => p,
         Err(e) => return Some(e),
@@ -21,7 +21,15 @@ fn try_everything(bytes: &[u8], case: &str) -> Option<Error> {
         Ok(m) => m,
         Err(e) => return Some(e),
     };
-    let mut bufs = OwnedArenas::for_meta(&meta);
+    // Refuse absurd plans like a careful host would (a corrupted size can ask for terabytes).
+    let total: u64 = (0..meta.arena_count()).map(|k| meta.arena_size(k)).sum();
+    if total > 1 << 30 {
+        return Some(Error::HostAllocation { bytes: total });
+    }
+    let mut bufs = match OwnedArenas::for_meta(&meta) {
+        Ok(b) => b,
+        Err(e) => return Some(e),
+    };
     let mut method = match bufs.load(meta, &reg) {
         Ok(m) => m,
         Err(e) => return Some(e),
@@ -151,6 +159,41 @@ fn every_single_byte_corruption_is_handled() {
     }
 }
 
+/// Flip every byte of the XNNPACK payload segments of a real lowered program (header,
+/// graph flatbuffer): each variant runs or fails with an error, never panics.
+#[test]
+fn every_single_byte_corruption_of_delegate_payloads_is_handled() {
+    for case in ["mlp_xnnpack", "cnn_xnnpack"] {
+        let file = pte(case);
+        let bytes = file.as_slice();
+        let program = Program::load(bytes).unwrap();
+        let base = bytes.as_ptr() as usize;
+        let mut ranges = Vec::new();
+        for plan in program.methods() {
+            for del in plan.delegates().into_iter().flatten() {
+                let payload = program.delegate_data(del.processed().unwrap()).unwrap();
+                ranges.push((payload.as_ptr() as usize - base, payload.len()));
+            }
+        }
+        assert!(!ranges.is_empty());
+        let (mut rejected, mut total) = (0, 0);
+        for (start, len) in ranges {
+            for i in start..start + len {
+                let mut b = bytes.to_vec();
+                b[i] ^= 0x5a;
+                total += 1;
+                if try_everything(&b, case).is_some() {
+                    rejected += 1;
+                }
+            }
+        }
+        assert!(
+            rejected > total / 10,
+            "{case}: only {rejected} of {total} payload corruptions detected"
+        );
+    }
+}
+
 /// Corrupt the u32 offsets inside tables (the most dangerous fields) with large values.
 #[test]
 fn large_offsets_are_handled() {
@@ -176,7 +219,7 @@ fn input_of_wrong_shape_or_dtype_is_rejected() {
     let file = pte("mlp_portable");
     let reg = Registry::portable();
     let meta = load_mlp(&file, &reg);
-    let mut bufs = OwnedArenas::for_meta(&meta);
+    let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
     let mut method = bufs.load(meta, &reg).unwrap();
     let x = vec![0f32; 4 * 32];
     match method.set_input_f32(0, &Shape::new(&[4, 31]).unwrap(), &x[..4 * 31]) {

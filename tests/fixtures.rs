@@ -15,7 +15,7 @@ fn run_case(case: &str, registry: &Registry<'static>) -> Result<Outputs, Error> 
     let file = pte(case);
     let program = Program::load(file.as_slice())?;
     let meta = MethodMeta::new(&program, "forward", registry)?;
-    let mut bufs = OwnedArenas::for_meta(&meta);
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
     let mut method = bufs.load(meta, registry)?;
     for (i, inp) in inputs(case).iter().enumerate() {
         method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)?;

@@ -594,15 +594,22 @@ pub struct OwnedArenas {
 
 #[cfg(any(test, feature = "std"))]
 impl OwnedArenas {
-    /// Allocates exactly what `meta` asks for.
-    pub fn for_meta(meta: &MethodMeta<'_>) -> OwnedArenas {
+    /// Allocates exactly what `meta` asks for; fails (instead of aborting) when the host
+    /// cannot provide that much memory.
+    pub fn for_meta(meta: &MethodMeta<'_>) -> Result<OwnedArenas, Error> {
+        let alloc = |bytes: u64| {
+            usize::try_from(bytes)
+                .ok()
+                .and_then(crate::host::AlignedBuf::try_zeroed)
+                .ok_or(Error::HostAllocation { bytes })
+        };
         let arenas = (0..meta.arena_count())
-            .map(|k| crate::host::AlignedBuf::zeroed(meta.arena_size(k) as usize))
-            .collect();
-        OwnedArenas {
+            .map(|k| alloc(meta.arena_size(k)))
+            .collect::<Result<_, _>>()?;
+        Ok(OwnedArenas {
             arenas,
-            metadata: crate::host::AlignedBuf::zeroed(meta.metadata_bytes()),
-        }
+            metadata: alloc(meta.metadata_bytes() as u64)?,
+        })
     }
 
     /// Loads the method into these buffers.

@@ -176,7 +176,7 @@ fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path) -> Result<()> {
     if let Some(e) = unresolved {
         return Err(e.into());
     }
-    let mut bufs = OwnedArenas::for_meta(&meta);
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
     let t0 = Instant::now();
     let mut method = bufs.load(meta, &registry)?;
     let load = t0.elapsed();
@@ -253,7 +253,7 @@ fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Resu
         check_inputs(&meta, &t, &names)?;
         t
     };
-    let mut bufs = OwnedArenas::for_meta(&meta);
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
     let mut method = bufs.load(meta, &registry)?;
     let mut times = Vec::new();
     for it in 0..iters.max(1) {
