@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# ptera's test command (README): unit and integration tests, lints, and the bare-metal build.
+# ptera's test command (README). Host: formatting, clippy, unit and integration tests, the
+# bare-metal library build. Then, under QEMU: the bare-metal firmware checks
+# (scripts/test-baremetal.sh) and the Arm kernel matrix (scripts/test-arm.sh).
+# PTERA_HOST_ONLY=1 skips the QEMU parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup show active-toolchain >/dev/null   # installs the pinned toolchain, targets, components
+start=$(date +%s)
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
 cargo build --lib --target aarch64-unknown-none
 cargo build --lib --release --target aarch64-unknown-none
-echo "all checks passed"
+echo "host checks passed in $(( $(date +%s) - start )) s"
+if [ "${PTERA_HOST_ONLY:-0}" != 1 ]; then
+  scripts/setup-qemu.sh
+  scripts/test-baremetal.sh
+  if [ -x scripts/test-arm.sh ]; then scripts/test-arm.sh; fi
+fi
+echo "all checks passed in $(( $(date +%s) - start )) s"
