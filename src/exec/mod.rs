@@ -465,10 +465,14 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     }
 
     /// Runs every chain of the method once.
+    ///
+    /// Inputs must be set again before the next call: the program's memory plan may reuse an
+    /// input's storage once the input has been consumed, so stale inputs are never reused.
     pub fn execute(&mut self) -> Result<(), Error> {
         if let Some(i) = self.input_set.iter().position(|s| !s) {
             return Err(Error::InputNotSet { index: i });
         }
+        self.input_set.iter_mut().for_each(|s| *s = false);
         let plan = self.meta.plan();
         for chain in plan.chains().unwrap_or_default() {
             let instrs = chain.instructions().unwrap_or_default();
