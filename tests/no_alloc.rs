@@ -52,7 +52,7 @@ fn load_and_inference_do_not_allocate() {
         let file = pte(case);
         let ins = inputs(case);
         let shapes: Vec<Shape> = ins.iter().map(|i| Shape::new(&i.shape).unwrap()).collect();
-        let reg = Registry::portable();
+        let reg = Registry::standard();
         // Sizes are known before loading; buffers are the caller's (allocated here, outside
         // the counted region, as a bare-metal user would use statics).
         let (arena_sizes, md_size) = {
