@@ -42,6 +42,10 @@ pub struct QemuArgs {
     /// Directory for output-0.npy, output-1.npy, ...
     #[arg(long, default_value = "out")]
     pub output_dir: PathBuf,
+    /// Extra `-M` options, e.g. `virtualization=on` (qemu-virt then enters at EL2) or `secure=on`
+    /// (EL3); the boot stub drops to EL1 from either.
+    #[arg(long)]
+    pub machine_opts: Option<String>,
     /// Deterministic run: `-icount shift=0,sleep=off`, one counter tick per instruction.
     #[arg(long)]
     pub icount: bool,
@@ -434,14 +438,15 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         (None, true) => None,
     };
     let mut cmd = Command::new("qemu-system-aarch64");
-    cmd.args(board.qemu_args(cpu.as_deref())).args([
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-semihosting-config",
-        "enable=on,target=native",
-    ]);
+    cmd.args(board.qemu_args(cpu.as_deref(), args.machine_opts.as_deref()))
+        .args([
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-semihosting-config",
+            "enable=on,target=native",
+        ]);
     for _ in 0..board.serial_index {
         cmd.args(["-serial", "null"]);
     }

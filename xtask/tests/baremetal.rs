@@ -176,6 +176,24 @@ fn virt_cpus_get_their_vector_units() {
     }
 }
 
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn virt_entered_at_el2_or_el3_drops_to_el1_with_full_vector_lengths() {
+    // virtualization=on enters at EL2, secure=on at EL3: the boot stub must leave SVE/SME
+    // untrapped and ZCR/SMCR of the higher levels at full length, or EL1 would see 128 bits.
+    for opts in [
+        "virtualization=on",
+        "secure=on",
+        "secure=on,virtualization=on",
+    ] {
+        let log = run_case("mlp_portable", "qemu-virt", &["--machine-opts", opts]);
+        assert!(
+            log.contains("-cpu max: EL1 MIDR 0xf0510, SVE VL 2048 bits, SME SVL 2048 bits"),
+            "{opts}: {log}"
+        );
+    }
+}
+
 fn instructions(log: &str) -> String {
     log.lines()
         .find(|l| l.starts_with("instructions (icount)"))

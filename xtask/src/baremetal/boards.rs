@@ -97,8 +97,12 @@ impl Board {
         }
     }
 
-    pub fn qemu_args(&self, cpu: Option<&str>) -> Vec<String> {
-        let mut v = vec!["-M".to_string(), self.machine.to_string()];
+    pub fn qemu_args(&self, cpu: Option<&str>, machine_opts: Option<&str>) -> Vec<String> {
+        let machine = match machine_opts {
+            Some(o) => format!("{},{o}", self.machine),
+            None => self.machine.to_string(),
+        };
+        let mut v = vec!["-M".to_string(), machine];
         if let Some(c) = cpu {
             v.extend(["-cpu".to_string(), c.to_string()]);
         }
