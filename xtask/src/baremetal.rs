@@ -60,6 +60,9 @@ pub struct QemuArgs {
     /// corrupted copy.
     #[arg(long, hide = true)]
     pub blob: Option<PathBuf>,
+    /// Testing: build the firmware's panic self-test (it panics right after boot).
+    #[arg(long, hide = true)]
+    pub selftest_panic: bool,
     /// Testing: build every arena this many bytes smaller than the program needs.
     #[arg(long, hide = true)]
     pub shrink_arenas: Option<u64>,
@@ -146,6 +149,7 @@ struct BuildOptions<'a> {
     link_model: bool,
     semihosting: bool,
     shrink_arenas: u64,
+    selftest_panic: bool,
 }
 
 fn round16(n: u64) -> u64 {
@@ -225,6 +229,9 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
     let mut features = opts.board.name.to_string();
     if opts.semihosting {
         features.push_str(",semihosting");
+    }
+    if opts.selftest_panic {
+        features.push_str(",selftest-panic");
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let t0 = Instant::now();
@@ -421,6 +428,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         link_model,
         semihosting: true,
         shrink_arenas: args.shrink_arenas.unwrap_or(0),
+        selftest_panic: args.selftest_panic,
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;
@@ -586,6 +594,7 @@ pub fn deploy(args: DeployArgs) -> Result<()> {
         link_model,
         semihosting: false,
         shrink_arenas: 0,
+        selftest_panic: false,
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;
@@ -660,6 +669,7 @@ mod tests {
             link_model: true,
             semihosting: true,
             shrink_arenas: 8,
+            selftest_panic: false,
         };
         let (cfg, bin) = config_rs(&j, &opts).unwrap();
         assert!(cfg.contains("ARENA_SIZES: [usize; 2] = [992, 16]"), "{cfg}");

@@ -304,6 +304,28 @@ fn corrupted_model_blob_reports_the_typed_error() {
 
 #[test]
 #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn panic_prints_where_and_why_and_exits_non_zero() {
+    let pte = fixture("mlp_portable.pte");
+    let out = out_dir("panic");
+    let o = xtask(&[
+        "qemu",
+        pte.to_str().unwrap(),
+        "--selftest-panic",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let log = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert!(log.contains("panicked at firmware/src/main.rs:"), "{log}");
+    assert!(
+        log.contains("self-test: panic requested at build time"),
+        "{log}"
+    );
+    assert!(log.contains("QEMU exit status: 101"), "{log}");
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
 fn timeout_fails_clearly() {
     let pte = fixture("gpt2_portable.pte");
     let out = out_dir("timeout");

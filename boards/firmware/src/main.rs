@@ -54,6 +54,7 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
     unsafe {
         embedded_alloc::init!(HEAP, HEAP_BYTES);
     }
+    selftest();
     let features = cpu::enable_simd();
     let stack_mark = cpu::paint_stack();
     defmt::info!(
@@ -89,6 +90,12 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
     report.stack_used = cpu::stack_used(stack_mark) as u32;
     console::done(&report);
     crate::exit::exit(report.status as u32)
+}
+
+/// With feature `selftest-panic`, exercises the panic path (message, location, exit status).
+fn selftest() {
+    #[cfg(feature = "selftest-panic")]
+    panic!("self-test: panic requested at build time (feature selftest-panic)");
 }
 
 type StageError = (&'static str, ptera::Error);
