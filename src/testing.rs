@@ -83,6 +83,19 @@ impl TestTensor {
     }
 }
 
+/// One instruction of a multi-instruction test program (see [`OpTest::steps`]).
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// KernelCall of operator `key` (`"aten::tanh.out"`) with these value indices.
+    Kernel(String, Vec<i32>),
+    /// MoveCall `from` → `to`.
+    Move(i32, i32),
+    /// JumpFalseCall on `cond` to instruction `dest`.
+    JumpFalse(i32, i32),
+    /// FreeCall of a tensor value.
+    Free(i32),
+}
+
 /// One-operator program builder and runner.
 pub struct OpTest {
     op: String,
@@ -95,6 +108,8 @@ pub struct OpTest {
     /// When set, the instruction is a DelegateCall to this backend with this payload (stored
     /// in its own 128-aligned segment, as the exporter does).
     delegate: Option<(String, Vec<u8>)>,
+    /// Explicit instruction list (overrides the single call).
+    steps: Vec<Step>,
 }
 
 fn to_bytes<T: Copy>(data: &[T]) -> Vec<u8> {
@@ -116,6 +131,7 @@ impl OpTest {
             arena: 0,
             registry: Registry::portable(),
             delegate: None,
+            steps: Vec::new(),
         }
     }
 
@@ -284,6 +300,11 @@ impl OpTest {
         ))
     }
 
+    /// Uses an explicit instruction list instead of the single call.
+    pub fn steps(&mut self, steps: &[Step]) {
+        self.steps = steps.to_vec();
+    }
+
     /// Sets the KernelCall arguments.
     pub fn call(&mut self, args: &[i32]) {
         self.args = args.to_vec();
@@ -291,7 +312,6 @@ impl OpTest {
 
     /// The serialized program (with header and constant segment).
     pub fn build(&self) -> Vec<u8> {
-        let (name, overload) = split_key(&self.op);
         let mut b = FlatBufferBuilder::new();
         let mut constants: Vec<u8> = Vec::new();
         let mut offsets: Vec<u64> = vec![0];
@@ -424,42 +444,78 @@ impl OpTest {
         let inputs: Vec<i32> = self.inputs.iter().map(|(v, _)| *v).collect();
         let inputs = b.create_vector(&inputs);
         let outputs = b.create_vector(&self.outputs);
-        let args = b.create_vector(&self.args);
-        let ins = match &self.delegate {
-            None => {
-                let kc = fb::KernelCall::create(
-                    &mut b,
-                    &fb::KernelCallArgs {
-                        op_index: 0,
-                        args: Some(args),
-                    },
-                );
-                fb::Instruction::create(
-                    &mut b,
-                    &fb::InstructionArgs {
-                        instr_args_type: fb::InstructionArguments::KernelCall,
-                        instr_args: Some(kc.as_union_value()),
-                    },
-                )
-            }
-            Some(_) => {
-                let dc = fb::DelegateCall::create(
-                    &mut b,
-                    &fb::DelegateCallArgs {
-                        delegate_index: 0,
-                        args: Some(args),
-                    },
-                );
-                fb::Instruction::create(
-                    &mut b,
-                    &fb::InstructionArgs {
-                        instr_args_type: fb::InstructionArguments::DelegateCall,
-                        instr_args: Some(dc.as_union_value()),
-                    },
-                )
-            }
+        let steps: Vec<Step> = if self.steps.is_empty() {
+            vec![Step::Kernel(self.op.clone(), self.args.clone())]
+        } else {
+            self.steps.clone()
         };
-        let instructions = b.create_vector(&[ins]);
+        let mut keys: Vec<String> = Vec::new();
+        let mut instrs = Vec::new();
+        for step in &steps {
+            let (tag, body) = match step {
+                Step::Kernel(key, args) if self.delegate.is_none() => {
+                    let op_index = match keys.iter().position(|k| k == key) {
+                        Some(i) => i,
+                        None => {
+                            keys.push(key.clone());
+                            keys.len() - 1
+                        }
+                    } as i32;
+                    let args = b.create_vector(args);
+                    let kc = fb::KernelCall::create(
+                        &mut b,
+                        &fb::KernelCallArgs {
+                            op_index,
+                            args: Some(args),
+                        },
+                    );
+                    (fb::InstructionArguments::KernelCall, kc.as_union_value())
+                }
+                Step::Kernel(_, args) => {
+                    let args = b.create_vector(args);
+                    let dc = fb::DelegateCall::create(
+                        &mut b,
+                        &fb::DelegateCallArgs {
+                            delegate_index: 0,
+                            args: Some(args),
+                        },
+                    );
+                    (fb::InstructionArguments::DelegateCall, dc.as_union_value())
+                }
+                Step::Move(from, to) => {
+                    let m = fb::MoveCall::create(
+                        &mut b,
+                        &fb::MoveCallArgs {
+                            move_from: *from,
+                            move_to: *to,
+                        },
+                    );
+                    (fb::InstructionArguments::MoveCall, m.as_union_value())
+                }
+                Step::JumpFalse(cond, dest) => {
+                    let j = fb::JumpFalseCall::create(
+                        &mut b,
+                        &fb::JumpFalseCallArgs {
+                            cond_value_index: *cond,
+                            destination_instruction: *dest,
+                        },
+                    );
+                    (fb::InstructionArguments::JumpFalseCall, j.as_union_value())
+                }
+                Step::Free(v) => {
+                    let f = fb::FreeCall::create(&mut b, &fb::FreeCallArgs { value_index: *v });
+                    (fb::InstructionArguments::FreeCall, f.as_union_value())
+                }
+            };
+            instrs.push(fb::Instruction::create(
+                &mut b,
+                &fb::InstructionArgs {
+                    instr_args_type: tag,
+                    instr_args: Some(body),
+                },
+            ));
+        }
+        let instructions = b.create_vector(&instrs);
         let chain = fb::Chain::create(
             &mut b,
             &fb::ChainArgs {
@@ -469,7 +525,8 @@ impl OpTest {
         );
         let chains = b.create_vector(&[chain]);
         let mut ops = Vec::new();
-        if self.delegate.is_none() {
+        for key in &keys {
+            let (name, overload) = split_key(key);
             let opname = b.create_string(name);
             let opover = b.create_string(overload);
             ops.push(fb::Operator::create(

@@ -1,0 +1,133 @@
+//! Every instruction kind through the real loader and executor: KernelCall, MoveCall,
+//! JumpFalseCall (bool values and bool tensors, forward and backward jumps), FreeCall, and the
+//! runaway-loop guard.
+
+use ptera::testing::{OpTest, Step};
+use ptera::{DType, Error, KernelError};
+
+fn k(key: &str, args: &[i32]) -> Step {
+    Step::Kernel(key.to_string(), args.to_vec())
+}
+
+/// `out = cond ? tanh(x) : -x`, with the condition a bool tensor input.
+fn branch(cond: bool) -> Vec<f32> {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[3], &[0.5, -1.0, 2.0]);
+    let c = t.input_bool(&[1], &[cond]);
+    let never = t.boolean(false);
+    let out = t.output(DType::F32, &[3]);
+    t.steps(&[
+        Step::JumpFalse(c, 3),
+        k("aten::tanh.out", &[x, out, out]),
+        Step::JumpFalse(never, 4),
+        k("aten::neg.out", &[x, out, out]),
+    ]);
+    t.run().unwrap()[0].f32()
+}
+
+#[test]
+fn jump_false_selects_a_branch() {
+    let x = [0.5f32, -1.0, 2.0];
+    let taken: Vec<f32> = x.iter().map(|v| v.tanh()).collect();
+    let not_taken: Vec<f32> = x.iter().map(|v| -v).collect();
+    let got = branch(true);
+    for (g, w) in got.iter().zip(&taken) {
+        assert!((g - w).abs() < 1e-6);
+    }
+    assert_eq!(branch(false), not_taken);
+}
+
+#[test]
+fn move_call_aliases_the_tensor_handle() {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[2], &[1.0, -2.0]);
+    let a = t.output(DType::F32, &[2]);
+    let b = t.output(DType::F32, &[2]);
+    t.steps(&[k("aten::abs.out", &[x, a, a]), Step::Move(a, b)]);
+    let out = t.run().unwrap();
+    assert_eq!(out[0].f32(), vec![1.0, 2.0]);
+    assert_eq!(
+        out[1].f32(),
+        vec![1.0, 2.0],
+        "output 1 now refers to output 0's tensor"
+    );
+}
+
+#[test]
+fn free_call_unbinds_data() {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[2], &[1.0, -2.0]);
+    let a = t.output(DType::F32, &[2]);
+    t.steps(&[Step::Free(x), k("aten::abs.out", &[x, a, a])]);
+    match t.run() {
+        Err(Error::Kernel {
+            instruction: 1,
+            operator,
+            source: KernelError::NoData { arg: 0 },
+        }) => {
+            assert_eq!(operator.as_str(), "aten::abs.out")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn loop_runs_until_the_condition_fails() {
+    // i = 0; do { i = i + 1 } while (i < 5): a counter tensor and a backward jump.
+    let mut t = OpTest::new("");
+    let i = t.input_f32(&[1], &[0.0]);
+    let one = t.double(1.0);
+    let limit = t.double(5.0);
+    let flag = t.output(DType::Bool, &[1]);
+    let done = t.output(DType::Bool, &[1]);
+    let tmp = t.output(DType::F32, &[1]);
+    let alpha = t.int(1);
+    let no = t.boolean(false);
+    t.steps(&[
+        k("aten::add.Scalar_out", &[i, one, alpha, tmp, tmp]),
+        k("aten::copy_", &[i, tmp, no, i]),
+        k("aten::lt.Scalar_out", &[i, limit, flag, flag]),
+        k("aten::logical_not.out", &[flag, done, done]),
+        Step::JumpFalse(done, 0),
+    ]);
+    let out = t.run().unwrap();
+    assert_eq!(out[2].f32(), vec![5.0]);
+}
+
+#[test]
+fn runaway_loops_hit_the_instruction_limit() {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1], &[0.0]);
+    let o = t.output(DType::F32, &[1]);
+    let never = t.boolean(false);
+    t.steps(&[k("aten::neg.out", &[x, o, o]), Step::JumpFalse(never, 0)]);
+    match t.run() {
+        Err(Error::Execution { detail, .. }) => assert!(detail.contains("limit"), "{detail}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn jump_targets_are_validated_at_load() {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1], &[0.0]);
+    let never = t.boolean(false);
+    t.steps(&[Step::JumpFalse(never, 7), Step::Free(x)]);
+    assert!(matches!(
+        t.run(),
+        Err(Error::IndexOutOfRange {
+            what: "JumpFalseCall.destination_instruction",
+            ..
+        })
+    ));
+    let mut t = OpTest::new("");
+    t.input_f32(&[1], &[0.0]);
+    t.steps(&[Step::Move(0, 99)]);
+    assert!(matches!(
+        t.run(),
+        Err(Error::IndexOutOfRange {
+            what: "MoveCall.move_to",
+            ..
+        })
+    ));
+}
