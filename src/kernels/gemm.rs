@@ -46,9 +46,11 @@ pub const GEMM_SCRATCH_F32: usize = MC * KC + KC * NC + ALIGN_F32;
 const _: () = assert!(GEMM_SCRATCH_F32 * 4 <= 256 * 1024);
 
 /// Largest register tile a [`MicroKernel`] may declare (`mr ≤ MAX_MR`, `nr ≤ MAX_NR`).
-pub const MAX_MR: usize = 16;
+/// (The SME kernel's four ZA tiles at SVL 512 form a 32 × 32 tile, the SVE kernel at
+/// VL 512 an 8 × 48 one.)
+pub const MAX_MR: usize = 32;
 /// See [`MAX_MR`].
-pub const MAX_NR: usize = 32;
+pub const MAX_NR: usize = 64;
 
 /// A read-only strided matrix view: element `(i, j)` is `data[i * row_stride + j * col_stride]`.
 ///
@@ -548,9 +550,11 @@ pub fn avx2_fma() -> Option<&'static MicroKernel> {
     }
 }
 
-/// 0 = not yet detected, 1 = portable, 2 = AVX2+FMA.
+/// 0 = not yet detected, 1 = portable, 2 = AVX2+FMA. (AArch64 selects in `kernels::arm`.)
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
 static SELECTED: AtomicU8 = AtomicU8::new(0);
 
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
 fn detect() -> u8 {
     let s = SELECTED.load(Ordering::Relaxed);
     if s != 0 {
@@ -565,7 +569,13 @@ fn detect() -> u8 {
 }
 
 /// The best micro-kernel for this CPU (detected once, then cached).
+///
+/// On AArch64 the choice is [`crate::kernels::arm::micro_kernel`] (ID-register detection,
+/// overridable with [`crate::kernels::arm::force`]).
 pub fn micro_kernel() -> &'static MicroKernel {
+    #[cfg(target_arch = "aarch64")]
+    return crate::kernels::arm::micro_kernel();
+    #[cfg(not(target_arch = "aarch64"))]
     match detect() {
         #[cfg(target_arch = "x86_64")]
         2 => &x86::AVX2_FMA,
@@ -937,6 +947,12 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if let Some(k) = avx2_fma() {
             v.push(k);
+        }
+        #[cfg(target_arch = "aarch64")]
+        for isa in crate::kernels::arm::Isa::ALL {
+            if let Some(k) = crate::kernels::arm::kernel_for(isa) {
+                v.push(k);
+            }
         }
         v
     }

@@ -6,6 +6,7 @@
 //! tensors that [`KernelCtx::output`] resizes, and temporary space comes from a fixed scratch
 //! area whose size each [`KernelDef`] declares.
 
+pub mod arm;
 pub mod gemm;
 pub mod portable;
 

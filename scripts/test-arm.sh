@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Arm kernel test matrix under qemu-user (aarch64-unknown-linux-gnu):
+#   * the kernel unit tests (every ISA the emulated CPU has, random and edge shapes vs a
+#     scalar reference) and the whole fixture suite with each ISA forced (PTERA_ISA),
+#   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256,
+#   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
+# Usage: scripts/test-arm.sh [--fetch-qemu11]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/arm}"
+T=aarch64-unknown-linux-gnu
+SYSROOT=/usr/aarch64-linux-gnu
+QEMU="${QEMU_AARCH64:-qemu-aarch64}"
+QEMU11="${QEMU11_AARCH64:-target/qemu11/usr/bin/qemu-aarch64}"
+start=$(date +%s)
+
+if [[ "${1:-}" == "--fetch-qemu11" && ! -x "$QEMU11" ]]; then
+    scripts/fetch-qemu11.sh || echo "test-arm: fetching qemu 11 failed; SME2 cases will be skipped"
+fi
+
+echo "== build (tests for $T)"
+nice cargo test --quiet --target "$T" --lib --test fixtures --no-run
+
+# run QEMU CPU_OPTS ISA_LIST
+matrix() {
+    local qemu=$1 cpu=$2 isas=$3
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -L $SYSROOT -cpu $cpu"
+    echo "== -cpu $cpu: kernel unit tests (all supported ISAs)"
+    nice cargo test --quiet --target "$T" --lib kernels:: -- --nocapture 2>&1 \
+        | grep -E "^(arm features|SVE VL|SME SVL|ISA |test result)|: edge shapes ok|FAILED|panicked" \
+        | sort -u
+    for isa in $isas; do
+        echo "== -cpu $cpu: PTERA_ISA=$isa: selection check + fixture suite"
+        PTERA_ISA=$isa nice cargo test --quiet --target "$T" --lib \
+            kernels::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
+        PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
+            | grep -E "test result|panicked|FAILED"
+    done
+}
+
+ISAS="generic neon sve2 sme"
+matrix "$QEMU" "max,sve-default-vector-length=16,sme-default-vector-length=16" "$ISAS"   # VL 128, SVL 128
+matrix "$QEMU" "max,sve-default-vector-length=32,sme-default-vector-length=64" "$ISAS"   # VL 256, SVL 512
+matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "$ISAS"   # VL 512, SVL 256
+
+if [[ -x "$QEMU11" ]] && "$QEMU11" --version | grep -qE "version (1[1-9]|10\.[1-9])"; then
+    echo "== SME2 with $("$QEMU11" --version | head -1)"
+    matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2"  # SVL 512
+    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128
+else
+    echo "== SME2 SKIPPED: needs qemu-aarch64 >= 10.1 at $QEMU11 (run scripts/fetch-qemu11.sh," \
+        "or scripts/test-arm.sh --fetch-qemu11); $($QEMU --version | head -1) has SME1 only"
+fi
+echo "== test-arm: all passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,494 @@
+//! SVE2 vector-length-agnostic micro-kernel (`asm!` inside `#[target_feature(enable = "sve2")]`).
+//!
+//! Register tile: 8 rows × 3 vectors (NR = 3·VL/32 columns), 24 accumulators z8–z31.
+//! Per depth step: two `ld1rqw` (A rows 0–3 and 4–7 replicated into every 128-bit segment),
+//! three `ld1w` of B and 24 `fmla z.s, z.s, z.s[lane]` (indexed by A lane; the indexed form
+//! needs its multiplicand in z0–z7, hence the register map). The loop is unrolled four depth
+//! steps with immediate offsets. Stable Rust has no SVE intrinsics, hence `asm!`.
+
+use core::arch::asm;
+
+use crate::kernels::gemm::MicroKernel;
+
+/// Rows of the tile.
+pub const MR: usize = 8;
+
+/// 32-bit lanes in the (non-streaming) SVE vector.
+///
+/// # Safety
+/// The CPU must implement SVE (and the OS must allow it).
+#[target_feature(enable = "sve")]
+pub unsafe fn cntw() -> usize {
+    let n: usize;
+    // SAFETY: CNTW only reads the current vector length (SVE present: caller). Not `pure`:
+    // the vector length is run-time state (prctl / ZCR_EL1 writes).
+    unsafe { asm!("cntw {}", out(reg) n, options(nomem, nostack, preserves_flags)) };
+    n
+}
+
+/// The SVE2 kernel body for the current vector length.
+///
+/// Layout contract (the [`MicroKernel`] one with `MR = 8`, `NR = 3·W`, `W = cntw()`):
+/// `a[p*8 + i] = A(i, p)`, `b[p*NR + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j]`
+/// (this function handles `csc == 1` only; [`kernel_vla`] handles any `csc`).
+///
+/// # Safety
+/// The contract above, `csc == 1`, and a CPU with SVE2 whose vector length gives `NR`.
+#[target_feature(enable = "sve2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_sve2_rows(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+) {
+    // SAFETY: the loads read exactly 8·k floats from `a` (ld1rqw of 4 floats at a + 32p and
+    // a + 32p + 16 bytes) and 3·VL·k bytes = NR·k floats from `b`; the optional beta loads and
+    // the stores touch C rows i < 8 at `c + i*rsc`, NR contiguous floats each (csc == 1), and
+    // the bias load reads NR floats — all guaranteed by the contract. Every vector and
+    // predicate register the block writes is declared clobbered (z8–z31 alias v8–v31, so the
+    // compiler preserves the callee-saved d8–d15 itself); flags are clobbered (no
+    // `preserves_flags`). SVE2 is present (caller, target_feature).
+    unsafe {
+        asm!(
+            "ptrue p0.s",
+            "dup z8.s, #0",
+            "dup z9.s, #0",
+            "dup z10.s, #0",
+            "dup z11.s, #0",
+            "dup z12.s, #0",
+            "dup z13.s, #0",
+            "dup z14.s, #0",
+            "dup z15.s, #0",
+            "dup z16.s, #0",
+            "dup z17.s, #0",
+            "dup z18.s, #0",
+            "dup z19.s, #0",
+            "dup z20.s, #0",
+            "dup z21.s, #0",
+            "dup z22.s, #0",
+            "dup z23.s, #0",
+            "dup z24.s, #0",
+            "dup z25.s, #0",
+            "dup z26.s, #0",
+            "dup z27.s, #0",
+            "dup z28.s, #0",
+            "dup z29.s, #0",
+            "dup z30.s, #0",
+            "dup z31.s, #0",
+            "lsr {n}, {k}, #2",
+            "cbz {n}, 3f",
+            "2:",
+            "ld1rqw {{z0.s}}, p0/z, [{a}, #0]",
+            "ld1rqw {{z1.s}}, p0/z, [{a}, #16]",
+            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
+            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
+            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]",
+            "fmla z8.s, z2.s, z0.s[0]",
+            "fmla z9.s, z3.s, z0.s[0]",
+            "fmla z10.s, z4.s, z0.s[0]",
+            "fmla z11.s, z2.s, z0.s[1]",
+            "fmla z12.s, z3.s, z0.s[1]",
+            "fmla z13.s, z4.s, z0.s[1]",
+            "fmla z14.s, z2.s, z0.s[2]",
+            "fmla z15.s, z3.s, z0.s[2]",
+            "fmla z16.s, z4.s, z0.s[2]",
+            "fmla z17.s, z2.s, z0.s[3]",
+            "fmla z18.s, z3.s, z0.s[3]",
+            "fmla z19.s, z4.s, z0.s[3]",
+            "fmla z20.s, z2.s, z1.s[0]",
+            "fmla z21.s, z3.s, z1.s[0]",
+            "fmla z22.s, z4.s, z1.s[0]",
+            "fmla z23.s, z2.s, z1.s[1]",
+            "fmla z24.s, z3.s, z1.s[1]",
+            "fmla z25.s, z4.s, z1.s[1]",
+            "fmla z26.s, z2.s, z1.s[2]",
+            "fmla z27.s, z3.s, z1.s[2]",
+            "fmla z28.s, z4.s, z1.s[2]",
+            "fmla z29.s, z2.s, z1.s[3]",
+            "fmla z30.s, z3.s, z1.s[3]",
+            "fmla z31.s, z4.s, z1.s[3]",
+            "ld1rqw {{z0.s}}, p0/z, [{a}, #32]",
+            "ld1rqw {{z1.s}}, p0/z, [{a}, #48]",
+            "ld1w {{z2.s}}, p0/z, [{b}, #3, mul vl]",
+            "ld1w {{z3.s}}, p0/z, [{b}, #4, mul vl]",
+            "ld1w {{z4.s}}, p0/z, [{b}, #5, mul vl]",
+            "fmla z8.s, z2.s, z0.s[0]",
+            "fmla z9.s, z3.s, z0.s[0]",
+            "fmla z10.s, z4.s, z0.s[0]",
+            "fmla z11.s, z2.s, z0.s[1]",
+            "fmla z12.s, z3.s, z0.s[1]",
+            "fmla z13.s, z4.s, z0.s[1]",
+            "fmla z14.s, z2.s, z0.s[2]",
+            "fmla z15.s, z3.s, z0.s[2]",
+            "fmla z16.s, z4.s, z0.s[2]",
+            "fmla z17.s, z2.s, z0.s[3]",
+            "fmla z18.s, z3.s, z0.s[3]",
+            "fmla z19.s, z4.s, z0.s[3]",
+            "fmla z20.s, z2.s, z1.s[0]",
+            "fmla z21.s, z3.s, z1.s[0]",
+            "fmla z22.s, z4.s, z1.s[0]",
+            "fmla z23.s, z2.s, z1.s[1]",
+            "fmla z24.s, z3.s, z1.s[1]",
+            "fmla z25.s, z4.s, z1.s[1]",
+            "fmla z26.s, z2.s, z1.s[2]",
+            "fmla z27.s, z3.s, z1.s[2]",
+            "fmla z28.s, z4.s, z1.s[2]",
+            "fmla z29.s, z2.s, z1.s[3]",
+            "fmla z30.s, z3.s, z1.s[3]",
+            "fmla z31.s, z4.s, z1.s[3]",
+            "addvl {b}, {b}, #6",
+            "ld1rqw {{z0.s}}, p0/z, [{a}, #64]",
+            "ld1rqw {{z1.s}}, p0/z, [{a}, #80]",
+            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
+            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
+            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]",
+            "fmla z8.s, z2.s, z0.s[0]",
+            "fmla z9.s, z3.s, z0.s[0]",
+            "fmla z10.s, z4.s, z0.s[0]",
+            "fmla z11.s, z2.s, z0.s[1]",
+            "fmla z12.s, z3.s, z0.s[1]",
+            "fmla z13.s, z4.s, z0.s[1]",
+            "fmla z14.s, z2.s, z0.s[2]",
+            "fmla z15.s, z3.s, z0.s[2]",
+            "fmla z16.s, z4.s, z0.s[2]",
+            "fmla z17.s, z2.s, z0.s[3]",
+            "fmla z18.s, z3.s, z0.s[3]",
+            "fmla z19.s, z4.s, z0.s[3]",
+            "fmla z20.s, z2.s, z1.s[0]",
+            "fmla z21.s, z3.s, z1.s[0]",
+            "fmla z22.s, z4.s, z1.s[0]",
+            "fmla z23.s, z2.s, z1.s[1]",
+            "fmla z24.s, z3.s, z1.s[1]",
+            "fmla z25.s, z4.s, z1.s[1]",
+            "fmla z26.s, z2.s, z1.s[2]",
+            "fmla z27.s, z3.s, z1.s[2]",
+            "fmla z28.s, z4.s, z1.s[2]",
+            "fmla z29.s, z2.s, z1.s[3]",
+            "fmla z30.s, z3.s, z1.s[3]",
+            "fmla z31.s, z4.s, z1.s[3]",
+            "ld1rqw {{z0.s}}, p0/z, [{a}, #96]",
+            "ld1rqw {{z1.s}}, p0/z, [{a}, #112]",
+            "ld1w {{z2.s}}, p0/z, [{b}, #3, mul vl]",
+            "ld1w {{z3.s}}, p0/z, [{b}, #4, mul vl]",
+            "ld1w {{z4.s}}, p0/z, [{b}, #5, mul vl]",
+            "fmla z8.s, z2.s, z0.s[0]",
+            "fmla z9.s, z3.s, z0.s[0]",
+            "fmla z10.s, z4.s, z0.s[0]",
+            "fmla z11.s, z2.s, z0.s[1]",
+            "fmla z12.s, z3.s, z0.s[1]",
+            "fmla z13.s, z4.s, z0.s[1]",
+            "fmla z14.s, z2.s, z0.s[2]",
+            "fmla z15.s, z3.s, z0.s[2]",
+            "fmla z16.s, z4.s, z0.s[2]",
+            "fmla z17.s, z2.s, z0.s[3]",
+            "fmla z18.s, z3.s, z0.s[3]",
+            "fmla z19.s, z4.s, z0.s[3]",
+            "fmla z20.s, z2.s, z1.s[0]",
+            "fmla z21.s, z3.s, z1.s[0]",
+            "fmla z22.s, z4.s, z1.s[0]",
+            "fmla z23.s, z2.s, z1.s[1]",
+            "fmla z24.s, z3.s, z1.s[1]",
+            "fmla z25.s, z4.s, z1.s[1]",
+            "fmla z26.s, z2.s, z1.s[2]",
+            "fmla z27.s, z3.s, z1.s[2]",
+            "fmla z28.s, z4.s, z1.s[2]",
+            "fmla z29.s, z2.s, z1.s[3]",
+            "fmla z30.s, z3.s, z1.s[3]",
+            "fmla z31.s, z4.s, z1.s[3]",
+            "add {a}, {a}, #128",
+            "addvl {b}, {b}, #6",
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            "3:",
+            "ands {k}, {k}, #3",
+            "b.eq 5f",
+            "4:",
+            "ld1rqw {{z0.s}}, p0/z, [{a}, #0]",
+            "ld1rqw {{z1.s}}, p0/z, [{a}, #16]",
+            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
+            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
+            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]",
+            "fmla z8.s, z2.s, z0.s[0]",
+            "fmla z9.s, z3.s, z0.s[0]",
+            "fmla z10.s, z4.s, z0.s[0]",
+            "fmla z11.s, z2.s, z0.s[1]",
+            "fmla z12.s, z3.s, z0.s[1]",
+            "fmla z13.s, z4.s, z0.s[1]",
+            "fmla z14.s, z2.s, z0.s[2]",
+            "fmla z15.s, z3.s, z0.s[2]",
+            "fmla z16.s, z4.s, z0.s[2]",
+            "fmla z17.s, z2.s, z0.s[3]",
+            "fmla z18.s, z3.s, z0.s[3]",
+            "fmla z19.s, z4.s, z0.s[3]",
+            "fmla z20.s, z2.s, z1.s[0]",
+            "fmla z21.s, z3.s, z1.s[0]",
+            "fmla z22.s, z4.s, z1.s[0]",
+            "fmla z23.s, z2.s, z1.s[1]",
+            "fmla z24.s, z3.s, z1.s[1]",
+            "fmla z25.s, z4.s, z1.s[1]",
+            "fmla z26.s, z2.s, z1.s[2]",
+            "fmla z27.s, z3.s, z1.s[2]",
+            "fmla z28.s, z4.s, z1.s[2]",
+            "fmla z29.s, z2.s, z1.s[3]",
+            "fmla z30.s, z3.s, z1.s[3]",
+            "fmla z31.s, z4.s, z1.s[3]",
+            "add {a}, {a}, #32",
+            "addvl {b}, {b}, #3",
+            "subs {k}, {k}, #1",
+            "b.ne 4b",
+            "5:",
+            "dup z0.s, {alpha:w}",
+            "fmul z8.s, z8.s, z0.s",
+            "fmul z9.s, z9.s, z0.s",
+            "fmul z10.s, z10.s, z0.s",
+            "fmul z11.s, z11.s, z0.s",
+            "fmul z12.s, z12.s, z0.s",
+            "fmul z13.s, z13.s, z0.s",
+            "fmul z14.s, z14.s, z0.s",
+            "fmul z15.s, z15.s, z0.s",
+            "fmul z16.s, z16.s, z0.s",
+            "fmul z17.s, z17.s, z0.s",
+            "fmul z18.s, z18.s, z0.s",
+            "fmul z19.s, z19.s, z0.s",
+            "fmul z20.s, z20.s, z0.s",
+            "fmul z21.s, z21.s, z0.s",
+            "fmul z22.s, z22.s, z0.s",
+            "fmul z23.s, z23.s, z0.s",
+            "fmul z24.s, z24.s, z0.s",
+            "fmul z25.s, z25.s, z0.s",
+            "fmul z26.s, z26.s, z0.s",
+            "fmul z27.s, z27.s, z0.s",
+            "fmul z28.s, z28.s, z0.s",
+            "fmul z29.s, z29.s, z0.s",
+            "fmul z30.s, z30.s, z0.s",
+            "fmul z31.s, z31.s, z0.s",
+            "cbz {betaf}, 6f",
+            "dup z1.s, {beta:w}",
+            "mov {t}, {c}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z8.s, p0/m, z5.s, z1.s",
+            "fmla z9.s, p0/m, z6.s, z1.s",
+            "fmla z10.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z11.s, p0/m, z5.s, z1.s",
+            "fmla z12.s, p0/m, z6.s, z1.s",
+            "fmla z13.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z14.s, p0/m, z5.s, z1.s",
+            "fmla z15.s, p0/m, z6.s, z1.s",
+            "fmla z16.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z17.s, p0/m, z5.s, z1.s",
+            "fmla z18.s, p0/m, z6.s, z1.s",
+            "fmla z19.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z20.s, p0/m, z5.s, z1.s",
+            "fmla z21.s, p0/m, z6.s, z1.s",
+            "fmla z22.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z23.s, p0/m, z5.s, z1.s",
+            "fmla z24.s, p0/m, z6.s, z1.s",
+            "fmla z25.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z26.s, p0/m, z5.s, z1.s",
+            "fmla z27.s, p0/m, z6.s, z1.s",
+            "fmla z28.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "ld1w {{z5.s}}, p0/z, [{t}, #0, mul vl]",
+            "ld1w {{z6.s}}, p0/z, [{t}, #1, mul vl]",
+            "ld1w {{z7.s}}, p0/z, [{t}, #2, mul vl]",
+            "fmla z29.s, p0/m, z5.s, z1.s",
+            "fmla z30.s, p0/m, z6.s, z1.s",
+            "fmla z31.s, p0/m, z7.s, z1.s",
+            "add {t}, {t}, {rsc}",
+            "6:",
+            "cbz {bias}, 7f",
+            "ld1w {{z2.s}}, p0/z, [{bias}, #0, mul vl]",
+            "ld1w {{z3.s}}, p0/z, [{bias}, #1, mul vl]",
+            "ld1w {{z4.s}}, p0/z, [{bias}, #2, mul vl]",
+            "fadd z8.s, z8.s, z2.s",
+            "fadd z9.s, z9.s, z3.s",
+            "fadd z10.s, z10.s, z4.s",
+            "fadd z11.s, z11.s, z2.s",
+            "fadd z12.s, z12.s, z3.s",
+            "fadd z13.s, z13.s, z4.s",
+            "fadd z14.s, z14.s, z2.s",
+            "fadd z15.s, z15.s, z3.s",
+            "fadd z16.s, z16.s, z4.s",
+            "fadd z17.s, z17.s, z2.s",
+            "fadd z18.s, z18.s, z3.s",
+            "fadd z19.s, z19.s, z4.s",
+            "fadd z20.s, z20.s, z2.s",
+            "fadd z21.s, z21.s, z3.s",
+            "fadd z22.s, z22.s, z4.s",
+            "fadd z23.s, z23.s, z2.s",
+            "fadd z24.s, z24.s, z3.s",
+            "fadd z25.s, z25.s, z4.s",
+            "fadd z26.s, z26.s, z2.s",
+            "fadd z27.s, z27.s, z3.s",
+            "fadd z28.s, z28.s, z4.s",
+            "fadd z29.s, z29.s, z2.s",
+            "fadd z30.s, z30.s, z3.s",
+            "fadd z31.s, z31.s, z4.s",
+            "7:",
+            "st1w {{z8.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z9.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z10.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z11.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z12.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z13.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z14.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z15.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z16.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z17.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z18.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z19.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z20.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z21.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z22.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z23.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z24.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z25.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z26.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z27.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z28.s}}, p0, [{c}, #2, mul vl]",
+            "add {c}, {c}, {rsc}",
+            "st1w {{z29.s}}, p0, [{c}, #0, mul vl]",
+            "st1w {{z30.s}}, p0, [{c}, #1, mul vl]",
+            "st1w {{z31.s}}, p0, [{c}, #2, mul vl]",
+            k = inout(reg) k => _,
+            a = inout(reg) a => _,
+            b = inout(reg) b => _,
+            c = inout(reg) c => _,
+            rsc = in(reg) rsc * 4,
+            alpha = in(reg) alpha.to_bits(),
+            beta = in(reg) beta.to_bits(),
+            betaf = in(reg) (beta != 0.0) as u64,
+            bias = in(reg) bias,
+            n = out(reg) _,
+            t = out(reg) _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _,
+            out("v6") _, out("v7") _, out("v8") _, out("v9") _, out("v10") _, out("v11") _,
+            out("v12") _, out("v13") _, out("v14") _, out("v15") _, out("v16") _,
+            out("v17") _, out("v18") _, out("v19") _, out("v20") _, out("v21") _,
+            out("v22") _, out("v23") _, out("v24") _, out("v25") _, out("v26") _,
+            out("v27") _, out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+            out("p0") _,
+            options(nostack),
+        );
+    }
+}
+
+/// The SVE2 `8 × 3·VL/32` micro-kernel, vector-length agnostic.
+///
+/// Layout contract: that of [`MicroKernel`] with `MR = 8` and `NR = 3·cntw()` (12 at VL 128,
+/// 24 at 256, 48 at 512 bits): `a[p*8 + i] = A(i, p)`, `b[p*NR + j] = B(p, j)`, C element
+/// `(i, j)` at `c[i*rsc + j*csc]`, `c = alpha·AB (+ beta·c if beta ≠ 0) (+ bias)`.
+/// Rows of C with `csc ≠ 1` go through a local tile.
+///
+/// # Safety
+/// The [`MicroKernel`] contract with that `NR`, on a CPU with SVE2.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn kernel_vla(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+) {
+    // SAFETY: SVE2 is present and NR = 3·cntw (the caller's contract; the statics below are
+    // only handed out by `kernel()` after checking both).
+    unsafe {
+        if csc == 1 {
+            return kernel_sve2_rows(k, a, b, c, rsc, alpha, beta, bias);
+        }
+        let nr = 3 * cntw();
+        let mut t = [0.0f32; MR * 48];
+        debug_assert!(nr <= 48);
+        kernel_sve2_rows(
+            k,
+            a,
+            b,
+            t.as_mut_ptr(),
+            nr as isize,
+            alpha,
+            0.0,
+            core::ptr::null(),
+        );
+        for i in 0..MR {
+            for j in 0..nr {
+                let p = c.offset(i as isize * rsc + j as isize * csc);
+                let mut y = t[i * nr + j];
+                if beta != 0.0 {
+                    y += beta * *p;
+                }
+                if !bias.is_null() {
+                    y += *bias.add(j);
+                }
+                *p = y;
+            }
+        }
+    }
+}
+
+// SAFETY: `kernel_vla` implements the contract for MR = 8, NR = 3·cntw(); each
+// static declares NR for one vector length and `kernel()` hands it out only when SVE2 is
+// present and cntw() matches.
+static SVE2_VL128: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 12, kernel_vla) };
+// SAFETY: see above.
+static SVE2_VL256: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 24, kernel_vla) };
+// SAFETY: see above.
+static SVE2_VL384: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 36, kernel_vla) };
+// SAFETY: see above.
+static SVE2_VL512: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 48, kernel_vla) };
+
+/// The SVE2 kernel for the current vector length, if SVE2 is present and VL ≤ 512 bits.
+/// (The vector length is read now; a process that changes it later must select again.)
+pub fn kernel() -> Option<&'static MicroKernel> {
+    if !super::features().sve2 {
+        return None;
+    }
+    // SAFETY: SVE is present (checked above).
+    match unsafe { cntw() } {
+        4 => Some(&SVE2_VL128),
+        8 => Some(&SVE2_VL256),
+        12 => Some(&SVE2_VL384),
+        16 => Some(&SVE2_VL512),
+        _ => None,
+    }
+}

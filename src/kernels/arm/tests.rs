@@ -1,0 +1,286 @@
+//! Tests of the Arm micro-kernels against a scalar (f64) reference, each ISA forced.
+//! Run under qemu-user (`scripts/test-arm.sh` varies the vector lengths); ISAs the emulated
+//! CPU lacks are skipped with a message.
+
+use super::*;
+use crate::kernels::gemm::{sgemm, sgemm_with, MatRef, GEMM_SCRATCH_F32};
+use std::vec;
+use std::vec::Vec;
+
+/// Serialises the tests that read or change the process-wide selection.
+static SELECTION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+    fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+/// One product through `uk` (row-major or transposed operands) checked against f64.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    uk: &MicroKernel,
+    rng: &mut Rng,
+    m: usize,
+    n: usize,
+    k: usize,
+    trans: (bool, bool),
+    alpha: f32,
+    beta: f32,
+    bias: bool,
+    ldc_pad: usize,
+) {
+    let ad = rng.vec(m * k);
+    let bd = rng.vec(k * n);
+    let a = if trans.0 {
+        MatRef::row_major(&ad, k, m).unwrap().t()
+    } else {
+        MatRef::row_major(&ad, m, k).unwrap()
+    };
+    let b = if trans.1 {
+        MatRef::row_major(&bd, n, k).unwrap().t()
+    } else {
+        MatRef::row_major(&bd, k, n).unwrap()
+    };
+    let ldc = n + ldc_pad;
+    let c_len = m * ldc;
+    let mut c = if beta == 0.0 {
+        vec![f32::NAN; c_len]
+    } else {
+        rng.vec(c_len)
+    };
+    let c0 = c.clone();
+    let bv = rng.vec(n);
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    sgemm_with(
+        uk,
+        a,
+        b,
+        &mut c,
+        ldc,
+        alpha,
+        beta,
+        bias.then_some(&bv[..]),
+        &mut scratch,
+    )
+    .unwrap();
+    for i in 0..m {
+        for j in 0..ldc {
+            let got = c[i * ldc + j];
+            if j >= n {
+                assert_eq!(got.to_bits(), c0[i * ldc + j].to_bits(), "padding touched");
+                continue;
+            }
+            let (mut s, mut mag) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let t = a.get(i, p).unwrap() as f64 * b.get(p, j).unwrap() as f64;
+                s += t;
+                mag += t.abs();
+            }
+            let mut want = alpha as f64 * s;
+            mag *= (alpha as f64).abs();
+            if beta != 0.0 {
+                want += beta as f64 * c0[i * ldc + j] as f64;
+                mag += (beta as f64 * c0[i * ldc + j] as f64).abs();
+            }
+            if bias {
+                want += bv[j] as f64;
+                mag += (bv[j] as f64).abs();
+            }
+            let tol = (k as f64 + 4.0) * 1.2e-7 * mag + 1e-30;
+            assert!(
+                (got as f64 - want).abs() <= tol,
+                "{} m={m} n={n} k={k} trans={trans:?} alpha={alpha} beta={beta} bias={bias} \
+                 at ({i},{j}): got {got}, want {want}",
+                uk.name()
+            );
+        }
+    }
+}
+
+fn each_isa(mut f: impl FnMut(Isa, &'static MicroKernel)) {
+    for isa in Isa::ALL {
+        match kernel_for(isa) {
+            Some(uk) => f(isa, uk),
+            None => std::println!("ISA {}: not supported by this CPU, skipped", isa.name()),
+        }
+    }
+}
+
+#[test]
+fn parse_names() {
+    for isa in Isa::ALL {
+        assert_eq!(Isa::parse(isa.name()), Some(isa));
+    }
+    assert_eq!(Isa::parse("PORTABLE"), Some(Isa::Generic));
+    assert_eq!(Isa::parse("avx"), None);
+}
+
+#[test]
+fn decode_id_registers() {
+    // Values read from qemu -cpu max (system mode): SVE, SVE2, SME1, SMFR0 with F32F32.
+    let r = IdRegs {
+        pfr0: 1 << 32,
+        pfr1: 1 << 24,
+        zfr0: 0x110110100210021,
+        smfr0: 0x80f100fd00000000,
+    };
+    let f = r.features();
+    assert!(f.sve && f.sve2 && f.sme && f.sme_f32f32 && !f.sme2);
+    // SMFR0 says SME2 but PFR1 says SME1 (QEMU 10.0 -cpu max quirk): no SME2.
+    let r2 = IdRegs {
+        smfr0: r.smfr0 | (1 << 56),
+        ..r
+    };
+    assert!(!r2.features().sme2);
+    let r3 = IdRegs {
+        pfr1: 2 << 24,
+        ..r2
+    };
+    assert!(r3.features().sme2);
+    assert_eq!(IdRegs::default().features(), Features::default());
+}
+
+#[test]
+fn report_and_env_selection() {
+    let _g = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
+    let f = features();
+    std::println!("arm features: {f:?}; best ISA: {}", best().name());
+    #[cfg(target_arch = "aarch64")]
+    {
+        if f.sve {
+            // SAFETY: SVE present.
+            std::println!("SVE VL = {} bits", unsafe { sve::cntw() } * 32);
+        }
+        if f.sme {
+            std::println!("SME SVL = {} bits", sme::svl_bytes() * 8);
+        }
+    }
+    // A forced ISA (PTERA_ISA) that the CPU cannot run is an error, not a silent fallback.
+    if let Ok(v) = std::env::var("PTERA_ISA") {
+        let isa = Isa::parse(&v).expect("PTERA_ISA: unknown ISA name");
+        assert!(supported(isa), "PTERA_ISA={v} but this CPU cannot run it");
+        assert_eq!(selected(), isa);
+        assert_eq!(
+            crate::kernels::gemm::micro_kernel().name(),
+            kernel_for(isa).unwrap().name()
+        );
+    }
+}
+
+#[test]
+fn edge_shapes_each_isa() {
+    let dims = [1usize, 3, 17, 129];
+    each_isa(|isa, uk| {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ isa as u64);
+        for &m in &dims {
+            for &n in &dims {
+                for &k in &dims {
+                    let t = ((m + n + k) % 2 == 0, (m + 2 * n + k) % 3 == 0);
+                    check(uk, &mut rng, m, n, k, t, 1.0, 0.0, false, 0);
+                }
+            }
+        }
+        std::println!("{}: edge shapes ok ({} x {})", isa.name(), uk.mr(), uk.nr());
+    });
+}
+
+#[test]
+fn alpha_beta_bias_tails_each_isa() {
+    each_isa(|isa, uk| {
+        let mut rng = Rng(4242 + isa as u64);
+        let (mr, nr) = (uk.mr(), uk.nr());
+        for &(alpha, beta, bias) in &[
+            (1.0, 0.0, false),
+            (0.5, 0.0, true),
+            (2.0, 1.0, false),
+            (-1.0, 0.25, true),
+            (1.0, 1.0, true),
+        ] {
+            // Exact tiles, M/N tails, K = 1, odd K, and a padded ldc.
+            for &(m, n, k) in &[
+                (mr, nr, 1),
+                (mr, nr, 7),
+                (2 * mr + 1, 2 * nr - 1, 9),
+                (mr - 1, nr + 3, 33),
+                (1, 3 * nr + 1, 64),
+            ] {
+                check(uk, &mut rng, m, n, k, (false, false), alpha, beta, bias, 3);
+                check(uk, &mut rng, m, n, k, (true, true), alpha, beta, bias, 0);
+            }
+        }
+    });
+}
+
+#[test]
+fn random_shapes_each_isa() {
+    each_isa(|isa, uk| {
+        let mut rng = Rng(99 + isa as u64);
+        let mut pick = Rng(7);
+        for _ in 0..24 {
+            let mut d = || (((pick.next() + 1.0) * 100.0) as usize).max(1);
+            let (m, n, k) = (d(), d(), d());
+            let beta = if pick.next() > 0.0 { 0.0 } else { 0.5 };
+            check(
+                uk,
+                &mut rng,
+                m,
+                n,
+                k,
+                (false, false),
+                1.0,
+                beta,
+                pick.next() > 0.0,
+                0,
+            );
+        }
+    });
+}
+
+#[test]
+fn crosses_cache_blocks_each_isa() {
+    use crate::kernels::gemm::{KC, MC, NC};
+    each_isa(|isa, uk| {
+        let mut rng = Rng(31337 + isa as u64);
+        check(
+            uk,
+            &mut rng,
+            MC + 13,
+            NC + 21,
+            KC + 45,
+            (false, true),
+            0.75,
+            0.5,
+            true,
+            5,
+        );
+    });
+}
+
+#[test]
+fn force_switches_sgemm() {
+    let _g = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
+    let saved = selected();
+    each_isa(|isa, uk| {
+        force(isa).unwrap();
+        assert_eq!(crate::kernels::gemm::micro_kernel().name(), uk.name());
+        let a = [1.0f32, 2.0, 3.0, 4.0];
+        let b = [5.0f32, 6.0, 7.0, 8.0];
+        let mut c = [0.0f32; 4];
+        let mut s = vec![0.0f32; GEMM_SCRATCH_F32];
+        let (a, b) = (
+            MatRef::row_major(&a, 2, 2).unwrap(),
+            MatRef::row_major(&b, 2, 2).unwrap(),
+        );
+        sgemm(a, b, &mut c, 2, 1.0, 0.0, None, &mut s).unwrap();
+        assert_eq!(c, [19.0, 22.0, 43.0, 50.0]);
+    });
+    force(saved).unwrap();
+}
