@@ -171,3 +171,50 @@ fn run_rejects_wrong_inputs_with_one_line() {
     let err = one_line_error(&xtask(&["run", "no/such/file.pte"]));
     assert!(err.contains("cannot read"), "{err}");
 }
+
+/// Node histograms of the 15 XNNPACK regions of the GPT-2 fixture. The expected totals were
+/// counted independently (flatc --json over each payload's XNNGraph).
+#[test]
+fn inspect_shows_xnnpack_regions() {
+    let out = xtask(&[
+        "inspect",
+        fixture("gpt2_xnnpack.pte").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let regions = got["methods"][0]["delegate_regions"].as_array().unwrap();
+    assert_eq!(regions.len(), 15);
+    let mut totals = std::collections::BTreeMap::new();
+    for r in regions {
+        assert_eq!(r["backend"], "XnnpackBackend");
+        assert!(r.get("error").is_none(), "{r}");
+        assert!(!r["outputs"].as_array().unwrap().is_empty());
+        assert!(r["scratch_bytes"].as_u64().unwrap() <= 512 * 1024);
+        for (k, v) in r["nodes"].as_object().unwrap() {
+            *totals.entry(k.clone()).or_insert(0) += v.as_u64().unwrap();
+        }
+    }
+    let want = [
+        ("XNNAdd", 11),
+        ("XNNBatchMatrixMultiply", 4),
+        ("XNNFullyConnected", 9),
+        ("XNNMultiply", 10),
+        ("XNNSoftmax", 2),
+        ("XNNStaticReshape", 37),
+        ("XNNStaticTranspose", 10),
+        ("XNNTanh", 2),
+    ];
+    let want: std::collections::BTreeMap<String, u64> =
+        want.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    assert_eq!(totals, want);
+    let text = String::from_utf8(
+        xtask(&["inspect", fixture("gpt2_xnnpack.pte").to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    assert!(text.contains("delegate #1 XnnpackBackend"), "{text}");
+    assert!(
+        text.contains("nodes: XNNFullyConnected: 1, XNNStaticReshape: 2"),
+        "{text}"
+    );
+}
