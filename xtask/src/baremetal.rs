@@ -104,6 +104,7 @@ struct Job {
     arenas: Vec<u64>,
     metadata: usize,
     inputs: Vec<HostTensor>,
+    outputs: usize,
 }
 
 fn default_inputs(model: &Path) -> Vec<PathBuf> {
@@ -120,6 +121,12 @@ fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
     let registry = crate::registry();
     let meta = MethodMeta::new(&program, "forward", &registry)
         .with_context(|| format!("{}", model.display()))?;
+    ensure!(
+        meta.arena_count() <= 16,
+        "{} plans {} arenas; the firmware supports up to 16",
+        model.display(),
+        meta.arena_count()
+    );
     let paths = if inputs.is_empty() {
         default_inputs(model)
     } else {
@@ -140,6 +147,7 @@ fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
             .collect(),
         metadata: meta.metadata_bytes(),
         inputs: tensors,
+        outputs: meta.num_outputs(),
     })
 }
 
@@ -525,8 +533,10 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     ensure!(
-        !run.tensors.is_empty() || report.status != 0,
-        "the firmware reported no outputs"
+        run.tensors.len() == job.outputs,
+        "the firmware sent {} outputs, the method has {}",
+        run.tensors.len(),
+        job.outputs
     );
     for (i, t) in run.tensors.iter().enumerate() {
         let path = args.output_dir.join(format!("output-{i}.npy"));
@@ -637,6 +647,7 @@ mod tests {
             arenas,
             metadata: 4096,
             inputs: vec![],
+            outputs: 1,
         }
     }
 

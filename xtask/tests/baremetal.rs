@@ -64,6 +64,11 @@ fn run_case(case: &str, board: &str, extra: &[&str]) -> String {
         o.status.success(),
         "{case} on {board} {extra:?} failed:\n{log}"
     );
+    // Loading and inference never allocate: the verifier-only heap stays empty.
+    assert!(
+        log.contains("; heap in use 0 B;"),
+        "{case} on {board}: {log}"
+    );
     let mut k = 0;
     while fixture(&format!("{case}.out{k}.npy")).is_file() {
         let got = out.join(format!("output-{k}.npy"));
