@@ -549,7 +549,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         );
     }
     println!(
-        "{} on {}{}: EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits",
+        "{} on {}{}: EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits, GEMM kernel {}",
         job.model.display(),
         board.name,
         cpu.as_deref()
@@ -558,7 +558,8 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         report.el,
         report.midr,
         report.sve_vl_bits,
-        report.sme_svl_bits
+        report.sme_svl_bits,
+        report.isa
     );
     let freq = report.cntfrq.max(1);
     let ms = |ticks: u64| ticks as f64 * 1e3 / freq as f64;

@@ -167,16 +167,19 @@ fn imx8mp_evk_runs_mlp() {
 #[test]
 #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
 fn virt_cpus_get_their_vector_units() {
-    for (cpu, sve, sme) in [
-        ("cortex-a53", 0, 0),
-        ("cortex-a72", 0, 0),
-        ("neoverse-v1", 256, 0),
-        ("max", 2048, 2048),
+    // The engine's GEMM dispatch per core: Neon without SVE2, SVE2 without SME, SME when present
+    // (vector lengths requested at 512 bits, clamped by the core).
+    for (cpu, sve, sme, isa) in [
+        ("cortex-a53", 0, 0, "neon"),
+        ("cortex-a72", 0, 0, "neon"),
+        ("neoverse-v1", 256, 0, "neon"),
+        ("max,sme=off", 512, 0, "sve2"),
+        ("max", 512, 512, "sme"),
     ] {
         let log = run_case("gpt2_portable", "qemu-virt", &["--cpu", cpu]);
         let want = format!("-cpu {cpu}: EL1 MIDR");
         assert!(log.contains(&want), "{log}");
-        let want = format!("SVE VL {sve} bits, SME SVL {sme} bits");
+        let want = format!("SVE VL {sve} bits, SME SVL {sme} bits, GEMM kernel {isa}\n");
         assert!(log.contains(&want), "{cpu}: want {want}\n{log}");
     }
 }
@@ -193,7 +196,9 @@ fn virt_entered_at_el2_or_el3_drops_to_el1_with_full_vector_lengths() {
     ] {
         let log = run_case("mlp_portable", "qemu-virt", &["--machine-opts", opts]);
         assert!(
-            log.contains("-cpu max: EL1 MIDR 0xf0510, SVE VL 2048 bits, SME SVL 2048 bits"),
+            log.contains(
+                "-cpu max: EL1 MIDR 0xf0510, SVE VL 512 bits, SME SVL 512 bits, GEMM kernel sme"
+            ),
             "{opts}: {log}"
         );
     }

@@ -52,6 +52,8 @@ pub struct Report {
     pub features: Features,
     pub heap_used: u32,
     pub stack_used: u32,
+    /// Name of the GEMM micro-kernel ISA the engine selected.
+    pub isa: &'static str,
 }
 
 fn packet(channel: u8, payload: &[u8]) {
@@ -124,9 +126,10 @@ pub fn tensor(index: u32, scalar_type: u8, dims: &[usize], bytes: &[u8]) {
 }
 
 /// The final packet: status u32, CNTFRQ u64, load ticks u64, execute ticks u64, EL u32, MIDR u64,
-/// SVE VL bits u32, SME SVL bits u32, heap bytes in use u32, deepest stack use u32.
+/// SVE VL bits u32, SME SVL bits u32, heap bytes in use u32, deepest stack use u32, length u8 and
+/// bytes of the selected GEMM ISA name.
 pub fn done(r: &Report) {
-    let mut b = Buf::<64>::new();
+    let mut b = Buf::<96>::new();
     b.put(&(r.status as u32).to_le_bytes())
         .put(&r.cntfrq.to_le_bytes())
         .put(&r.load_ticks.to_le_bytes())
@@ -136,7 +139,9 @@ pub fn done(r: &Report) {
         .put(&r.features.sve_vl_bits.to_le_bytes())
         .put(&r.features.sme_svl_bits.to_le_bytes())
         .put(&r.heap_used.to_le_bytes())
-        .put(&r.stack_used.to_le_bytes());
+        .put(&r.stack_used.to_le_bytes())
+        .put(&[r.isa.len().min(32) as u8])
+        .put(&r.isa.as_bytes()[..r.isa.len().min(32)]);
     packet(DONE, b.as_slice());
     board::console().flush();
 }

@@ -41,8 +41,13 @@ pub struct Features {
     pub sme_svl_bits: u32,
 }
 
-/// Enables FP/Neon, SVE and SME at EL1 (CPACR_EL1 FPEN/ZEN/SMEN) and asks for the largest vector
-/// lengths (ZCR_EL1.LEN, SMCR_EL1.LEN = 15: the core clamps to what it implements).
+/// Requested vector length: (LEN + 1) × 128 = 512 bits for SVE and SME, the widest the engine's
+/// SVE2 and SME GEMM kernels are built for. A core with shorter vectors clamps to its own maximum
+/// (SVE) or the largest power of two it implements (SME); the run reports the result.
+const VL_LEN: u64 = 3;
+
+/// Enables FP/Neon, SVE and SME at EL1 (CPACR_EL1 FPEN/ZEN/SMEN) and sets the vector lengths
+/// (ZCR_EL1.LEN, SMCR_EL1.LEN = [`VL_LEN`]).
 pub fn enable_simd() -> Features {
     let pfr0 = read_sysreg!("id_aa64pfr0_el1");
     let pfr1 = read_sysreg!("id_aa64pfr1_el1");
@@ -69,7 +74,7 @@ pub fn enable_simd() -> Features {
                 "msr S3_0_C1_C2_0, {len}",
                 "isb",
                 "rdvl {vl}, #1",
-                len = in(reg) 0xfu64,
+                len = in(reg) VL_LEN,
                 vl = out(reg) vl,
                 options(nostack),
             )
@@ -87,7 +92,7 @@ pub fn enable_simd() -> Features {
                 "msr S3_0_C1_C2_6, {len}",
                 "isb",
                 "rdsvl {svl}, #1",
-                len = in(reg) (1u64 << 31) | 0xf,
+                len = in(reg) (1u64 << 31) | VL_LEN,
                 svl = out(reg) svl,
                 options(nostack),
             )

@@ -73,6 +73,7 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
         features,
         heap_used: 0,
         stack_used: 0,
+        isa: "",
     };
     match run(&mut report) {
         Ok(()) => defmt::info!("forward done in {=u64} ticks", report.execute_ticks),
@@ -86,6 +87,8 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
             report.status = Status::EngineError;
         }
     }
+    // The GEMM micro-kernel the engine dispatched to on this core (ID registers + CPACR_EL1).
+    report.isa = ptera::kernels::arm::selected().name();
     report.heap_used = HEAP.used() as u32;
     report.stack_used = cpu::stack_used(stack_mark) as u32;
     console::done(&report);

@@ -21,6 +21,8 @@ pub struct Report {
     pub sme_svl_bits: u32,
     pub heap_used: u32,
     pub stack_used: u32,
+    /// The GEMM micro-kernel ISA the engine selected on this core.
+    pub isa: String,
 }
 
 #[derive(Default)]
@@ -187,6 +189,10 @@ pub fn decode(stream: &[u8], elf: &[u8]) -> Result<Run> {
                     sme_svl_bits: r.u32()?,
                     heap_used: r.u32()?,
                     stack_used: r.u32()?,
+                    isa: {
+                        let n = r.u8()? as usize;
+                        String::from_utf8_lossy(r.take(n)?).into_owned()
+                    },
                 });
             }
             5 => {
