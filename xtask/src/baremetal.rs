@@ -530,6 +530,12 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
             dir.display()
         );
     }
+    if u64::from(report.stack_used) * 10 > b.stack * 9 {
+        eprintln!(
+            "warning: the run used {} of {} stack bytes; the stack has no guard page (raise STACK_PAGES in boards/firmware/src/main.rs)",
+            report.stack_used, b.stack
+        );
+    }
     fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     ensure!(

@@ -33,10 +33,10 @@ use ptera::{DType, Method, MethodMeta, Program, Shape};
 
 use crate::console::{Report, Status};
 
-/// Pages (4 KiB) of the boot stack; xtask reads this figure for the memory budget.
-pub const STACK_PAGES: usize = 64;
+/// Pages (4 KiB) of the boot stack (256 KiB; the memory budget shows it and the deepest use).
+const STACK_PAGES: usize = 64;
 
-entry!(main, 64);
+entry!(main, STACK_PAGES);
 
 /// The `flatbuffers` crate links `alloc` (its verifier builds error traces); ptera's loading and
 /// inference never allocate. This bounded heap exists only to satisfy that link and to absorb an
