@@ -251,7 +251,9 @@ fn input_of_wrong_shape_or_dtype_is_rejected() {
         Err(Error::InputNotSet { index: 0 })
     ));
     // After a run, inputs must be set again (the plan may reuse their storage).
-    method.set_input_f32(0, &Shape::new(&[4, 32]).unwrap(), &x).unwrap();
+    method
+        .set_input_f32(0, &Shape::new(&[4, 32]).unwrap(), &x)
+        .unwrap();
     method.execute().unwrap();
     assert!(matches!(
         method.execute(),
