@@ -3,6 +3,7 @@
 #![allow(clippy::result_large_err)]
 
 mod baremetal;
+mod bench_gemm;
 mod inspect;
 mod npy;
 
@@ -78,6 +79,8 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Exact instruction count and FMA density of one GEMM call (AArch64, qemu-user trace).
+    Gemm(bench_gemm::GemmArgs),
 }
 
 /// The registry the host tools use: every kernel and backend ptera has.
@@ -111,6 +114,9 @@ fn main() -> ExitCode {
                     json,
                 },
         } => bench_run(&model, &inputs, iters, json),
+        Cmd::Bench {
+            what: BenchCmd::Gemm(args),
+        } => bench_gemm::bench_gemm(args),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,77 @@
+//! `gemm-count ISA M K N`: one `sgemm` call (row-major A, B, C; beta 0, no bias) with the ISA
+//! forced, bracketed by calls to the never-inlined marks `ptera_bench_mark_begin` and
+//! `ptera_bench_mark_end`, so that an instruction trace of the process (qemu-user
+//! `-d in_asm,exec,nochain`) can count exactly the instructions of the call.
+//! Prints `vector_bits=<bits>` (the vector length the kernel uses) on stdout.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ptera::kernels::arm::{self, Isa};
+use ptera::kernels::gemm::{sgemm, sgemm_scratch_len, MatRef};
+
+static MARKS: AtomicU32 = AtomicU32::new(0);
+
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn ptera_bench_mark_begin() {
+    MARKS.fetch_add(1, Ordering::SeqCst);
+}
+
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn ptera_bench_mark_end() {
+    MARKS.fetch_add(2, Ordering::SeqCst);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() != 4 {
+        eprintln!("usage: gemm-count ISA M K N");
+        std::process::exit(2);
+    }
+    let isa = Isa::parse(&args[0]).unwrap_or_else(|| {
+        eprintln!("unknown ISA {}", args[0]);
+        std::process::exit(2)
+    });
+    let dim = |s: &str| -> usize { s.parse().expect("dimension") };
+    let (m, k, n) = (dim(&args[1]), dim(&args[2]), dim(&args[3]));
+    if let Err(e) = arm::force(isa) {
+        eprintln!("{e}");
+        std::process::exit(3);
+    }
+    let bits = match isa {
+        Isa::Generic | Isa::Neon => 128,
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `force` succeeded, so SVE2 is present.
+        Isa::Sve2 => (unsafe { arm::sve::cntw() }) * 32,
+        #[cfg(target_arch = "aarch64")]
+        Isa::Sme | Isa::Sme2 => arm::sme::svl_bytes() * 8,
+        #[cfg(not(target_arch = "aarch64"))]
+        _ => 0,
+    };
+    println!("vector_bits={bits}");
+    let a: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7) % 13) as f32 * 0.1 - 0.6)
+        .collect();
+    let b: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 5) % 11) as f32 * 0.1 - 0.5)
+        .collect();
+    let mut c = vec![0.0f32; m * n];
+    let mut scratch = vec![0.0f32; sgemm_scratch_len(m, n, k)];
+    let am = MatRef::row_major(&a, m, k).unwrap();
+    let bm = MatRef::row_major(&b, k, n).unwrap();
+    ptera_bench_mark_begin();
+    let r = sgemm(am, bm, &mut c, n, 1.0, 0.0, None, &mut scratch);
+    ptera_bench_mark_end();
+    r.expect("sgemm");
+    // Spot check one element against a scalar dot product.
+    let (i, j) = (m / 2, n / 2);
+    let want: f32 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+    let got = black_box(&c)[i * n + j];
+    assert!(
+        (got - want).abs() <= 1e-3 * want.abs().max(1.0),
+        "got {got}, want {want}"
+    );
+    println!("checksum={}", c.iter().map(|&x| x as f64).sum::<f64>());
+}

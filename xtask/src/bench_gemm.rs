@@ -1,0 +1,252 @@
+//! `cargo xtask bench gemm`: exact instruction count of one GEMM call on AArch64.
+//!
+//! Method ("qemu-user exec trace"): the tiny Linux program `benches/gemm-count` is built for
+//! `aarch64-unknown-linux-gnu` and run under `qemu-aarch64 -d in_asm,exec,nochain`. QEMU logs
+//! every translated block ("IN:" followed by its instructions) and, with chaining off, every
+//! execution of a block ("Trace ... [../PC/..] symbol"). The executed instructions are the sum
+//! of the lengths of the blocks executed between the program's two mark functions
+//! (`ptera_bench_mark_begin` / `_end`), which bracket the `sgemm` call. The count is exact and
+//! repeats run to run. The log is streamed through a FIFO, never stored.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct GemmArgs {
+    /// Micro-kernel ISA: generic, neon, sve2, sme, sme2.
+    #[arg(long, default_value = "neon")]
+    isa: String,
+    #[arg(long)]
+    m: usize,
+    #[arg(long)]
+    k: usize,
+    #[arg(long)]
+    n: usize,
+    /// SVE / SME vector length in bits (qemu `sve-`/`sme-default-vector-length`); default:
+    /// qemu's (SVE 512, SME 256 in user mode).
+    #[arg(long)]
+    vl: Option<usize>,
+    /// qemu-aarch64 to use (default: `qemu-aarch64`, or target/qemu11's for sme2).
+    #[arg(long)]
+    qemu: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+const TARGET: &str = "aarch64-unknown-linux-gnu";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn build_bench() -> Result<PathBuf> {
+    let root = root();
+    let tdir = root.join("target/gemm-count");
+    let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&root)
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--target",
+            TARGET,
+            "--manifest-path",
+        ])
+        .arg(root.join("benches/gemm-count/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &tdir)
+        .status()
+        .context("cannot run cargo")?;
+    if !st.success() {
+        bail!("building benches/gemm-count failed");
+    }
+    Ok(tdir.join(TARGET).join("release/gemm-count"))
+}
+
+/// Counts the instructions executed between the two marks in a `-d in_asm,exec,nochain` log.
+#[derive(Default)]
+struct TraceCounter {
+    /// Instructions of each translated block, by guest PC (latest translation wins).
+    tb_len: HashMap<u64, u64>,
+    /// PC of the "IN:" block being read, and its instruction count so far.
+    cur: Option<(u64, u64)>,
+    /// 0 = before the begin mark, 1 = inside the begin mark, 2 = counting, 3 = done.
+    state: u8,
+    count: u64,
+    blocks: u64,
+    /// Instructions by function symbol (as QEMU names it).
+    by_symbol: HashMap<String, u64>,
+}
+
+const BEGIN: &str = "ptera_bench_mark_begin";
+const END: &str = "ptera_bench_mark_end";
+
+impl TraceCounter {
+    fn finish_block(&mut self) {
+        if let Some((pc, n)) = self.cur.take() {
+            self.tb_len.insert(pc, n);
+        }
+    }
+
+    fn line(&mut self, l: &str) -> Result<()> {
+        if l.starts_with("IN:") {
+            self.finish_block();
+            self.cur = Some((u64::MAX, 0));
+        } else if let Some(rest) = l.strip_prefix("0x") {
+            // "0x0000ffff...:  d503201f  nop" inside an IN: block.
+            if let Some((pc, n)) = self.cur.as_mut() {
+                if *n == 0 {
+                    let hex = rest.split(':').next().unwrap_or("");
+                    *pc = u64::from_str_radix(hex, 16).context("bad IN: address")?;
+                }
+                *n += 1;
+            }
+        } else if let Some(rest) = l.strip_prefix("Trace ") {
+            self.finish_block();
+            // "Trace 0: 0xHOST [flags/PC/../..] symbol"
+            let (fields, sym) = match (rest.find('['), rest.find(']')) {
+                (Some(a), Some(b)) if a < b => (&rest[a + 1..b], rest[b + 1..].trim()),
+                _ => bail!("unexpected Trace line: {l}"),
+            };
+            let pc_hex = fields.split('/').nth(1).context("Trace line without PC")?;
+            let pc = u64::from_str_radix(pc_hex, 16).context("bad Trace PC")?;
+            match self.state {
+                0 if sym == BEGIN => self.state = 1,
+                1 if sym != BEGIN => self.state = 2,
+                _ => {}
+            }
+            if self.state == 2 {
+                if sym == END {
+                    self.state = 3;
+                } else {
+                    let n = *self
+                        .tb_len
+                        .get(&pc)
+                        .with_context(|| format!("executed block {pc:#x} never translated"))?;
+                    self.count += n;
+                    self.blocks += 1;
+                    *self.by_symbol.entry(sym.to_string()).or_default() += n;
+                }
+            }
+        } else if l.trim().is_empty() {
+            self.finish_block();
+        }
+        Ok(())
+    }
+}
+
+pub fn bench_gemm(args: GemmArgs) -> Result<()> {
+    let isa = args.isa.to_ascii_lowercase();
+    if !["generic", "neon", "sve2", "sme", "sme2"].contains(&isa.as_str()) {
+        bail!("--isa must be one of generic, neon, sve2, sme, sme2");
+    }
+    let bin = build_bench()?;
+    let qemu = match &args.qemu {
+        Some(q) => q.clone(),
+        None if isa == "sme2" => {
+            let q = root().join("target/qemu11/usr/bin/qemu-aarch64");
+            if !q.exists() {
+                bail!("sme2 needs qemu-aarch64 >= 10.1: run scripts/fetch-qemu11.sh (or --qemu)");
+            }
+            q
+        }
+        None => PathBuf::from("qemu-aarch64"),
+    };
+    let mut cpu = String::from("max");
+    if let Some(vl) = args.vl {
+        if vl % 128 != 0 || vl == 0 || vl > 2048 {
+            bail!("--vl must be a multiple of 128 up to 2048");
+        }
+        cpu += &format!(
+            ",sve-default-vector-length={0},sme-default-vector-length={0}",
+            vl / 8
+        );
+    }
+    let tmp = std::env::temp_dir().join(format!("ptera-gemm-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let fifo = tmp.join("trace.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    if !Command::new("mkfifo").arg(&fifo).status()?.success() {
+        bail!("mkfifo failed");
+    }
+    let child = Command::new(&qemu)
+        .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", &cpu])
+        .args(["-d", "in_asm,exec,nochain", "-D"])
+        .arg(&fifo)
+        .arg(&bin)
+        .args([
+            &isa,
+            &args.m.to_string(),
+            &args.k.to_string(),
+            &args.n.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", qemu.display()))?;
+    let mut tc = TraceCounter::default();
+    {
+        let f = std::fs::File::open(&fifo).context("open trace FIFO")?;
+        let mut r = BufReader::with_capacity(1 << 20, f);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            let l = String::from_utf8_lossy(&buf);
+            tc.line(l.trim_end_matches('\n'))?;
+        }
+    }
+    let out = child.wait_with_output()?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    if !out.status.success() {
+        bail!("gemm-count failed under {} -cpu {cpu}", qemu.display());
+    }
+    if tc.state != 3 {
+        bail!("marks not found in the trace");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let bits: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("vector_bits="))
+        .context("no vector_bits from gemm-count")?
+        .trim()
+        .parse()?;
+    let lanes = (bits / 32) as u128;
+    let macs = (args.m * args.n * args.k) as u128;
+    let per_insn = match isa.as_str() {
+        "sme" | "sme2" => lanes * lanes,
+        _ => lanes,
+    };
+    let ideal = macs.div_ceil(per_insn);
+    let density = ideal as f64 / tc.count as f64;
+    if args.json {
+        let v = serde_json::json!({
+            "isa": isa, "m": args.m, "k": args.k, "n": args.n, "vector_bits": bits,
+            "instructions": tc.count, "fma_instructions_ideal": ideal as u64,
+            "density": (density * 10000.0).round() / 10000.0,
+            "method": "qemu-user exec trace",
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "{isa} {}x{}x{} at {bits} bits: {} instructions ({} blocks), ideal FMA {}, density {:.4}",
+            args.m, args.k, args.n, tc.count, tc.blocks, ideal, density
+        );
+        let mut v: Vec<_> = tc.by_symbol.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1));
+        for (sym, n) in v.into_iter().take(8) {
+            let short: String = sym.chars().take(90).collect();
+            println!(
+                "  {:>12} {:5.1}%  {short}",
+                n,
+                *n as f64 * 100.0 / tc.count as f64
+            );
+        }
+    }
+    Ok(())
+}
