@@ -69,6 +69,28 @@ pub struct Window {
 }
 
 impl Window {
+    /// Output height and width for an input of `h` × `w`, or None where the window does not fit.
+    pub fn out_hw(&self, h: usize, w: usize) -> (Option<usize>, Option<usize>) {
+        (
+            Self::out_dim(
+                h,
+                self.pad_top,
+                self.pad_bottom,
+                self.kh,
+                self.stride_h,
+                self.dil_h,
+            ),
+            Self::out_dim(
+                w,
+                self.pad_left,
+                self.pad_right,
+                self.kw,
+                self.stride_w,
+                self.dil_w,
+            ),
+        )
+    }
+
     /// Output extent for an input extent, or None if the window does not fit.
     pub fn out_dim(
         inp: usize,
@@ -692,22 +714,7 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             } else {
                 wd.s() == [oc, win.kh, win.kw, c / groups] && c % groups == 0 && oc % groups == 0
             };
-            let oh = Window::out_dim(
-                xd.d[1],
-                win.pad_top,
-                win.pad_bottom,
-                win.kh,
-                win.stride_h,
-                win.dil_h,
-            );
-            let ow = Window::out_dim(
-                xd.d[2],
-                win.pad_left,
-                win.pad_right,
-                win.kw,
-                win.stride_w,
-                win.dil_w,
-            );
+            let (oh, ow) = win.out_hw(xd.d[1], xd.d[2]);
             if !ok_filter || out.d[0] != xd.d[0] || oh != Some(out.d[1]) || ow != Some(out.d[2]) {
                 return mismatch("convolution: input, filter and output dims disagree");
             }
@@ -717,22 +724,7 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         }
         Op::Pool { x, win, .. } => {
             let xd = dims(x);
-            let oh = Window::out_dim(
-                xd.d[1],
-                win.pad_top,
-                win.pad_bottom,
-                win.kh,
-                win.stride_h,
-                win.dil_h,
-            );
-            let ow = Window::out_dim(
-                xd.d[2],
-                win.pad_left,
-                win.pad_right,
-                win.kw,
-                win.stride_w,
-                win.dil_w,
-            );
+            let (oh, ow) = win.out_hw(xd.d[1], xd.d[2]);
             if xd.rank != 4
                 || out.rank != 4
                 || out.d[0] != xd.d[0]

@@ -256,33 +256,41 @@ pub fn transpose(x: &[f32], xd: &Dims, perm: &[u8], out: &mut [f32]) {
     }
 }
 
-/// Copies the block at `offsets` with the output's dims.
-pub fn slice(x: &[f32], xd: &Dims, offsets: &[u32], out: &mut [f32], od: &Dims) {
-    let r = xd.rank;
-    let mut xs = [0usize; MAX_DIMS];
+/// Walks the rows (innermost runs) of a `block` placed at `offsets` inside a row-major
+/// `outer` tensor: calls `f(row, start)` with the row's index in the block and the element
+/// offset of its first element in `outer`.
+fn block_rows(block: &Dims, outer: &Dims, offsets: &[u32], mut f: impl FnMut(usize, usize)) {
+    let r = block.rank;
+    let mut st = [0usize; MAX_DIMS];
     let mut acc = 1;
     for i in (0..r).rev() {
-        xs[i] = acc;
-        acc *= xd.d[i];
+        st[i] = acc;
+        acc *= outer.d[i];
     }
-    let inner = od.last();
-    let rows = out.len().checked_div(inner).unwrap_or(0);
+    let inner = block.last();
+    let rows = block.numel().checked_div(inner).unwrap_or(0);
     let mut idx = [0usize; MAX_DIMS];
     for row in 0..rows {
-        let mut src = 0;
-        for d in 0..r {
-            let i = if d + 1 == r { 0 } else { idx[d] };
-            src += (i + offsets[d] as usize) * xs[d];
-        }
-        out[row * inner..(row + 1) * inner].copy_from_slice(&x[src..src + inner]);
+        let start = (0..r)
+            .map(|d| (if d + 1 == r { 0 } else { idx[d] } + offsets[d] as usize) * st[d])
+            .sum();
+        f(row, start);
         for d in (0..r.saturating_sub(1)).rev() {
             idx[d] += 1;
-            if idx[d] < od.d[d] {
+            if idx[d] < block.d[d] {
                 break;
             }
             idx[d] = 0;
         }
     }
+}
+
+/// Copies the block at `offsets` with the output's dims.
+pub fn slice(x: &[f32], xd: &Dims, offsets: &[u32], out: &mut [f32], od: &Dims) {
+    let inner = od.last();
+    block_rows(od, xd, offsets, |row, src| {
+        out[row * inner..(row + 1) * inner].copy_from_slice(&x[src..src + inner])
+    });
 }
 
 /// Concatenation along `axis`: inputs are copied block-wise.
@@ -303,31 +311,10 @@ pub fn concat(inputs: &[(&[f32], Dims)], axis: usize, out: &mut [f32], od: &Dims
 /// Constant padding: `out` filled with `value`, `x` placed at offsets `pre`.
 pub fn pad(x: &[f32], xd: &Dims, pre: &[u32], value: f32, out: &mut [f32], od: &Dims) {
     out.fill(value);
-    let r = xd.rank;
-    let mut os = [0usize; MAX_DIMS];
-    let mut acc = 1;
-    for i in (0..r).rev() {
-        os[i] = acc;
-        acc *= od.d[i];
-    }
     let inner = xd.last();
-    let rows = x.len().checked_div(inner).unwrap_or(0);
-    let mut idx = [0usize; MAX_DIMS];
-    for row in 0..rows {
-        let mut dst = 0;
-        for d in 0..r {
-            let i = if d + 1 == r { 0 } else { idx[d] };
-            dst += (i + pre[d] as usize) * os[d];
-        }
-        out[dst..dst + inner].copy_from_slice(&x[row * inner..(row + 1) * inner]);
-        for d in (0..r.saturating_sub(1)).rev() {
-            idx[d] += 1;
-            if idx[d] < xd.d[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
+    block_rows(xd, od, pre, |row, dst| {
+        out[dst..dst + inner].copy_from_slice(&x[row * inner..(row + 1) * inner])
+    });
 }
 
 /// NHWC convolution. `w` is `[OC, KH, KW, IC/groups]` (or `[1, KH, KW, OC]` depthwise).
