@@ -176,6 +176,24 @@ impl Graph {
                     )
                     .as_union_value()
                 }
+                xf::XNodeUnion::XNNStaticConstantPad => {
+                    // fields: input, output, value bits, pre..., post...
+                    let r = (f.len() - 3) / 2;
+                    let pre = b.create_vector(&f[3..3 + r]);
+                    let post = b.create_vector(&f[3 + r..]);
+                    xf::XNNStaticConstantPad::create(
+                        &mut b,
+                        &xf::XNNStaticConstantPadArgs {
+                            pre_paddings: Some(pre),
+                            post_paddings: Some(post),
+                            padding_value: f32::from_bits(f[2]),
+                            input_id: f[0],
+                            output_id: f[1],
+                            flags: 0,
+                        },
+                    )
+                    .as_union_value()
+                }
                 xf::XNodeUnion::XNNConcatenate2 | xf::XNodeUnion::XNNConcatenate3 => {
                     xf::_XNNCat::create(
                         &mut b,
@@ -575,4 +593,24 @@ fn corrupted_payloads_are_load_errors() {
         load_error(&g).contains("XNNScaledDotProductAttention"),
         "unsupported node is named"
     );
+}
+
+#[test]
+fn constant_pad_places_the_input_block() {
+    let mut g = Graph::default();
+    let x = g.value(&[2, 3], Kind::Input);
+    let o = g.value(&[3, 6], Kind::Output);
+    g.node(
+        U::XNNStaticConstantPad,
+        &[x, o, 1.5f32.to_bits(), 1, 2, 0, 1],
+    );
+    let xd = ramp(6, 31);
+    let out = g.run(core::slice::from_ref(&xd)).unwrap();
+    let mut want = [1.5f32; 18];
+    for i in 0..2 {
+        for j in 0..3 {
+            want[(i + 1) * 6 + j + 2] = xd[i * 3 + j];
+        }
+    }
+    close(&out[0].f32(), &want);
 }
