@@ -880,7 +880,7 @@ fn pack_panel(
                 }
             };
         }
-        fixed!(4, 6, 8, 12, 16);
+        fixed!(4, 6, 8, 12, 16, 24, 32, 36, 48);
     }
     for (p, dp) in d[..kc * w].chunks_exact_mut(w).enumerate() {
         for (l, x) in dp[..n].iter_mut().enumerate() {
