@@ -703,6 +703,26 @@ pub fn sgemm_with(
         }
         return Ok(());
     }
+    // M = 1 on AArch64 with an Arm kernel: a GEMV without packing (`kernels::arm::gemv`).
+    #[cfg(target_arch = "aarch64")]
+    if m == 1
+        && !core::ptr::eq(uk, &PORTABLE)
+        && a.cs == 1
+        && crate::kernels::arm::gemv::sgemv(
+            k,
+            n,
+            &a.data[..k.min(a.data.len())],
+            b.data,
+            b.rs,
+            b.cs,
+            &mut c[..n],
+            alpha,
+            beta,
+            bias,
+        )
+    {
+        return Ok(());
+    }
     let need = scratch_len_for(uk, m, n, k);
     if scratch.len() < need {
         return Err(KernelError::Scratch {

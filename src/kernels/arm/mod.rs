@@ -26,6 +26,8 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use super::gemm::{self, MicroKernel};
 
 #[cfg(target_arch = "aarch64")]
+pub mod gemv;
+#[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]
 pub mod sme;
