@@ -155,9 +155,14 @@ pub unsafe fn kernel_8x12(
             step!();
             n -= 1;
         }
-        for (i, row) in acc.iter().enumerate() {
-            store_row(*row, c.offset(i as isize * rsc), csc, alpha, beta, bias);
+        // Unrolled by hand so that the accumulators stay in registers (a loop over the array
+        // made LLVM keep it on the stack).
+        macro_rules! store {
+            ($($i:literal)*) => {
+                $(store_row(acc[$i], c.offset($i * rsc), csc, alpha, beta, bias);)*
+            };
         }
+        store!(0 1 2 3 4 5 6 7);
     }
 }
 
