@@ -51,7 +51,7 @@ pub fn sgemv(
         .checked_mul(brs)
         .zip((n - 1).checked_mul(bcs))
         .and_then(|(r, c)| r.checked_add(c));
-    if !last.is_some_and(|l| l < b.len()) {
+    if last.is_none_or(|l| l >= b.len()) {
         return false;
     }
     if bcs == 1 {
