@@ -204,6 +204,7 @@ fn alpha_beta_bias_tails_each_isa() {
             (2.0, 1.0, false),
             (-1.0, 0.25, true),
             (1.0, 1.0, true),
+            (1.0, 1.0, false),
         ] {
             // Exact tiles, M/N tails, K = 1, odd K, and a padded ldc.
             for &(m, n, k) in &[
@@ -250,6 +251,20 @@ fn crosses_cache_blocks_each_isa() {
     use crate::kernels::gemm::{KC, MC, NC};
     each_isa(|isa, uk| {
         let mut rng = Rng(31337 + isa as u64);
+        // Later depth blocks with alpha = 1, beta = 1 and no bias (the SME kernels' ZA-preload
+        // epilogue), beta = 0 on the first block (their direct-store epilogue).
+        check(
+            uk,
+            &mut rng,
+            2 * MC + 3,
+            NC - 5,
+            2 * KC + 7,
+            (true, false),
+            1.0,
+            0.0,
+            false,
+            0,
+        );
         check(
             uk,
             &mut rng,
