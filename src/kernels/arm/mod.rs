@@ -33,6 +33,8 @@ pub mod neon;
 pub mod sme;
 #[cfg(target_arch = "aarch64")]
 pub mod sve;
+#[cfg(target_arch = "aarch64")]
+pub mod vec;
 
 /// An instruction-set level for the GEMM micro-kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
