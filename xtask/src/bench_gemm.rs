@@ -21,12 +21,16 @@ pub struct GemmArgs {
     /// Micro-kernel ISA: generic, neon, sve2, sme, sme2.
     #[arg(long, default_value = "neon")]
     isa: String,
-    #[arg(long)]
+    #[arg(long, default_value_t = 0)]
     m: usize,
-    #[arg(long)]
+    #[arg(long, default_value_t = 0)]
     k: usize,
-    #[arg(long)]
+    #[arg(long, default_value_t = 0)]
     n: usize,
+    /// Instead of one GEMM, count one `forward` of this .pte (after a warm-up forward) with
+    /// the ISA forced (benches/gemm-count `pte-count`).
+    #[arg(long)]
+    pte: Option<PathBuf>,
     /// SVE / SME vector length in bits (qemu `sve-`/`sme-default-vector-length`); default:
     /// qemu's (SVE 512, SME 256 in user mode).
     #[arg(long)]
@@ -64,7 +68,7 @@ fn build_bench() -> Result<PathBuf> {
     if !st.success() {
         bail!("building benches/gemm-count failed");
     }
-    Ok(tdir.join(TARGET).join("release/gemm-count"))
+    Ok(tdir.join(TARGET).join("release"))
 }
 
 /// Counts the instructions executed between the two marks in a `-d in_asm,exec,nochain` log.
@@ -144,7 +148,10 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     if !["generic", "neon", "sve2", "sme", "sme2"].contains(&isa.as_str()) {
         bail!("--isa must be one of generic, neon, sve2, sme, sme2");
     }
-    let bin = build_bench()?;
+    if args.pte.is_none() && (args.m == 0 || args.k == 0 || args.n == 0) {
+        bail!("--m, --k and --n are required (and > 0) unless --pte is given");
+    }
+    let dir = build_bench()?;
     let qemu = match &args.qemu {
         Some(q) => q.clone(),
         None if isa == "sme2" => {
@@ -177,13 +184,22 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", &cpu])
         .args(["-d", "in_asm,exec,nochain", "-D"])
         .arg(&fifo)
-        .arg(&bin)
-        .args([
-            &isa,
-            &args.m.to_string(),
-            &args.k.to_string(),
-            &args.n.to_string(),
-        ])
+        .args(match &args.pte {
+            Some(p) => vec![
+                dir.join("pte-count").into_os_string(),
+                isa.clone().into(),
+                std::fs::canonicalize(p)
+                    .with_context(|| format!("cannot find {}", p.display()))?
+                    .into_os_string(),
+            ],
+            None => vec![
+                dir.join("gemm-count").into_os_string(),
+                isa.clone().into(),
+                args.m.to_string().into(),
+                args.k.to_string().into(),
+                args.n.to_string().into(),
+            ],
+        })
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot run {}", qemu.display()))?;
@@ -208,6 +224,22 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     }
     if tc.state != 3 {
         bail!("marks not found in the trace");
+    }
+    if let Some(p) = &args.pte {
+        if args.json {
+            let v = serde_json::json!({
+                "isa": isa, "pte": p.display().to_string(), "instructions_per_forward": tc.count,
+                "method": "qemu-user exec trace",
+            });
+            println!("{v}");
+        } else {
+            println!(
+                "{isa} {}: {} instructions per forward",
+                p.display(),
+                tc.count
+            );
+        }
+        return Ok(());
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let bits: usize = stdout
