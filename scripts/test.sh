@@ -16,6 +16,6 @@ echo "host checks passed in $(( $(date +%s) - start )) s"
 if [ "${PTERA_HOST_ONLY:-0}" != 1 ]; then
   scripts/setup-qemu.sh
   scripts/test-baremetal.sh
-  if [ -x scripts/test-arm.sh ]; then scripts/test-arm.sh; fi
+  scripts/test-arm.sh --fetch-qemu11
 fi
 echo "all checks passed in $(( $(date +%s) - start )) s"
