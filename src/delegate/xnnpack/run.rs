@@ -30,6 +30,12 @@ fn apply(op: Binary, x: f32, y: f32) -> f32 {
 }
 
 fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "aarch64")]
+    match op {
+        Binary::Add => return crate::kernels::arm::vec::add(a, b, out),
+        Binary::Mul => return crate::kernels::arm::vec::mul(a, b, out),
+        _ => {}
+    }
     macro_rules! go {
         ($f:expr) => {
             for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
@@ -155,16 +161,28 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
         return;
     }
     for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        let m = xr.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-        let mut sum = 0.0f32;
-        for (o, &v) in or.iter_mut().zip(xr) {
-            let e = libm::expf(v - m);
-            *o = e;
-            sum += e;
-        }
-        let inv = 1.0 / sum;
-        or.iter_mut().for_each(|o| *o *= inv);
+        softmax_row(xr, or);
     }
+}
+
+/// One row on Neon (polynomial exp, rel. error ≤ 2e-7).
+#[cfg(target_arch = "aarch64")]
+fn softmax_row(x: &[f32], out: &mut [f32]) {
+    crate::kernels::arm::vec::softmax(x, out)
+}
+
+/// One row with libm's exp.
+#[cfg(not(target_arch = "aarch64"))]
+fn softmax_row(x: &[f32], out: &mut [f32]) {
+    let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let mut sum = 0.0f32;
+    for (o, &v) in out.iter_mut().zip(x) {
+        let e = libm::expf(v - m);
+        *o = e;
+        sum += e;
+    }
+    let inv = 1.0 / sum;
+    out.iter_mut().for_each(|o| *o *= inv);
 }
 
 /// Fully connected: `out[m, n] = x[m, k] · W + bias`, W `[n, k]` or (`transpose_w`) `[k, n]`.
