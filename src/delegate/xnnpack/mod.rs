@@ -428,23 +428,23 @@ impl Backend for XnnpackBackend {
     }
 
     fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
-        let (req, head) = analyze(init, None)?;
-        if state.len() < req.state || state.as_ptr() as usize % 16 != 0 {
+        let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
+        if state.len() < state_bytes(n) || state.as_ptr() as usize % 16 != 0 {
             return Err(bad("XNNPACK state area too small or misaligned"));
         }
-        let n = head.n_values as usize;
         // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n) bytes
-        // (checked); Head and Loc are repr(C) plain data, so writing them through properly
-        // aligned pointers (Head at 0, Locs at 32 with 8-byte alignment) is sound.
+        // (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
+        // pointers (at offset 32, 8-byte alignment) is sound.
         let locs = unsafe {
-            (state.as_mut_ptr() as *mut Head).write(head);
             let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
             for i in 0..n {
                 p.add(i).write(Loc::default());
             }
             core::slice::from_raw_parts_mut(p, n)
         };
-        analyze(init, Some(locs))?;
+        let (_, head) = analyze(init, Some(locs))?;
+        // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
+        unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
         Ok(())
     }
 
