@@ -184,20 +184,23 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             kernels[i] = k.run;
         }
         let dels = plan.delegates().unwrap_or_default();
-        let mut first: Option<DelegateSlot<'a, 'p>> = None;
-        for (d, del) in dels.iter().enumerate() {
-            let (backend, payload) = meta.delegate_backend(d, del, registry)?;
-            let init = DelegateInit {
-                program: *meta.program(),
-                payload,
-                index: d,
-            };
-            first.get_or_insert(DelegateSlot {
-                backend,
-                init,
-                state: &[],
-            });
-        }
+        // A fill value for the slot table (every slot is overwritten below).
+        let first = match dels.iter().next() {
+            Some(del) => {
+                let (backend, payload) = meta.delegate_backend(0, del, registry)?;
+                let init = DelegateInit {
+                    program: *meta.program(),
+                    payload,
+                    index: 0,
+                };
+                Some(DelegateSlot {
+                    backend,
+                    init,
+                    state: &[],
+                })
+            }
+            None => None,
+        };
         let delegates = match first {
             Some(f) => {
                 let slots = bump.alloc(dels.len(), f, needed)?;
