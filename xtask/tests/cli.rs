@@ -97,7 +97,8 @@ fn read_npy_f32(path: &Path) -> (Vec<u64>, Vec<f32>) {
 #[test]
 fn run_writes_executorch_outputs() {
     let dir = std::env::temp_dir().join(format!("ptera-cli-{}", std::process::id()));
-    for case in ["mlp_portable", "gpt2_portable"] {
+    for case in cases() {
+        let case = case.as_str();
         let mut args = vec![
             "run".to_string(),
             fixture(&format!("{case}.pte")).display().to_string(),
