@@ -1,11 +1,23 @@
 //! Cache-blocked single-precision GEMM: `C = alpha·A·B + beta·C (+ bias)`.
 //!
 //! A BLIS-style driver ([`sgemm`]) around an interchangeable register-tile
-//! [`MicroKernel`]. The driver blocks the problem for the cache hierarchy and packs operand
-//! panels into caller-provided scratch memory; the micro-kernel only ever sees packed,
-//! zero-padded panels and one `MR × NR` tile of C.
+//! [`MicroKernel`]. The driver blocks the problem for the cache hierarchy and packs A
+//! panels into caller-provided scratch memory; the micro-kernel sees a packed, zero-padded
+//! A micro-panel, `k` rows of B (`ldb` apart) and one `MR × NR` tile of C.
 //!
-//! Loop nest (BLIS order, `NC`/`KC`/`MC` are the cache blocks):
+//! Two loop nests. When B has unit column stride (row-major weights: the common case) B is
+//! **read in place** — weights are never copied — and A is packed once per depth block:
+//!
+//! ```text
+//! for pc in 0..k step kc            // depth block (kernels that keep C in ZA ask for long kc)
+//!   pack the column tail of B (n mod NR columns, zero-padded), if any
+//!   for ic in 0..m step mc          // pack A[ic.., pc..] (mc × kc, MR-interleaved), once
+//!     for jc in 0..n step NC        // B block read in place (stays in L2)
+//!       for ir in 0..mc step MR     // one packed A micro-panel (stays in L1)
+//!         for jr in jc.. step NR    // micro-kernel on one C tile, B rows b.rs apart
+//! ```
+//!
+//! Any other B (transposed or general strides) is packed, BLIS order:
 //!
 //! ```text
 //! for jc in 0..n step NC            // B panel columns
@@ -146,6 +158,7 @@ pub type MicroKernelFn = unsafe fn(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -154,18 +167,20 @@ pub type MicroKernelFn = unsafe fn(
     bias: *const f32,
 );
 
-/// A register-tile micro-kernel: computes one `MR × NR` tile of C from packed panels.
+/// A register-tile micro-kernel: computes one `MR × NR` tile of C from an A micro-panel and
+/// `k` rows of B.
 ///
-/// # Contract of `kernel(k, a, b, c, rsc, csc, alpha, beta, bias)`
+/// # Contract of `kernel(k, a, b, ldb, c, rsc, csc, alpha, beta, bias)`
 ///
 /// * `a` points to a packed A micro-panel of `k * MR` floats (f32-aligned),
 ///   **MR-row-interleaved**: for
 ///   depth `p` in `0..k` and tile row `i` in `0..MR`, `a[p * MR + i] = A(row0 + i, p0 + p)`
 ///   (rows past the matrix edge are zero).
-/// * `b` points to a packed B micro-panel of `k * NR` floats, **NR-column-interleaved**:
-///   `b[p * NR + j] = B(p0 + p, col0 + j)` (columns past the edge are zero). When `NR` is a
-///   multiple of 4, `b` is 16-byte aligned (so every packed B row `b + p * NR` is too); when
-///   `NR` is a multiple of 16 it is 64-byte aligned.
+/// * `b` points to `k` rows of B, each `NR` contiguous floats, row `p` at `b + p * ldb`:
+///   `b[p * ldb + j] = B(p0 + p, col0 + j)`. Two cases reach a kernel:
+///   a **packed** NR-column-interleaved panel (`ldb == NR`, columns past the edge zero,
+///   64-byte aligned), and a **direct** view of a row-major B read in place (`ldb` = B's
+///   row stride, only f32-aligned). Kernels must not assume more than f32 alignment.
 /// * `c` points to tile element `(0, 0)`; element `(i, j)` is at `c.offset(i * rsc + j * csc)`
 ///   for `i < MR`, `j < NR`, all valid for reads and writes.
 /// * The kernel stores, for every `i < MR, j < NR`:
@@ -178,6 +193,9 @@ pub type MicroKernelFn = unsafe fn(
 /// The driver guarantees these preconditions; an implementation must read and write nothing
 /// else. `mr ≤ MAX_MR` and `nr ≤ MAX_NR` (checked by the driver).
 ///
+/// A kernel may come with its own A packer ([`PackAFn`], used for row-major A) and a larger
+/// preferred depth block (kernels that keep the tile in ZA gain from long `k`).
+///
 /// Fields are private: a `MicroKernel` can only be built with the `unsafe`
 /// [`MicroKernel::new`], whose caller vouches that the function honours the contract for the
 /// declared `mr`/`nr` on every CPU the value can reach (safe code could otherwise pair a
@@ -188,7 +206,17 @@ pub struct MicroKernel {
     mr: usize,
     nr: usize,
     kernel: MicroKernelFn,
+    pack_a: Option<PackAFn>,
+    kc_max: usize,
 }
+
+/// Packs one A micro-panel from a row-major source.
+///
+/// # Contract of `pack(src, lda, rows, kc, dst)`
+/// `rows == MR` (the driver packs edge panels itself). For `i < MR` and `p < kc`:
+/// `dst[p * MR + i] = src[i * lda + p]`. `src + i*lda .. + kc` is readable for `i < MR`,
+/// `dst` holds `kc * MR` writable floats (only f32-aligned). `kc ≥ 1`.
+pub type PackAFn = unsafe fn(src: *const f32, lda: usize, rows: usize, kc: usize, dst: *mut f32);
 
 impl MicroKernel {
     /// A micro-kernel computing `mr × nr` tiles.
@@ -207,8 +235,29 @@ impl MicroKernel {
             mr,
             nr,
             kernel,
+            pack_a: None,
+            kc_max: KC,
         }
     }
+
+    /// The same kernel with its own A packer.
+    ///
+    /// # Safety
+    /// `pack` must implement the [`PackAFn`] contract for this kernel's `mr`, on every CPU
+    /// that can obtain the value.
+    pub const unsafe fn with_pack_a(self, pack: PackAFn) -> MicroKernel {
+        MicroKernel {
+            pack_a: Some(pack),
+            ..self
+        }
+    }
+
+    /// The same kernel with a preferred depth block of up to `kc_max` (the driver still
+    /// bounds it by the scratch size).
+    pub const fn with_kc_max(self, kc_max: usize) -> MicroKernel {
+        MicroKernel { kc_max, ..self }
+    }
+
     pub fn name(&self) -> &'static str {
         self.name
     }
@@ -238,7 +287,7 @@ trait Lanes: Copy {
     /// As [`Lanes::zero`].
     unsafe fn splat(x: f32) -> Self;
     /// # Safety
-    /// `p` 16-byte aligned and valid for `W` reads; target features as [`Lanes::zero`].
+    /// `p` f32-aligned and valid for `W` reads; target features as [`Lanes::zero`].
     unsafe fn load(p: *const f32) -> Self;
     /// `acc + a * b` (fused where the target has FMA).
     ///
@@ -276,9 +325,9 @@ impl Lanes for Portable8 {
     }
     #[inline(always)]
     unsafe fn load(p: *const f32) -> Self {
-        // SAFETY: the caller guarantees 8 readable floats at `p`, 16-byte aligned
-        // (`Lanes::load` contract), which is Portable8's size and alignment.
-        unsafe { core::ptr::read(p as *const Portable8) }
+        // SAFETY: the caller guarantees 8 readable floats at `p` (`Lanes::load` contract);
+        // the read is unaligned (B may be read in place, only f32-aligned).
+        unsafe { core::ptr::read_unaligned(p as *const Portable8) }
     }
     #[inline(always)]
     unsafe fn madd(acc: Self, a: Self, b: Self) -> Self {
@@ -323,6 +372,7 @@ unsafe fn kernel_body<V: Lanes, const MR: usize, const NV: usize>(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -330,8 +380,9 @@ unsafe fn kernel_body<V: Lanes, const MR: usize, const NV: usize>(
     beta: f32,
     bias: *const f32,
 ) {
-    // SAFETY: (whole body) per the contract, `a` holds k*MR floats and `b` k*NR floats, so
-    // every `a.add(p*MR + i)` / `b.add(p*NR + v*W)..+W` read is in bounds; C tile elements
+    // SAFETY: (whole body) per the contract, `a` holds k*MR floats and `b` k rows of NR
+    // floats `ldb` apart, so every `a.add(p*MR + i)` / `b.add(p*ldb + v*W)..+W` read is in
+    // bounds; C tile elements
     // (i, j) for i < MR, j < NR and bias[..NR] are valid per the contract; the CPU supports
     // V's target features (caller).
     unsafe {
@@ -350,7 +401,7 @@ unsafe fn kernel_body<V: Lanes, const MR: usize, const NV: usize>(
                 }
             }
             ap = ap.add(MR);
-            bp = bp.add(NV * V::W);
+            bp = bp.add(ldb);
         }
         let valpha = V::splat(alpha);
         const { assert!(NV * V::W <= MAX_NR) };
@@ -402,6 +453,7 @@ unsafe fn kernel_portable(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -410,7 +462,9 @@ unsafe fn kernel_portable(
     bias: *const f32,
 ) {
     // SAFETY: same contract, forwarded; Portable8 needs no target feature.
-    unsafe { kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, c, rsc, csc, alpha, beta, bias) }
+    unsafe {
+        kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, ldb, c, rsc, csc, alpha, beta, bias)
+    }
 }
 
 /// The portable micro-kernel: plain Rust, auto-vectorised for the build target's baseline SIMD.
@@ -472,6 +526,7 @@ mod x86 {
         k: usize,
         a: *const f32,
         b: *const f32,
+        ldb: usize,
         c: *mut f32,
         rsc: isize,
         csc: isize,
@@ -481,7 +536,7 @@ mod x86 {
     ) {
         // SAFETY: contract forwarded; this function is only selected after run-time
         // detection of AVX2 + FMA (see `detect`), so Avx8's features are present.
-        unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, c, rsc, csc, alpha, beta, bias) }
+        unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
     }
 
     /// Shim with the plain `MicroKernelFn` type (target-feature functions cannot coerce to a
@@ -491,6 +546,7 @@ mod x86 {
         k: usize,
         a: *const f32,
         b: *const f32,
+        ldb: usize,
         c: *mut f32,
         rsc: isize,
         csc: isize,
@@ -500,7 +556,7 @@ mod x86 {
     ) {
         // SAFETY: the caller upholds the contract, which for this kernel includes running on
         // a CPU with AVX2 and FMA (it is only handed out by `detect` / `avx2_fma`).
-        unsafe { kernel_avx2(k, a, b, c, rsc, csc, alpha, beta, bias) }
+        unsafe { kernel_avx2(k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
     }
 
     // SAFETY: `kernel_avx2_ptr` implements the contract for a 6 × 16 tile (generic body with
@@ -587,13 +643,65 @@ fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
 
-/// Block sizes for a micro-kernel: `(mc, nc)` (multiples of `mr` / `nr`).
-fn blocks(uk: &MicroKernel) -> (usize, usize) {
-    (MC - MC % uk.mr, NC - NC % uk.nr)
+/// Splits `k` into equal depth blocks of at most `cap` (at least 1): the block size.
+fn split_depth(k: usize, cap: usize) -> usize {
+    let cap = cap.max(1);
+    k.div_ceil(k.div_ceil(cap).max(1)).max(1)
+}
+
+/// How one call is blocked and where its panels live in the scratch.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// B is read in place (row-major B); only a column tail is packed.
+    direct_b: bool,
+    kc: usize,
+    mc: usize,
+    nc: usize,
+    /// Floats of the packed A block.
+    a_len: usize,
+    /// Floats of the packed B panel (packed mode) or of the packed column tail (direct).
+    b_len: usize,
+}
+
+/// Usable scratch floats (the rest aligns the panels to 64 bytes).
+const BUDGET_F32: usize = GEMM_SCRATCH_F32 - ALIGN_F32;
+/// Upper bound on the rows of A packed at once when B is read in place.
+const MC_DIRECT: usize = 256;
+
+fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan {
+    let (mr, nr) = (uk.mr, uk.nr);
+    let nc = (NC - NC % nr).max(nr);
+    if direct_b {
+        // A block (mc × kc) + one packed column-tail panel (kc × nr).
+        let kc = split_depth(k, uk.kc_max.min(BUDGET_F32 / (mr + nr)));
+        let tail = if n % nr != 0 { kc * nr } else { 0 };
+        let strips = ((BUDGET_F32 - tail) / (kc * mr)).max(1);
+        let mc = (strips * mr).min(round_up(m, mr)).min(MC_DIRECT.max(mr));
+        Plan {
+            direct_b,
+            kc,
+            mc,
+            nc,
+            a_len: mc * kc,
+            b_len: tail,
+        }
+    } else {
+        let kc = split_depth(k, KC);
+        let mc = (MC - MC % mr).max(mr).min(round_up(m, mr));
+        let ncb = nc.min(round_up(n, nr));
+        Plan {
+            direct_b,
+            kc,
+            mc,
+            nc,
+            a_len: mc * kc,
+            b_len: kc * ncb,
+        }
+    }
 }
 
 /// Scratch floats [`sgemm`] needs for an `m × n × k` product with the selected micro-kernel
-/// (never more than [`GEMM_SCRATCH_F32`]).
+/// and any operand layout (never more than [`GEMM_SCRATCH_F32`]).
 pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
     scratch_len_for(micro_kernel(), m, n, k)
 }
@@ -602,22 +710,12 @@ fn scratch_len_for(uk: &MicroKernel, m: usize, n: usize, k: usize) -> usize {
     if m == 0 || n == 0 || k == 0 {
         return 0;
     }
-    let (a_len, b_len) = pack_lens(uk, m, n, k);
-    ALIGN_F32 + a_len + b_len
+    let need = |p: Plan| ALIGN_F32 + p.a_len + p.b_len;
+    need(plan(uk, m, n, k, true)).max(need(plan(uk, m, n, k, false)))
 }
 
 /// Packed-panel areas are aligned to this many floats (64 bytes) inside the scratch.
 const ALIGN_F32: usize = 16;
-
-/// Floats of the packed A block and the packed B panel for this shape.
-fn pack_lens(uk: &MicroKernel, m: usize, n: usize, k: usize) -> (usize, usize) {
-    let (mc, nc) = blocks(uk);
-    let kc = k.min(KC);
-    (
-        round_up(m, uk.mr).min(mc) * kc,
-        kc * round_up(n, uk.nr).min(nc),
-    )
-}
 
 /// `C = alpha·A·B + beta·C + bias` with the best micro-kernel for this CPU.
 ///
@@ -631,6 +729,10 @@ fn pack_lens(uk: &MicroKernel, m: usize, n: usize, k: usize) -> (usize, usize) {
 /// * `alpha` always multiplies the computed product (`alpha = 0` still propagates NaN/Inf
 ///   from A or B, unlike a BLAS that skips the product).
 /// * `scratch` must hold [`sgemm_scratch_len`]`(m, n, k)` floats (≤ [`GEMM_SCRATCH_F32`]).
+///
+/// A B with unit column stride (a row-major `[K, N]` matrix, e.g. an `addmm`/`mm` weight)
+/// is read in place by the micro-kernel, whole `NR`-column panels at a time; any other B
+/// (e.g. `linear`'s `[N, K]` weight viewed transposed) is packed panel by panel.
 ///
 /// Errors: inner dimensions differ, `ldc < n`, C or bias too short (`KernelError::Shape`
 /// with `arg: 0`: the GEMM does not know argument positions, callers validate first), or
@@ -730,120 +832,245 @@ pub fn sgemm_with(
             got: scratch.len() * 4,
         });
     }
-    let (mr, nr) = (uk.mr, uk.nr);
-    let (mc_max, nc_max) = blocks(uk);
-    // Scratch layout: [pad to 64 bytes][packed B panel][packed A block]. B micro-panels are
-    // k·NR floats apart, so each starts 16-byte aligned whenever NR is a multiple of 4.
+    let plan = plan(uk, m, n, k, b.cs == 1);
     let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
-    let (a_len, b_len) = pack_lens(uk, m, n, k);
-    let (bpack, rest) = scratch[off..].split_at_mut(b_len);
-    let apack = &mut rest[..a_len];
-
-    // Edge tiles are computed here (row stride nr), then merged into C.
-    let mut tmp = [0.0f32; MAX_MR * MAX_NR];
-    let mut jc = 0;
-    while jc < n {
-        let nc = nc_max.min(n - jc);
-        let mut pc = 0;
+    // Scratch layout: [pad to 64 bytes][packed B panel or column tail][packed A block].
+    // Panels are kc·NR / kc·MR floats apart inside their areas.
+    let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
+    let apack = &mut rest[..plan.a_len];
+    let mut t = Tiles {
+        uk,
+        c,
+        ldc,
+        alpha,
+        bias,
+        tmp: [0.0f32; MAX_MR * MAX_NR],
+    };
+    let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
+    let mut pc = 0;
+    if plan.direct_b {
+        // pc → ic (pack A once) → jc → ir → jr, B read in place; only the column tail
+        // (n mod NR) is packed, once per depth block.
+        let n_full = n - n % nr;
         while pc < k {
-            let kc = KC.min(k - pc);
+            let kcb = kc.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
-            let last = pc + kc == k;
-            pack_b(&b, pc, kc, jc, nc, nr, bpack);
+            let last = pc + kcb == k;
+            if n_full < n {
+                pack_b(&b, pc, kcb, n_full, n - n_full, nr, bpack);
+            }
             let mut ic = 0;
             while ic < m {
-                let mcb = mc_max.min(m - ic);
-                pack_a(&a, ic, mcb, pc, kc, mr, apack);
-                let mut jr = 0;
-                while jr < nc {
-                    let nrb = nr.min(nc - jr);
-                    let bp = &bpack[(jr / nr) * kc * nr..][..kc * nr];
-                    let bias_here = match bias {
-                        Some(bv) if last => Some(&bv[jc + jr..jc + jr + nrb]),
-                        _ => None,
-                    };
-                    let mut ir = 0;
-                    while ir < mcb {
-                        let mrb = mr.min(mcb - ir);
-                        let ap = &apack[(ir / mr) * kc * mr..][..kc * mr];
-                        let c_off = (ic + ir) * ldc + jc + jr;
-                        if mrb == mr && nrb == nr {
-                            let bias_ptr = bias_here.map_or(core::ptr::null(), |s| s.as_ptr());
-                            // Bounds for the tile: rows ic+ir .. ic+ir+mr ≤ m and columns
-                            // jc+jr .. jc+jr+nr ≤ n, so the last element c_off+(mr-1)*ldc+nr-1
-                            // is < (m-1)*ldc + n ≤ c.len().
-                            let tile = &mut c[c_off..c_off + (mr - 1) * ldc + nr];
-                            // SAFETY: `ap` has kc*mr and `bp` kc*nr packed floats (sliced
-                            // above); the C tile (i*ldc + j for i < mr, j < nr) lies inside
-                            // `tile`, which is exclusively borrowed; bias (if non-null) has
-                            // nrb = nr readable floats. The kernel's CPU-feature requirement
-                            // holds because kernels are only handed out after detection.
+                let mcb = plan.mc.min(m - ic);
+                pack_a(uk, &a, ic, mcb, pc, kcb, apack);
+                let mut jc = 0;
+                while jc < n {
+                    let ncb = plan.nc.min(n - jc);
+                    for ir in (0..mcb).step_by(mr) {
+                        let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                        for jr in (jc..jc + ncb).step_by(nr) {
+                            let (bptr, ldb) = if jr < n_full {
+                                // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of
+                                // a validated MatRef with unit column stride.
+                                (b.data[pc * b.rs + jr..].as_ptr(), b.rs)
+                            } else {
+                                (bpack.as_ptr(), nr)
+                            };
+                            // SAFETY: `bptr` rows p < kcb hold nr readable floats at p·ldb
+                            // (direct: B(pc+p, jr..jr+nr) inside `b.data`; tail: the packed
+                            // kcb × nr panel); `ap` has kcb·mr floats.
                             unsafe {
-                                (uk.kernel)(
-                                    kc,
-                                    ap.as_ptr(),
-                                    bp.as_ptr(),
-                                    tile.as_mut_ptr(),
-                                    ldc as isize,
-                                    1,
-                                    alpha,
+                                t.tile(
+                                    ap,
+                                    bptr,
+                                    ldb,
+                                    kcb,
+                                    ic + ir,
+                                    mcb - ir,
+                                    jr,
+                                    n - jr,
                                     beta_eff,
-                                    bias_ptr,
+                                    last,
                                 )
                             };
-                        } else {
-                            // SAFETY: as above for ap/bp; `tmp` holds mr*nr ≤ MAX_MR*MAX_NR
-                            // floats laid out with row stride nr, beta = 0 (not read), no bias.
-                            unsafe {
-                                (uk.kernel)(
-                                    kc,
-                                    ap.as_ptr(),
-                                    bp.as_ptr(),
-                                    tmp.as_mut_ptr(),
-                                    nr as isize,
-                                    1,
-                                    alpha,
-                                    0.0,
-                                    core::ptr::null(),
-                                )
-                            };
-                            for i in 0..mrb {
-                                let crow = &mut c[c_off + i * ldc..c_off + i * ldc + nrb];
-                                let trow = &tmp[i * nr..i * nr + nrb];
-                                for (j, (x, &t)) in crow.iter_mut().zip(trow).enumerate() {
-                                    let mut v = t;
-                                    if beta_eff != 0.0 {
-                                        v += beta_eff * *x;
-                                    }
-                                    if let Some(bv) = bias_here {
-                                        v += bv[j];
-                                    }
-                                    *x = v;
-                                }
-                            }
                         }
-                        ir += mr;
                     }
-                    jr += nr;
+                    jc += ncb;
                 }
                 ic += mcb;
             }
-            pc += kc;
+            pc += kcb;
         }
-        jc += nc;
+        return Ok(());
+    }
+    // Packed B (BLIS order): jc → pc (pack B) → ic (pack A) → jr → ir.
+    let mut jc = 0;
+    while jc < n {
+        let ncb = plan.nc.min(n - jc);
+        pc = 0;
+        while pc < k {
+            let kcb = kc.min(k - pc);
+            let beta_eff = if pc == 0 { beta } else { 1.0 };
+            let last = pc + kcb == k;
+            pack_b(&b, pc, kcb, jc, ncb, nr, bpack);
+            let mut ic = 0;
+            while ic < m {
+                let mcb = plan.mc.min(m - ic);
+                pack_a(uk, &a, ic, mcb, pc, kcb, apack);
+                for jr in (0..ncb).step_by(nr) {
+                    let bp = &bpack[(jr / nr) * kcb * nr..][..kcb * nr];
+                    for ir in (0..mcb).step_by(mr) {
+                        let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                        // SAFETY: `bp` is a packed kcb × nr panel (ldb = nr), `ap` has
+                        // kcb·mr floats.
+                        unsafe {
+                            t.tile(
+                                ap,
+                                bp.as_ptr(),
+                                nr,
+                                kcb,
+                                ic + ir,
+                                mcb - ir,
+                                jc + jr,
+                                n - jc - jr,
+                                beta_eff,
+                                last,
+                            )
+                        };
+                    }
+                }
+                ic += mcb;
+            }
+            pc += kcb;
+        }
+        jc += ncb;
     }
     Ok(())
 }
 
+/// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
+/// tile is whole, through `tmp` at the M/N edges.
+struct Tiles<'c, 'k> {
+    uk: &'k MicroKernel,
+    c: &'c mut [f32],
+    ldc: usize,
+    alpha: f32,
+    bias: Option<&'k [f32]>,
+    tmp: [f32; MAX_MR * MAX_NR],
+}
+
+impl Tiles<'_, '_> {
+    /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
+    ///
+    /// # Safety
+    /// `ap` holds `kc·mr` floats; `bptr` has `kc` rows of `nr` readable floats `ldb` apart.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    unsafe fn tile(
+        &mut self,
+        ap: &[f32],
+        bptr: *const f32,
+        ldb: usize,
+        kc: usize,
+        row0: usize,
+        rows_left: usize,
+        col0: usize,
+        cols_left: usize,
+        beta: f32,
+        last: bool,
+    ) {
+        let (mr, nr, ldc) = (self.uk.mr, self.uk.nr, self.ldc);
+        let (mrb, nrb) = (mr.min(rows_left), nr.min(cols_left));
+        let bias = match self.bias {
+            Some(bv) if last => Some(&bv[col0..col0 + nrb]),
+            _ => None,
+        };
+        let c_off = row0 * ldc + col0;
+        if mrb == mr && nrb == nr {
+            let bias_ptr = bias.map_or(core::ptr::null(), |s| s.as_ptr());
+            // Bounds: rows row0 .. row0+mr ≤ m and columns col0 .. col0+nr ≤ n, so the last
+            // element c_off+(mr-1)*ldc+nr-1 is < (m-1)*ldc + n ≤ c.len().
+            let tile = &mut self.c[c_off..c_off + (mr - 1) * ldc + nr];
+            // SAFETY: A/B per this function's contract; the C tile (i*ldc + j, i < mr,
+            // j < nr) lies inside `tile`, exclusively borrowed; bias (if non-null) has nr
+            // floats. The kernel's CPU features are present: kernels are only handed out
+            // after detection.
+            unsafe {
+                (self.uk.kernel)(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    tile.as_mut_ptr(),
+                    ldc as isize,
+                    1,
+                    self.alpha,
+                    beta,
+                    bias_ptr,
+                )
+            };
+            return;
+        }
+        // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row stride
+        // nr, beta = 0 (not read), no bias.
+        unsafe {
+            (self.uk.kernel)(
+                kc,
+                ap.as_ptr(),
+                bptr,
+                ldb,
+                self.tmp.as_mut_ptr(),
+                nr as isize,
+                1,
+                self.alpha,
+                0.0,
+                core::ptr::null(),
+            )
+        };
+        for i in 0..mrb {
+            let crow = &mut self.c[c_off + i * ldc..c_off + i * ldc + nrb];
+            let trow = &self.tmp[i * nr..i * nr + nrb];
+            for (j, (x, &t)) in crow.iter_mut().zip(trow).enumerate() {
+                let mut v = t;
+                if beta != 0.0 {
+                    v += beta * *x;
+                }
+                if let Some(bv) = bias {
+                    v += bv[j];
+                }
+                *x = v;
+            }
+        }
+    }
+}
+
 /// Packs `A[ic..ic+mcb, pc..pc+kc]` into MR-row-interleaved micro-panels: panel `q` (rows
 /// `ic + q·mr ..`) occupies `dst[q·kc·mr ..][.. kc·mr]` with `dst[p·mr + i] = A(row i, pc+p)`,
-/// rows past `mcb` zero.
-fn pack_a(a: &MatRef<'_>, ic: usize, mcb: usize, pc: usize, kc: usize, mr: usize, dst: &mut [f32]) {
+/// rows past `mcb` zero. Whole panels of a row-major A use the kernel's own packer if it
+/// has one.
+fn pack_a(
+    uk: &MicroKernel,
+    a: &MatRef<'_>,
+    ic: usize,
+    mcb: usize,
+    pc: usize,
+    kc: usize,
+    dst: &mut [f32],
+) {
+    let mr = uk.mr;
     for (q, ir) in (0..mcb).step_by(mr).enumerate() {
         let rows = mr.min(mcb - ir);
         let d = &mut dst[q * kc * mr..(q + 1) * kc * mr];
         let base = (ic + ir) * a.rs + pc * a.cs;
-        pack_panel(a.data, base, a.rs, a.cs, rows, mr, kc, d);
+        if let (Some(pack), true, true) = (uk.pack_a, a.cs == 1, rows == mr) {
+            // In bounds: rows ic+ir .. +mr ≤ m, columns pc .. pc+kc ≤ k of a validated view.
+            let src = &a.data[base..];
+            // SAFETY: the PackAFn contract: rows i < mr at src + i·a.rs hold kc readable
+            // floats (inside `a.data`, see above), `d` holds kc·mr floats, kc ≥ 1.
+            unsafe { pack(src.as_ptr(), a.rs, mr, kc, d.as_mut_ptr()) };
+        } else {
+            pack_panel(a.data, base, a.rs, a.cs, rows, mr, kc, d);
+        }
     }
 }
 
@@ -851,23 +1078,6 @@ fn pack_a(a: &MatRef<'_>, ic: usize, mcb: usize, pc: usize, kc: usize, mr: usize
 /// (columns `jc + q·nr ..`) occupies `dst[q·kc·nr ..][.. kc·nr]` with
 /// `dst[p·nr + j] = B(pc+p, col j)`, columns past `nc` zero.
 fn pack_b(b: &MatRef<'_>, pc: usize, kc: usize, jc: usize, nc: usize, nr: usize, dst: &mut [f32]) {
-    if b.cs == 1 && nr == 16 {
-        // Row-major B: walk each source row once across all panels (sequential reads; a
-        // panel-at-a-time walk would stride across rows and defeat the prefetcher).
-        let full = nc / 16;
-        for p in 0..kc {
-            let row = &b.data[(pc + p) * b.rs + jc..][..nc];
-            for (q, src) in row.chunks_exact(16).enumerate() {
-                dst[q * kc * 16 + p * 16..][..16].copy_from_slice(src);
-            }
-        }
-        if full * 16 < nc {
-            let base = pc * b.rs + jc + full * 16;
-            let d = &mut dst[full * kc * 16..(full + 1) * kc * 16];
-            pack_panel(b.data, base, 1, b.rs, nc - full * 16, 16, kc, d);
-        }
-        return;
-    }
     for (q, jr) in (0..nc).step_by(nr).enumerate() {
         let cols = nr.min(nc - jr);
         let d = &mut dst[q * kc * nr..(q + 1) * kc * nr];
@@ -1137,6 +1347,37 @@ mod tests {
                 0,
             );
             check(uk, &mut rng, 1, 3 * NC + 1, KC + 1, 0, 1, 1.0, 0.0, true, 0);
+        }
+    }
+
+    #[test]
+    fn long_depth_blocks_and_in_place_b() {
+        // k beyond every kernel's depth block (SME asks for up to 1024): several blocks
+        // with in-place B (layout 0) and packed B (layout 1), C reloaded between blocks.
+        let mut rng = Rng(99);
+        for uk in kernels() {
+            check(uk, &mut rng, 33, 40, 1500, 0, 0, 1.0, 0.0, false, 0);
+            check(uk, &mut rng, 33, 40, 1500, 0, 1, 1.0, 1.0, true, 2);
+            check(uk, &mut rng, 65, 97, 1029, 0, 0, 0.5, 0.25, true, 1);
+        }
+    }
+
+    #[test]
+    fn plans_fit_the_scratch() {
+        for uk in kernels() {
+            for &(m, n, k) in &[
+                (1, 1, 1),
+                (128, 768, 768),
+                (128, 50257, 768),
+                (7, 3, 100_000),
+            ] {
+                for direct in [true, false] {
+                    let p = plan(uk, m, n, k, direct);
+                    assert!(p.kc >= 1 && p.kc <= k && p.mc >= uk.mr && p.mc % uk.mr == 0);
+                    assert!(ALIGN_F32 + p.a_len + p.b_len <= GEMM_SCRATCH_F32, "{p:?}");
+                }
+                assert!(scratch_len_for(uk, m, n, k) <= GEMM_SCRATCH_F32);
+            }
         }
     }
 

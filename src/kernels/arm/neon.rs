@@ -2,7 +2,8 @@
 //!
 //! Register tile: 24 accumulators (8 rows × 3 quad-vectors), 2 vectors of A and 3 of B per
 //! depth step loaded with single multi-register post-increment `ld1` instructions (a two-line
-//! `asm!`: the load intrinsics do not lower to them), 24 `fmla v.4s, v.4s, v.s[lane]`
+//! `asm!`: the load intrinsics do not lower to them; B's increment is the register `ldb`, so
+//! a row-major B is read in place at no extra cost), 24 `fmla v.4s, v.4s, v.s[lane]`
 //! intrinsics per step, 4 steps per loop iteration: 96 FMA in 106 instructions (0.906).
 
 use core::arch::aarch64::*;
@@ -72,8 +73,8 @@ unsafe fn store_row(
 /// Neon 8 × 12 micro-kernel.
 ///
 /// Layout contract (that of [`MicroKernel`], with `MR = 8`, `NR = 12`): `a` holds `k` groups
-/// of 8 floats (`a[p*8 + i] = A(i, p)`), `b` holds `k` groups of 12 floats
-/// (`b[p*12 + j] = B(p, j)`); C element `(i, j)` is `c[i*rsc + j*csc]`; it stores
+/// of 8 floats (`a[p*8 + i] = A(i, p)`), `b` holds `k` rows of 12 floats `ldb` apart
+/// (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = 12`, in-place B its row stride); C element `(i, j)` is `c[i*rsc + j*csc]`; it stores
 /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`.
 /// No alignment beyond f32 is required.
 ///
@@ -84,6 +85,7 @@ pub unsafe fn kernel_8x12(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -91,14 +93,16 @@ pub unsafe fn kernel_8x12(
     beta: f32,
     bias: *const f32,
 ) {
-    // SAFETY: (whole body) per the contract `a` holds 8·k and `b` 12·k readable floats, so
-    // the loads at `a + 8p` (8 floats) and `b + 12p` (12 floats) for p < k are in bounds;
+    // SAFETY: (whole body) per the contract `a` holds 8·k floats and `b` k rows of 12
+    // readable floats `ldb` apart, so the loads at `a + 8p` (8 floats) and `b + p·ldb`
+    // (12 floats) for p < k are in bounds;
     // C rows i < 8 at `c + i*rsc` hold 12 elements at stride csc (contract), bias 12 floats.
     unsafe {
         let z = vdupq_n_f32(0.0);
         let mut acc = [[z; 3]; MR];
         let mut ap = a;
         let mut bp = b;
+        let ldb_bytes = ldb * 4;
         // One depth step: A (8 floats) and B (12 floats) each come in with ONE multi-register
         // `ld1` with post-increment (the intrinsics `vld1q_f32_x2/x3` are lowered to
         // `ldp`+`ldr` plus separate pointer adds, 2.5 extra instructions per step); the 24
@@ -113,12 +117,14 @@ pub unsafe fn kernel_8x12(
                     float32x4_t,
                 );
                 // SAFETY: reads 8 floats at `ap` and 12 at `bp` (in bounds: at most k steps
-                // of the packed panels, see above) and advances both pointers past them.
+                // of the A panel and of the B rows, see above) and advances `ap` past them,
+                // `bp` to the next B row (`ldb` floats on).
                 core::arch::asm!(
                     "ld1 {{v0.4s, v1.4s}}, [{ap}], #32",
-                    "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], #48",
+                    "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], {ldb}",
                     ap = inout(reg) ap,
                     bp = inout(reg) bp,
+                    ldb = in(reg) ldb_bytes,
                     out("v0") a0,
                     out("v1") a1,
                     out("v2") b0,
@@ -166,7 +172,51 @@ pub unsafe fn kernel_8x12(
     }
 }
 
-// SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile and uses
-// only Neon, which every AArch64 CPU has (it is in the aarch64 targets' baseline).
+/// Packs 8 rows of a row-major A into the 8-row-interleaved panel (`PackAFn` contract with
+/// `MR = 8`): `dst[p*8 + i] = src[i*lda + p]` for `i < 8`, `p < kc`.
+///
+/// Four depth steps at a time: eight 4-float row loads, two 4 × 4 transposes (`trn1`/`trn2`
+/// on 32- then 64-bit lanes), eight 4-float stores — about one instruction per element.
+///
+/// # Safety
+/// Rows `i < 8` at `src + i*lda` hold `kc` readable floats; `dst` holds `8·kc` writable
+/// floats.
+pub unsafe fn pack_a_8(src: *const f32, lda: usize, _rows: usize, kc: usize, dst: *mut f32) {
+    // SAFETY: (whole body) the row loads read src[i*lda + p .. p+4] with p + 4 ≤ kc and the
+    // tail reads single elements with p < kc, inside the rows the caller vouches for; the
+    // stores write dst[(p+j)*8 .. +8] with p + j < kc, inside the 8·kc floats of `dst`.
+    // Neon is in the aarch64 baseline; all accesses are unaligned-safe on normal memory.
+    unsafe {
+        let row = |i: usize| src.add(i * lda);
+        let mut p = 0;
+        while p + 4 <= kc {
+            let r: [float32x4_t; 8] = core::array::from_fn(|i| vld1q_f32(row(i).add(p)));
+            for h in 0..2 {
+                let (r0, r1, r2, r3) = (r[4 * h], r[4 * h + 1], r[4 * h + 2], r[4 * h + 3]);
+                let t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
+                let t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+                let t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
+                let t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+                let d = dst.add(p * 8 + 4 * h);
+                vst1q_f32(d, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+                vst1q_f32(d.add(8), vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+                vst1q_f32(d.add(16), vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+                vst1q_f32(d.add(24), vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+            }
+            p += 4;
+        }
+        while p < kc {
+            for i in 0..8 {
+                *dst.add(p * 8 + i) = *row(i).add(p);
+            }
+            p += 1;
+        }
+    }
+}
+
+// SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile and
+// `pack_a_8` the PackAFn contract for MR = 8; both use only Neon, which every AArch64 CPU
+// has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
-pub static NEON_8X12: MicroKernel = unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12) };
+pub static NEON_8X12: MicroKernel =
+    unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_pack_a(pack_a_8) };

@@ -3,9 +3,16 @@
 //! With `S = SVL/32` lanes, the tile is `2S × 2S` (8 × 8 at SVL 128, 32 × 32 at SVL 512):
 //! `za0` = rows 0..S × cols 0..S, `za1` = rows 0..S × cols S..2S, `za2`/`za3` the rows S..2S.
 //! Each depth step loads one A column pair (2 vectors, from the MR-interleaved packed A: the
-//! column for depth `p` is exactly `a[p*MR..][..MR]`) and one B row pair (2 vectors) and does
-//! 4 FMOPAs. SME1 uses single-vector `ld1w` (4 loads per 4 FMOPA: density bound 0.5); SME2
-//! loads two depth steps of A and of B with one 4-vector `ld1w {z0.s-z3.s}` each (bound 0.8).
+//! column for depth `p` is exactly `a[p*MR..][..MR]`) and one B row pair (2 vectors, read in
+//! place: row `p` at `b + p·ldb`) and does 4 FMOPAs. The B row offsets `j·ldb` of a group of
+//! depth steps live in registers (`[b, o_j, lsl #2]` addressing), so walking B costs one add
+//! per group, not per step. SME1 uses single-vector `ld1w` (4 loads per 4 FMOPA: density
+//! bound 0.5); SME2 loads two depth steps of A with one 4-vector `ld1w {z0.s-z3.s}` and each
+//! B row with one 2-vector load (bound 8/11 = 0.73 with B in place).
+//!
+//! A is packed by [`pack_a_za`], a transpose through ZA (horizontal-slice loads, vertical-
+//! slice stores), and the kernels ask the driver for long depth blocks (the tile stays in
+//! ZA; a depth block boundary costs a ZA store and reload).
 //!
 //! Each kernel is one `asm!` block that enters streaming mode (`smstart`), works, and leaves it
 //! (`smstop`) — the compiler knows nothing about PSTATE.SM/ZA, so no Rust code runs in
@@ -37,8 +44,164 @@ pub fn svl_bytes() -> usize {
     n
 }
 
+/// `{c}`-tile prologue as asm text: mode 2 (`beta = 1`) loads the C tile into ZA (row
+/// slices, `{t}`/`{u}` walk rows `i` and `S + i`), any other mode zeroes ZA.
+macro_rules! za_prologue {
+    () => {
+        concat!(
+            "cmp {mode}, #2\n",
+            "b.ne 10f\n",
+            "mov w12, #0\n",
+            "mov {t}, {c}\n",
+            "madd {u}, {s}, {rsc}, {c}\n",
+            "11:\n",
+            "ld1w {{za0h.s[w12, 0]}}, p0/z, [{t}]\n",
+            "ld1w {{za1h.s[w12, 0]}}, p0/z, [{t}, {s}, lsl #2]\n",
+            "ld1w {{za2h.s[w12, 0]}}, p0/z, [{u}]\n",
+            "ld1w {{za3h.s[w12, 0]}}, p0/z, [{u}, {s}, lsl #2]\n",
+            "add {t}, {t}, {rsc}\n",
+            "add {u}, {u}, {rsc}\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 11b\n",
+            "b 12f\n",
+            "10:\n",
+            "zero {{za}}\n",
+            "12:",
+        )
+    };
+}
+
+/// Epilogue as asm text: modes 1 and 2 store the ZA row slices straight to C; mode 0 moves
+/// each slice to z0–z3, scales by alpha, adds `beta·C` (when `{betaf}`) and the bias.
+macro_rules! za_epilogue {
+    () => {
+        concat!(
+            "mov w12, #0\n",
+            "madd {u}, {s}, {rsc}, {c}\n",
+            "cbz {mode}, 20f\n",
+            "21:\n",
+            "st1w {{za0h.s[w12, 0]}}, p0, [{c}]\n",
+            "st1w {{za1h.s[w12, 0]}}, p0, [{c}, {s}, lsl #2]\n",
+            "st1w {{za2h.s[w12, 0]}}, p0, [{u}]\n",
+            "st1w {{za3h.s[w12, 0]}}, p0, [{u}, {s}, lsl #2]\n",
+            "add {c}, {c}, {rsc}\n",
+            "add {u}, {u}, {rsc}\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 21b\n",
+            "b 29f\n",
+            "20:\n",
+            "dup z4.s, {alpha:w}\n",
+            "dup z5.s, {beta:w}\n",
+            "dup z6.s, #0\n",
+            "dup z7.s, #0\n",
+            "cbz {bias}, 22f\n",
+            "ld1w {{z6.s}}, p0/z, [{bias}]\n",
+            "ld1w {{z7.s}}, p0/z, [{bias}, #1, mul vl]\n",
+            "22:\n",
+            "mova z0.s, p0/m, za0h.s[w12, 0]\n",
+            "mova z1.s, p0/m, za1h.s[w12, 0]\n",
+            "mova z2.s, p0/m, za2h.s[w12, 0]\n",
+            "mova z3.s, p0/m, za3h.s[w12, 0]\n",
+            "fmul z0.s, p0/m, z0.s, z4.s\n",
+            "fmul z1.s, p0/m, z1.s, z4.s\n",
+            "fmul z2.s, p0/m, z2.s, z4.s\n",
+            "fmul z3.s, p0/m, z3.s, z4.s\n",
+            "cbz {betaf}, 23f\n",
+            "ld1w {{z8.s}}, p0/z, [{c}]\n",
+            "ld1w {{z9.s}}, p0/z, [{c}, #1, mul vl]\n",
+            "ld1w {{z10.s}}, p0/z, [{u}]\n",
+            "ld1w {{z11.s}}, p0/z, [{u}, #1, mul vl]\n",
+            "fmla z0.s, p0/m, z8.s, z5.s\n",
+            "fmla z1.s, p0/m, z9.s, z5.s\n",
+            "fmla z2.s, p0/m, z10.s, z5.s\n",
+            "fmla z3.s, p0/m, z11.s, z5.s\n",
+            "23:\n",
+            "fadd z0.s, p0/m, z0.s, z6.s\n",
+            "fadd z1.s, p0/m, z1.s, z7.s\n",
+            "fadd z2.s, p0/m, z2.s, z6.s\n",
+            "fadd z3.s, p0/m, z3.s, z7.s\n",
+            "st1w {{z0.s}}, p0, [{c}]\n",
+            "st1w {{z1.s}}, p0, [{c}, #1, mul vl]\n",
+            "st1w {{z2.s}}, p0, [{u}]\n",
+            "st1w {{z3.s}}, p0, [{u}, #1, mul vl]\n",
+            "add {c}, {c}, {rsc}\n",
+            "add {u}, {u}, {rsc}\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 22b\n",
+            "29:",
+        )
+    };
+}
+
+/// The four outer products of one depth step: A column halves `$a0`, `$a1` × B row halves
+/// `$b0`, `$b1` into za0 (top left), za1 (top right), za2, za3.
+macro_rules! fmopa4 {
+    ($a0:literal, $a1:literal, $b0:literal, $b1:literal) => {
+        concat!(
+            "fmopa za0.s, p0/m, p0/m, ", $a0, ".s, ", $b0, ".s\n",
+            "fmopa za1.s, p0/m, p0/m, ", $a0, ".s, ", $b1, ".s\n",
+            "fmopa za2.s, p0/m, p0/m, ", $a1, ".s, ", $b0, ".s\n",
+            "fmopa za3.s, p0/m, p0/m, ", $a1, ".s, ", $b1, ".s",
+        )
+    };
+}
+
+/// SME1 depth step `j` of an 8-step group: A column from the packed panel (immediate
+/// offsets from `{a}`, pre-biased by 8 vectors), the B row halves from `{b}` / `{bh}` plus
+/// the row offset `$o` (`j·ldb` floats, in a register; empty for `j = 0`).
+macro_rules! sme1_step {
+    ($a0:literal, $a1:literal, $o:literal) => {
+        concat!(
+            "ld1w {{z0.s}}, p0/z, [{a}, #",
+            $a0,
+            ", mul vl]\n",
+            "ld1w {{z1.s}}, p0/z, [{a}, #",
+            $a1,
+            ", mul vl]\n",
+            "ld1w {{z2.s}}, p0/z, [{b}",
+            $o,
+            "]\n",
+            "ld1w {{z3.s}}, p0/z, [{bh}",
+            $o,
+            "]\n",
+            fmopa4!("z0", "z1", "z2", "z3"),
+        )
+    };
+}
+
+/// SME2 depth steps `2j`, `2j+1`: A columns for both with one 4-vector load (immediate
+/// offset `$a` vectors from `{a}`), each B row (both halves) with one 2-vector load from
+/// `$base` plus the row offsets `$o0` / `$o1`.
+macro_rules! sme2_pair {
+    ($a:literal, $base:literal, $o0:literal, $o1:literal) => {
+        concat!(
+            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #",
+            $a,
+            ", mul vl]\n",
+            "ld1w {{z4.s-z5.s}}, pn8/z, [",
+            $base,
+            $o0,
+            "]\n",
+            "ld1w {{z6.s-z7.s}}, pn8/z, [",
+            $base,
+            $o1,
+            "]\n",
+            fmopa4!("z0", "z1", "z4", "z5"),
+            "\n",
+            fmopa4!("z2", "z3", "z6", "z7"),
+        )
+    };
+}
+
+/// One SME kernel body: `smstart`, prologue, the given depth loop, epilogue, `smstop`.
+/// The depth loop reads `{k}` steps from `{a}` (packed, 2S floats per step) and from the
+/// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}`,
+/// `{bh}`.
 macro_rules! sme_kernel {
-    ($(#[$doc:meta])* $name:ident, $($line:literal,)*) => {
+    ($(#[$doc:meta])* $name:ident, $ext:literal, $($line:expr,)*) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -49,6 +212,7 @@ macro_rules! sme_kernel {
             k: usize,
             a: *const f32,
             b: *const f32,
+            ldb: usize,
             c: *mut f32,
             rsc: isize,
             alpha: f32,
@@ -62,18 +226,27 @@ macro_rules! sme_kernel {
             } else {
                 0
             };
-            // SAFETY: reads `k·MR` floats of `a` and `k·NR` of `b` (2 vectors of S floats per
-            // depth step each, MR = NR = 2S); C rows i < 2S at `c + i·rsc` with 2S contiguous
-            // floats (csc == 1), read only when beta ≠ 0 (mode 2 or the beta path of mode 0);
-            // bias read (2S floats) only when non-null. All vector/predicate registers, x12
-            // (the slice index) and the flags are clobbered; streaming mode and ZA are left
-            // off at the end (smstop). The extension is present (caller).
+            // SAFETY: reads `k·MR` floats of `a` (2 vectors of S floats per depth step) and,
+            // for p < k, the NR = 2S floats of B row p at `b + p·ldb` (contract); C rows
+            // i < 2S at `c + i·rsc` with 2S contiguous floats (csc == 1), read only when
+            // beta ≠ 0 (mode 2 or the beta path of mode 0); bias read (2S floats) only when
+            // non-null. All vector/predicate registers, x12 (the slice index) and the flags
+            // are clobbered; streaming mode and ZA are left off at the end (smstop). The
+            // extension is present (caller).
             unsafe {
                 asm!(
+                    concat!(".arch_extension ", $ext),
+                    "smstart",
+                    "ptrue p0.s",
+                    "cntw {s}",
+                    za_prologue!(),
                     $($line,)*
+                    za_epilogue!(),
+                    "smstop",
                     k = inout(reg) k => _,
                     a = inout(reg) a => _,
                     b = inout(reg) b => _,
+                    ldb = in(reg) ldb,
                     c = inout(reg) c => _,
                     rsc = in(reg) rsc * 4,
                     alpha = in(reg) alpha.to_bits(),
@@ -85,6 +258,11 @@ macro_rules! sme_kernel {
                     s = out(reg) _,
                     t = out(reg) _,
                     u = out(reg) _,
+                    o4 = out(reg) _,
+                    o5 = out(reg) _,
+                    o6 = out(reg) _,
+                    o7 = out(reg) _,
+                    bh = out(reg) _,
                     out("x12") _,
                     out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
                     out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
@@ -104,370 +282,99 @@ macro_rules! sme_kernel {
     };
 }
 
+/// Row offsets `j·ldb` (floats) for j = 2..7 into `{t}`, `{u}`, `{o4}`–`{o7}`
+/// (`{ldb}` itself is the offset of row 1).
+macro_rules! row_offsets {
+    () => {
+        concat!(
+            "lsl {t}, {ldb}, #1\n",
+            "add {u}, {t}, {ldb}\n",
+            "lsl {o4}, {ldb}, #2\n",
+            "add {o5}, {o4}, {ldb}\n",
+            "add {o6}, {o4}, {t}\n",
+            "add {o7}, {o4}, {u}",
+        )
+    };
+}
+
 sme_kernel!(
-    /// SME1 body: single-vector loads, 8 depth steps per loop iteration.
+    /// SME1 body: single-vector loads, 8 depth steps per loop iteration (32 FMOPA, 32
+    /// loads, 5 loop instructions: 0.46 of the FMOPA bound).
     sme1_rows,
-            ".arch_extension sme",
-            "smstart",
-            "ptrue p0.s",
-            "cntw {s}",
-            "cmp {mode}, #2",
-            "b.ne 10f",
-            "mov w12, #0",
-            "mov {t}, {c}",
-            "madd {u}, {s}, {rsc}, {c}",
-            "11:",
-            "ld1w {{za0h.s[w12, 0]}}, p0/z, [{t}]",
-            "ld1w {{za1h.s[w12, 0]}}, p0/z, [{t}, {s}, lsl #2]",
-            "ld1w {{za2h.s[w12, 0]}}, p0/z, [{u}]",
-            "ld1w {{za3h.s[w12, 0]}}, p0/z, [{u}, {s}, lsl #2]",
-            "add {t}, {t}, {rsc}",
-            "add {u}, {u}, {rsc}",
-            "add w12, w12, #1",
-            "cmp w12, {s:w}",
-            "b.ne 11b",
-            "b 12f",
-            "10:",
-            "zero {{za}}",
-            "12:",
-            "lsr {n}, {k}, #3",
-            "cbz {n}, 3f",
-            "addvl {a}, {a}, #8",
-            "addvl {b}, {b}, #8",
-            "2:",
-            "ld1w {{z0.s}}, p0/z, [{a}, #-8, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #-7, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #-8, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #-7, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #-6, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #-5, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #-6, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #-5, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #-4, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #-3, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #-4, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #-3, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #-2, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #-1, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #-2, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #-1, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #0, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #1, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #2, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #3, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #2, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #3, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #4, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #5, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #4, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #5, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "ld1w {{z0.s}}, p0/z, [{a}, #6, mul vl]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #7, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #6, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #7, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "addvl {a}, {a}, #16",
-            "addvl {b}, {b}, #16",
-            "subs {n}, {n}, #1",
-            "b.ne 2b",
-            "addvl {a}, {a}, #-8",
-            "addvl {b}, {b}, #-8",
-            "3:",
-            "ands {k}, {k}, #7",
-            "b.eq 5f",
-            "4:",
-            "ld1w {{z0.s}}, p0/z, [{a}]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #1, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "addvl {a}, {a}, #2",
-            "addvl {b}, {b}, #2",
-            "subs {k}, {k}, #1",
-            "b.ne 4b",
-            "5:",
-            "mov w12, #0",
-            "madd {u}, {s}, {rsc}, {c}",
-            "cbz {mode}, 20f",
-            "21:",
-            "st1w {{za0h.s[w12, 0]}}, p0, [{c}]",
-            "st1w {{za1h.s[w12, 0]}}, p0, [{c}, {s}, lsl #2]",
-            "st1w {{za2h.s[w12, 0]}}, p0, [{u}]",
-            "st1w {{za3h.s[w12, 0]}}, p0, [{u}, {s}, lsl #2]",
-            "add {c}, {c}, {rsc}",
-            "add {u}, {u}, {rsc}",
-            "add w12, w12, #1",
-            "cmp w12, {s:w}",
-            "b.ne 21b",
-            "b 29f",
-            "20:",
-            "dup z4.s, {alpha:w}",
-            "dup z5.s, {beta:w}",
-            "dup z6.s, #0",
-            "dup z7.s, #0",
-            "cbz {bias}, 22f",
-            "ld1w {{z6.s}}, p0/z, [{bias}]",
-            "ld1w {{z7.s}}, p0/z, [{bias}, #1, mul vl]",
-            "22:",
-            "mova z0.s, p0/m, za0h.s[w12, 0]",
-            "mova z1.s, p0/m, za1h.s[w12, 0]",
-            "mova z2.s, p0/m, za2h.s[w12, 0]",
-            "mova z3.s, p0/m, za3h.s[w12, 0]",
-            "fmul z0.s, p0/m, z0.s, z4.s",
-            "fmul z1.s, p0/m, z1.s, z4.s",
-            "fmul z2.s, p0/m, z2.s, z4.s",
-            "fmul z3.s, p0/m, z3.s, z4.s",
-            "cbz {betaf}, 23f",
-            "ld1w {{z8.s}}, p0/z, [{c}]",
-            "ld1w {{z9.s}}, p0/z, [{c}, #1, mul vl]",
-            "ld1w {{z10.s}}, p0/z, [{u}]",
-            "ld1w {{z11.s}}, p0/z, [{u}, #1, mul vl]",
-            "fmla z0.s, p0/m, z8.s, z5.s",
-            "fmla z1.s, p0/m, z9.s, z5.s",
-            "fmla z2.s, p0/m, z10.s, z5.s",
-            "fmla z3.s, p0/m, z11.s, z5.s",
-            "23:",
-            "fadd z0.s, p0/m, z0.s, z6.s",
-            "fadd z1.s, p0/m, z1.s, z7.s",
-            "fadd z2.s, p0/m, z2.s, z6.s",
-            "fadd z3.s, p0/m, z3.s, z7.s",
-            "st1w {{z0.s}}, p0, [{c}]",
-            "st1w {{z1.s}}, p0, [{c}, #1, mul vl]",
-            "st1w {{z2.s}}, p0, [{u}]",
-            "st1w {{z3.s}}, p0, [{u}, #1, mul vl]",
-            "add {c}, {c}, {rsc}",
-            "add {u}, {u}, {rsc}",
-            "add w12, w12, #1",
-            "cmp w12, {s:w}",
-            "b.ne 22b",
-            "29:",
-            "smstop",
+    "sme",
+    "lsr {n}, {k}, #3",
+    "addvl {bh}, {b}, #1",
+    "cbz {n}, 3f",
+    row_offsets!(),
+    "addvl {a}, {a}, #8",
+    "2:",
+    sme1_step!("-8", "-7", ""),
+    sme1_step!("-6", "-5", ", {ldb}, lsl #2"),
+    sme1_step!("-4", "-3", ", {t}, lsl #2"),
+    sme1_step!("-2", "-1", ", {u}, lsl #2"),
+    sme1_step!("0", "1", ", {o4}, lsl #2"),
+    sme1_step!("2", "3", ", {o5}, lsl #2"),
+    sme1_step!("4", "5", ", {o6}, lsl #2"),
+    sme1_step!("6", "7", ", {o7}, lsl #2"),
+    "addvl {a}, {a}, #16",
+    "add {b}, {b}, {o4}, lsl #3",
+    "add {bh}, {bh}, {o4}, lsl #3",
+    "subs {n}, {n}, #1",
+    "b.ne 2b",
+    "addvl {a}, {a}, #-8",
+    "3:",
+    "ands {k}, {k}, #7",
+    "b.eq 5f",
+    "4:",
+    sme1_step!("0", "1", ""),
+    "addvl {a}, {a}, #2",
+    "add {b}, {b}, {ldb}, lsl #2",
+    "add {bh}, {bh}, {ldb}, lsl #2",
+    "subs {k}, {k}, #1",
+    "b.ne 4b",
+    "5:",
 );
 
 sme_kernel!(
-    /// SME2 body: 4-vector loads (two depth steps of A, of B), 16 depth steps per iteration.
+    /// SME2 body: A with 4-vector loads (two depth steps each), each B row with one 2-vector
+    /// load; 16 depth steps per loop iteration (64 FMOPA, 8 + 16 loads, 6 loop
+    /// instructions: 0.68).
     sme2_rows,
-            ".arch_extension sme2",
-            "smstart",
-            "ptrue p0.s",
-            "ptrue pn8.s",
-            "cntw {s}",
-            "cmp {mode}, #2",
-            "b.ne 10f",
-            "mov w12, #0",
-            "mov {t}, {c}",
-            "madd {u}, {s}, {rsc}, {c}",
-            "11:",
-            "ld1w {{za0h.s[w12, 0]}}, p0/z, [{t}]",
-            "ld1w {{za1h.s[w12, 0]}}, p0/z, [{t}, {s}, lsl #2]",
-            "ld1w {{za2h.s[w12, 0]}}, p0/z, [{u}]",
-            "ld1w {{za3h.s[w12, 0]}}, p0/z, [{u}, {s}, lsl #2]",
-            "add {t}, {t}, {rsc}",
-            "add {u}, {u}, {rsc}",
-            "add w12, w12, #1",
-            "cmp w12, {s:w}",
-            "b.ne 11b",
-            "b 12f",
-            "10:",
-            "zero {{za}}",
-            "12:",
-            "lsr {n}, {k}, #4",
-            "cbz {n}, 3f",
-            "lsl {t}, {s}, #7",
-            "2:",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #0, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #0, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #4, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #4, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #8, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #8, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #12, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #12, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #16, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #16, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #20, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #20, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #24, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #24, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #28, mul vl]",
-            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #28, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z4.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z5.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z4.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z5.s",
-            "fmopa za0.s, p0/m, p0/m, z2.s, z6.s",
-            "fmopa za1.s, p0/m, p0/m, z2.s, z7.s",
-            "fmopa za2.s, p0/m, p0/m, z3.s, z6.s",
-            "fmopa za3.s, p0/m, p0/m, z3.s, z7.s",
-            "add {a}, {a}, {t}",
-            "add {b}, {b}, {t}",
-            "subs {n}, {n}, #1",
-            "b.ne 2b",
-            "3:",
-            "ands {k}, {k}, #15",
-            "b.eq 5f",
-            "4:",
-            "ld1w {{z0.s}}, p0/z, [{a}]",
-            "ld1w {{z1.s}}, p0/z, [{a}, #1, mul vl]",
-            "ld1w {{z2.s}}, p0/z, [{b}]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
-            "fmopa za0.s, p0/m, p0/m, z0.s, z2.s",
-            "fmopa za1.s, p0/m, p0/m, z0.s, z3.s",
-            "fmopa za2.s, p0/m, p0/m, z1.s, z2.s",
-            "fmopa za3.s, p0/m, p0/m, z1.s, z3.s",
-            "addvl {a}, {a}, #2",
-            "addvl {b}, {b}, #2",
-            "subs {k}, {k}, #1",
-            "b.ne 4b",
-            "5:",
-            "mov w12, #0",
-            "madd {u}, {s}, {rsc}, {c}",
-            "cbz {mode}, 20f",
-            "21:",
-            "st1w {{za0h.s[w12, 0]}}, p0, [{c}]",
-            "st1w {{za1h.s[w12, 0]}}, p0, [{c}, {s}, lsl #2]",
-            "st1w {{za2h.s[w12, 0]}}, p0, [{u}]",
-            "st1w {{za3h.s[w12, 0]}}, p0, [{u}, {s}, lsl #2]",
-            "add {c}, {c}, {rsc}",
-            "add {u}, {u}, {rsc}",
-            "add w12, w12, #1",
-            "cmp w12, {s:w}",
-            "b.ne 21b",
-            "b 29f",
-            "20:",
-            "dup z4.s, {alpha:w}",
-            "dup z5.s, {beta:w}",
-            "dup z6.s, #0",
-            "dup z7.s, #0",
-            "cbz {bias}, 22f",
-            "ld1w {{z6.s}}, p0/z, [{bias}]",
-            "ld1w {{z7.s}}, p0/z, [{bias}, #1, mul vl]",
-            "22:",
-            "mova z0.s, p0/m, za0h.s[w12, 0]",
-            "mova z1.s, p0/m, za1h.s[w12, 0]",
-            "mova z2.s, p0/m, za2h.s[w12, 0]",
-            "mova z3.s, p0/m, za3h.s[w12, 0]",
-            "fmul z0.s, p0/m, z0.s, z4.s",
-            "fmul z1.s, p0/m, z1.s, z4.s",
-            "fmul z2.s, p0/m, z2.s, z4.s",
-            "fmul z3.s, p0/m, z3.s, z4.s",
-            "cbz {betaf}, 23f",
-            "ld1w {{z8.s}}, p0/z, [{c}]",
-            "ld1w {{z9.s}}, p0/z, [{c}, #1, mul vl]",
-            "ld1w {{z10.s}}, p0/z, [{u}]",
-            "ld1w {{z11.s}}, p0/z, [{u}, #1, mul vl]",
-            "fmla z0.s, p0/m, z8.s, z5.s",
-            "fmla z1.s, p0/m, z9.s, z5.s",
-            "fmla z2.s, p0/m, z10.s, z5.s",
-            "fmla z3.s, p0/m, z11.s, z5.s",
-            "23:",
-            "fadd z0.s, p0/m, z0.s, z6.s",
-            "fadd z1.s, p0/m, z1.s, z7.s",
-            "fadd z2.s, p0/m, z2.s, z6.s",
-            "fadd z3.s, p0/m, z3.s, z7.s",
-            "st1w {{z0.s}}, p0, [{c}]",
-            "st1w {{z1.s}}, p0, [{c}, #1, mul vl]",
-            "st1w {{z2.s}}, p0, [{u}]",
-            "st1w {{z3.s}}, p0, [{u}, #1, mul vl]",
-            "add {c}, {c}, {rsc}",
-            "add {u}, {u}, {rsc}",
-            "add w12, w12, #1",
-            "cmp w12, {s:w}",
-            "b.ne 22b",
-            "29:",
-            "smstop",
+    "sme2",
+    "ptrue pn8.s",
+    "lsr {n}, {k}, #4",
+    "cbz {n}, 3f",
+    row_offsets!(),
+    "add {bh}, {b}, {o4}, lsl #3",
+    "addvl {a}, {a}, #16",
+    "2:",
+    sme2_pair!("-16", "{b}", "", ", {ldb}, lsl #2"),
+    sme2_pair!("-12", "{b}", ", {t}, lsl #2", ", {u}, lsl #2"),
+    sme2_pair!("-8", "{b}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
+    sme2_pair!("-4", "{b}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
+    sme2_pair!("0", "{bh}", "", ", {ldb}, lsl #2"),
+    sme2_pair!("4", "{bh}", ", {t}, lsl #2", ", {u}, lsl #2"),
+    sme2_pair!("8", "{bh}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
+    sme2_pair!("12", "{bh}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
+    "addvl {a}, {a}, #16",
+    "addvl {a}, {a}, #16",
+    "add {b}, {b}, {o4}, lsl #4",
+    "add {bh}, {bh}, {o4}, lsl #4",
+    "subs {n}, {n}, #1",
+    "b.ne 2b",
+    "addvl {a}, {a}, #-16",
+    "3:",
+    "ands {k}, {k}, #15",
+    "b.eq 5f",
+    "4:",
+    "ld1w {{z0.s-z1.s}}, pn8/z, [{a}]",
+    "ld1w {{z4.s-z5.s}}, pn8/z, [{b}]",
+    fmopa4!("z0", "z1", "z4", "z5"),
+    "addvl {a}, {a}, #2",
+    "add {b}, {b}, {ldb}, lsl #2",
+    "subs {k}, {k}, #1",
+    "b.ne 4b",
+    "5:",
 );
 
 /// Runs `body` for any `csc`: directly when `csc == 1`, else through a local tile.
@@ -477,10 +384,11 @@ sme_kernel!(
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn any_csc(
-    body: unsafe fn(usize, *const f32, *const f32, *mut f32, isize, f32, f32, *const f32),
+    body: unsafe fn(usize, *const f32, *const f32, usize, *mut f32, isize, f32, f32, *const f32),
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -492,7 +400,7 @@ unsafe fn any_csc(
     // stride NR, and C elements (i, j) for i, j < 2S are valid (contract).
     unsafe {
         if csc == 1 {
-            return body(k, a, b, c, rsc, alpha, beta, bias);
+            return body(k, a, b, ldb, c, rsc, alpha, beta, bias);
         }
         let nr = 2 * svl_bytes() / 4;
         let mut t = [0.0f32; 32 * 32];
@@ -500,6 +408,7 @@ unsafe fn any_csc(
             k,
             a,
             b,
+            ldb,
             t.as_mut_ptr(),
             nr as isize,
             alpha,
@@ -525,7 +434,7 @@ unsafe fn any_csc(
 /// The SME1 `2S × 2S` micro-kernel (`S = SVL/32`).
 ///
 /// Layout contract: that of [`MicroKernel`] with `MR = NR = 2S`: `a[p*MR + i] = A(i, p)`,
-/// `b[p*NR + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j*csc]`,
+/// `b[p*ldb + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j*csc]`,
 /// `c = alpha·AB (+ beta·c if beta ≠ 0) (+ bias)`. No alignment beyond f32 is needed.
 ///
 /// # Safety
@@ -535,6 +444,7 @@ pub unsafe fn kernel_sme1(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -543,7 +453,7 @@ pub unsafe fn kernel_sme1(
     bias: *const f32,
 ) {
     // SAFETY: forwarded contract; SME present (caller).
-    unsafe { any_csc(sme1_rows, k, a, b, c, rsc, csc, alpha, beta, bias) }
+    unsafe { any_csc(sme1_rows, k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
 }
 
 /// The SME2 `2S × 2S` micro-kernel: [`kernel_sme1`]'s contract, multi-vector loads.
@@ -555,6 +465,7 @@ pub unsafe fn kernel_sme2(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -563,7 +474,95 @@ pub unsafe fn kernel_sme2(
     bias: *const f32,
 ) {
     // SAFETY: forwarded contract; SME2 present (caller).
-    unsafe { any_csc(sme2_rows, k, a, b, c, rsc, csc, alpha, beta, bias) }
+    unsafe { any_csc(sme2_rows, k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
+}
+
+/// Packs `MR = 2S` rows of a row-major A into the MR-row-interleaved panel through ZA
+/// (`PackAFn` contract): per S × S block, S horizontal-slice loads of A rows into `za0`
+/// (`whilelt`-predicated at the depth tail, the rest of the slice zeroed) and one vertical
+/// slice store per depth step: `dst[p*MR + h*S + i] = src[(h*S + i)*lda + p]`.
+///
+/// # Safety
+/// Rows `i < 2S` at `src + i*lda` hold `kc ≥ 1` readable floats, `dst` holds `2S·kc`
+/// writable floats; the CPU has SME and the caller is not in streaming mode.
+pub unsafe fn pack_a_za(src: *const f32, lda: usize, _rows: usize, kc: usize, dst: *mut f32) {
+    // SAFETY: loads read, for rows r < 2S, floats k0 .. k0 + min(S, kc - k0) of row r (the
+    // `whilelt` predicate masks lanes at or past kc); stores write S floats at
+    // dst + (k0 + j)·MR + h·S for j < min(S, kc - k0), inside the 2S·kc floats of `dst`.
+    // Streaming mode and ZA are entered and left inside the block; every vector/predicate
+    // register, x12 and the flags are declared clobbered. SME present (caller).
+    unsafe {
+        asm!(
+            ".arch_extension sme",
+            "smstart",
+            "ptrue p0.s",
+            "cntw {s}",
+            "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
+            "lsl {lda4}, {lda}, #2",
+            "mov {h}, #0",
+            "1:",                           // row half h ∈ {0, 1}
+            "mov {k0}, #0",
+            "2:",                           // depth chunk k0 .. k0 + S
+            "whilelt p1.s, {k0}, {kc}",
+            "mul {t}, {h}, {s}",
+            "madd {rp}, {t}, {lda4}, {src}",  // row h·S
+            "add {rp}, {rp}, {k0}, lsl #2",   // column k0
+            "mov w12, #0",
+            "3:",
+            "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
+            "add {rp}, {rp}, {lda4}",
+            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}]",
+            "add {rp}, {rp}, {lda4}",
+            "add w12, w12, #2",
+            "cmp w12, {s:w}",
+            "b.lo 3b",
+            "sub {cnt}, {kc}, {k0}",
+            "cmp {cnt}, {s}",
+            "csel {cnt}, {cnt}, {s}, lo",
+            "madd {dp}, {k0}, {mr4}, {dst}",
+            "add {dp}, {dp}, {t}, lsl #2",    // + h·S floats
+            "mov w12, #0",
+            "4:",
+            "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+            "add {dp}, {dp}, {mr4}",
+            "add w12, w12, #1",
+            "cmp w12, {cnt:w}",
+            "b.ne 4b",
+            "add {k0}, {k0}, {s}",
+            "cmp {k0}, {kc}",
+            "b.lo 2b",
+            "add {h}, {h}, #1",
+            "cmp {h}, #2",
+            "b.ne 1b",
+            "smstop",
+            src = in(reg) src,
+            lda = in(reg) lda,
+            kc = in(reg) kc,
+            dst = in(reg) dst,
+            s = out(reg) _,
+            mr4 = out(reg) _,
+            lda4 = out(reg) _,
+            h = out(reg) _,
+            k0 = out(reg) _,
+            t = out(reg) _,
+            rp = out(reg) _,
+            cnt = out(reg) _,
+            dp = out(reg) _,
+            out("x12") _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
+            out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
+            out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
+            out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
+            out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
+            out("v30") _, out("v31") _,
+            out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
+            out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
+            out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
+            out("p15") _, out("ffr") _,
+            options(nostack),
+        );
+    }
 }
 
 macro_rules! statics {
@@ -572,7 +571,13 @@ macro_rules! statics {
             // SAFETY: the kernel implements the contract for MR = NR = 2·SVL/32; each static
             // declares the tile of one SVL and is handed out only when the CPU has the
             // extension and its SVL matches (`pick`).
-            static $id: MicroKernel = unsafe { MicroKernel::new($name, $t, $t, $f) };
+            // `pack_a_za` implements the PackAFn contract for MR = 2·SVL/32 under the same
+            // condition (SME present). Long depth blocks: the tile stays in ZA.
+            static $id: MicroKernel = unsafe {
+                MicroKernel::new($name, $t, $t, $f)
+                    .with_pack_a(pack_a_za)
+                    .with_kc_max(1024)
+            };
         )*
     };
 }

@@ -2,9 +2,12 @@
 //!
 //! Register tile: 8 rows × 3 vectors (NR = 3·VL/32 columns), 24 accumulators z8–z31.
 //! Per depth step: two `ld1rqw` (A rows 0–3 and 4–7 replicated into every 128-bit segment),
-//! three `ld1w` of B and 24 `fmla z.s, z.s, z.s[lane]` (indexed by A lane; the indexed form
-//! needs its multiplicand in z0–z7, hence the register map). The loop is unrolled four depth
-//! steps with immediate offsets. Stable Rust has no SVE intrinsics, hence `asm!`.
+//! three `ld1w` of B, one pointer step to the next B row (`ldb`: the kernel reads a row-major
+//! B in place) and 24 `fmla z.s, z.s, z.s[lane]` (indexed by A lane; the indexed form
+//! needs its multiplicand in z0–z7, hence the register map): 24 FMLA in 30 instructions, plus
+//! 3 loop instructions per four depth steps (bound 0.78; with 32 vector registers the FMLA
+//! share cannot pass 24/29 = 0.83, see docs/benchmarks.md). Stable Rust has no SVE
+//! intrinsics, hence `asm!`.
 
 use core::arch::asm;
 
@@ -26,10 +29,54 @@ pub unsafe fn cntw() -> usize {
     n
 }
 
+/// One depth step of the SVE2 kernel as asm text: A rows 0–3 / 4–7 replicated per 128-bit
+/// segment (`ld1rqw` at byte offsets `$a0`, `$a1` from `{a}`), one B row (3 vectors at
+/// `{b}`, then `{b} += {ldb}` bytes), 24 indexed FMLAs into z8–z31.
+macro_rules! sve_step {
+    ($a0:literal, $a1:literal) => {
+        concat!(
+            "ld1rqw {{z0.s}}, p0/z, [{a}, #",
+            $a0,
+            "]\n",
+            "ld1rqw {{z1.s}}, p0/z, [{a}, #",
+            $a1,
+            "]\n",
+            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]\n",
+            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]\n",
+            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]\n",
+            "add {b}, {b}, {ldb}\n",
+            "fmla z8.s, z2.s, z0.s[0]\n",
+            "fmla z9.s, z3.s, z0.s[0]\n",
+            "fmla z10.s, z4.s, z0.s[0]\n",
+            "fmla z11.s, z2.s, z0.s[1]\n",
+            "fmla z12.s, z3.s, z0.s[1]\n",
+            "fmla z13.s, z4.s, z0.s[1]\n",
+            "fmla z14.s, z2.s, z0.s[2]\n",
+            "fmla z15.s, z3.s, z0.s[2]\n",
+            "fmla z16.s, z4.s, z0.s[2]\n",
+            "fmla z17.s, z2.s, z0.s[3]\n",
+            "fmla z18.s, z3.s, z0.s[3]\n",
+            "fmla z19.s, z4.s, z0.s[3]\n",
+            "fmla z20.s, z2.s, z1.s[0]\n",
+            "fmla z21.s, z3.s, z1.s[0]\n",
+            "fmla z22.s, z4.s, z1.s[0]\n",
+            "fmla z23.s, z2.s, z1.s[1]\n",
+            "fmla z24.s, z3.s, z1.s[1]\n",
+            "fmla z25.s, z4.s, z1.s[1]\n",
+            "fmla z26.s, z2.s, z1.s[2]\n",
+            "fmla z27.s, z3.s, z1.s[2]\n",
+            "fmla z28.s, z4.s, z1.s[2]\n",
+            "fmla z29.s, z2.s, z1.s[3]\n",
+            "fmla z30.s, z3.s, z1.s[3]\n",
+            "fmla z31.s, z4.s, z1.s[3]",
+        )
+    };
+}
+
 /// The SVE2 kernel body for the current vector length.
 ///
 /// Layout contract (the [`MicroKernel`] one with `MR = 8`, `NR = 3·W`, `W = cntw()`):
-/// `a[p*8 + i] = A(i, p)`, `b[p*NR + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j]`
+/// `a[p*8 + i] = A(i, p)`, `b[p*ldb + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j]`
 /// (this function handles `csc == 1` only; [`kernel_vla`] handles any `csc`).
 ///
 /// # Safety
@@ -40,6 +87,7 @@ unsafe fn kernel_sve2_rows(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     alpha: f32,
@@ -47,7 +95,8 @@ unsafe fn kernel_sve2_rows(
     bias: *const f32,
 ) {
     // SAFETY: the loads read exactly 8·k floats from `a` (ld1rqw of 4 floats at a + 32p and
-    // a + 32p + 16 bytes) and 3·VL·k bytes = NR·k floats from `b`; the optional beta loads and
+    // a + 32p + 16 bytes) and, for p < k, 3·VL bytes = NR floats at `b + p·ldb` (the B rows
+    // of the contract); the optional beta loads and
     // the stores touch C rows i < 8 at `c + i*rsc`, NR contiguous floats each (csc == 1), and
     // the bias load reads NR floats — all guaranteed by the contract. Every vector and
     // predicate register the block writes is declared clobbered (z8–z31 alias v8–v31, so the
@@ -83,162 +132,19 @@ unsafe fn kernel_sve2_rows(
             "lsr {n}, {k}, #2",
             "cbz {n}, 3f",
             "2:",
-            "ld1rqw {{z0.s}}, p0/z, [{a}, #0]",
-            "ld1rqw {{z1.s}}, p0/z, [{a}, #16]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
-            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]",
-            "fmla z8.s, z2.s, z0.s[0]",
-            "fmla z9.s, z3.s, z0.s[0]",
-            "fmla z10.s, z4.s, z0.s[0]",
-            "fmla z11.s, z2.s, z0.s[1]",
-            "fmla z12.s, z3.s, z0.s[1]",
-            "fmla z13.s, z4.s, z0.s[1]",
-            "fmla z14.s, z2.s, z0.s[2]",
-            "fmla z15.s, z3.s, z0.s[2]",
-            "fmla z16.s, z4.s, z0.s[2]",
-            "fmla z17.s, z2.s, z0.s[3]",
-            "fmla z18.s, z3.s, z0.s[3]",
-            "fmla z19.s, z4.s, z0.s[3]",
-            "fmla z20.s, z2.s, z1.s[0]",
-            "fmla z21.s, z3.s, z1.s[0]",
-            "fmla z22.s, z4.s, z1.s[0]",
-            "fmla z23.s, z2.s, z1.s[1]",
-            "fmla z24.s, z3.s, z1.s[1]",
-            "fmla z25.s, z4.s, z1.s[1]",
-            "fmla z26.s, z2.s, z1.s[2]",
-            "fmla z27.s, z3.s, z1.s[2]",
-            "fmla z28.s, z4.s, z1.s[2]",
-            "fmla z29.s, z2.s, z1.s[3]",
-            "fmla z30.s, z3.s, z1.s[3]",
-            "fmla z31.s, z4.s, z1.s[3]",
-            "ld1rqw {{z0.s}}, p0/z, [{a}, #32]",
-            "ld1rqw {{z1.s}}, p0/z, [{a}, #48]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #3, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #4, mul vl]",
-            "ld1w {{z4.s}}, p0/z, [{b}, #5, mul vl]",
-            "fmla z8.s, z2.s, z0.s[0]",
-            "fmla z9.s, z3.s, z0.s[0]",
-            "fmla z10.s, z4.s, z0.s[0]",
-            "fmla z11.s, z2.s, z0.s[1]",
-            "fmla z12.s, z3.s, z0.s[1]",
-            "fmla z13.s, z4.s, z0.s[1]",
-            "fmla z14.s, z2.s, z0.s[2]",
-            "fmla z15.s, z3.s, z0.s[2]",
-            "fmla z16.s, z4.s, z0.s[2]",
-            "fmla z17.s, z2.s, z0.s[3]",
-            "fmla z18.s, z3.s, z0.s[3]",
-            "fmla z19.s, z4.s, z0.s[3]",
-            "fmla z20.s, z2.s, z1.s[0]",
-            "fmla z21.s, z3.s, z1.s[0]",
-            "fmla z22.s, z4.s, z1.s[0]",
-            "fmla z23.s, z2.s, z1.s[1]",
-            "fmla z24.s, z3.s, z1.s[1]",
-            "fmla z25.s, z4.s, z1.s[1]",
-            "fmla z26.s, z2.s, z1.s[2]",
-            "fmla z27.s, z3.s, z1.s[2]",
-            "fmla z28.s, z4.s, z1.s[2]",
-            "fmla z29.s, z2.s, z1.s[3]",
-            "fmla z30.s, z3.s, z1.s[3]",
-            "fmla z31.s, z4.s, z1.s[3]",
-            "addvl {b}, {b}, #6",
-            "ld1rqw {{z0.s}}, p0/z, [{a}, #64]",
-            "ld1rqw {{z1.s}}, p0/z, [{a}, #80]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
-            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]",
-            "fmla z8.s, z2.s, z0.s[0]",
-            "fmla z9.s, z3.s, z0.s[0]",
-            "fmla z10.s, z4.s, z0.s[0]",
-            "fmla z11.s, z2.s, z0.s[1]",
-            "fmla z12.s, z3.s, z0.s[1]",
-            "fmla z13.s, z4.s, z0.s[1]",
-            "fmla z14.s, z2.s, z0.s[2]",
-            "fmla z15.s, z3.s, z0.s[2]",
-            "fmla z16.s, z4.s, z0.s[2]",
-            "fmla z17.s, z2.s, z0.s[3]",
-            "fmla z18.s, z3.s, z0.s[3]",
-            "fmla z19.s, z4.s, z0.s[3]",
-            "fmla z20.s, z2.s, z1.s[0]",
-            "fmla z21.s, z3.s, z1.s[0]",
-            "fmla z22.s, z4.s, z1.s[0]",
-            "fmla z23.s, z2.s, z1.s[1]",
-            "fmla z24.s, z3.s, z1.s[1]",
-            "fmla z25.s, z4.s, z1.s[1]",
-            "fmla z26.s, z2.s, z1.s[2]",
-            "fmla z27.s, z3.s, z1.s[2]",
-            "fmla z28.s, z4.s, z1.s[2]",
-            "fmla z29.s, z2.s, z1.s[3]",
-            "fmla z30.s, z3.s, z1.s[3]",
-            "fmla z31.s, z4.s, z1.s[3]",
-            "ld1rqw {{z0.s}}, p0/z, [{a}, #96]",
-            "ld1rqw {{z1.s}}, p0/z, [{a}, #112]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #3, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #4, mul vl]",
-            "ld1w {{z4.s}}, p0/z, [{b}, #5, mul vl]",
-            "fmla z8.s, z2.s, z0.s[0]",
-            "fmla z9.s, z3.s, z0.s[0]",
-            "fmla z10.s, z4.s, z0.s[0]",
-            "fmla z11.s, z2.s, z0.s[1]",
-            "fmla z12.s, z3.s, z0.s[1]",
-            "fmla z13.s, z4.s, z0.s[1]",
-            "fmla z14.s, z2.s, z0.s[2]",
-            "fmla z15.s, z3.s, z0.s[2]",
-            "fmla z16.s, z4.s, z0.s[2]",
-            "fmla z17.s, z2.s, z0.s[3]",
-            "fmla z18.s, z3.s, z0.s[3]",
-            "fmla z19.s, z4.s, z0.s[3]",
-            "fmla z20.s, z2.s, z1.s[0]",
-            "fmla z21.s, z3.s, z1.s[0]",
-            "fmla z22.s, z4.s, z1.s[0]",
-            "fmla z23.s, z2.s, z1.s[1]",
-            "fmla z24.s, z3.s, z1.s[1]",
-            "fmla z25.s, z4.s, z1.s[1]",
-            "fmla z26.s, z2.s, z1.s[2]",
-            "fmla z27.s, z3.s, z1.s[2]",
-            "fmla z28.s, z4.s, z1.s[2]",
-            "fmla z29.s, z2.s, z1.s[3]",
-            "fmla z30.s, z3.s, z1.s[3]",
-            "fmla z31.s, z4.s, z1.s[3]",
+            sve_step!("0", "16"),
+            sve_step!("32", "48"),
+            sve_step!("64", "80"),
+            sve_step!("96", "112"),
             "add {a}, {a}, #128",
-            "addvl {b}, {b}, #6",
             "subs {n}, {n}, #1",
             "b.ne 2b",
             "3:",
             "ands {k}, {k}, #3",
             "b.eq 5f",
             "4:",
-            "ld1rqw {{z0.s}}, p0/z, [{a}, #0]",
-            "ld1rqw {{z1.s}}, p0/z, [{a}, #16]",
-            "ld1w {{z2.s}}, p0/z, [{b}, #0, mul vl]",
-            "ld1w {{z3.s}}, p0/z, [{b}, #1, mul vl]",
-            "ld1w {{z4.s}}, p0/z, [{b}, #2, mul vl]",
-            "fmla z8.s, z2.s, z0.s[0]",
-            "fmla z9.s, z3.s, z0.s[0]",
-            "fmla z10.s, z4.s, z0.s[0]",
-            "fmla z11.s, z2.s, z0.s[1]",
-            "fmla z12.s, z3.s, z0.s[1]",
-            "fmla z13.s, z4.s, z0.s[1]",
-            "fmla z14.s, z2.s, z0.s[2]",
-            "fmla z15.s, z3.s, z0.s[2]",
-            "fmla z16.s, z4.s, z0.s[2]",
-            "fmla z17.s, z2.s, z0.s[3]",
-            "fmla z18.s, z3.s, z0.s[3]",
-            "fmla z19.s, z4.s, z0.s[3]",
-            "fmla z20.s, z2.s, z1.s[0]",
-            "fmla z21.s, z3.s, z1.s[0]",
-            "fmla z22.s, z4.s, z1.s[0]",
-            "fmla z23.s, z2.s, z1.s[1]",
-            "fmla z24.s, z3.s, z1.s[1]",
-            "fmla z25.s, z4.s, z1.s[1]",
-            "fmla z26.s, z2.s, z1.s[2]",
-            "fmla z27.s, z3.s, z1.s[2]",
-            "fmla z28.s, z4.s, z1.s[2]",
-            "fmla z29.s, z2.s, z1.s[3]",
-            "fmla z30.s, z3.s, z1.s[3]",
-            "fmla z31.s, z4.s, z1.s[3]",
+            sve_step!("0", "16"),
             "add {a}, {a}, #32",
-            "addvl {b}, {b}, #3",
             "subs {k}, {k}, #1",
             "b.ne 4b",
             "5:",
@@ -390,6 +296,7 @@ unsafe fn kernel_sve2_rows(
             k = inout(reg) k => _,
             a = inout(reg) a => _,
             b = inout(reg) b => _,
+            ldb = in(reg) ldb * 4,
             c = inout(reg) c => _,
             rsc = in(reg) rsc * 4,
             alpha = in(reg) alpha.to_bits(),
@@ -413,7 +320,7 @@ unsafe fn kernel_sve2_rows(
 /// The SVE2 `8 × 3·VL/32` micro-kernel, vector-length agnostic.
 ///
 /// Layout contract: that of [`MicroKernel`] with `MR = 8` and `NR = 3·cntw()` (12 at VL 128,
-/// 24 at 256, 48 at 512 bits): `a[p*8 + i] = A(i, p)`, `b[p*NR + j] = B(p, j)`, C element
+/// 24 at 256, 48 at 512 bits): `a[p*8 + i] = A(i, p)`, `b[p*ldb + j] = B(p, j)`, C element
 /// `(i, j)` at `c[i*rsc + j*csc]`, `c = alpha·AB (+ beta·c if beta ≠ 0) (+ bias)`.
 /// Rows of C with `csc ≠ 1` go through a local tile.
 ///
@@ -424,6 +331,7 @@ pub unsafe fn kernel_vla(
     k: usize,
     a: *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     rsc: isize,
     csc: isize,
@@ -435,7 +343,7 @@ pub unsafe fn kernel_vla(
     // only handed out by `kernel()` after checking both).
     unsafe {
         if csc == 1 {
-            return kernel_sve2_rows(k, a, b, c, rsc, alpha, beta, bias);
+            return kernel_sve2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias);
         }
         let nr = 3 * cntw();
         let mut t = [0.0f32; MR * 48];
@@ -444,6 +352,7 @@ pub unsafe fn kernel_vla(
             k,
             a,
             b,
+            ldb,
             t.as_mut_ptr(),
             nr as isize,
             alpha,
@@ -466,16 +375,25 @@ pub unsafe fn kernel_vla(
     }
 }
 
-// SAFETY: `kernel_vla` implements the contract for MR = 8, NR = 3·cntw(); each
+// SAFETY: `kernel_vla` implements the contract for MR = 8, NR = 3·cntw() (and the Neon
+// `pack_a_8` the PackAFn contract for MR = 8, Neon is always present); each
 // static declares NR for one vector length and `kernel()` hands it out only when SVE2 is
 // present and cntw() matches.
-static SVE2_VL128: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 12, kernel_vla) };
+static SVE2_VL128: MicroKernel = unsafe {
+    MicroKernel::new("sve2-8x3vl", MR, 12, kernel_vla).with_pack_a(super::neon::pack_a_8)
+};
 // SAFETY: see above.
-static SVE2_VL256: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 24, kernel_vla) };
+static SVE2_VL256: MicroKernel = unsafe {
+    MicroKernel::new("sve2-8x3vl", MR, 24, kernel_vla).with_pack_a(super::neon::pack_a_8)
+};
 // SAFETY: see above.
-static SVE2_VL384: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 36, kernel_vla) };
+static SVE2_VL384: MicroKernel = unsafe {
+    MicroKernel::new("sve2-8x3vl", MR, 36, kernel_vla).with_pack_a(super::neon::pack_a_8)
+};
 // SAFETY: see above.
-static SVE2_VL512: MicroKernel = unsafe { MicroKernel::new("sve2-8x3vl", MR, 48, kernel_vla) };
+static SVE2_VL512: MicroKernel = unsafe {
+    MicroKernel::new("sve2-8x3vl", MR, 48, kernel_vla).with_pack_a(super::neon::pack_a_8)
+};
 
 /// The SVE2 kernel for the current vector length, if SVE2 is present and VL ≤ 512 bits.
 /// (The vector length is read now; a process that changes it later must select again.)
