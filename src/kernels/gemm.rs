@@ -193,7 +193,8 @@ pub type MicroKernelFn = unsafe fn(
 /// The driver guarantees these preconditions; an implementation must read and write nothing
 /// else. `mr ≤ MAX_MR` and `nr ≤ MAX_NR` (checked by the driver).
 ///
-/// A kernel may come with its own A packer ([`PackAFn`], used for row-major A) and a larger
+/// A kernel may come with its own panel packer ([`PackFn`], used for whole panels of a
+/// row-major A and of a B stored transposed, e.g. `linear`'s `[N, K]` weight) and a larger
 /// preferred depth block (kernels that keep the tile in ZA gain from long `k`).
 ///
 /// Fields are private: a `MicroKernel` can only be built with the `unsafe`
@@ -206,17 +207,19 @@ pub struct MicroKernel {
     mr: usize,
     nr: usize,
     kernel: MicroKernelFn,
-    pack_a: Option<PackAFn>,
+    pack: Option<PackFn>,
     kc_max: usize,
 }
 
-/// Packs one A micro-panel from a row-major source.
+/// Packs one micro-panel of width `w` from `w` depth-contiguous source runs: a row-major
+/// A panel (`w = MR`, runs = rows of A) or a transposed-B panel (`w = NR`, runs = columns
+/// of B, i.e. rows of the stored `Bᵀ`).
 ///
-/// # Contract of `pack(src, lda, rows, kc, dst)`
-/// `rows == MR` (the driver packs edge panels itself). For `i < MR` and `p < kc`:
-/// `dst[p * MR + i] = src[i * lda + p]`. `src + i*lda .. + kc` is readable for `i < MR`,
-/// `dst` holds `kc * MR` writable floats (only f32-aligned). `kc ≥ 1`.
-pub type PackAFn = unsafe fn(src: *const f32, lda: usize, rows: usize, kc: usize, dst: *mut f32);
+/// # Contract of `pack(src, ld, w, kc, dst)`
+/// `w` is the kernel's `MR` or `NR` (the driver packs edge panels itself). For `i < w` and
+/// `p < kc`: `dst[p * w + i] = src[i * ld + p]`. `src + i*ld .. + kc` is readable for
+/// `i < w`, `dst` holds `kc * w` writable floats (only f32-aligned). `kc ≥ 1`.
+pub type PackFn = unsafe fn(src: *const f32, ld: usize, w: usize, kc: usize, dst: *mut f32);
 
 impl MicroKernel {
     /// A micro-kernel computing `mr × nr` tiles.
@@ -235,19 +238,19 @@ impl MicroKernel {
             mr,
             nr,
             kernel,
-            pack_a: None,
+            pack: None,
             kc_max: KC,
         }
     }
 
-    /// The same kernel with its own A packer.
+    /// The same kernel with its own panel packer.
     ///
     /// # Safety
-    /// `pack` must implement the [`PackAFn`] contract for this kernel's `mr`, on every CPU
-    /// that can obtain the value.
-    pub const unsafe fn with_pack_a(self, pack: PackAFn) -> MicroKernel {
+    /// `pack` must implement the [`PackFn`] contract for `w` = this kernel's `mr` and `nr`,
+    /// on every CPU that can obtain the value.
+    pub const unsafe fn with_packer(self, pack: PackFn) -> MicroKernel {
         MicroKernel {
-            pack_a: Some(pack),
+            pack: Some(pack),
             ..self
         }
     }
@@ -857,7 +860,7 @@ pub fn sgemm_with(
             let beta_eff = if pc == 0 { beta } else { 1.0 };
             let last = pc + kcb == k;
             if n_full < n {
-                pack_b(&b, pc, kcb, n_full, n - n_full, nr, bpack);
+                pack_b(uk, &b, pc, kcb, n_full, n - n_full, bpack);
             }
             let mut ic = 0;
             while ic < m {
@@ -912,7 +915,7 @@ pub fn sgemm_with(
             let kcb = kc.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
             let last = pc + kcb == k;
-            pack_b(&b, pc, kcb, jc, ncb, nr, bpack);
+            pack_b(uk, &b, pc, kcb, jc, ncb, bpack);
             let mut ic = 0;
             while ic < m {
                 let mcb = plan.mc.min(m - ic);
@@ -1062,11 +1065,11 @@ fn pack_a(
         let rows = mr.min(mcb - ir);
         let d = &mut dst[q * kc * mr..(q + 1) * kc * mr];
         let base = (ic + ir) * a.rs + pc * a.cs;
-        if let (Some(pack), true, true) = (uk.pack_a, a.cs == 1, rows == mr) {
+        if let (Some(pack), true, true) = (uk.pack, a.cs == 1, rows == mr) {
             // In bounds: rows ic+ir .. +mr ≤ m, columns pc .. pc+kc ≤ k of a validated view.
             let src = &a.data[base..];
-            // SAFETY: the PackAFn contract: rows i < mr at src + i·a.rs hold kc readable
-            // floats (inside `a.data`, see above), `d` holds kc·mr floats, kc ≥ 1.
+            // SAFETY: the PackFn contract with w = mr: rows i < mr at src + i·a.rs hold kc
+            // readable floats (inside `a.data`, see above), `d` holds kc·mr floats, kc ≥ 1.
             unsafe { pack(src.as_ptr(), a.rs, mr, kc, d.as_mut_ptr()) };
         } else {
             pack_panel(a.data, base, a.rs, a.cs, rows, mr, kc, d);
@@ -1076,13 +1079,33 @@ fn pack_a(
 
 /// Packs `B[pc..pc+kc, jc..jc+nc]` into NR-column-interleaved micro-panels: panel `q`
 /// (columns `jc + q·nr ..`) occupies `dst[q·kc·nr ..][.. kc·nr]` with
-/// `dst[p·nr + j] = B(pc+p, col j)`, columns past `nc` zero.
-fn pack_b(b: &MatRef<'_>, pc: usize, kc: usize, jc: usize, nc: usize, nr: usize, dst: &mut [f32]) {
+/// `dst[p·nr + j] = B(pc+p, col j)`, columns past `nc` zero. Whole panels of a transposed
+/// B (unit row stride) use the kernel's own packer if it has one.
+#[allow(clippy::too_many_arguments)]
+fn pack_b(
+    uk: &MicroKernel,
+    b: &MatRef<'_>,
+    pc: usize,
+    kc: usize,
+    jc: usize,
+    nc: usize,
+    dst: &mut [f32],
+) {
+    let nr = uk.nr;
     for (q, jr) in (0..nc).step_by(nr).enumerate() {
         let cols = nr.min(nc - jr);
         let d = &mut dst[q * kc * nr..(q + 1) * kc * nr];
         let base = pc * b.rs + (jc + jr) * b.cs;
-        pack_panel(b.data, base, b.cs, b.rs, cols, nr, kc, d);
+        if let (Some(pack), true, true) = (uk.pack, b.rs == 1, cols == nr) {
+            // In bounds: columns jc+jr .. +nr ≤ n, rows pc .. pc+kc ≤ k of a validated view
+            // whose rows are contiguous (rs = 1): column j's run is data[base + j·cs ..][..kc].
+            let src = &b.data[base..];
+            // SAFETY: the PackFn contract with w = nr: runs i < nr at src + i·b.cs hold kc
+            // readable floats (see above), `d` holds kc·nr floats, kc ≥ 1.
+            unsafe { pack(src.as_ptr(), b.cs, nr, kc, d.as_mut_ptr()) };
+        } else {
+            pack_panel(b.data, base, b.cs, b.rs, cols, nr, kc, d);
+        }
     }
 }
 

@@ -172,42 +172,49 @@ pub unsafe fn kernel_8x12(
     }
 }
 
-/// Packs 8 rows of a row-major A into the 8-row-interleaved panel (`PackAFn` contract with
-/// `MR = 8`): `dst[p*8 + i] = src[i*lda + p]` for `i < 8`, `p < kc`.
+/// Panel packer (`PackFn` contract) for any width `w` that is a multiple of 4:
+/// `dst[p*w + i] = src[i*ld + p]` for `i < w`, `p < kc` — `w` depth-contiguous runs (rows of
+/// A, or columns of a transposed B) interleaved.
 ///
-/// Four depth steps at a time: eight 4-float row loads, two 4 × 4 transposes (`trn1`/`trn2`
-/// on 32- then 64-bit lanes), eight 4-float stores — about one instruction per element.
+/// Four depth steps of four runs at a time: four 4-float loads, one 4 × 4 transpose
+/// (`trn1`/`trn2` on 32- then 64-bit lanes), four 4-float stores — about one instruction per
+/// element.
 ///
 /// # Safety
-/// Rows `i < 8` at `src + i*lda` hold `kc` readable floats; `dst` holds `8·kc` writable
-/// floats.
-pub unsafe fn pack_a_8(src: *const f32, lda: usize, _rows: usize, kc: usize, dst: *mut f32) {
-    // SAFETY: (whole body) the row loads read src[i*lda + p .. p+4] with p + 4 ≤ kc and the
-    // tail reads single elements with p < kc, inside the rows the caller vouches for; the
-    // stores write dst[(p+j)*8 .. +8] with p + j < kc, inside the 8·kc floats of `dst`.
-    // Neon is in the aarch64 baseline; all accesses are unaligned-safe on normal memory.
+/// `w % 4 == 0`; runs `i < w` at `src + i*ld` hold `kc` readable floats; `dst` holds `w·kc`
+/// writable floats.
+pub unsafe fn pack_runs_x4(src: *const f32, ld: usize, w: usize, kc: usize, dst: *mut f32) {
+    // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < w, p + 4 ≤ kc,
+    // and the tail reads single elements with p < kc, inside the runs the caller vouches
+    // for; the stores write dst[(p+j)*w + g .. +4] with p + j < kc, g + 4 ≤ w, inside the
+    // w·kc floats of `dst`. Neon is in the aarch64 baseline; all accesses are
+    // unaligned-safe on normal memory.
     unsafe {
-        let row = |i: usize| src.add(i * lda);
+        let run = |i: usize| src.add(i * ld);
         let mut p = 0;
         while p + 4 <= kc {
-            let r: [float32x4_t; 8] = core::array::from_fn(|i| vld1q_f32(row(i).add(p)));
-            for h in 0..2 {
-                let (r0, r1, r2, r3) = (r[4 * h], r[4 * h + 1], r[4 * h + 2], r[4 * h + 3]);
+            let mut g = 0;
+            while g + 4 <= w {
+                let r0 = vld1q_f32(run(g).add(p));
+                let r1 = vld1q_f32(run(g + 1).add(p));
+                let r2 = vld1q_f32(run(g + 2).add(p));
+                let r3 = vld1q_f32(run(g + 3).add(p));
                 let t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
                 let t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
                 let t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
                 let t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
-                let d = dst.add(p * 8 + 4 * h);
+                let d = dst.add(p * w + g);
                 vst1q_f32(d, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
-                vst1q_f32(d.add(8), vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
-                vst1q_f32(d.add(16), vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
-                vst1q_f32(d.add(24), vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+                vst1q_f32(d.add(w), vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+                vst1q_f32(d.add(2 * w), vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+                vst1q_f32(d.add(3 * w), vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+                g += 4;
             }
             p += 4;
         }
         while p < kc {
-            for i in 0..8 {
-                *dst.add(p * 8 + i) = *row(i).add(p);
+            for i in 0..w {
+                *dst.add(p * w + i) = *run(i).add(p);
             }
             p += 1;
         }
@@ -215,8 +222,8 @@ pub unsafe fn pack_a_8(src: *const f32, lda: usize, _rows: usize, kc: usize, dst
 }
 
 // SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile and
-// `pack_a_8` the PackAFn contract for MR = 8; both use only Neon, which every AArch64 CPU
+// `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); both use only Neon, which every AArch64 CPU
 // has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel =
-    unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_pack_a(pack_a_8) };
+    unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_packer(pack_runs_x4) };

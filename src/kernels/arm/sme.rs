@@ -10,7 +10,7 @@
 //! bound 0.5); SME2 loads two depth steps of A with one 4-vector `ld1w {z0.s-z3.s}` and each
 //! B row with one 2-vector load (bound 8/11 = 0.73 with B in place).
 //!
-//! A is packed by [`pack_a_za`], a transpose through ZA (horizontal-slice loads, vertical-
+//! A (and a transposed B) is packed by [`pack_za`], a transpose through ZA (horizontal-slice loads, vertical-
 //! slice stores), and the kernels ask the driver for long depth blocks (the tile stays in
 //! ZA; a depth block boundary costs a ZA store and reload).
 //!
@@ -477,16 +477,17 @@ pub unsafe fn kernel_sme2(
     unsafe { any_csc(sme2_rows, k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
 }
 
-/// Packs `MR = 2S` rows of a row-major A into the MR-row-interleaved panel through ZA
-/// (`PackAFn` contract): per S × S block, S horizontal-slice loads of A rows into `za0`
-/// (`whilelt`-predicated at the depth tail, the rest of the slice zeroed) and one vertical
-/// slice store per depth step: `dst[p*MR + h*S + i] = src[(h*S + i)*lda + p]`.
+/// Packs `w = 2S` depth-contiguous runs (rows of A, or columns of a transposed B) into the
+/// 2S-interleaved panel through ZA (`PackFn` contract): per S × S block, S horizontal-slice
+/// loads of runs into `za0` (`whilelt`-predicated at the depth tail, the rest of the slice
+/// zeroed) and one vertical-slice store per depth step:
+/// `dst[p*2S + h*S + i] = src[(h*S + i)*lda + p]`.
 ///
 /// # Safety
-/// Rows `i < 2S` at `src + i*lda` hold `kc ≥ 1` readable floats, `dst` holds `2S·kc`
-/// writable floats; the CPU has SME and the caller is not in streaming mode.
-pub unsafe fn pack_a_za(src: *const f32, lda: usize, _rows: usize, kc: usize, dst: *mut f32) {
-    // SAFETY: loads read, for rows r < 2S, floats k0 .. k0 + min(S, kc - k0) of row r (the
+/// `w == 2S`; runs `i < 2S` at `src + i*lda` hold `kc ≥ 1` readable floats, `dst` holds
+/// `2S·kc` writable floats; the CPU has SME and the caller is not in streaming mode.
+pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *mut f32) {
+    // SAFETY: loads read, for runs r < 2S, floats k0 .. k0 + min(S, kc - k0) of run r (the
     // `whilelt` predicate masks lanes at or past kc); stores write S floats at
     // dst + (k0 + j)·MR + h·S for j < min(S, kc - k0), inside the 2S·kc floats of `dst`.
     // Streaming mode and ZA are entered and left inside the block; every vector/predicate
@@ -499,6 +500,11 @@ pub unsafe fn pack_a_za(src: *const f32, lda: usize, _rows: usize, kc: usize, ds
             "cntw {s}",
             "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
             "lsl {lda4}, {lda}, #2",
+            "lsl {l2}, {lda}, #1",          // row offsets 1..3 (floats): lda, l2, l3
+            "add {l3}, {l2}, {lda}",
+            "lsl {m1}, {s}, #1",            // MR floats: vertical slices j·MR apart
+            "lsl {m2}, {s}, #2",
+            "add {m3}, {m2}, {m1}",
             "mov {h}, #0",
             "1:",                           // row half h ∈ {0, 1}
             "mov {k0}, #0",
@@ -508,26 +514,42 @@ pub unsafe fn pack_a_za(src: *const f32, lda: usize, _rows: usize, kc: usize, ds
             "madd {rp}, {t}, {lda4}, {src}",  // row h·S
             "add {rp}, {rp}, {k0}, lsl #2",   // column k0
             "mov w12, #0",
-            "3:",
+            "3:",                           // S rows, 4 per iteration (S is a multiple of 4)
             "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
-            "add {rp}, {rp}, {lda4}",
-            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}]",
-            "add {rp}, {rp}, {lda4}",
-            "add w12, w12, #2",
+            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
+            "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
+            "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
+            "add {rp}, {rp}, {lda4}, lsl #2",
+            "add w12, w12, #4",
             "cmp w12, {s:w}",
             "b.lo 3b",
-            "sub {cnt}, {kc}, {k0}",
+            "sub {cnt}, {kc}, {k0}",        // depth steps in this chunk: min(S, kc - k0)
             "cmp {cnt}, {s}",
             "csel {cnt}, {cnt}, {s}, lo",
             "madd {dp}, {k0}, {mr4}, {dst}",
             "add {dp}, {dp}, {t}, lsl #2",    // + h·S floats
             "mov w12, #0",
-            "4:",
+            "and {c4}, {cnt}, #-4",
+            "cbz {c4}, 5f",
+            "4:",                           // 4 vertical slices per iteration
+            "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+            "st1w {{za0v.s[w12, 1]}}, p0, [{dp}, {m1}, lsl #2]",
+            "st1w {{za0v.s[w12, 2]}}, p0, [{dp}, {m2}, lsl #2]",
+            "st1w {{za0v.s[w12, 3]}}, p0, [{dp}, {m3}, lsl #2]",
+            "add {dp}, {dp}, {mr4}, lsl #2",
+            "add w12, w12, #4",
+            "cmp w12, {c4:w}",
+            "b.lo 4b",
+            "5:",
+            "cmp w12, {cnt:w}",
+            "b.hs 7f",
+            "6:",
             "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
             "add {dp}, {dp}, {mr4}",
             "add w12, w12, #1",
             "cmp w12, {cnt:w}",
-            "b.ne 4b",
+            "b.lo 6b",
+            "7:",
             "add {k0}, {k0}, {s}",
             "cmp {k0}, {kc}",
             "b.lo 2b",
@@ -548,6 +570,12 @@ pub unsafe fn pack_a_za(src: *const f32, lda: usize, _rows: usize, kc: usize, ds
             rp = out(reg) _,
             cnt = out(reg) _,
             dp = out(reg) _,
+            l2 = out(reg) _,
+            l3 = out(reg) _,
+            m1 = out(reg) _,
+            m2 = out(reg) _,
+            m3 = out(reg) _,
+            c4 = out(reg) _,
             out("x12") _,
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
             out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
@@ -571,11 +599,11 @@ macro_rules! statics {
             // SAFETY: the kernel implements the contract for MR = NR = 2·SVL/32; each static
             // declares the tile of one SVL and is handed out only when the CPU has the
             // extension and its SVL matches (`pick`).
-            // `pack_a_za` implements the PackAFn contract for MR = 2·SVL/32 under the same
-            // condition (SME present). Long depth blocks: the tile stays in ZA.
+            // `pack_za` implements the PackFn contract for w = MR = NR = 2·SVL/32 under the
+            // same condition (SME present). Long depth blocks: the tile stays in ZA.
             static $id: MicroKernel = unsafe {
                 MicroKernel::new($name, $t, $t, $f)
-                    .with_pack_a(pack_a_za)
+                    .with_packer(pack_za)
                     .with_kc_max(1024)
             };
         )*

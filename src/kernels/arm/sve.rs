@@ -376,23 +376,24 @@ pub unsafe fn kernel_vla(
 }
 
 // SAFETY: `kernel_vla` implements the contract for MR = 8, NR = 3·cntw() (and the Neon
-// `pack_a_8` the PackAFn contract for MR = 8, Neon is always present); each
+// `pack_runs_x4` the PackFn contract for w = 8 and w = NR, both multiples of 4; Neon is
+// always present); each
 // static declares NR for one vector length and `kernel()` hands it out only when SVE2 is
 // present and cntw() matches.
 static SVE2_VL128: MicroKernel = unsafe {
-    MicroKernel::new("sve2-8x3vl", MR, 12, kernel_vla).with_pack_a(super::neon::pack_a_8)
+    MicroKernel::new("sve2-8x3vl", MR, 12, kernel_vla).with_packer(super::neon::pack_runs_x4)
 };
 // SAFETY: see above.
 static SVE2_VL256: MicroKernel = unsafe {
-    MicroKernel::new("sve2-8x3vl", MR, 24, kernel_vla).with_pack_a(super::neon::pack_a_8)
+    MicroKernel::new("sve2-8x3vl", MR, 24, kernel_vla).with_packer(super::neon::pack_runs_x4)
 };
 // SAFETY: see above.
 static SVE2_VL384: MicroKernel = unsafe {
-    MicroKernel::new("sve2-8x3vl", MR, 36, kernel_vla).with_pack_a(super::neon::pack_a_8)
+    MicroKernel::new("sve2-8x3vl", MR, 36, kernel_vla).with_packer(super::neon::pack_runs_x4)
 };
 // SAFETY: see above.
 static SVE2_VL512: MicroKernel = unsafe {
-    MicroKernel::new("sve2-8x3vl", MR, 48, kernel_vla).with_pack_a(super::neon::pack_a_8)
+    MicroKernel::new("sve2-8x3vl", MR, 48, kernel_vla).with_packer(super::neon::pack_runs_x4)
 };
 
 /// The SVE2 kernel for the current vector length, if SVE2 is present and VL ≤ 512 bits.
