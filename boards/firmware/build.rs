@@ -37,6 +37,15 @@ fn main() {
         println!("cargo:rerun-if-changed={}", linker_dir.join(f).display());
     }
 
+    if std::env::var_os("CARGO_FEATURE_GEMM_BENCH").is_some() {
+        // The bench firmware runs no model: no generated files. Its matrices live in the
+        // board's bench region, which only qemu-virt describes.
+        assert!(
+            *board == "qemu-virt",
+            "feature gemm-bench is for qemu-virt only (got {board})"
+        );
+        return;
+    }
     println!("cargo:rerun-if-env-changed=PTERA_FW_GEN");
     let gen = std::env::var("PTERA_FW_GEN").unwrap_or_else(|_| {
         panic!("PTERA_FW_GEN is not set: build the firmware through `cargo xtask qemu` or `cargo xtask deploy`")

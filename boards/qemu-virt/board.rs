@@ -10,6 +10,10 @@ use crate::mmu::{device, l1_index, normal};
 pub const NAME: &str = "qemu-virt";
 /// Where `-device loader,file=MODEL,addr=...` places a model that is not linked in.
 pub const MODEL_LOAD_ADDR: usize = 0x7000_0000;
+/// GEMM bench mode (feature `gemm-bench`): RAM the firmware may use for its parameter block and
+/// matrices, (address, bytes). It is the model window above, unused when no model runs.
+#[cfg(feature = "gemm-bench")]
+pub const BENCH_RAM: (usize, usize) = (MODEL_LOAD_ADDR, 0x1000_0000);
 const UART0: usize = 0x0900_0000;
 
 initial_pagetable!({

@@ -9,6 +9,7 @@
 mod boards;
 mod console;
 mod elf;
+mod gemm;
 
 use std::fmt::Write as _;
 use std::fs::{self, File};
@@ -21,6 +22,7 @@ use ptera::{MethodMeta, Program};
 
 use crate::npy::HostTensor;
 pub use boards::Board;
+pub use gemm::{gemm_icount, GemmRequest};
 
 /// `cargo xtask qemu`.
 #[derive(clap::Args)]
@@ -241,10 +243,32 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
     if opts.selftest_panic {
         features.push_str(",selftest-panic");
     }
+    cargo_build_firmware(&features, Some(&gen)).map_err(|e| {
+        let msg = format!("{e:#}");
+        if msg.contains("will not fit in region") || msg.contains("overflowed by") {
+            anyhow::anyhow!(
+                "{} does not fit on {}: model + arenas + code exceed the image window of {} MiB\n{msg}",
+                job.model.display(),
+                opts.board.name,
+                opts.board.image_len >> 20
+            )
+        } else {
+            e
+        }
+    })?;
+    let elf = dir.join("aarch64-unknown-none/release/ptera-firmware");
+    fs::copy(&elf, dest).with_context(|| format!("cannot copy {}", elf.display()))?;
+    Ok(())
+}
+
+/// Runs `cargo build` of the firmware (`boards/`) with `features` into `target/firmware`; the
+/// caller holds the build lock. `gen`: the generated model files (`PTERA_FW_GEN`), if any.
+fn cargo_build_firmware(features: &str, gen: Option<&Path>) -> Result<()> {
+    let dir = firmware_dir();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let t0 = Instant::now();
-    let out = Command::new(cargo)
-        .current_dir(root())
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root())
         .args([
             "build",
             "--release",
@@ -252,35 +276,27 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
             "--manifest-path",
             "boards/Cargo.toml",
         ])
-        .args(["--target", "aarch64-unknown-none", "--features", &features])
+        .args(["--target", "aarch64-unknown-none", "--features", features])
         .env("CARGO_TARGET_DIR", &dir)
-        .env("PTERA_FW_GEN", &gen)
         .env(
             "DEFMT_LOG",
             std::env::var("DEFMT_LOG").unwrap_or_else(|_| "error".into()),
         )
-        .stdout(Stdio::inherit())
-        .output()
-        .context("cannot run cargo")?;
+        .stdout(Stdio::inherit());
+    if let Some(g) = gen {
+        cmd.env("PTERA_FW_GEN", g);
+    }
+    let out = cmd.output().context("cannot run cargo")?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if stderr.contains("will not fit in region") || stderr.contains("overflowed by") {
-            bail!(
-                "{} does not fit on {}: model + arenas + code exceed the image window of {} MiB\n{stderr}",
-                job.model.display(),
-                opts.board.name,
-                opts.board.image_len >> 20
-            );
-        }
-        bail!("firmware build failed:\n{stderr}");
+        bail!(
+            "firmware build failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     eprintln!(
-        "firmware for {} built in {:.1} s",
-        opts.board.name,
+        "firmware ({features}) built in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
-    let elf = dir.join("aarch64-unknown-none/release/ptera-firmware");
-    fs::copy(&elf, dest).with_context(|| format!("cannot copy {}", elf.display()))?;
     Ok(())
 }
 

@@ -1,6 +1,16 @@
 //! `cargo xtask bench gemm`: exact instruction count of one GEMM call on AArch64.
 //!
-//! Method ("qemu-user exec trace"): the tiny Linux program `benches/gemm-count` is built for
+//! Two methods:
+//!
+//! * `icount` (default except for sme2; "qemu-system icount"): the bare-metal firmware's GEMM
+//!   bench mode under `qemu-system-aarch64 -M virt -cpu max -icount shift=0,sleep=off`, where
+//!   CNTVCT advances one tick per executed instruction; the firmware reads it around one `sgemm`
+//!   call (after a warm-up call) and checks C (see `baremetal::gemm_icount`). Needs no trace and
+//!   runs at emulation speed. SME2 needs QEMU ≥ 10.1, which only exists here as the user-mode
+//!   qemu 11 (scripts/fetch-qemu11.sh), so sme2 keeps the trace.
+//! * `trace` ("qemu-user exec trace", below).
+//!
+//! Method "qemu-user exec trace": the tiny Linux program `benches/gemm-count` is built for
 //! `aarch64-unknown-linux-gnu` and run under `qemu-aarch64 -d in_asm,exec,nochain`. QEMU logs
 //! every translated block ("IN:" followed by its instructions) and, with chaining off, every
 //! execution of a block ("Trace ... [../PC/..] symbol"). The executed instructions are the sum
@@ -38,6 +48,13 @@ pub struct GemmArgs {
     /// qemu-aarch64 to use (default: `qemu-aarch64`, or target/qemu11's for sme2).
     #[arg(long)]
     qemu: Option<PathBuf>,
+    /// `icount` (bare-metal firmware under qemu-system-aarch64 -icount) or `trace` (qemu-user
+    /// exec trace of benches/gemm-count). Default: icount, except trace for sme2 and --pte.
+    #[arg(long)]
+    method: Option<String>,
+    /// icount: seconds before QEMU is stopped and the run fails.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
     #[arg(long)]
     json: bool,
 }
@@ -151,6 +168,29 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     if args.pte.is_none() && (args.m == 0 || args.k == 0 || args.n == 0) {
         bail!("--m, --k and --n are required (and > 0) unless --pte is given");
     }
+    if let Some(vl) = args.vl {
+        if vl % 128 != 0 || vl == 0 || vl > 2048 {
+            bail!("--vl must be a multiple of 128 up to 2048");
+        }
+    }
+    let method = match args.method.as_deref() {
+        Some("icount") => {
+            if args.pte.is_some() {
+                bail!("--pte is measured with --method trace only");
+            }
+            if isa == "sme2" {
+                bail!("sme2 under qemu-system needs QEMU >= 10.1 (system QEMU is older): use --method trace");
+            }
+            "icount"
+        }
+        Some("trace") => "trace",
+        Some(other) => bail!("--method must be icount or trace, not {other}"),
+        None if isa == "sme2" || args.pte.is_some() => "trace",
+        None => "icount",
+    };
+    if method == "icount" {
+        return bench_icount(&args, &isa);
+    }
     let dir = build_bench()?;
     let qemu = match &args.qemu {
         Some(q) => q.clone(),
@@ -165,9 +205,6 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     };
     let mut cpu = String::from("max");
     if let Some(vl) = args.vl {
-        if vl % 128 != 0 || vl == 0 || vl > 2048 {
-            bail!("--vl must be a multiple of 128 up to 2048");
-        }
         cpu += &format!(
             ",sve-default-vector-length={0},sme-default-vector-length={0}",
             vl / 8
@@ -248,13 +285,7 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         .context("no vector_bits from gemm-count")?
         .trim()
         .parse()?;
-    let lanes = (bits / 32) as u128;
-    let macs = (args.m * args.n * args.k) as u128;
-    let per_insn = match isa.as_str() {
-        "sme" | "sme2" => lanes * lanes,
-        _ => lanes,
-    };
-    let ideal = macs.div_ceil(per_insn);
+    let ideal = ideal_fma(&isa, bits, args.m, args.k, args.n);
     let density = ideal as f64 / tc.count as f64;
     if args.json {
         let v = serde_json::json!({
@@ -279,6 +310,64 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
                 *n as f64 * 100.0 / tc.count as f64
             );
         }
+    }
+    Ok(())
+}
+
+/// FMA-class instructions a perfect kernel needs: m·n·k MACs over (Neon 4, SVE VL/32, FMOPA
+/// (SVL/32)²) per instruction; generic counts as Neon.
+fn ideal_fma(isa: &str, bits: usize, m: usize, k: usize, n: usize) -> u128 {
+    let lanes = (bits / 32).max(1) as u128;
+    let macs = (m * n * k) as u128;
+    let per_insn = match isa {
+        "sme" | "sme2" => lanes * lanes,
+        _ => lanes,
+    };
+    macs.div_ceil(per_insn)
+}
+
+fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
+    let code = ptera::kernels::arm::Isa::parse(isa).context("unknown ISA")? as u32;
+    let t0 = std::time::Instant::now();
+    let r = crate::baremetal::gemm_icount(&crate::baremetal::GemmRequest {
+        isa_code: code,
+        m: args.m,
+        k: args.k,
+        n: args.n,
+        vl: args.vl,
+        cpu: "max".into(),
+        timeout: std::time::Duration::from_secs(args.timeout),
+    })?;
+    let bits = r.vector_bits as usize;
+    let insns = r.instructions();
+    let ideal = ideal_fma(isa, bits, args.m, args.k, args.n);
+    let density = ideal as f64 / insns as f64;
+    if args.json {
+        let v = serde_json::json!({
+            "isa": isa, "m": args.m, "k": args.k, "n": args.n, "vector_bits": bits,
+            "instructions": insns, "fma_instructions_ideal": ideal as u64,
+            "density": (density * 10000.0).round() / 10000.0,
+            "method": "qemu-system icount",
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "{isa} {}x{}x{} at {bits} bits: {insns} instructions (qemu-system icount), ideal FMA {ideal}, density {:.4}",
+            args.m, args.k, args.n, density
+        );
+        println!(
+            "  counter ticks around the call {}, empty bracket {}, warm-up call {}; CNTFRQ {} Hz",
+            r.ticks, r.bracket_ticks, r.warmup_ticks, r.cntfrq
+        );
+        println!(
+            "  C checked: {} entries against f64 dot products, {} rows (Freivalds), worst error {:.3} x tolerance",
+            r.entries_checked, r.rows_checked, r.worst_error_ratio
+        );
+        println!(
+            "  QEMU {:.2} s, total {:.2} s",
+            r.wall.as_secs_f64(),
+            t0.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

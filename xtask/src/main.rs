@@ -79,7 +79,8 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Exact instruction count and FMA density of one GEMM call (AArch64, qemu-user trace).
+    /// Exact instruction count and FMA density of one GEMM call (AArch64; bare-metal
+    /// qemu-system -icount, or a qemu-user exec trace).
     Gemm(bench_gemm::GemmArgs),
 }
 

@@ -12,6 +12,7 @@
 //! | 4 `DONE` | [`Report`] (see [`done`]) — the last packet of a run |
 //! | 5 `TEXT` | UTF-8 text (panics, exceptions) |
 //! | 6 `HELLO` | `ptera-fw/1`, the first packet |
+//! | 7 `BENCH` | GEMM bench result (feature `gemm-bench`, layout in `gemm_bench::send`), before DONE |
 //!
 //! All integers little-endian.
 
@@ -25,12 +26,17 @@ use crate::drivers::Uart;
 
 const SYNC: u8 = 0xA5;
 const LOG: u8 = 0;
+#[cfg_attr(feature = "gemm-bench", allow(dead_code))] // outputs: model runs only
 const TENSOR_BEGIN: u8 = 1;
+#[cfg_attr(feature = "gemm-bench", allow(dead_code))] // outputs: model runs only
 const TENSOR_DATA: u8 = 2;
+#[cfg_attr(feature = "gemm-bench", allow(dead_code))] // outputs: model runs only
 const TENSOR_END: u8 = 3;
 const DONE: u8 = 4;
 const TEXT: u8 = 5;
 const HELLO: u8 = 6;
+#[cfg(feature = "gemm-bench")]
+const BENCH: u8 = 7;
 
 /// How a run ended; also the QEMU exit code.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -104,7 +110,14 @@ pub fn hello() {
     packet(HELLO, b"ptera-fw/1");
 }
 
+/// The GEMM bench result (feature `gemm-bench`).
+#[cfg(feature = "gemm-bench")]
+pub fn bench(payload: &[u8]) {
+    packet(BENCH, payload);
+}
+
 /// Sends output `index` as begin / data / end packets.
+#[cfg_attr(feature = "gemm-bench", allow(dead_code))] // outputs: model runs only
 pub fn tensor(index: u32, scalar_type: u8, dims: &[usize], bytes: &[u8]) {
     let mut head = Buf::<{ 6 + 8 * 16 }>::new();
     head.put(&index.to_le_bytes())

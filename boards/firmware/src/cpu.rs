@@ -49,6 +49,13 @@ const VL_LEN: u64 = 3;
 /// Enables FP/Neon, SVE and SME at EL1 (CPACR_EL1 FPEN/ZEN/SMEN) and sets the vector lengths
 /// (ZCR_EL1.LEN, SMCR_EL1.LEN = [`VL_LEN`]).
 pub fn enable_simd() -> Features {
+    enable_simd_len(VL_LEN)
+}
+
+/// [`enable_simd`] with vector lengths of (`len` + 1) × 128 bits requested (`len` ≤ 15; the
+/// core clamps as described at [`VL_LEN`]). May be called again to change the lengths.
+pub fn enable_simd_len(len: u64) -> Features {
+    let len = len.min(15);
     let pfr0 = read_sysreg!("id_aa64pfr0_el1");
     let pfr1 = read_sysreg!("id_aa64pfr1_el1");
     let has_sve = (pfr0 >> 32) & 0xf != 0;
@@ -74,7 +81,7 @@ pub fn enable_simd() -> Features {
                 "msr S3_0_C1_C2_0, {len}",
                 "isb",
                 "rdvl {vl}, #1",
-                len = in(reg) VL_LEN,
+                len = in(reg) len,
                 vl = out(reg) vl,
                 options(nostack),
             )
@@ -92,7 +99,7 @@ pub fn enable_simd() -> Features {
                 "msr S3_0_C1_C2_6, {len}",
                 "isb",
                 "rdsvl {svl}, #1",
-                len = in(reg) (1u64 << 31) | VL_LEN,
+                len = in(reg) (1u64 << 31) | len,
                 svl = out(reg) svl,
                 options(nostack),
             )

@@ -17,7 +17,10 @@ mod console;
 mod cpu;
 mod drivers;
 mod exit;
+#[cfg(feature = "gemm-bench")]
+mod gemm_bench;
 mod mmu;
+#[cfg(not(feature = "gemm-bench"))]
 mod model;
 
 #[cfg_attr(feature = "qemu-virt", path = "../../qemu-virt/board.rs")]
@@ -28,8 +31,13 @@ mod board;
 
 use aarch64_rt::entry;
 use defmt::{Debug2Format, Display2Format};
+#[cfg(not(feature = "gemm-bench"))]
 use ptera::kernels::Registry;
+#[cfg(not(feature = "gemm-bench"))]
 use ptera::{DType, Method, MethodMeta, Program, Shape};
+
+#[cfg(feature = "gemm-bench")]
+use gemm_bench::run;
 
 use crate::console::{Report, Status};
 
@@ -103,12 +111,14 @@ fn selftest() {
 
 type StageError = (&'static str, ptera::Error);
 
+#[cfg(not(feature = "gemm-bench"))]
 fn stage<T>(name: &'static str, r: Result<T, ptera::Error>) -> Result<T, StageError> {
     r.map_err(|e| (name, e))
 }
 
 /// Loads the program from flash, loads `forward` into the static arenas, sets the bundled inputs,
 /// executes once and sends every output to the host.
+#[cfg(not(feature = "gemm-bench"))]
 fn run(report: &mut Report) -> Result<(), StageError> {
     let t0 = cpu::cntvct();
     let program = stage("Program::load", Program::load(model::program_bytes()))?;

@@ -31,6 +31,8 @@ pub struct Run {
     pub text: Vec<String>,
     pub tensors: Vec<HostTensor>,
     pub report: Option<Report>,
+    /// Payload of the GEMM bench packet (channel 7, firmware feature `gemm-bench`).
+    pub bench: Option<Vec<u8>>,
     /// Why decoding stopped early, if it did.
     pub truncated: Option<String>,
 }
@@ -202,6 +204,7 @@ pub fn decode(stream: &[u8], elf: &[u8]) -> Result<Run> {
                     _ => run.text.push(s.into_owned()),
                 }
             }
+            7 => run.bench = Some(payload.to_vec()),
             other => bail!("unknown console channel {other}"),
         }
     }
