@@ -9,6 +9,7 @@
 pub mod arm;
 pub mod gemm;
 pub mod portable;
+pub mod vec;
 
 use core::marker::PhantomData;
 

@@ -4,6 +4,7 @@
 use super::graph::{Binary, Dims, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
 use crate::kernels::gemm::{self, MatRef};
+use crate::kernels::vec;
 
 /// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
 fn bcast_strides(d: &Dims, out: &Dims) -> [usize; MAX_DIMS] {
@@ -29,27 +30,55 @@ fn apply(op: Binary, x: f32, y: f32) -> f32 {
     }
 }
 
+/// The shared slice kernel for `op`, or `None` for min/max (XNNPACK's min/max ignore NaN,
+/// unlike ATen's `minimum`/`maximum` in `kernels::vec`).
+fn vec_op(op: Binary) -> Option<vec::BinOp> {
+    match op {
+        Binary::Add => Some(vec::BinOp::Add),
+        Binary::Sub => Some(vec::BinOp::Sub),
+        Binary::Mul => Some(vec::BinOp::Mul),
+        Binary::Div => Some(vec::BinOp::Div),
+        Binary::Min | Binary::Max => None,
+    }
+}
+
+/// The common prefix of an input and an output slice (the graph checks make them equal).
+fn common<'x, 'o>(x: &'x [f32], out: &'o mut [f32]) -> (&'x [f32], &'o mut [f32]) {
+    let n = x.len().min(out.len());
+    (&x[..n], &mut out[..n])
+}
+
 fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
-    #[cfg(target_arch = "aarch64")]
-    match op {
-        Binary::Add => return crate::kernels::arm::vec::add(a, b, out),
-        Binary::Mul => return crate::kernels::arm::vec::mul(a, b, out),
-        _ => {}
+    let n = a.len().min(b.len()).min(out.len());
+    let (a, b, out) = (&a[..n], &b[..n], &mut out[..n]);
+    if let Some(v) = vec_op(op) {
+        // Lengths are equal by construction, so this cannot fail.
+        let _ = vec::binary(v, a, b, out);
+        return;
     }
-    macro_rules! go {
-        ($f:expr) => {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = $f(x, y);
-            }
-        };
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = apply(op, x, y);
     }
-    match op {
-        Binary::Add => go!(|x, y| x + y),
-        Binary::Sub => go!(|x, y| x - y),
-        Binary::Mul => go!(|x, y| x * y),
-        Binary::Div => go!(|x: f32, y| x / y),
-        Binary::Min => go!(|x: f32, y| x.min(y)),
-        Binary::Max => go!(|x: f32, y| x.max(y)),
+}
+
+/// `out = a op s` (`swap`: `s op a`).
+fn zip_scalar(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
+    let (a, out) = common(a, out);
+    match (vec_op(op), swap) {
+        (Some(v), false) => {
+            let _ = vec::binary_scalar(v, a, s, out);
+        }
+        (Some(v), true) => {
+            let _ = vec::scalar_binary(v, s, a, out);
+        }
+        (None, false) => out
+            .iter_mut()
+            .zip(a)
+            .for_each(|(o, &x)| *o = apply(op, x, s)),
+        (None, true) => out
+            .iter_mut()
+            .zip(a)
+            .for_each(|(o, &x)| *o = apply(op, s, x)),
     }
 }
 
@@ -74,18 +103,10 @@ pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut 
         return;
     }
     if b.len() == 1 && a.len() == n {
-        let y = b[0];
-        out.iter_mut()
-            .zip(a)
-            .for_each(|(o, &x)| *o = apply(op, x, y));
-        return;
+        return zip_scalar(op, a, b[0], false, out);
     }
     if a.len() == 1 && b.len() == n {
-        let x = a[0];
-        out.iter_mut()
-            .zip(b)
-            .for_each(|(o, &y)| *o = apply(op, x, y));
-        return;
+        return zip_scalar(op, b, a[0], true, out);
     }
     let (sa, sb) = (bcast_strides(ad, od), bcast_strides(bd, od));
     let mut idx = [0usize; MAX_DIMS];
@@ -106,12 +127,10 @@ pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut 
     }
 }
 
-fn erf_gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * core::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// `out = op(x)`.
+/// `out = op(x)`. Exp, tanh, sigmoid and GELU (erf form) use the shared polynomial kernels of
+/// `kernels::vec` (accuracy table there).
 pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
+    let (x, out) = common(x, out);
     macro_rules! map {
         ($f:expr) => {
             for (o, &v) in out.iter_mut().zip(x) {
@@ -128,13 +147,21 @@ pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
         Unary::Rsqrt => map!(|v: f32| 1.0 / libm::sqrtf(v)),
         Unary::Floor => map!(libm::floorf),
         Unary::Ceil => map!(libm::ceilf),
-        Unary::Exp => map!(libm::expf),
+        Unary::Exp => {
+            let _ = vec::exp(x, out);
+        }
         Unary::Log => map!(libm::logf),
         Unary::Sin => map!(libm::sinf),
         Unary::Cos => map!(libm::cosf),
-        Unary::Tanh => map!(libm::tanhf),
-        Unary::Sigmoid => map!(|v: f32| 1.0 / (1.0 + libm::expf(-v))),
-        Unary::Gelu => map!(erf_gelu),
+        Unary::Tanh => {
+            let _ = vec::tanh(x, out);
+        }
+        Unary::Sigmoid => {
+            let _ = vec::sigmoid(x, out);
+        }
+        Unary::Gelu => {
+            let _ = vec::gelu_erf(x, out);
+        }
         Unary::Hardswish => map!(|v: f32| v * (v + 3.0).clamp(0.0, 6.0) / 6.0),
         Unary::LeakyRelu(s) => map!(|v: f32| if v >= 0.0 { v } else { v * s }),
         Unary::Elu(a) => map!(|v: f32| if v > 0.0 {
@@ -155,34 +182,14 @@ pub fn clamp(out: &mut [f32], lo: f32, hi: f32) {
     }
 }
 
-/// Softmax over rows of length `n` (stable: max subtracted).
+/// Softmax over rows of length `n` (stable: max subtracted; `kernels::vec::softmax`).
 pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     if n == 0 {
         return;
     }
     for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        softmax_row(xr, or);
+        let _ = vec::softmax(xr, or);
     }
-}
-
-/// One row on Neon (polynomial exp, rel. error ≤ 2e-7).
-#[cfg(target_arch = "aarch64")]
-fn softmax_row(x: &[f32], out: &mut [f32]) {
-    crate::kernels::arm::vec::softmax(x, out)
-}
-
-/// One row with libm's exp.
-#[cfg(not(target_arch = "aarch64"))]
-fn softmax_row(x: &[f32], out: &mut [f32]) {
-    let m = x.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-    let mut sum = 0.0f32;
-    for (o, &v) in out.iter_mut().zip(x) {
-        let e = libm::expf(v - m);
-        *o = e;
-        sum += e;
-    }
-    let inv = 1.0 / sum;
-    out.iter_mut().for_each(|o| *o *= inv);
 }
 
 /// Fully connected: `out[m, n] = x[m, k] · W + bias`, W `[n, k]` or (`transpose_w`) `[k, n]`.
@@ -242,27 +249,88 @@ pub fn batch_matmul(
     Ok(())
 }
 
-/// `out.dims[i] = x.dims[perm[i]]`.
+/// `out.dims[i] = x.dims[perm[i]]`. Dims are simplified first (size-1 dims dropped, dims
+/// adjacent in both orders merged); then an innermost run contiguous in the input is copied
+/// row by row, a swap of the last two dims goes through the blocked `vec::transpose32`, and
+/// anything else is gathered element by element.
 pub fn transpose(x: &[f32], xd: &Dims, perm: &[u8], out: &mut [f32]) {
-    let r = xd.rank;
+    let r = xd.rank.min(perm.len());
     let mut xs = [0usize; MAX_DIMS];
     let mut acc = 1;
     for i in (0..r).rev() {
         xs[i] = acc;
         acc *= xd.d[i];
     }
+    // Output dims and input strides, simplified.
     let mut od = [0usize; MAX_DIMS];
     let mut st = [0usize; MAX_DIMS];
-    for i in 0..r {
-        od[i] = xd.d[perm[i] as usize];
-        st[i] = xs[perm[i] as usize];
+    let mut k = 0;
+    for &p in &perm[..r] {
+        let (d, s) = (xd.d[p as usize], xs[p as usize]);
+        if d == 1 {
+            continue;
+        }
+        if k > 0 && st[k - 1] == s * d {
+            od[k - 1] *= d;
+            st[k - 1] = s;
+        } else {
+            od[k] = d;
+            st[k] = s;
+            k += 1;
+        }
     }
-    // The innermost output dim is copied in runs when it is also contiguous in the input.
+    let n = out.len().min(x.len());
+    if k == 0 {
+        out[..n].copy_from_slice(&x[..n]);
+        return;
+    }
+    let inner = od[k - 1];
+    if st[k - 1] == 1 {
+        // Rows of `inner` contiguous elements.
+        gather_blocks(&od[..k - 1], &st[..k - 1], inner, out, |o, src| {
+            if let (Some(s), Some(o)) = (x.get(src..src + inner), o) {
+                o.copy_from_slice(s);
+            }
+        });
+        return;
+    }
+    if k >= 2 && st[k - 2] == 1 {
+        // dst[a][b] = src[a + b·st] over a block of od[k-2] × inner.
+        let rows = od[k - 2];
+        let block = rows * inner;
+        let cs = st[k - 1];
+        gather_blocks(&od[..k - 2], &st[..k - 2], block, out, |o, src| {
+            if let (Some(s), Some(o)) = (x.get(src..), o) {
+                let _ = vec::transpose32(s, cs, o, inner, rows, inner);
+            }
+        });
+        return;
+    }
+    gather_blocks(&od[..k - 1], &st[..k - 1], inner, out, |o, src| {
+        if let Some(o) = o {
+            for (j, v) in o.iter_mut().enumerate() {
+                *v = x.get(src + j * st[k - 1]).copied().unwrap_or(0.0);
+            }
+        }
+    });
+}
+
+/// Walks the outer dims `od` (input strides `st`) in row-major order and calls `f` with each
+/// consecutive `block`-element output chunk (`None` if `out` is too short) and the input
+/// offset of its first element.
+fn gather_blocks(
+    od: &[usize],
+    st: &[usize],
+    block: usize,
+    out: &mut [f32],
+    mut f: impl FnMut(Option<&mut [f32]>, usize),
+) {
     let mut idx = [0usize; MAX_DIMS];
     let mut src = 0usize;
-    for o in out.iter_mut() {
-        *o = x[src];
-        for d in (0..r).rev() {
+    let outer: usize = od.iter().product();
+    for b in 0..outer {
+        f(out.get_mut(b * block..(b + 1) * block), src);
+        for d in (0..od.len()).rev() {
             idx[d] += 1;
             src += st[d];
             if idx[d] < od[d] {

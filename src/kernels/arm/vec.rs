@@ -1,46 +1,17 @@
-//! Neon slice kernels for the elementwise and row operations that dominate after GEMM
-//! (add, mul, relu, exp, softmax, layer norm, tanh-GELU). Allocation-free; each function
-//! processes 4 lanes at a time with `core::arch::aarch64` intrinsics and finishes the tail
-//! with scalar code computing the same formula, so results do not depend on the slice length.
-//!
-//! `exp` is a polynomial (Cody–Waite reduction `x = n·ln2 + r`, |r| ≤ ln2/2, degree-6 Taylor
-//! in Horner form, `2^n` by exponent-field arithmetic): relative error ≤ 2e-7 on
-//! [-87, 88], 0 below (flushes to 0 under -87.3), +inf above 88.7. Not wired into the portable
-//! operator kernels yet (those files belong to another work item); they can call these on
-//! contiguous f32 slices.
+//! Neon back end of [`crate::kernels::vec`]: polynomial `exp`, `tanh`, `sigmoid`, tanh-GELU,
+//! softmax / log-softmax / layer-norm rows and a 4×4-block transpose. Called through the
+//! checked wrappers in `kernels::vec` (which own the accuracy contract and the tests); these
+//! functions work on the common prefix of their slices and never read or write past any
+//! slice. Four lanes at a time with `core::arch::aarch64` intrinsics, tails with the generic
+//! scalar formula (the same formula; only FMA contraction differs).
 
 use core::arch::aarch64::*;
 
-const LN2_HI: f32 = 0.693_145_75;
-const LN2_LO: f32 = 1.428_606_8e-6;
-const LOG2E: f32 = core::f32::consts::LOG2_E;
-const EXP_HI: f32 = 88.72;
-const EXP_LO: f32 = -87.33;
-const C: [f32; 6] = [1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0];
+use crate::kernels::vec::generic::{
+    self as g, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_C, TANH_SMALL,
+};
 
-/// Scalar `exp` with the vector path's formula.
-pub fn exp_scalar(x: f32) -> f32 {
-    if x.is_nan() {
-        return x;
-    }
-    if x > EXP_HI {
-        return f32::INFINITY;
-    }
-    if x < EXP_LO {
-        return 0.0;
-    }
-    let n = libm::roundf(x * LOG2E);
-    let r = (x - n * LN2_HI) - n * LN2_LO;
-    let mut p = C[0];
-    for &c in &C[1..] {
-        p = p * r + c;
-    }
-    p = p * r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
-    p * scale
-}
-
-/// Vector `exp` of four lanes (see the module doc).
+/// Four-lane `exp` (formula of `generic::exp1`).
 #[inline(always)]
 fn exp4(x: float32x4_t) -> float32x4_t {
     // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
@@ -49,22 +20,66 @@ fn exp4(x: float32x4_t) -> float32x4_t {
         let over = vcgtq_f32(x, vdupq_n_f32(EXP_HI));
         let under = vcltq_f32(x, vdupq_n_f32(EXP_LO));
         let xc = vminq_f32(vmaxq_f32(x, vdupq_n_f32(EXP_LO)), vdupq_n_f32(EXP_HI));
-        let n = vrndnq_f32(vmulq_n_f32(xc, LOG2E));
+        let n = vminq_f32(vrndnq_f32(vmulq_n_f32(xc, LOG2E)), vdupq_n_f32(127.0));
         let r = vfmsq_f32(
             vfmsq_f32(xc, n, vdupq_n_f32(LN2_HI)),
             n,
             vdupq_n_f32(LN2_LO),
         );
-        let mut p = vdupq_n_f32(C[0]);
-        for &c in &C[1..] {
+        let mut p = vdupq_n_f32(EXP_C[0]);
+        for &c in &EXP_C[1..] {
             p = vfmaq_f32(vdupq_n_f32(c), p, r);
         }
+        p = vfmaq_f32(vdupq_n_f32(1.0), p, r);
         p = vfmaq_f32(vdupq_n_f32(1.0), p, r);
         let e = vshlq_n_s32::<23>(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)));
         let mut y = vmulq_f32(p, vreinterpretq_f32_s32(e));
         y = vbslq_f32(over, vdupq_n_f32(f32::INFINITY), y);
         y = vbslq_f32(under, vdupq_n_f32(0.0), y);
         vbslq_f32(nan, x, y)
+    }
+}
+
+/// Four-lane `tanh` (formula of `generic::tanh1`).
+#[inline(always)]
+fn tanh4(x: float32x4_t) -> float32x4_t {
+    // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
+    unsafe {
+        let a = vabsq_f32(x);
+        let e = exp4(vaddq_f32(a, a));
+        let big = vsubq_f32(
+            vdupq_n_f32(1.0),
+            vdivq_f32(vdupq_n_f32(2.0), vaddq_f32(e, vdupq_n_f32(1.0))),
+        );
+        let sign = vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x8000_0000));
+        let big = vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(big), sign));
+        let x2 = vmulq_f32(x, x);
+        let mut p = vdupq_n_f32(TANH_C[0]);
+        for &c in &TANH_C[1..] {
+            p = vfmaq_f32(vdupq_n_f32(c), p, x2);
+        }
+        let small = vmulq_f32(x, vfmaq_f32(vdupq_n_f32(1.0), x2, p));
+        vbslq_f32(vcltq_f32(a, vdupq_n_f32(TANH_SMALL)), small, big)
+    }
+}
+
+#[inline(always)]
+fn sigmoid4(x: float32x4_t) -> float32x4_t {
+    // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
+    unsafe {
+        let e = exp4(vnegq_f32(x));
+        vdivq_f32(vdupq_n_f32(1.0), vaddq_f32(vdupq_n_f32(1.0), e))
+    }
+}
+
+#[inline(always)]
+fn gelu_tanh4(x: float32x4_t) -> float32x4_t {
+    // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
+    unsafe {
+        let x3 = vmulq_f32(vmulq_f32(x, x), x);
+        let u = vmulq_n_f32(vfmaq_n_f32(x, x3, GELU_C), GELU_K);
+        let e = exp4(vmulq_n_f32(u, -2.0));
+        vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0), e))
     }
 }
 
@@ -88,109 +103,20 @@ fn map1(
     }
 }
 
-/// Same with two inputs.
-#[inline(always)]
-fn map2(
-    a: &[f32],
-    b: &[f32],
-    out: &mut [f32],
-    v: impl Fn(float32x4_t, float32x4_t) -> float32x4_t,
-    s: impl Fn(f32, f32) -> f32,
-) {
-    let n = a.len().min(b.len()).min(out.len());
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: i + 4 ≤ n ≤ all three lengths.
-        unsafe {
-            let r = v(vld1q_f32(a.as_ptr().add(i)), vld1q_f32(b.as_ptr().add(i)));
-            vst1q_f32(out.as_mut_ptr().add(i), r);
-        }
-        i += 4;
-    }
-    for j in i..n {
-        out[j] = s(a[j], b[j]);
-    }
-}
-
-/// `out[i] = a[i] + b[i]` over the common length.
-pub fn add(a: &[f32], b: &[f32], out: &mut [f32]) {
-    map2(
-        a,
-        b,
-        out,
-        |x, y| {
-            // SAFETY: Neon is in the AArch64 baseline; register arithmetic only.
-            unsafe { vaddq_f32(x, y) }
-        },
-        |x, y| x + y,
-    );
-}
-
-/// `out[i] = a[i] · b[i]` over the common length.
-pub fn mul(a: &[f32], b: &[f32], out: &mut [f32]) {
-    map2(
-        a,
-        b,
-        out,
-        |x, y| {
-            // SAFETY: Neon is in the AArch64 baseline; register arithmetic only.
-            unsafe { vmulq_f32(x, y) }
-        },
-        |x, y| x * y,
-    );
-}
-
-/// `out[i] = max(x[i], 0)` (NaN stays NaN).
-pub fn relu(x: &[f32], out: &mut [f32]) {
-    let s = |v: f32| if v > 0.0 || v.is_nan() { v } else { 0.0 };
-    map1(
-        x,
-        out,
-        |v| {
-            // SAFETY: Neon is in the AArch64 baseline; register arithmetic only.
-            unsafe {
-                let keep = vorrq_u32(vcgtq_f32(v, vdupq_n_f32(0.0)), vmvnq_u32(vceqq_f32(v, v)));
-                vbslq_f32(keep, v, vdupq_n_f32(0.0))
-            }
-        },
-        s,
-    );
-}
-
-/// `out[i] = exp(x[i])` (polynomial, see the module doc).
 pub fn exp(x: &[f32], out: &mut [f32]) {
-    map1(x, out, exp4, exp_scalar);
+    map1(x, out, exp4, g::exp1);
 }
 
-const GELU_K: f32 = 0.797_884_6; // sqrt(2/pi)
-const GELU_C: f32 = 0.044_715;
+pub fn tanh(x: &[f32], out: &mut [f32]) {
+    map1(x, out, tanh4, g::tanh1);
+}
 
-/// Tanh-approximated GELU: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`, with
-/// `1 + tanh(u) = 2 − 2/(exp(2u) + 1)`.
+pub fn sigmoid(x: &[f32], out: &mut [f32]) {
+    map1(x, out, sigmoid4, g::sigmoid1);
+}
+
 pub fn gelu_tanh(x: &[f32], out: &mut [f32]) {
-    let s = |v: f32| {
-        let u = GELU_K * (v + GELU_C * v * v * v);
-        let t = 2.0 - 2.0 / (exp_scalar(2.0 * u) + 1.0);
-        0.5 * v * t
-    };
-    map1(
-        x,
-        out,
-        |v| {
-            // SAFETY: Neon is in the AArch64 baseline; register arithmetic only.
-            unsafe {
-                let v3 = vmulq_f32(vmulq_f32(v, v), v);
-                let u = vmulq_n_f32(vfmaq_n_f32(v, v3, GELU_C), GELU_K);
-                let e = exp4(vaddq_f32(u, u));
-                let t = vsubq_f32(
-                    vdupq_n_f32(2.0),
-                    vdivq_f32(vdupq_n_f32(2.0), vaddq_f32(e, vdupq_n_f32(1.0))),
-                );
-                vmulq_f32(vmulq_n_f32(v, 0.5), t)
-            }
-        },
-        s,
-    );
+    map1(x, out, gelu_tanh4, g::gelu_tanh1);
 }
 
 /// Sum of a slice (4 partial sums, then the tail).
@@ -211,67 +137,107 @@ fn sum(x: &[f32]) -> f32 {
     s
 }
 
-/// Softmax of one row: `out[i] = exp(x[i] − max) / Σ exp(x[j] − max)`. Empty rows are a no-op.
+/// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum).
+fn max(x: &[f32]) -> f32 {
+    let mut i = 0;
+    // SAFETY: loads at i + 4 ≤ len.
+    let mut mx = unsafe {
+        let mut m = vdupq_n_f32(f32::NEG_INFINITY);
+        while i + 4 <= x.len() {
+            m = vmaxnmq_f32(m, vld1q_f32(x.as_ptr().add(i)));
+            i += 4;
+        }
+        vmaxnmvq_f32(m)
+    };
+    for &v in &x[i..] {
+        mx = if v > mx { v } else { mx };
+    }
+    mx
+}
+
+/// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
+fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
+    let n = x.len().min(out.len());
+    let mut i = 0;
+    // SAFETY: loads/stores at i + 4 ≤ n ≤ both lengths.
+    let mut s = unsafe {
+        let mut acc = vdupq_n_f32(0.0);
+        while i + 4 <= n {
+            let e = exp4(vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mx)));
+            vst1q_f32(out.as_mut_ptr().add(i), e);
+            acc = vaddq_f32(acc, e);
+            i += 4;
+        }
+        vaddvq_f32(acc)
+    };
+    for j in i..n {
+        let e = g::exp1(x[j] - mx);
+        out[j] = e;
+        s += e;
+    }
+    s
+}
+
+/// Softmax of one row (common length of `x` and `out`).
 pub fn softmax(x: &[f32], out: &mut [f32]) {
     let n = x.len().min(out.len());
     if n == 0 {
         return;
     }
     let (x, out) = (&x[..n], &mut out[..n]);
-    let mut i = 0;
-    // SAFETY: loads at i + 4 ≤ n.
-    let mut mx = unsafe {
-        let mut m = vdupq_n_f32(f32::NEG_INFINITY);
-        while i + 4 <= n {
-            m = vmaxq_f32(m, vld1q_f32(x.as_ptr().add(i)));
-            i += 4;
-        }
-        vmaxvq_f32(m)
-    };
-    for &v in &x[i..] {
-        mx = if v > mx || v.is_nan() { v } else { mx };
-    }
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: i + 4 ≤ n.
-        unsafe {
-            let e = exp4(vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mx)));
-            vst1q_f32(out.as_mut_ptr().add(i), e);
-        }
-        i += 4;
-    }
-    for j in i..n {
-        out[j] = exp_scalar(x[j] - mx);
-    }
-    let inv = 1.0 / sum(out);
-    let copy = |v: f32| v * inv;
+    let inv = 1.0 / exp_shifted(x, max(x), out);
+    scale(out, inv);
+}
+
+/// `out *= s`.
+fn scale(out: &mut [f32], s: f32) {
+    let n = out.len();
     let mut i = 0;
     while i + 4 <= n {
         // SAFETY: i + 4 ≤ n.
         unsafe {
             let p = out.as_mut_ptr().add(i);
-            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), inv));
+            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
         }
         i += 4;
     }
     for v in &mut out[i..] {
-        *v = copy(*v);
+        *v *= s;
     }
 }
 
-/// Layer norm of one row: `out = (x − mean)/sqrt(var + eps)·gamma + beta` (biased variance;
-/// `gamma`/`beta` optional, else 1 and 0). Lengths: the common length of `x` and `out`;
-/// `gamma`/`beta` must be at least that long (else they are ignored).
+/// Log-softmax of one row.
+pub fn log_softmax(x: &[f32], out: &mut [f32]) {
+    let n = x.len().min(out.len());
+    if n == 0 {
+        return;
+    }
+    let (x, out) = (&x[..n], &mut out[..n]);
+    let mx = max(x);
+    let shift = mx + libm::logf(exp_shifted(x, mx, out));
+    map1(
+        x,
+        out,
+        |v| {
+            // SAFETY: Neon is in the AArch64 baseline; register arithmetic only.
+            unsafe { vsubq_f32(v, vdupq_n_f32(shift)) }
+        },
+        |v| v - shift,
+    );
+}
+
+/// Layer norm of one non-empty row; returns `(mean, rstd)`. `gamma`/`beta` are used only when
+/// at least as long as the row (the checked wrapper guarantees equal lengths).
 pub fn layer_norm(
     x: &[f32],
     gamma: Option<&[f32]>,
     beta: Option<&[f32]>,
     eps: f32,
     out: &mut [f32],
-) {
+) -> (f32, f32) {
     let n = x.len().min(out.len());
     if n == 0 {
-        return;
+        return (0.0, f32::NAN);
     }
     let (x, out) = (&x[..n], &mut out[..n]);
     let mean = sum(x) / n as f32;
@@ -290,8 +256,8 @@ pub fn layer_norm(
         var += (v - mean) * (v - mean);
     }
     let rstd = 1.0 / libm::sqrtf(var / n as f32 + eps);
-    let g = gamma.filter(|g| g.len() >= n);
-    let b = beta.filter(|b| b.len() >= n);
+    let gm = gamma.filter(|g| g.len() >= n);
+    let bt = beta.filter(|b| b.len() >= n);
     let mut i = 0;
     while i + 4 <= n {
         // SAFETY: i + 4 ≤ n ≤ len of x, out, and of gamma/beta when present (filtered).
@@ -300,11 +266,11 @@ pub fn layer_norm(
                 vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mean)),
                 rstd,
             );
-            if let Some(g) = g {
-                y = vmulq_f32(y, vld1q_f32(g.as_ptr().add(i)));
+            if let Some(gm) = gm {
+                y = vmulq_f32(y, vld1q_f32(gm.as_ptr().add(i)));
             }
-            if let Some(b) = b {
-                y = vaddq_f32(y, vld1q_f32(b.as_ptr().add(i)));
+            if let Some(bt) = bt {
+                y = vaddq_f32(y, vld1q_f32(bt.as_ptr().add(i)));
             }
             vst1q_f32(out.as_mut_ptr().add(i), y);
         }
@@ -312,111 +278,71 @@ pub fn layer_norm(
     }
     for j in i..n {
         let mut y = (x[j] - mean) * rstd;
-        if let Some(g) = g {
-            y *= g[j];
+        if let Some(gm) = gm {
+            y *= gm[j];
         }
-        if let Some(b) = b {
-            y += b[j];
+        if let Some(bt) = bt {
+            y += bt[j];
         }
         out[j] = y;
     }
+    (mean, rstd)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::vec::Vec;
-
-    fn data(n: usize, scale: f32) -> Vec<f32> {
-        (0..n)
-            .map(|i| (((i * 7919) % 1000) as f32 / 500.0 - 1.0) * scale)
-            .collect()
+/// `dst[i·ds + j] = src[j·ss + i]`, `i < rows`, `j < cols`: 4×4 register blocks, the edges
+/// by the generic code. The caller (`vec::transpose32`) checked that both slices cover the
+/// addressed ranges and that `ss ≥ rows`, `ds ≥ cols` (no row overlap).
+pub fn transpose32(src: &[f32], ss: usize, dst: &mut [f32], ds: usize, rows: usize, cols: usize) {
+    if rows == 0 || cols == 0 {
+        return;
     }
-
-    fn close(got: f32, want: f64, rel: f64, abs: f64) -> bool {
-        (got as f64 - want).abs() <= rel * want.abs() + abs
+    // Re-check the bounds here so this function is sound on its own.
+    let need = |stride: usize, outer: usize, inner: usize| {
+        (outer - 1)
+            .checked_mul(stride)
+            .and_then(|v| v.checked_add(inner))
+    };
+    match (need(ss, cols, rows), need(ds, rows, cols)) {
+        (Some(s), Some(d)) if s <= src.len() && d <= dst.len() => {}
+        _ => return,
     }
-
-    #[test]
-    fn exp_accuracy_and_specials() {
-        for n in [1usize, 3, 4, 17, 1000] {
-            let x = data(n, 87.0);
-            let mut y = std::vec![0.0; n];
-            exp(&x, &mut y);
-            for (a, b) in x.iter().zip(&y) {
-                let w = (*a as f64).exp();
-                assert!(close(*b, w, 3e-7, 1e-38), "exp({a}) = {b}, want {w}");
+    let (r4, c4) = (rows & !3, cols & !3);
+    let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    for i in (0..r4).step_by(4) {
+        for j in (0..c4).step_by(4) {
+            // SAFETY: source rows j..j+4 (each `ss` apart) read lanes i..i+4 with i + 4 ≤ rows
+            // and j + 3 < cols, so the last index read is (cols-1)·ss + rows - 1 < src.len();
+            // likewise the stores write dst rows i..i+4 at columns j..j+4 < cols, the last
+            // index being (rows-1)·ds + cols - 1 < dst.len() (both checked above).
+            unsafe {
+                let a = vreinterpretq_u32_f32(vld1q_f32(sp.add(j * ss + i)));
+                let b = vreinterpretq_u32_f32(vld1q_f32(sp.add((j + 1) * ss + i)));
+                let c = vreinterpretq_u32_f32(vld1q_f32(sp.add((j + 2) * ss + i)));
+                let d = vreinterpretq_u32_f32(vld1q_f32(sp.add((j + 3) * ss + i)));
+                let t0 = vreinterpretq_u64_u32(vtrn1q_u32(a, b));
+                let t1 = vreinterpretq_u64_u32(vtrn2q_u32(a, b));
+                let t2 = vreinterpretq_u64_u32(vtrn1q_u32(c, d));
+                let t3 = vreinterpretq_u64_u32(vtrn2q_u32(c, d));
+                let o0 = vreinterpretq_f32_u64(vtrn1q_u64(t0, t2));
+                let o1 = vreinterpretq_f32_u64(vtrn1q_u64(t1, t3));
+                let o2 = vreinterpretq_f32_u64(vtrn2q_u64(t0, t2));
+                let o3 = vreinterpretq_f32_u64(vtrn2q_u64(t1, t3));
+                vst1q_f32(dp.add(i * ds + j), o0);
+                vst1q_f32(dp.add((i + 1) * ds + j), o1);
+                vst1q_f32(dp.add((i + 2) * ds + j), o2);
+                vst1q_f32(dp.add((i + 3) * ds + j), o3);
             }
         }
-        let x = [
-            f32::NAN,
-            100.0,
-            -100.0,
-            0.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            1.0,
-            -1.0,
-        ];
-        let mut y = [0.0; 8];
-        exp(&x, &mut y);
-        assert!(y[0].is_nan());
-        assert_eq!(&y[1..6], &[f32::INFINITY, 0.0, 1.0, f32::INFINITY, 0.0]);
-        assert_eq!(y[6].to_bits(), exp_scalar(1.0).to_bits());
     }
-
-    #[test]
-    fn elementwise_ops() {
-        let (a, b) = (data(19, 3.0), data(19, -2.0));
-        let mut o = std::vec![0.0; 19];
-        add(&a, &b, &mut o);
-        assert!(o
-            .iter()
-            .zip(a.iter().zip(&b))
-            .all(|(o, (a, b))| *o == a + b));
-        mul(&a, &b, &mut o);
-        assert!(o
-            .iter()
-            .zip(a.iter().zip(&b))
-            .all(|(o, (a, b))| *o == a * b));
-        relu(&a, &mut o);
-        assert!(o.iter().zip(&a).all(|(o, a)| *o == a.max(0.0)));
-        gelu_tanh(&a, &mut o);
-        for (o, &x) in o.iter().zip(&a) {
-            let x = x as f64;
-            let w = 0.5
-                * x
-                * (1.0
-                    + ((2.0 / core::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh());
-            assert!(close(*o, w, 1e-5, 1e-6), "gelu({x}) = {o}, want {w}");
+    // Right edge (columns c4..cols) of the blocked rows, then the bottom rows.
+    for i in 0..r4 {
+        for j in c4..cols {
+            dst[i * ds + j] = src[j * ss + i];
         }
     }
-
-    #[test]
-    fn softmax_and_layer_norm_rows() {
-        for n in [1usize, 5, 8, 50, 768] {
-            let x = data(n, 10.0);
-            let mut y = std::vec![0.0; n];
-            softmax(&x, &mut y);
-            let mx = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-            let s: f64 = x.iter().map(|&v| (v as f64 - mx).exp()).sum();
-            for (a, b) in x.iter().zip(&y) {
-                let w = (*a as f64 - mx).exp() / s;
-                assert!(close(*b, w, 2e-6, 1e-12), "softmax n={n}: {b} vs {w}");
-            }
-            let g = data(n, 1.5);
-            let bt = data(n, 0.5);
-            layer_norm(&x, Some(&g), Some(&bt), 1e-5, &mut y);
-            let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-            let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
-            for i in 0..n {
-                let w = (x[i] as f64 - mean) / (var + 1e-5).sqrt() * g[i] as f64 + bt[i] as f64;
-                assert!(
-                    close(y[i], w, 1e-5, 1e-5),
-                    "layer_norm n={n} [{i}]: {} vs {w}",
-                    y[i]
-                );
-            }
+    for i in r4..rows {
+        for j in 0..cols {
+            dst[i * ds + j] = src[j * ss + i];
         }
     }
 }
