@@ -176,9 +176,10 @@ pub unsafe fn kernel_8x12(
 /// `dst[p*w + i] = src[i*ld + p]` for `i < w`, `p < kc` — `w` depth-contiguous runs (rows of
 /// A, or columns of a transposed B) interleaved.
 ///
-/// Four depth steps of four runs at a time: four 4-float loads, one 4 × 4 transpose
-/// (`trn1`/`trn2` on 32- then 64-bit lanes), four 4-float stores — about one instruction per
-/// element.
+/// A 4 × 4 block (four runs, four depth steps) is four 4-float loads and four single-lane
+/// `st4` stores: `st4 {v0.s-v3.s}[l]` writes lane `l` of the four runs — the four values of
+/// depth step `p + l` — as one contiguous group, so the store is the transpose (about half an
+/// instruction per element).
 ///
 /// # Safety
 /// `w % 4 == 0`; runs `i < w` at `src + i*ld` hold `kc` readable floats; `dst` holds `w·kc`
@@ -186,37 +187,52 @@ pub unsafe fn kernel_8x12(
 pub unsafe fn pack_runs_x4(src: *const f32, ld: usize, w: usize, kc: usize, dst: *mut f32) {
     // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < w, p + 4 ≤ kc,
     // and the tail reads single elements with p < kc, inside the runs the caller vouches
-    // for; the stores write dst[(p+j)*w + g .. +4] with p + j < kc, g + 4 ≤ w, inside the
-    // w·kc floats of `dst`. Neon is in the aarch64 baseline; all accesses are
+    // for; the stores write dst[(p+l)*w + g .. +4] with l < 4, p + l < kc, g + 4 ≤ w, inside
+    // the w·kc floats of `dst`. Neon is in the aarch64 baseline; all accesses are
     // unaligned-safe on normal memory.
     unsafe {
-        let run = |i: usize| src.add(i * ld);
-        let mut p = 0;
-        while p + 4 <= kc {
-            let mut g = 0;
-            while g + 4 <= w {
-                let r0 = vld1q_f32(run(g).add(p));
-                let r1 = vld1q_f32(run(g + 1).add(p));
-                let r2 = vld1q_f32(run(g + 2).add(p));
-                let r3 = vld1q_f32(run(g + 3).add(p));
-                let t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1));
-                let t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
-                let t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3));
-                let t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
-                let d = dst.add(p * w + g);
-                vst1q_f32(d, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
-                vst1q_f32(d.add(w), vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
-                vst1q_f32(d.add(2 * w), vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
-                vst1q_f32(d.add(3 * w), vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
-                g += 4;
+        let mut g = 0;
+        while g + 4 <= w {
+            let r0 = src.add(g * ld);
+            let (r1, r2, r3) = (r0.add(ld), r0.add(2 * ld), r0.add(3 * ld));
+            let mut d = dst.add(g);
+            let blocks = kc / 4;
+            let mut p = blocks * 4;
+            if blocks > 0 {
+                // SAFETY: reads 4·blocks ≤ kc floats from each of the four runs and writes
+                // 4·blocks groups of 4 floats at d, d + w, … (depth steps < kc), as above.
+                core::arch::asm!(
+                    "2:",
+                    "ldr q0, [{r0}], #16",
+                    "ldr q1, [{r1}], #16",
+                    "ldr q2, [{r2}], #16",
+                    "ldr q3, [{r3}], #16",
+                    "st4 {{v0.s, v1.s, v2.s, v3.s}}[0], [{d}], {w4}",
+                    "st4 {{v0.s, v1.s, v2.s, v3.s}}[1], [{d}], {w4}",
+                    "st4 {{v0.s, v1.s, v2.s, v3.s}}[2], [{d}], {w4}",
+                    "st4 {{v0.s, v1.s, v2.s, v3.s}}[3], [{d}], {w4}",
+                    "subs {n}, {n}, #1",
+                    "b.ne 2b",
+                    r0 = inout(reg) r0 => _,
+                    r1 = inout(reg) r1 => _,
+                    r2 = inout(reg) r2 => _,
+                    r3 = inout(reg) r3 => _,
+                    d = inout(reg) d,
+                    n = inout(reg) blocks => _,
+                    w4 = in(reg) w * 4,
+                    out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+                    options(nostack),
+                );
             }
-            p += 4;
-        }
-        while p < kc {
-            for i in 0..w {
-                *dst.add(p * w + i) = *run(i).add(p);
+            while p < kc {
+                *d = *r0.add(p);
+                *d.add(1) = *r1.add(p);
+                *d.add(2) = *r2.add(p);
+                *d.add(3) = *r3.add(p);
+                d = d.add(w);
+                p += 1;
             }
-            p += 1;
+            g += 4;
         }
     }
 }

@@ -478,9 +478,9 @@ pub unsafe fn kernel_sme2(
 }
 
 /// Packs `w = 2S` depth-contiguous runs (rows of A, or columns of a transposed B) into the
-/// 2S-interleaved panel through ZA (`PackFn` contract): per S × S block, S horizontal-slice
-/// loads of runs into `za0` (`whilelt`-predicated at the depth tail, the rest of the slice
-/// zeroed) and one vertical-slice store per depth step:
+/// 2S-interleaved panel through ZA (`PackFn` contract): per depth chunk of S steps, the
+/// horizontal-slice loads of runs 0..S into `za0` and S..2S into `za1` (`whilelt`-predicated
+/// at the depth tail) and two vertical-slice stores per depth step:
 /// `dst[p*2S + h*S + i] = src[(h*S + i)*lda + p]`.
 ///
 /// # Safety
@@ -500,26 +500,29 @@ pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *m
             "cntw {s}",
             "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
             "lsl {lda4}, {lda}, #2",
-            "lsl {l2}, {lda}, #1",          // row offsets 1..3 (floats): lda, l2, l3
+            "lsl {l2}, {lda}, #1",          // run offsets 1..3 (floats): lda, l2, l3
             "add {l3}, {l2}, {lda}",
             "lsl {m1}, {s}, #1",            // MR floats: vertical slices j·MR apart
             "lsl {m2}, {s}, #2",
             "add {m3}, {m2}, {m1}",
-            "mov {h}, #0",
-            "1:",                           // row half h ∈ {0, 1}
+            "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
             "mov {k0}, #0",
             "2:",                           // depth chunk k0 .. k0 + S
             "whilelt p1.s, {k0}, {kc}",
-            "mul {t}, {h}, {s}",
-            "madd {rp}, {t}, {lda4}, {src}",  // row h·S
-            "add {rp}, {rp}, {k0}, lsl #2",   // column k0
+            "add {rp}, {src}, {k0}, lsl #2",  // run 0 at column k0
+            "add {rq}, {rp}, {t}",            // run S
             "mov w12, #0",
-            "3:",                           // S rows, 4 per iteration (S is a multiple of 4)
+            "3:",                           // runs i, S+i into za0 / za1; 4 per iteration
             "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
             "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
             "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
             "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
+            "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]",
+            "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]",
+            "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]",
+            "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]",
             "add {rp}, {rp}, {lda4}, lsl #2",
+            "add {rq}, {rq}, {lda4}, lsl #2",
             "add w12, w12, #4",
             "cmp w12, {s:w}",
             "b.lo 3b",
@@ -527,16 +530,21 @@ pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *m
             "cmp {cnt}, {s}",
             "csel {cnt}, {cnt}, {s}, lo",
             "madd {dp}, {k0}, {mr4}, {dst}",
-            "add {dp}, {dp}, {t}, lsl #2",    // + h·S floats
+            "add {dq}, {dp}, {s}, lsl #2",    // second half: + S floats
             "mov w12, #0",
             "and {c4}, {cnt}, #-4",
             "cbz {c4}, 5f",
-            "4:",                           // 4 vertical slices per iteration
+            "4:",                           // 4 vertical slices of each tile per iteration
             "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+            "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
             "st1w {{za0v.s[w12, 1]}}, p0, [{dp}, {m1}, lsl #2]",
+            "st1w {{za1v.s[w12, 1]}}, p0, [{dq}, {m1}, lsl #2]",
             "st1w {{za0v.s[w12, 2]}}, p0, [{dp}, {m2}, lsl #2]",
+            "st1w {{za1v.s[w12, 2]}}, p0, [{dq}, {m2}, lsl #2]",
             "st1w {{za0v.s[w12, 3]}}, p0, [{dp}, {m3}, lsl #2]",
+            "st1w {{za1v.s[w12, 3]}}, p0, [{dq}, {m3}, lsl #2]",
             "add {dp}, {dp}, {mr4}, lsl #2",
+            "add {dq}, {dq}, {mr4}, lsl #2",
             "add w12, w12, #4",
             "cmp w12, {c4:w}",
             "b.lo 4b",
@@ -545,7 +553,9 @@ pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *m
             "b.hs 7f",
             "6:",
             "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+            "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
             "add {dp}, {dp}, {mr4}",
+            "add {dq}, {dq}, {mr4}",
             "add w12, w12, #1",
             "cmp w12, {cnt:w}",
             "b.lo 6b",
@@ -553,9 +563,6 @@ pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *m
             "add {k0}, {k0}, {s}",
             "cmp {k0}, {kc}",
             "b.lo 2b",
-            "add {h}, {h}, #1",
-            "cmp {h}, #2",
-            "b.ne 1b",
             "smstop",
             src = in(reg) src,
             lda = in(reg) lda,
@@ -564,7 +571,8 @@ pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *m
             s = out(reg) _,
             mr4 = out(reg) _,
             lda4 = out(reg) _,
-            h = out(reg) _,
+            rq = out(reg) _,
+            dq = out(reg) _,
             k0 = out(reg) _,
             t = out(reg) _,
             rp = out(reg) _,
