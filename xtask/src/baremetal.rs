@@ -264,7 +264,17 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
 /// Runs `cargo build` of the firmware (`boards/`) with `features` into `target/firmware`; the
 /// caller holds the build lock. `gen`: the generated model files (`PTERA_FW_GEN`), if any.
 fn cargo_build_firmware(features: &str, gen: Option<&Path>) -> Result<()> {
-    let dir = firmware_dir();
+    cargo_build_firmware_in(&firmware_dir(), features, gen, None)
+}
+
+/// [`cargo_build_firmware`] into target directory `dir`, with extra `rustflags` for the
+/// aarch64-unknown-none target, if any.
+fn cargo_build_firmware_in(
+    dir: &Path,
+    features: &str,
+    gen: Option<&Path>,
+    rustflags: Option<&str>,
+) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let t0 = Instant::now();
     let mut cmd = Command::new(cargo);
@@ -277,7 +287,7 @@ fn cargo_build_firmware(features: &str, gen: Option<&Path>) -> Result<()> {
             "boards/Cargo.toml",
         ])
         .args(["--target", "aarch64-unknown-none", "--features", features])
-        .env("CARGO_TARGET_DIR", &dir)
+        .env("CARGO_TARGET_DIR", dir)
         .env(
             "DEFMT_LOG",
             std::env::var("DEFMT_LOG").unwrap_or_else(|_| "error".into()),
@@ -285,6 +295,9 @@ fn cargo_build_firmware(features: &str, gen: Option<&Path>) -> Result<()> {
         .stdout(Stdio::inherit());
     if let Some(g) = gen {
         cmd.env("PTERA_FW_GEN", g);
+    }
+    if let Some(f) = rustflags {
+        cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_NONE_RUSTFLAGS", f);
     }
     let out = cmd.output().context("cannot run cargo")?;
     if !out.status.success() {

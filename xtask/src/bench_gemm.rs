@@ -55,6 +55,13 @@ pub struct GemmArgs {
     /// icount: seconds before QEMU is stopped and the run fails.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// icount: build the bench firmware with `+strict-align`, as the model firmware is built
+    /// (default: `-strict-align`, the same code as the Linux build; see baremetal/gemm.rs).
+    #[arg(long)]
+    strict_align: bool,
+    /// Testing (icount): the firmware damages one entry of C after the call; the run must fail.
+    #[arg(long, hide = true)]
+    corrupt_c: bool,
     #[arg(long)]
     json: bool,
 }
@@ -337,6 +344,8 @@ fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
         vl: args.vl,
         cpu: "max".into(),
         timeout: std::time::Duration::from_secs(args.timeout),
+        strict_align: args.strict_align,
+        corrupt_c: args.corrupt_c,
     })?;
     let bits = r.vector_bits as usize;
     let insns = r.instructions();
@@ -347,7 +356,7 @@ fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
             "isa": isa, "m": args.m, "k": args.k, "n": args.n, "vector_bits": bits,
             "instructions": insns, "fma_instructions_ideal": ideal as u64,
             "density": (density * 10000.0).round() / 10000.0,
-            "method": "qemu-system icount",
+            "method": if args.strict_align { "qemu-system icount (strict-align)" } else { "qemu-system icount" },
         });
         println!("{v}");
     } else {

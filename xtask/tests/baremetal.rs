@@ -469,3 +469,58 @@ fn deployed_pi_image_boots_as_a_raw_kernel() {
     assert_eq!(&payload[..4], &[0, 0, 0, 0], "non-zero status");
     assert_eq!(&payload[56..], want_tail);
 }
+
+/// `cargo xtask bench gemm --method icount --json` on the firmware's GEMM bench mode.
+fn gemm_icount(isa: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "bench", "gemm", "--isa", isa, "--m", "32", "--k", "64", "--n", "48", "--method", "icount",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    xtask(&args)
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn gemm_bench_icount_counts_one_checked_sgemm_call() {
+    for (isa, bits) in [("neon", 128), ("sme", 512)] {
+        let o = gemm_icount(isa, &[]);
+        let log = text(&o);
+        assert!(o.status.success(), "{isa}: {log}");
+        let line = String::from_utf8_lossy(&o.stdout);
+        let v: serde_json::Value = serde_json::from_str(line.trim().lines().last().unwrap())
+            .unwrap_or_else(|e| panic!("{isa}: {e}: {log}"));
+        assert_eq!(v["method"], "qemu-system icount", "{v}");
+        assert_eq!(v["isa"], isa, "{v}");
+        assert_eq!(
+            (&v["m"], &v["k"], &v["n"]),
+            (&32.into(), &64.into(), &48.into()),
+            "{v}"
+        );
+        assert_eq!(v["vector_bits"], bits, "{v}");
+        let insns = v["instructions"].as_u64().unwrap();
+        let ideal = v["fma_instructions_ideal"].as_u64().unwrap();
+        // 32·48·64 MACs: 4 per Neon FMA, 16·16 per FMOPA at SVL 512.
+        assert_eq!(ideal, if isa == "sme" { 384 } else { 24576 }, "{v}");
+        assert!(insns > ideal, "{v}");
+        let density = v["density"].as_f64().unwrap();
+        assert!(density > 0.0 && density <= 1.0, "{v}");
+        assert!((density - ideal as f64 / insns as f64).abs() < 1e-4, "{v}");
+        // icount is deterministic: a second run counts the same instructions.
+        let again = gemm_icount(isa, &[]);
+        assert!(again.status.success(), "{}", text(&again));
+        let w: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&again.stdout).trim()).unwrap();
+        assert_eq!(w["instructions"], v["instructions"], "{isa}");
+    }
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn gemm_bench_icount_fails_on_a_wrong_result() {
+    let o = gemm_icount("neon", &["--corrupt-c"]);
+    let log = text(&o);
+    assert!(!o.status.success(), "{log}");
+    assert!(log.contains("C is wrong"), "{log}");
+    assert!(log.contains("the GEMM result is wrong"), "{log}");
+}

@@ -13,6 +13,7 @@
 //! | 8 | ISA u32 (`ptera::kernels::arm::Isa` code: 1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2) |
 //! | 12, 16, 20 | M, K, N u32 |
 //! | 24 | vector length in bits u32 (0: the firmware default, 512) |
+//! | 28 | flags u32: bit 0 (testing) corrupts one entry of C after the measured call |
 //!
 //! A `[M,K]`, B `[K,N]` (row-major, the same deterministic values as `benches/gemm-count`), C
 //! `[M,N]` and the GEMM scratch follow the parameter page in the same region (B of the GPT-2
@@ -49,6 +50,8 @@ struct Params {
     k: usize,
     n: usize,
     vl_bits: u32,
+    /// Testing: damage C after the call, to prove the checks catch it.
+    corrupt: bool,
 }
 
 fn invalid(detail: &'static str) -> StageError {
@@ -98,6 +101,7 @@ fn read_params() -> Result<Params, StageError> {
         k,
         n,
         vl_bits,
+        corrupt: word(7) & 1 != 0,
     })
 }
 
@@ -359,6 +363,9 @@ pub fn run(report: &mut Report) -> Result<(), StageError> {
         return Err(invalid("sgemm returned an error"));
     }
     report.execute_ticks = t1 - t0;
+    if p.corrupt {
+        c[(m - 1) * n + n / 2] += 0.25;
+    }
     let rc = RowCheck {
         w: carve(&mut offset, n, || 0.0)?,
         bw: carve(&mut offset, k, || 0.0)?,
