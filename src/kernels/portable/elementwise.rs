@@ -25,7 +25,7 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernels::{broadcast_shapes, KernelCtx, KernelDef};
+use crate::kernels::{broadcast_shapes, vec, KernelCtx, KernelDef};
 use crate::tensor::{
     read_f64, read_i64, write_f64, write_i64, Element, Shape, TensorMut, TensorRef, MAX_RANK,
 };
@@ -1207,6 +1207,9 @@ fn arith<'a>(
         Rhs::S(_) => *x.shape(),
     };
     let mut out = ctx.output(out_arg, &shape)?;
+    if result == DType::F32 && arith_f32_fast(op, &x, rhs, alpha, &mut out)? {
+        return Ok(());
+    }
     match (op, rhs, num_kind(result)) {
         (Ar::Pow, Rhs::S(e), Kind::F32) => pow_scalar::<f32>(&x, e, &mut out)?,
         (Ar::Pow, Rhs::S(e), Kind::F64) => pow_scalar::<f64>(&x, e, &mut out)?,
@@ -1214,6 +1217,91 @@ fn arith<'a>(
     }
     renormalize(&mut out, result);
     Ok(())
+}
+
+/// Is `small` (leading 1s ignored) equal to the trailing dims of `big`?
+fn is_trailing(small: &[usize], big: &[usize]) -> bool {
+    let lead = small.iter().take_while(|&&d| d == 1).count();
+    let s = &small[lead..];
+    s.len() <= big.len() && s == &big[big.len() - s.len()..]
+}
+
+/// Is `small` equal to `big` except for a last dim of 1 (a per-row scalar)?
+fn is_column(small: &[usize], big: &[usize]) -> bool {
+    let n = big.len();
+    n >= 2 && small.len() == n && small[..n - 1] == big[..n - 1] && small[n - 1] == 1
+}
+
+/// f32 fast path of [`arith`] on the shared slice kernels: all-f32 operands, `add`/`sub` with
+/// alpha 1, `mul`, `div`, `maximum`, `minimum`, `pow` by a scalar; same-shape, scalar (or
+/// one-element tensor), trailing row-vector and per-row-scalar operands. Returns `false`
+/// (nothing written) for every other case, which the generic path then handles.
+fn arith_f32_fast(
+    op: Ar,
+    x: &TensorRef<'_>,
+    rhs: Rhs<'_>,
+    alpha: Scalar,
+    out: &mut TensorMut<'_>,
+) -> Result<bool, KernelError> {
+    if x.dtype() != DType::F32 || rhs.dtype() != DType::F32 && matches!(rhs, Rhs::T(_)) {
+        return Ok(false);
+    }
+    if out.dtype() != DType::F32 {
+        return Ok(false);
+    }
+    let one = match alpha {
+        Scalar::Int(v) => v == 1,
+        Scalar::Double(v) => v == 1.0,
+        Scalar::Bool(v) => v,
+    };
+    let bop = match op {
+        Ar::Add if one => vec::BinOp::Add,
+        Ar::Sub if one => vec::BinOp::Sub,
+        Ar::Mul => vec::BinOp::Mul,
+        Ar::Div => vec::BinOp::Div,
+        Ar::Max => vec::BinOp::Max,
+        Ar::Min => vec::BinOp::Min,
+        Ar::Pow => {
+            let Rhs::S(e) = rhs else { return Ok(false) };
+            if matches!(e, Scalar::Bool(_)) {
+                return Ok(false);
+            }
+            let (xs, os) = (x.as_slice::<f32>()?, out.as_mut_slice::<f32>()?);
+            vec::pow_scalar(xs, f32::from_scalar(e), os).map_err(|_| shape_err(out.arg()))?;
+            return Ok(true);
+        }
+        _ => return Ok(false),
+    };
+    let bad = shape_err(out.arg());
+    let xs = x.as_slice::<f32>()?;
+    let od = *out.shape();
+    let os = out.as_mut_slice::<f32>()?;
+    let n = os.len();
+    let r = match rhs {
+        Rhs::S(s) if xs.len() == n => vec::binary_scalar(bop, xs, f32::from_scalar(s), os),
+        Rhs::S(_) => return Ok(false),
+        Rhs::T(y) => {
+            let ys = y.as_slice::<f32>()?;
+            let (xd, yd, od) = (x.dims(), y.dims(), od.dims());
+            if xs.len() == n && ys.len() == n {
+                vec::binary(bop, xs, ys, os)
+            } else if xs.len() == n && ys.len() == 1 {
+                vec::binary_scalar(bop, xs, ys[0], os)
+            } else if ys.len() == n && xs.len() == 1 {
+                vec::scalar_binary(bop, xs[0], ys, os)
+            } else if xs.len() == n && is_trailing(yd, od) {
+                vec::binary_row(bop, xs, ys, os)
+            } else if ys.len() == n && is_trailing(xd, od) {
+                vec::row_binary(bop, xs, ys, os)
+            } else if xs.len() == n && xd == od && is_column(yd, od) {
+                vec::binary_col(bop, xs, ys, os)
+            } else {
+                return Ok(false);
+            }
+        }
+    };
+    r.map_err(|_| bad)?;
+    Ok(true)
 }
 
 fn arith_t<T: Num>(
@@ -1861,6 +1949,25 @@ fn float_unary_t<T: Float>(op: Uf, x: &TensorRef<'_>, out: &mut TensorMut<'_>) -
     }
 }
 
+/// f32 → f32 fast path on the shared polynomial slice kernels (`kernels::vec`, accuracy table
+/// there). Returns `false` when `op` has no such kernel.
+fn vec_unary(op: Uf, x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<bool, KernelError> {
+    let f: fn(&[f32], &mut [f32]) -> Res = match op {
+        Uf::Tanh => vec::tanh,
+        Uf::Sigmoid => vec::sigmoid,
+        Uf::Exp => vec::exp,
+        Uf::GeluTanh => vec::gelu_tanh,
+        Uf::GeluErf => vec::gelu_erf,
+        _ => return Ok(false),
+    };
+    let (xs, os) = (x.as_slice::<f32>()?, out.as_mut_slice::<f32>()?);
+    f(xs, os).map_err(|_| KernelError::Shape {
+        arg: out.arg(),
+        detail: "output shape differs from input",
+    })?;
+    Ok(true)
+}
+
 /// Shared body of the float unary kernels: `[self, (params...,) out, out]` with the out at
 /// `out_arg`. Float inputs keep their type (f16/bf16 computed in f32); integer/bool inputs
 /// compute in float32 when `ints` is set and are rejected otherwise.
@@ -1879,6 +1986,9 @@ fn float_unary(ctx: &mut Ctx<'_, '_, '_>, op: Uf, ints: bool, out_arg: usize) ->
     };
     check_cast(common, ctx.out_dtype(out_arg)?, out_arg)?;
     let mut out = ctx.output(out_arg, x.shape())?;
+    if x.dtype() == DType::F32 && out.dtype() == DType::F32 && vec_unary(op, &x, &mut out)? {
+        return Ok(());
+    }
     if common == DType::F64 {
         float_unary_t::<f64>(op, &x, &mut out)?;
     } else {
@@ -4841,5 +4951,221 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "duplicate keys");
         let _ = String::new();
+    }
+
+    // ----- f32 fast paths (kernels::vec) ----------------------------------------------------
+
+    fn ramp(n: usize, scale: f32) -> Vec<f32> {
+        (0..n)
+            .map(|k| (((k * 7919) % 1000) as f32 / 500.0 - 1.0) * scale + 0.125)
+            .collect()
+    }
+
+    /// Naive broadcast reference: element `o` of `out` from `x` of shape `xs`.
+    fn bidx(o: usize, os: &[usize], xs: &[usize]) -> usize {
+        let (mut rem, mut idx, mut stride) = (o, 0, 1);
+        let off = os.len() - xs.len();
+        for d in (0..os.len()).rev() {
+            let c = rem % os[d];
+            rem /= os[d];
+            if d >= off {
+                let xd = xs[d - off];
+                if xd != 1 {
+                    idx += c * stride;
+                }
+                stride *= xd;
+            }
+        }
+        idx
+    }
+
+    #[test]
+    fn arith_f32_fast_broadcast_forms() {
+        // (x shape, y shape): same shape, scalar, one-element tensor, trailing row, left row,
+        // per-row column, leading broadcast of a block, general (no fast path).
+        let cases: [(&[usize], &[usize]); 10] = [
+            (&[17], &[17]),
+            (&[3, 129], &[3, 129]),
+            (&[2, 3, 17], &[17]),
+            (&[17], &[2, 3, 17]),
+            (&[4, 3], &[4, 1]),
+            (&[1, 4, 16, 16], &[1, 1, 16, 16]),
+            (&[5, 1], &[1, 3]),
+            (&[2, 3, 4], &[1]),
+            (&[1], &[3, 1, 5]),
+            (&[0, 3], &[3]),
+        ];
+        for (xs, ys) in cases {
+            let os: Vec<usize> = {
+                let r = xs.len().max(ys.len());
+                (0..r)
+                    .map(|d| {
+                        let a = if d + xs.len() >= r {
+                            xs[d + xs.len() - r]
+                        } else {
+                            1
+                        };
+                        let b = if d + ys.len() >= r {
+                            ys[d + ys.len() - r]
+                        } else {
+                            1
+                        };
+                        if a == 1 {
+                            b
+                        } else {
+                            a
+                        }
+                    })
+                    .collect()
+            };
+            let xv = ramp(numel(xs), 3.0);
+            let yv: Vec<f32> = ramp(numel(ys), -2.0).iter().map(|v| v + 0.5).collect();
+            for (key, op) in [
+                ("aten::add.out", 0),
+                ("aten::sub.out", 1),
+                ("aten::mul.out", 2),
+                ("aten::div.out", 3),
+                ("aten::maximum.out", 4),
+                ("aten::minimum.out", 5),
+            ] {
+                let mut args = std::vec![f(xs, &xv), f(ys, &yv)];
+                if op < 2 {
+                    args.push(A::Int(1));
+                }
+                args.push(out(DType::F32, &os));
+                let got = run1(key, &args);
+                assert_eq!(got.shape, os);
+                let g = got.f32();
+                for (o, &gv) in g.iter().enumerate() {
+                    let a = xv[bidx(o, &os, xs)];
+                    let b = yv[bidx(o, &os, ys)];
+                    let w = match op {
+                        0 => a + b,
+                        1 => a - b,
+                        2 => a * b,
+                        3 => a / b,
+                        4 => a.max(b),
+                        _ => a.min(b),
+                    };
+                    assert_eq!(gv, w, "{key} {xs:?} {ys:?} at {o}");
+                }
+            }
+            // alpha != 1 takes the generic path and still matches.
+            let got = run1(
+                "aten::add.out",
+                &[f(xs, &xv), f(ys, &yv), A::Dbl(2.5), out(DType::F32, &os)],
+            )
+            .f32();
+            for (o, &gv) in got.iter().enumerate() {
+                let w = xv[bidx(o, &os, xs)] + 2.5 * yv[bidx(o, &os, ys)];
+                assert!((gv - w).abs() <= 1e-6 * w.abs().max(1.0));
+            }
+        }
+        // Scalar overloads and NaN propagation of maximum.
+        let xv = ramp(129, 2.0);
+        let g = run1(
+            "aten::mul.Scalar_out",
+            &[f(&[129], &xv), A::Dbl(-1.5), out(DType::F32, &[129])],
+        )
+        .f32();
+        assert!(g.iter().zip(&xv).all(|(g, x)| *g == x * -1.5));
+        let g = run1(
+            "aten::maximum.out",
+            &[
+                f(&[3], &[1.0, f32::NAN, 3.0]),
+                f(&[3], &[2.0, 0.0, f32::NAN]),
+                out(DType::F32, &[3]),
+            ],
+        )
+        .f32();
+        assert_eq!(g[0], 2.0);
+        assert!(g[1].is_nan() && g[2].is_nan());
+        // Wrong output shape is an error, not a panic.
+        assert!(run(
+            "aten::add.out",
+            &[
+                f(&[3], &[1.0; 3]),
+                f(&[2], &[1.0; 2]),
+                A::Int(1),
+                out(DType::F32, &[3])
+            ]
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn pow_and_unary_f32_fast_paths() {
+        for n in [0usize, 1, 3, 17, 129] {
+            let xv: Vec<f32> = ramp(n, 4.0);
+            for e in [2.0f64, 3.0, 0.5, -1.0, 1.7] {
+                let g = run1(
+                    "aten::pow.Tensor_Scalar_out",
+                    &[f(&[n], &xv), A::Dbl(e), out(DType::F32, &[n])],
+                )
+                .f32();
+                for (g, &x) in g.iter().zip(&xv) {
+                    let w = (x as f64).powf(e);
+                    assert!(
+                        (*g as f64 - w).abs() <= 1e-6 * w.abs() + 1e-7
+                            || (w.is_nan() && g.is_nan()),
+                        "{x}^{e}: {g} vs {w}"
+                    );
+                }
+            }
+            let g = run1(
+                "aten::pow.Tensor_Scalar_out",
+                &[f(&[n], &xv), A::Int(3), out(DType::F32, &[n])],
+            )
+            .f32();
+            assert!(g.iter().zip(&xv).all(|(g, x)| *g == x * x * x));
+            type R = fn(f64) -> f64;
+            let refs: [(&str, R); 3] = [
+                ("aten::tanh.out", f64::tanh),
+                ("aten::sigmoid.out", |x| 1.0 / (1.0 + (-x).exp())),
+                ("aten::exp.out", f64::exp),
+            ];
+            for (key, r) in refs {
+                let g = run1(key, &[f(&[n], &xv), out(DType::F32, &[n])]).f32();
+                for (g, &x) in g.iter().zip(&xv) {
+                    let w = r(x as f64);
+                    assert!((*g as f64 - w).abs() <= 5e-7 * w.abs() + 1e-7, "{key}({x})");
+                }
+            }
+            for (mode, r) in [
+                (
+                    "tanh",
+                    (|x: f64| {
+                        let u = (2.0 / core::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                        x / (1.0 + (-2.0 * u).exp())
+                    }) as R,
+                ),
+                ("none", |x| {
+                    0.5 * x * libm::erfc(-x / core::f64::consts::SQRT_2)
+                }),
+            ] {
+                let g = run1(
+                    "aten::gelu.out",
+                    &[f(&[n], &xv), A::Str(mode), out(DType::F32, &[n])],
+                )
+                .f32();
+                for (g, &x) in g.iter().zip(&xv) {
+                    let w = r(x as f64);
+                    assert!(
+                        (*g as f64 - w).abs() <= 3e-6 * w.abs() + 1e-7,
+                        "gelu {mode}({x})"
+                    );
+                }
+            }
+        }
+        // f64 stays on libm.
+        let g = run1(
+            "aten::tanh.out",
+            &[
+                A::D(std::vec![2], std::vec![0.5, -3.0]),
+                out(DType::F64, &[2]),
+            ],
+        )
+        .f64();
+        assert_eq!(g, std::vec![0.5f64.tanh(), (-3.0f64).tanh()]);
     }
 }

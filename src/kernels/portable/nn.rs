@@ -11,7 +11,7 @@
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
 use crate::kernels::gemm::{self, MatRef, GEMM_SCRATCH_F32};
-use crate::kernels::{KernelCtx, KernelDef};
+use crate::kernels::{vec, KernelCtx, KernelDef};
 use crate::tensor::{Shape, TensorMut, TensorRef, MAX_RANK};
 
 type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
@@ -670,34 +670,11 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         let rd = rstd_out.as_mut_slice::<f32>()?;
         for i in 0..m {
             let xr = &xd[i * n..(i + 1) * n];
-            let (mean, var) = moments(xr);
-            let rstd = rstd_of(var, eps);
-            md[i] = mean as f32;
-            rd[i] = rstd as f32;
-            let (mf, rf) = (mean as f32, rstd as f32);
             let or = &mut od[i * n..(i + 1) * n];
-            match (wd, bd) {
-                (Some(wv), Some(bv)) => {
-                    for j in 0..n {
-                        or[j] = (xr[j] - mf) * rf * wv[j] + bv[j];
-                    }
-                }
-                (Some(wv), None) => {
-                    for j in 0..n {
-                        or[j] = (xr[j] - mf) * rf * wv[j];
-                    }
-                }
-                (None, Some(bv)) => {
-                    for j in 0..n {
-                        or[j] = (xr[j] - mf) * rf + bv[j];
-                    }
-                }
-                (None, None) => {
-                    for j in 0..n {
-                        or[j] = (xr[j] - mf) * rf;
-                    }
-                }
-            }
+            let (mean, rstd) = vec::layer_norm(xr, wd, bd, eps as f32, or)
+                .map_err(|_| shape_err(5, "layer_norm: row length mismatch"))?;
+            md[i] = mean;
+            rd[i] = rstd;
         }
         return Ok(());
     }
@@ -937,79 +914,22 @@ fn batch_norm_legit_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
 // Softmax
 // ---------------------------------------------------------------------------------------------
 
-/// exp(x) for x ≤ 88 (softmax arguments are ≤ 0): Cephes-style range reduction and degree-6
-/// polynomial, branch-free so loops over it vectorise. Within ~2 ulp of `expf`; results below
-/// the normal range (x < -87.33) flush to 0; NaN stays NaN.
+/// exp(x): the shared polynomial of `kernels::vec` (relative error ≤ 2.5e-7; flushes to 0
+/// below ln(FLT_MIN); NaN stays NaN).
 #[inline(always)]
 fn exp_fast(x: f32) -> f32 {
-    const LOG2E: f32 = core::f32::consts::LOG2_E;
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    const SHIFTER: f32 = 12_582_912.0; // 1.5 · 2^23: adding it rounds to an integer
-    let xc = x.clamp(-87.33, 88.3);
-    let t = xc * LOG2E + SHIFTER;
-    let n = t - SHIFTER;
-    let bits = t.to_bits().wrapping_sub(SHIFTER.to_bits()) as i32;
-    let r = xc - n * LN2_HI - n * LN2_LO;
-    let mut p = 1.987_569_1e-4f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
-    p = p * r * r + r + 1.0;
-    let scale = f32::from_bits((bits.wrapping_add(127) as u32) << 23);
-    let y = p * scale;
-    if x < -87.33 {
-        0.0
-    } else {
-        y
-    }
+    vec::generic::exp1(x)
 }
 
-/// Softmax (or log-softmax) of one contiguous f32 row.
+/// Softmax (or log-softmax) of one contiguous f32 row (`kernels::vec`; the row and its output
+/// have the same length by construction).
 fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
-    let mut mx = [f32::NEG_INFINITY; 8];
-    let mut ch = x.chunks_exact(8);
-    for c in &mut ch {
-        for l in 0..8 {
-            mx[l] = if c[l] > mx[l] { c[l] } else { mx[l] };
-        }
-    }
-    let mut max = f32::NEG_INFINITY;
-    for &v in mx.iter().chain(ch.remainder()) {
-        if v > max {
-            max = v;
-        }
-    }
-    // NaN inputs are skipped by the max but propagate through the sum below.
-    let mut acc = [0.0f32; 8];
-    let mut xc = x.chunks_exact(8);
-    let mut yc = y.chunks_exact_mut(8);
-    for (a, b) in (&mut xc).zip(&mut yc) {
-        for l in 0..8 {
-            let e = exp_fast(a[l] - max);
-            b[l] = e;
-            acc[l] += e;
-        }
-    }
-    let mut sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    for (a, b) in xc.remainder().iter().zip(yc.into_remainder()) {
-        let e = exp_fast(a - max);
-        *b = e;
-        sum += e;
-    }
-    if log {
-        let shift = max + libm::logf(sum);
-        for (a, b) in x.iter().zip(y.iter_mut()) {
-            *b = *a - shift;
-        }
+    let r = if log {
+        vec::log_softmax(x, y)
     } else {
-        let inv = 1.0 / sum;
-        for b in y.iter_mut() {
-            *b *= inv;
-        }
-    }
+        vec::softmax(x, y)
+    };
+    debug_assert!(r.is_ok());
 }
 
 /// `aten::_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)`:

@@ -21,7 +21,7 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernels::{broadcast_shapes, KernelCtx, KernelDef};
+use crate::kernels::{broadcast_shapes, vec, KernelCtx, KernelDef};
 use crate::tensor::{
     read_f64, read_i64, wrap_dim, write_f64, write_i64, Shape, TensorRef, MAX_RANK,
 };
@@ -366,6 +366,21 @@ fn for_each_run(
     Ok(())
 }
 
+/// `bytes` as f32 (every bit pattern is valid; used only to move 4-byte elements), if aligned.
+fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
+    // SAFETY: f32 is plain old data (no padding, every bit pattern valid, align 4); `align_to`
+    // only yields a middle part that is correctly aligned and inside `bytes`.
+    let (pre, mid, post) = unsafe { bytes.align_to::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
+/// Mutable twin of [`as_f32`].
+fn as_f32_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
+    // SAFETY: as in `as_f32`; any bytes written through the f32 view are valid u8s.
+    let (pre, mid, post) = unsafe { bytes.align_to_mut::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
 /// Tile edge of the blocked transpose.
 const TILE: usize = 16;
 
@@ -381,6 +396,31 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
     }
     let (rows, cols) = (if r >= 2 { sv.dims[r - 2] } else { 1 }, sv.dims[r - 1]);
     let cs = sv.strides[r - 1];
+    if N == 4
+        && r >= 2
+        && sv.strides[r - 2] == 1
+        && cs > 0
+        && cs as usize >= rows
+        && rows >= 4
+        && cols >= 4
+    {
+        if let (Some(s32), Some(d32)) = (as_f32(src), as_f32_mut(dst)) {
+            // A transpose of the last two dims of 4-byte elements: 4×4 register blocks
+            // (bits copied unchanged, so this serves every 4-byte dtype).
+            let cs = cs as usize;
+            let mut res = Ok(());
+            walk_blocks(&sv, 2, rows * cols, |d0, s0| {
+                let r = match (s32.get(s0..), d32.get_mut(d0..)) {
+                    (Some(s), Some(d)) => vec::transpose32(s, cs, d, cols, rows, cols),
+                    _ => Err(shape_err(arg, "view out of bounds")),
+                };
+                if r.is_err() {
+                    res = Err(shape_err(arg, "view out of bounds"));
+                }
+            });
+            return res;
+        }
+    }
     if r >= 2 && sv.strides[r - 2] == 1 && cs > 1 && rows >= TILE && cols >= TILE {
         // A transpose of the last two dims: dst[a][b] = src[a + b * cs]. Copy it in square
         // tiles so that both sides stay in cache.
@@ -4003,5 +4043,47 @@ mod tests {
                 .collect();
             assert_eq!(r.bytes, want, "{n} {dt}");
         }
+    }
+
+    #[test]
+    fn blocked_transposes_4_byte() {
+        // Last-two-dims swaps of 4-byte elements go through kernels::vec::transpose32 (4x4
+        // blocks, edges element-wise): sizes 4, 5, 17, 129 and batched, plus int32 bit patterns.
+        for (d, p) in [
+            (vec![4usize, 4], vec![1usize, 0]),
+            (vec![5, 4], vec![1, 0]),
+            (vec![4, 5], vec![1, 0]),
+            (vec![17, 129], vec![1, 0]),
+            (vec![129, 17], vec![1, 0]),
+            (vec![64, 128], vec![1, 0]),
+            (vec![1, 4, 16, 16], vec![0, 1, 3, 2]),
+            (vec![3, 7, 5], vec![0, 2, 1]),
+            (vec![2, 6, 3, 9], vec![0, 3, 2, 1]),
+        ] {
+            let x = data(numel(&d), 77);
+            let (od, want) = permute_ref(&x, &d, &p);
+            let dims: Vec<i64> = p.iter().map(|&v| v as i64).collect();
+            let o = unary_f32("aten::permute_copy.out", &d, &x, &od, |t| {
+                vec![t.int_list(&dims)]
+            });
+            assert_eq!(o.shape, od);
+            assert_eq!(o.f32(), want, "{d:?} {p:?}");
+        }
+        // int32 with arbitrary bits (incl. NaN-like patterns) is moved bit for bit.
+        let (r, c) = (9usize, 6usize);
+        let vals: Vec<i32> = (0..(r * c) as i32)
+            .map(|k| (0x7fc0_0001u32 as i32).wrapping_add(k * 0x0101))
+            .collect();
+        let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut t = OpTest::new("aten::permute_copy.out");
+        let a = t.input(DType::I32, &[r, c], &bytes);
+        let pl = t.int_list(&[1, 0]);
+        let o = t.output(DType::I32, &[c, r]);
+        t.call(&[a, pl, o, o]);
+        let got = run1(&t).i64();
+        let want: Vec<i64> = (0..r * c)
+            .map(|k| vals[(k % r) * c + k / r] as i64)
+            .collect();
+        assert_eq!(got, want);
     }
 }
