@@ -706,7 +706,21 @@ fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan 
 /// Scratch floats [`sgemm`] needs for an `m × n × k` product with the selected micro-kernel
 /// and any operand layout (never more than [`GEMM_SCRATCH_F32`]).
 pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
-    scratch_len_for(micro_kernel(), m, n, k)
+    scratch_len_for(micro_kernel_for(m, n, k), m, n, k)
+}
+
+/// The micro-kernel [`sgemm`] uses for an `m × n × k` product: the CPU's best one
+/// ([`micro_kernel`]), or a variant of the same ISA whose tile fits this shape better
+/// (AArch64 Neon: 8 × 8 instead of 8 × 12 when `n` is a multiple of 8 but not of 12).
+pub fn micro_kernel_for(m: usize, n: usize, k: usize) -> &'static MicroKernel {
+    let _ = (m, k);
+    #[cfg(target_arch = "aarch64")]
+    return crate::kernels::arm::micro_kernel_for(n);
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        let _ = n;
+        micro_kernel()
+    }
 }
 
 fn scratch_len_for(uk: &MicroKernel, m: usize, n: usize, k: usize) -> usize {
@@ -751,7 +765,8 @@ pub fn sgemm(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    sgemm_with(micro_kernel(), a, b, c, ldc, alpha, beta, bias, scratch)
+    let uk = micro_kernel_for(a.rows, b.cols, a.cols);
+    sgemm_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
 }
 
 /// [`sgemm`] with an explicit micro-kernel.
@@ -1207,6 +1222,8 @@ mod tests {
                 v.push(k);
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        v.push(&crate::kernels::arm::neon::NEON_8X8);
         v
     }
 

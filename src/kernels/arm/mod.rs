@@ -6,7 +6,7 @@
 //! | [`Isa`]   | kernel (file)      | tile (`MR × NR`)                                  |
 //! |-----------|--------------------|---------------------------------------------------|
 //! | `Generic` | `gemm::PORTABLE`   | 4 × 16, plain Rust                                |
-//! | `Neon`    | [`neon`]           | 8 × 12, `vfmaq_laneq_f32`                         |
+//! | `Neon`    | [`neon`]           | 8 × 12 (8 × 8 when 12 ∤ n but 8 | n), `vfmaq_laneq_f32` |
 //! | `Sve2`    | [`sve`]            | 8 × 3·VL/32 (VL ≤ 512 bits), `asm!`               |
 //! | `Sme`     | [`sme`]            | 2·SVL/32 × 2·SVL/32 (SVL ≤ 512), 4 ZA tiles, FMOPA |
 //! | `Sme2`    | [`sme`] (same tile, multi-vector loads) | as `Sme`                     |
@@ -295,6 +295,17 @@ pub fn selected() -> Isa {
 /// The micro-kernel of [`selected`] (what [`gemm::micro_kernel`] returns on AArch64).
 pub fn micro_kernel() -> &'static MicroKernel {
     kernel_for(selected()).unwrap_or(&gemm::PORTABLE)
+}
+
+/// The micro-kernel of [`selected`] for an `n`-column product (per-shape choice within the
+/// ISA: Neon picks 8 × 8 or 8 × 12 by column padding, [`neon::kernel_for_n`]).
+pub fn micro_kernel_for(n: usize) -> &'static MicroKernel {
+    #[cfg(target_arch = "aarch64")]
+    if selected() == Isa::Neon {
+        return neon::kernel_for_n(n);
+    }
+    let _ = n;
+    micro_kernel()
 }
 
 #[cfg(test)]

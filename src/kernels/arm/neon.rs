@@ -1,4 +1,5 @@
-//! Neon (Advanced SIMD) 8 × 12 micro-kernel written with `core::arch::aarch64` intrinsics.
+//! Neon (Advanced SIMD) 8 × 12 and 8 × 8 micro-kernels written with `core::arch::aarch64`
+//! intrinsics, and the Neon panel packer.
 //!
 //! Register tile: 24 accumulators (8 rows × 3 quad-vectors), 2 vectors of A and 3 of B per
 //! depth step loaded with single multi-register post-increment `ld1` instructions (a two-line
@@ -12,50 +13,45 @@ use crate::kernels::gemm::MicroKernel;
 
 /// Rows of the register tile.
 pub const MR: usize = 8;
-/// Columns of the register tile.
+/// Columns of the main register tile.
 pub const NR: usize = 12;
 
-/// Epilogue for one row: `c = alpha·acc (+ beta·c) (+ bias)` on 12 columns.
+/// Epilogue for one row: `c = alpha·acc (+ beta·c) (+ bias)` on `4·NV` columns.
 ///
 /// # Safety
-/// `crow + j*csc` valid for reads/writes for `j < 12`; `bias` null or valid for 12 reads.
+/// `crow + j*csc` valid for reads/writes for `j < 4·NV`; `bias` null or valid for `4·NV`
+/// reads.
 #[inline(always)]
-unsafe fn store_row(
-    acc: [float32x4_t; 3],
+unsafe fn store_row<const NV: usize>(
+    acc: [float32x4_t; NV],
     crow: *mut f32,
     csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
-    // SAFETY: (whole body) the caller guarantees 12 valid C elements at stride `csc` and 12
-    // bias reads; Neon is part of the aarch64 baseline. Contiguous rows use unaligned
+    // SAFETY: (whole body) the caller guarantees 4·NV valid C elements at stride `csc` and
+    // 4·NV bias reads; Neon is part of the aarch64 baseline. Contiguous rows use unaligned
     // vector accesses, which AArch64 permits on normal memory.
     unsafe {
         let va = vdupq_n_f32(alpha);
-        let mut r = [
-            vmulq_f32(acc[0], va),
-            vmulq_f32(acc[1], va),
-            vmulq_f32(acc[2], va),
-        ];
+        let mut r = acc.map(|x| vmulq_f32(x, va));
         if csc == 1 {
-            if beta != 0.0 {
-                let cv = vld1q_f32_x3(crow);
-                r[0] = vfmaq_n_f32(r[0], cv.0, beta);
-                r[1] = vfmaq_n_f32(r[1], cv.1, beta);
-                r[2] = vfmaq_n_f32(r[2], cv.2, beta);
+            for (v, x) in r.iter_mut().enumerate() {
+                if beta != 0.0 {
+                    *x = vfmaq_n_f32(*x, vld1q_f32(crow.add(4 * v)), beta);
+                }
+                if !bias.is_null() {
+                    *x = vaddq_f32(*x, vld1q_f32(bias.add(4 * v)));
+                }
+                vst1q_f32(crow.add(4 * v), *x);
             }
-            if !bias.is_null() {
-                let bv = vld1q_f32_x3(bias);
-                r[0] = vaddq_f32(r[0], bv.0);
-                r[1] = vaddq_f32(r[1], bv.1);
-                r[2] = vaddq_f32(r[2], bv.2);
-            }
-            vst1q_f32_x3(crow, float32x4x3_t(r[0], r[1], r[2]));
         } else {
-            let mut t = [0.0f32; NR];
-            vst1q_f32_x3(t.as_mut_ptr(), float32x4x3_t(r[0], r[1], r[2]));
-            for (j, &x) in t.iter().enumerate() {
+            let mut t = [0.0f32; 16];
+            for (v, x) in r.iter().enumerate() {
+                vst1q_f32(t.as_mut_ptr().add(4 * v), *x);
+            }
+            for (j, &x) in t[..4 * NV].iter().enumerate() {
                 let p = crow.offset(j as isize * csc);
                 let mut y = x;
                 if beta != 0.0 {
@@ -70,107 +66,134 @@ unsafe fn store_row(
     }
 }
 
-/// Neon 8 × 12 micro-kernel.
-///
-/// Layout contract (that of [`MicroKernel`], with `MR = 8`, `NR = 12`): `a` holds `k` groups
-/// of 8 floats (`a[p*8 + i] = A(i, p)`), `b` holds `k` rows of 12 floats `ldb` apart
-/// (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = 12`, in-place B its row stride); C element `(i, j)` is `c[i*rsc + j*csc]`; it stores
-/// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`.
-/// No alignment beyond f32 is required.
-///
-/// # Safety
-/// The [`MicroKernel`] contract for an 8 × 12 tile.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn kernel_8x12(
-    k: usize,
-    a: *const f32,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    rsc: isize,
-    csc: isize,
-    alpha: f32,
-    beta: f32,
-    bias: *const f32,
-) {
-    // SAFETY: (whole body) per the contract `a` holds 8·k floats and `b` k rows of 12
-    // readable floats `ldb` apart, so the loads at `a + 8p` (8 floats) and `b + p·ldb`
-    // (12 floats) for p < k are in bounds;
-    // C rows i < 8 at `c + i*rsc` hold 12 elements at stride csc (contract), bias 12 floats.
-    unsafe {
-        let z = vdupq_n_f32(0.0);
-        let mut acc = [[z; 3]; MR];
-        let mut ap = a;
-        let mut bp = b;
-        let ldb_bytes = ldb * 4;
-        // One depth step: A (8 floats) and B (12 floats) each come in with ONE multi-register
-        // `ld1` with post-increment (the intrinsics `vld1q_f32_x2/x3` are lowered to
-        // `ldp`+`ldr` plus separate pointer adds, 2.5 extra instructions per step); the 24
-        // FMAs are intrinsics, so the compiler still allocates the accumulators.
-        macro_rules! step {
-            () => {{
-                let (a0, a1, b0, b1, b2): (
-                    float32x4_t,
-                    float32x4_t,
-                    float32x4_t,
-                    float32x4_t,
-                    float32x4_t,
-                );
-                // SAFETY: reads 8 floats at `ap` and 12 at `bp` (in bounds: at most k steps
-                // of the A panel and of the B rows, see above) and advances `ap` past them,
-                // `bp` to the next B row (`ldb` floats on).
-                core::arch::asm!(
-                    "ld1 {{v0.4s, v1.4s}}, [{ap}], #32",
-                    "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], {ldb}",
-                    ap = inout(reg) ap,
-                    bp = inout(reg) bp,
-                    ldb = in(reg) ldb_bytes,
-                    out("v0") a0,
-                    out("v1") a1,
-                    out("v2") b0,
-                    out("v3") b1,
-                    out("v4") b2,
-                    options(nostack, readonly, preserves_flags),
-                );
-                macro_rules! row {
-                    ($i:literal, $v:ident, $l:literal) => {
-                        acc[$i][0] = vfmaq_laneq_f32::<$l>(acc[$i][0], b0, $v);
-                        acc[$i][1] = vfmaq_laneq_f32::<$l>(acc[$i][1], b1, $v);
-                        acc[$i][2] = vfmaq_laneq_f32::<$l>(acc[$i][2], b2, $v);
-                    };
-                }
-                row!(0, a0, 0);
-                row!(1, a0, 1);
-                row!(2, a0, 2);
-                row!(3, a0, 3);
-                row!(4, a1, 0);
-                row!(5, a1, 1);
-                row!(6, a1, 2);
-                row!(7, a1, 3);
-            }};
-        }
-        let mut n = k;
-        while n >= 4 {
-            step!();
-            step!();
-            step!();
-            step!();
-            n -= 4;
-        }
-        while n > 0 {
-            step!();
-            n -= 1;
-        }
-        // Unrolled by hand so that the accumulators stay in registers (a loop over the array
-        // made LLVM keep it on the stack).
-        macro_rules! store {
-            ($($i:literal)*) => {
-                $(store_row(acc[$i], c.offset($i * rsc), csc, alpha, beta, bias);)*
-            };
-        }
-        store!(0 1 2 3 4 5 6 7);
-    }
+/// One depth step of a Neon kernel: A (8 floats) and B (4·NV floats) each come in with ONE
+/// multi-register `ld1` with post-increment (the intrinsics are lowered to `ldp`+`ldr` plus
+/// separate pointer adds); the 8·NV FMAs are intrinsics, so the compiler still allocates the
+/// accumulators. Must run inside the kernel's `unsafe` block (see its SAFETY comment).
+macro_rules! neon_step {
+    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal, $($bv:ident = $breg:tt),+) => {{
+        let (a0, a1): (float32x4_t, float32x4_t);
+        $(let $bv: float32x4_t;)+
+        // SAFETY: reads 8 floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
+        // A panel and of the B rows, see the kernel) and advances `ap` past them, `bp` to the
+        // next B row.
+        core::arch::asm!(
+            "ld1 {{v0.4s, v1.4s}}, [{ap}], #32",
+            $bload,
+            ap = inout(reg) $ap,
+            bp = inout(reg) $bp,
+            ldb = in(reg) $ldb,
+            out("v0") a0,
+            out("v1") a1,
+            $(out($breg) $bv,)+
+            options(nostack, readonly, preserves_flags),
+        );
+        let bvs = [$($bv),+];
+        neon_row!($acc, bvs, 0, a0, 0);
+        neon_row!($acc, bvs, 1, a0, 1);
+        neon_row!($acc, bvs, 2, a0, 2);
+        neon_row!($acc, bvs, 3, a0, 3);
+        neon_row!($acc, bvs, 4, a1, 0);
+        neon_row!($acc, bvs, 5, a1, 1);
+        neon_row!($acc, bvs, 6, a1, 2);
+        neon_row!($acc, bvs, 7, a1, 3);
+    }};
 }
+
+/// Accumulator row `$i += B row × A lane $l of $v`.
+macro_rules! neon_row {
+    ($acc:ident, $bvs:ident, $i:literal, $v:ident, $l:literal) => {
+        for (x, bv) in $acc[$i].iter_mut().zip($bvs) {
+            *x = vfmaq_laneq_f32::<$l>(*x, bv, $v);
+        }
+    };
+}
+
+/// Epilogue of the listed tile rows.
+macro_rules! neon_store {
+    ($acc:ident, $c:ident, $rsc:ident, $csc:ident, $alpha:ident, $beta:ident, $bias:ident; $($i:literal)*) => {
+        $(store_row($acc[$i], $c.offset($i * $rsc), $csc, $alpha, $beta, $bias);)*
+    };
+}
+
+/// One Neon `8 × 4·NV` micro-kernel (NV B vectors per depth step, given as the `ld1` of B
+/// and the registers it fills).
+macro_rules! neon_kernel {
+    ($(#[$doc:meta])* $name:ident, $nv:literal, $bload:literal, $($bv:ident = $breg:tt),+) => {
+        $(#[$doc])*
+        ///
+        /// Layout contract (that of [`MicroKernel`], with `MR = 8`, `NR = 4·NV`): `a` holds
+        /// `k` groups of 8 floats (`a[p*8 + i] = A(i, p)`), `b` holds `k` rows of NR floats
+        /// `ldb` apart (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = NR`, in-place B
+        /// its row stride); C element `(i, j)` is `c[i*rsc + j*csc]`; it stores
+        /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`.
+        /// No alignment beyond f32 is required.
+        ///
+        /// # Safety
+        /// The [`MicroKernel`] contract for an `8 × 4·NV` tile.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            k: usize,
+            a: *const f32,
+            b: *const f32,
+            ldb: usize,
+            c: *mut f32,
+            rsc: isize,
+            csc: isize,
+            alpha: f32,
+            beta: f32,
+            bias: *const f32,
+        ) {
+            // SAFETY: (whole body) per the contract `a` holds 8·k floats and `b` k rows of
+            // 4·NV readable floats `ldb` apart, so the loads at `a + 8p` (8 floats) and
+            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < 8 at
+            // `c + i*rsc` hold 4·NV elements at stride csc (contract), bias 4·NV floats.
+            unsafe {
+                let z = vdupq_n_f32(0.0);
+                let mut acc = [[z; $nv]; MR];
+                let mut ap = a;
+                let mut bp = b;
+                let ldb_bytes = ldb * 4;
+                let mut n = k;
+                while n >= 4 {
+                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    n -= 4;
+                }
+                while n > 0 {
+                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    n -= 1;
+                }
+                // Unrolled by hand so that the accumulators stay in registers (a loop over
+                // the array made LLVM keep it on the stack).
+                neon_store!(acc, c, rsc, csc, alpha, beta, bias; 0 1 2 3 4 5 6 7);
+            }
+        }
+    };
+}
+
+neon_kernel!(
+    /// Neon 8 × 12 micro-kernel: 24 accumulators, per depth step one `ld1` of A (2 vectors),
+    /// one of B (3 vectors) and 24 `fmla v.4s, v.4s, v.s[lane]`.
+    kernel_8x12,
+    3,
+    "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], {ldb}",
+    b0 = "v2",
+    b1 = "v3",
+    b2 = "v4"
+);
+
+neon_kernel!(
+    /// Neon 8 × 8 micro-kernel (for N that 12 does not divide but 8 does: the column tail
+    /// then costs nothing): 16 accumulators, 18 instructions per depth step.
+    kernel_8x8,
+    2,
+    "ld1 {{v2.4s, v3.4s}}, [{bp}], {ldb}",
+    b0 = "v2",
+    b1 = "v3"
+);
 
 /// Panel packer (`PackFn` contract) for any width `w` that is a multiple of 4:
 /// `dst[p*w + i] = src[i*ld + p]` for `i < w`, `p < kc` — `w` depth-contiguous runs (rows of
@@ -243,3 +266,19 @@ pub unsafe fn pack_runs_x4(src: *const f32, ld: usize, w: usize, kc: usize, dst:
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel =
     unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_packer(pack_runs_x4) };
+
+// SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (w = 8 for the packer).
+/// The Neon 8 × 8 micro-kernel.
+pub static NEON_8X8: MicroKernel =
+    unsafe { MicroKernel::new("neon-8x8", MR, 8, kernel_8x8).with_packer(pack_runs_x4) };
+
+/// The Neon kernel for an `n`-column product: 8 × 8 when that wastes fewer padded columns
+/// than 8 × 12 (e.g. n = 64, 256, 512), else 8 × 12.
+pub fn kernel_for_n(n: usize) -> &'static MicroKernel {
+    let pad = |nr: usize| n.div_ceil(nr) * nr - n;
+    if pad(8) < pad(12) {
+        &NEON_8X8
+    } else {
+        &NEON_8X12
+    }
+}
