@@ -8,7 +8,11 @@
 //! depth steps live in registers (`[b, o_j, lsl #2]` addressing), so walking B costs one add
 //! per group, not per step. SME1 uses single-vector `ld1w` (4 loads per 4 FMOPA: density
 //! bound 0.5); SME2 loads two depth steps of A with one 4-vector `ld1w {z0.s-z3.s}` and each
-//! B row with one 2-vector load (bound 8/11 = 0.73 with B in place).
+//! B row with one 2-vector load (bound 8/11 = 0.73 with B in place). When the driver hands a
+//! packed B panel (`ldb == NR`: B stored transposed, e.g. `linear` / XNNPACK fully-connected
+//! weights), consecutive B rows are contiguous and the kernels switch to immediate offsets
+//! (SME1: no B pointer arithmetic per group) and, for SME2, 4-vector loads of two B rows
+//! (8 FMOPA per 2 loads: bound 0.8).
 //!
 //! A (and a transposed B) is packed by [`pack_za`], a transpose through ZA (horizontal-slice loads, vertical-
 //! slice stores), and the kernels ask the driver for long depth blocks (the tile stays in
@@ -196,6 +200,46 @@ macro_rules! sme2_pair {
     };
 }
 
+/// SME1 depth step over a packed B panel (`ldb = NR`): A column and B row halves at
+/// immediate vector offsets `$o0`, `$o1` from `{a}` and `{b}`.
+macro_rules! sme1_packed_step {
+    ($o0:literal, $o1:literal) => {
+        concat!(
+            "ld1w {{z0.s}}, p0/z, [{a}, #",
+            $o0,
+            ", mul vl]\n",
+            "ld1w {{z1.s}}, p0/z, [{a}, #",
+            $o1,
+            ", mul vl]\n",
+            "ld1w {{z2.s}}, p0/z, [{b}, #",
+            $o0,
+            ", mul vl]\n",
+            "ld1w {{z3.s}}, p0/z, [{b}, #",
+            $o1,
+            ", mul vl]\n",
+            fmopa4!("z0", "z1", "z2", "z3"),
+        )
+    };
+}
+
+/// SME2 depth steps `2j`, `2j+1` over a packed B panel: both A columns and both B rows
+/// with one 4-vector load each (immediate offset `$o` vectors).
+macro_rules! sme2_packed_pair {
+    ($o:literal) => {
+        concat!(
+            "ld1w {{z0.s-z3.s}}, pn8/z, [{a}, #",
+            $o,
+            ", mul vl]\n",
+            "ld1w {{z4.s-z7.s}}, pn8/z, [{b}, #",
+            $o,
+            ", mul vl]\n",
+            fmopa4!("z0", "z1", "z4", "z5"),
+            "\n",
+            fmopa4!("z2", "z3", "z6", "z7"),
+        )
+    };
+}
+
 /// One SME kernel body: `smstart`, prologue, the given depth loop, epilogue, `smstop`.
 /// The depth loop reads `{k}` steps from `{a}` (packed, 2S floats per step) and from the
 /// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}`,
@@ -302,6 +346,9 @@ sme_kernel!(
     /// loads, 5 loop instructions: 0.46 of the FMOPA bound).
     sme1_rows,
     "sme",
+    "lsl {t}, {s}, #1",
+    "cmp {ldb}, {t}",
+    "b.eq 40f",
     "lsr {n}, {k}, #3",
     "addvl {bh}, {b}, #1",
     "cbz {n}, 3f",
@@ -332,6 +379,37 @@ sme_kernel!(
     "add {bh}, {bh}, {ldb}, lsl #2",
     "subs {k}, {k}, #1",
     "b.ne 4b",
+    "b 5f",
+    // Packed B (ldb = NR = 2S): immediate offsets for A and B, 8 depth steps per iteration.
+    "40:",
+    "lsr {n}, {k}, #3",
+    "cbz {n}, 43f",
+    "addvl {a}, {a}, #8",
+    "addvl {b}, {b}, #8",
+    "41:",
+    sme1_packed_step!("-8", "-7"),
+    sme1_packed_step!("-6", "-5"),
+    sme1_packed_step!("-4", "-3"),
+    sme1_packed_step!("-2", "-1"),
+    sme1_packed_step!("0", "1"),
+    sme1_packed_step!("2", "3"),
+    sme1_packed_step!("4", "5"),
+    sme1_packed_step!("6", "7"),
+    "addvl {a}, {a}, #16",
+    "addvl {b}, {b}, #16",
+    "subs {n}, {n}, #1",
+    "b.ne 41b",
+    "addvl {a}, {a}, #-8",
+    "addvl {b}, {b}, #-8",
+    "43:",
+    "ands {k}, {k}, #7",
+    "b.eq 5f",
+    "44:",
+    sme1_packed_step!("0", "1"),
+    "addvl {a}, {a}, #2",
+    "addvl {b}, {b}, #2",
+    "subs {k}, {k}, #1",
+    "b.ne 44b",
     "5:",
 );
 
@@ -342,6 +420,8 @@ sme_kernel!(
     sme2_rows,
     "sme2",
     "ptrue pn8.s",
+    "cmp {ldb}, {s}, lsl #1",
+    "b.eq 40f",
     "lsr {n}, {k}, #4",
     "cbz {n}, 3f",
     row_offsets!(),
@@ -374,6 +454,36 @@ sme_kernel!(
     "add {b}, {b}, {ldb}, lsl #2",
     "subs {k}, {k}, #1",
     "b.ne 4b",
+    "b 5f",
+    // Packed B (ldb = NR = 2S): two depth steps of A and of B per 4-vector load.
+    "40:",
+    "lsr {n}, {k}, #4",
+    "cbz {n}, 43f",
+    "lsl {t}, {s}, #7",
+    "41:",
+    sme2_packed_pair!("0"),
+    sme2_packed_pair!("4"),
+    sme2_packed_pair!("8"),
+    sme2_packed_pair!("12"),
+    sme2_packed_pair!("16"),
+    sme2_packed_pair!("20"),
+    sme2_packed_pair!("24"),
+    sme2_packed_pair!("28"),
+    "add {a}, {a}, {t}",
+    "add {b}, {b}, {t}",
+    "subs {n}, {n}, #1",
+    "b.ne 41b",
+    "43:",
+    "ands {k}, {k}, #15",
+    "b.eq 5f",
+    "44:",
+    "ld1w {{z0.s-z1.s}}, pn8/z, [{a}]",
+    "ld1w {{z4.s-z5.s}}, pn8/z, [{b}]",
+    fmopa4!("z0", "z1", "z4", "z5"),
+    "addvl {a}, {a}, #2",
+    "addvl {b}, {b}, #2",
+    "subs {k}, {k}, #1",
+    "b.ne 44b",
     "5:",
 );
 
