@@ -82,25 +82,54 @@ fn zip_scalar(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
     }
 }
 
+/// Are `small`'s dims (leading 1s ignored) the trailing dims of `big`?
+fn is_trailing(small: &Dims, big: &Dims) -> bool {
+    let s = small.s();
+    let lead = s.iter().take_while(|&&d| d == 1).count();
+    let s = &s[lead..];
+    let b = big.s();
+    s.len() <= b.len() && s == &b[b.len() - s.len()..]
+}
+
+/// `out[r] = x[r] op row` for every `row.len()`-element chunk (`swap`: `row op x[r]`).
+fn rows_with(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
+    if let Some(v) = vec_op(op) {
+        let n = x.len().min(out.len());
+        let (x, out) = (&x[..n], &mut out[..n]);
+        // Lengths are multiples of the row by construction, so this cannot fail.
+        let _ = if swap {
+            vec::row_binary(v, row, x, out)
+        } else {
+            vec::binary_row(v, x, row, out)
+        };
+        return;
+    }
+    for (o, xr) in out
+        .chunks_exact_mut(row.len())
+        .zip(x.chunks_exact(row.len()))
+    {
+        if swap {
+            zip_with(op, row, xr, o);
+        } else {
+            zip_with(op, xr, row, o);
+        }
+    }
+}
+
 /// `out = a op b` with NumPy broadcasting; `od` is the broadcast shape.
 pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut [f32], od: &Dims) {
     let n = out.len();
     if a.len() == n && b.len() == n {
         return zip_with(op, a, b, out);
     }
-    let inner = od.last();
-    // Row broadcast: one operand is a single row repeated (e.g. bias add, scaling by a vector).
-    if a.len() == n && b.len() == inner && bd.last() == inner {
-        for (orow, arow) in out.chunks_exact_mut(inner).zip(a.chunks_exact(inner)) {
-            zip_with(op, arow, b, orow);
-        }
-        return;
+    // Block broadcast: one operand's dims (leading 1s ignored) are the trailing dims of the
+    // output, so it repeats as one contiguous block (a bias row, a [1, 1, T, T] mask against
+    // [1, H, T, T] scores).
+    if b.len() > 1 && a.len() == n && is_trailing(bd, od) {
+        return rows_with(op, a, b, false, out);
     }
-    if b.len() == n && a.len() == inner && ad.last() == inner {
-        for (orow, brow) in out.chunks_exact_mut(inner).zip(b.chunks_exact(inner)) {
-            zip_with(op, a, brow, orow);
-        }
-        return;
+    if a.len() > 1 && b.len() == n && is_trailing(ad, od) {
+        return rows_with(op, b, a, true, out);
     }
     if b.len() == 1 && a.len() == n {
         return zip_scalar(op, a, b[0], false, out);
@@ -512,5 +541,175 @@ pub fn global_avg_pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32]) {
         }
         let inv = 1.0 / hw.max(1) as f32;
         o.iter_mut().for_each(|v| *v *= inv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn ramp(n: usize, scale: f32) -> Vec<f32> {
+        (0..n)
+            .map(|k| (((k * 7919) % 1000) as f32 / 500.0 - 1.0) * scale + 0.375)
+            .collect()
+    }
+
+    fn bshape(a: &[usize], b: &[usize]) -> Vec<usize> {
+        let r = a.len().max(b.len());
+        (0..r)
+            .map(|d| {
+                let x = if d + a.len() >= r {
+                    a[d + a.len() - r]
+                } else {
+                    1
+                };
+                let y = if d + b.len() >= r {
+                    b[d + b.len() - r]
+                } else {
+                    1
+                };
+                x.max(y)
+            })
+            .collect()
+    }
+
+    /// Index into `xs`-shaped data of output element `o` (naive broadcasting).
+    fn bidx(o: usize, os: &[usize], xs: &[usize]) -> usize {
+        let (mut rem, mut idx, mut stride) = (o, 0, 1);
+        let off = os.len() - xs.len();
+        for d in (0..os.len()).rev() {
+            let c = rem % os[d];
+            rem /= os[d];
+            if d >= off {
+                if xs[d - off] != 1 {
+                    idx += c * stride;
+                }
+                stride *= xs[d - off];
+            }
+        }
+        idx
+    }
+
+    #[test]
+    fn binary_broadcast_forms() {
+        let cases: [(&[usize], &[usize]); 9] = [
+            (&[17], &[17]),
+            (&[1, 4, 16, 16], &[1, 1, 16, 16]),
+            (&[1, 1, 16, 16], &[1, 4, 16, 16]),
+            (&[3, 129], &[129]),
+            (&[1, 16, 64], &[1]),
+            (&[1], &[2, 3]),
+            (&[4, 1], &[1, 3]),
+            (&[2, 3, 5], &[3, 1]),
+            (&[1, 3], &[5, 3]),
+        ];
+        let ops = [
+            Binary::Add,
+            Binary::Sub,
+            Binary::Mul,
+            Binary::Div,
+            Binary::Min,
+            Binary::Max,
+        ];
+        for (as_, bs) in cases {
+            let os = bshape(as_, bs);
+            let a = ramp(as_.iter().product(), 3.0);
+            let b = ramp(bs.iter().product(), -2.0);
+            let n: usize = os.iter().product();
+            for op in ops {
+                let mut out = std::vec![f32::NAN; n];
+                binary(
+                    op,
+                    &a,
+                    &Dims::of(as_),
+                    &b,
+                    &Dims::of(bs),
+                    &mut out,
+                    &Dims::of(&os),
+                );
+                for (o, &g) in out.iter().enumerate() {
+                    let w = apply(op, a[bidx(o, &os, as_)], b[bidx(o, &os, bs)]);
+                    assert_eq!(g, w, "{op:?} {as_:?} {bs:?} at {o}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unary_and_softmax_use_shared_kernels() {
+        for n in [0usize, 1, 3, 17, 129] {
+            let x = ramp(n, 6.0);
+            let mut y = std::vec![0.0f32; n];
+            type R = fn(f64) -> f64;
+            let cases: [(Unary, R); 4] = [
+                (Unary::Tanh, f64::tanh),
+                (Unary::Exp, f64::exp),
+                (Unary::Sigmoid, |v| 1.0 / (1.0 + (-v).exp())),
+                (Unary::Gelu, |v| {
+                    0.5 * v * libm::erfc(-v / core::f64::consts::SQRT_2)
+                }),
+            ];
+            for (op, r) in cases {
+                unary(op, &x, &mut y);
+                for (g, &v) in y.iter().zip(&x) {
+                    let w = r(v as f64);
+                    assert!(
+                        (*g as f64 - w).abs() <= 3e-6 * w.abs() + 1e-7,
+                        "{op:?}({v}) = {g}, want {w}"
+                    );
+                }
+            }
+            if n > 0 {
+                let rows = 3;
+                let xr = ramp(rows * n, 5.0);
+                let mut yr = std::vec![0.0f32; rows * n];
+                softmax_rows(&xr, &mut yr, n);
+                for r in 0..rows {
+                    let row = &xr[r * n..(r + 1) * n];
+                    let mx = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+                    let s: f64 = row.iter().map(|&v| (v as f64 - mx).exp()).sum();
+                    for j in 0..n {
+                        let w = (row[j] as f64 - mx).exp() / s;
+                        assert!((yr[r * n + j] as f64 - w).abs() <= 1e-6 * w + 1e-9);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn transposes_match_reference() {
+        let cases: [(&[usize], &[u8]); 8] = [
+            (&[4, 4], &[1, 0]),
+            (&[17, 129], &[1, 0]),
+            (&[1, 16, 4, 16], &[0, 2, 1, 3]),
+            (&[1, 4, 16, 16], &[0, 1, 3, 2]),
+            (&[2, 3, 5, 7], &[3, 2, 1, 0]),
+            (&[2, 3, 5, 7], &[0, 3, 1, 2]),
+            (&[3, 1, 5], &[2, 1, 0]),
+            (&[1, 1], &[1, 0]),
+        ];
+        for (d, perm) in cases {
+            let x = ramp(d.iter().product(), 1.0);
+            let od: Vec<usize> = perm.iter().map(|&p| d[p as usize]).collect();
+            let mut out = std::vec![f32::NAN; x.len()];
+            transpose(&x, &Dims::of(d), perm, &mut out);
+            // Reference: walk output multi-indices.
+            for (o, &g) in out.iter().enumerate() {
+                let mut rem = o;
+                let mut oi = std::vec![0usize; d.len()];
+                for k in (0..d.len()).rev() {
+                    oi[k] = rem % od[k];
+                    rem /= od[k];
+                }
+                let mut xi = std::vec![0usize; d.len()];
+                for (k, &p) in perm.iter().enumerate() {
+                    xi[p as usize] = oi[k];
+                }
+                let src = xi.iter().zip(d).fold(0, |acc, (&i, &n)| acc * n + i);
+                assert_eq!(g, x[src], "{d:?} {perm:?} at {o}");
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@
 use core::arch::aarch64::*;
 
 use crate::kernels::vec::generic::{
-    self as g, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_C, TANH_SMALL,
+    self as g, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_CAP,
 };
 
 /// Four-lane `exp` (formula of `generic::exp1`).
@@ -40,26 +40,28 @@ fn exp4(x: float32x4_t) -> float32x4_t {
     }
 }
 
-/// Four-lane `tanh` (formula of `generic::tanh1`).
+/// Four-lane `tanh` (formula of `generic::tanh1`; `vminq` propagates NaN).
 #[inline(always)]
 fn tanh4(x: float32x4_t) -> float32x4_t {
     // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
     unsafe {
-        let a = vabsq_f32(x);
-        let e = exp4(vaddq_f32(a, a));
-        let big = vsubq_f32(
-            vdupq_n_f32(1.0),
-            vdivq_f32(vdupq_n_f32(2.0), vaddq_f32(e, vdupq_n_f32(1.0))),
-        );
-        let sign = vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x8000_0000));
-        let big = vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(big), sign));
-        let x2 = vmulq_f32(x, x);
-        let mut p = vdupq_n_f32(TANH_C[0]);
-        for &c in &TANH_C[1..] {
-            p = vfmaq_f32(vdupq_n_f32(c), p, x2);
+        let a = vminq_f32(vabsq_f32(x), vdupq_n_f32(TANH_CAP));
+        let y = vaddq_f32(a, a);
+        let n = vrndnq_f32(vmulq_n_f32(y, LOG2E));
+        let r = vfmsq_f32(vfmsq_f32(y, n, vdupq_n_f32(LN2_HI)), n, vdupq_n_f32(LN2_LO));
+        let mut p = vdupq_n_f32(EXP_C[0]);
+        for &c in &EXP_C[1..] {
+            p = vfmaq_f32(vdupq_n_f32(c), p, r);
         }
-        let small = vmulq_f32(x, vfmaq_f32(vdupq_n_f32(1.0), x2, p));
-        vbslq_f32(vcltq_f32(a, vdupq_n_f32(TANH_SMALL)), small, big)
+        p = vfmaq_f32(vdupq_n_f32(1.0), p, r);
+        let scale = vreinterpretq_f32_s32(vshlq_n_s32::<23>(vaddq_s32(
+            vcvtq_s32_f32(n),
+            vdupq_n_s32(127),
+        )));
+        let e = vfmaq_f32(vsubq_f32(scale, vdupq_n_f32(1.0)), scale, vmulq_f32(p, r));
+        let th = vdivq_f32(e, vaddq_f32(e, vdupq_n_f32(2.0)));
+        let sign = vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x8000_0000));
+        vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(th), sign))
     }
 }
 
@@ -258,35 +260,59 @@ pub fn layer_norm(
     let rstd = 1.0 / libm::sqrtf(var / n as f32 + eps);
     let gm = gamma.filter(|g| g.len() >= n);
     let bt = beta.filter(|b| b.len() >= n);
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: i + 4 ≤ n ≤ len of x, out, and of gamma/beta when present (filtered).
-        unsafe {
-            let mut y = vmulq_n_f32(
-                vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mean)),
-                rstd,
-            );
-            if let Some(gm) = gm {
-                y = vmulq_f32(y, vld1q_f32(gm.as_ptr().add(i)));
-            }
-            if let Some(bt) = bt {
-                y = vaddq_f32(y, vld1q_f32(bt.as_ptr().add(i)));
-            }
-            vst1q_f32(out.as_mut_ptr().add(i), y);
-        }
-        i += 4;
-    }
-    for j in i..n {
-        let mut y = (x[j] - mean) * rstd;
-        if let Some(gm) = gm {
-            y *= gm[j];
-        }
-        if let Some(bt) = bt {
-            y += bt[j];
-        }
-        out[j] = y;
+    // One loop per affine variant so that no Option is tested per vector.
+    // SAFETY (all four closures): `lanes` calls them with i + 4 ≤ n, and x, out and the
+    // filtered gamma/beta are all at least n long.
+    let (mv, xp) = (
+        // SAFETY: register broadcast.
+        unsafe { vdupq_n_f32(mean) },
+        x.as_ptr(),
+    );
+    // SAFETY: called by `lanes` with i + 4 ≤ n ≤ x.len() only.
+    let norm = |i: usize| unsafe { vmulq_n_f32(vsubq_f32(vld1q_f32(xp.add(i)), mv), rstd) };
+    match (gm, bt) {
+        (Some(gm), Some(bt)) => lanes(
+            out,
+            // SAFETY: i + 4 ≤ n ≤ gamma/beta lengths (filtered above), called by `lanes` only.
+            |i| unsafe {
+                vfmaq_f32(
+                    vld1q_f32(bt.as_ptr().add(i)),
+                    norm(i),
+                    vld1q_f32(gm.as_ptr().add(i)),
+                )
+            },
+            |j| (x[j] - mean) * rstd * gm[j] + bt[j],
+        ),
+        (Some(gm), None) => lanes(
+            out,
+            // SAFETY: i + 4 ≤ n ≤ gamma/beta lengths (filtered above), called by `lanes` only.
+            |i| unsafe { vmulq_f32(norm(i), vld1q_f32(gm.as_ptr().add(i))) },
+            |j| (x[j] - mean) * rstd * gm[j],
+        ),
+        (None, Some(bt)) => lanes(
+            out,
+            // SAFETY: i + 4 ≤ n ≤ gamma/beta lengths (filtered above), called by `lanes` only.
+            |i| unsafe { vaddq_f32(norm(i), vld1q_f32(bt.as_ptr().add(i))) },
+            |j| (x[j] - mean) * rstd + bt[j],
+        ),
+        (None, None) => lanes(out, norm, |j| (x[j] - mean) * rstd),
     }
     (mean, rstd)
+}
+
+/// `out[i..i + 4] = v(i)` for every full vector, `out[j] = s(j)` for the tail.
+#[inline(always)]
+fn lanes(out: &mut [f32], v: impl Fn(usize) -> float32x4_t, s: impl Fn(usize) -> f32) {
+    let n = out.len();
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: i + 4 ≤ n = out.len().
+        unsafe { vst1q_f32(out.as_mut_ptr().add(i), v(i)) };
+        i += 4;
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(i) {
+        *o = s(j);
+    }
 }
 
 /// `dst[i·ds + j] = src[j·ss + i]`, `i < rows`, `j < cols`: 4×4 register blocks, the edges
@@ -306,43 +332,106 @@ pub fn transpose32(src: &[f32], ss: usize, dst: &mut [f32], ds: usize, rows: usi
         (Some(s), Some(d)) if s <= src.len() && d <= dst.len() => {}
         _ => return,
     }
-    let (r4, c4) = (rows & !3, cols & !3);
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
-    for i in (0..r4).step_by(4) {
-        for j in (0..c4).step_by(4) {
-            // SAFETY: source rows j..j+4 (each `ss` apart) read lanes i..i+4 with i + 4 ≤ rows
-            // and j + 3 < cols, so the last index read is (cols-1)·ss + rows - 1 < src.len();
-            // likewise the stores write dst rows i..i+4 at columns j..j+4 < cols, the last
-            // index being (rows-1)·ds + cols - 1 < dst.len() (both checked above).
+    let (r8, c8) = (rows & !7, cols & !7);
+    for i in (0..r8).step_by(8) {
+        for j in (0..c8).step_by(8) {
+            // SAFETY: i + 8 ≤ rows and j + 8 ≤ cols, so every source read (rows j..j+8 of
+            // `ss`, lanes i..i+8) and destination write (rows i..i+8 of `ds`, columns j..j+8)
+            // lies inside the ranges checked above.
+            unsafe { block8(sp.add(j * ss + i), ss, dp.add(i * ds + j), ds) };
+        }
+    }
+    // The rest: 4×4 blocks and single elements over the right strip and the bottom strip.
+    // SAFETY: both regions lie inside rows × cols, whose bounds were checked above.
+    unsafe {
+        region4(sp, ss, dp, ds, 0, r8, c8, cols);
+        region4(sp, ss, dp, ds, r8, rows, 0, cols);
+    }
+}
+
+/// One 8×8 block: `d[m·ds + k] = s[k·ss + m]`, `m, k < 8`, as four 4×4 register transposes
+/// over paired loads and stores.
+///
+/// # Safety
+/// `s + k·ss + [0, 8)` must be readable and `d + m·ds + [0, 8)` writable for `k, m < 8`.
+#[inline(always)]
+unsafe fn block8(s: *const f32, ss: usize, d: *mut f32, ds: usize) {
+    // SAFETY: the caller guarantees the 8 source rows and 8 destination rows of 8 floats.
+    unsafe {
+        let l = |k: usize| vld1q_f32_x2(s.add(k * ss));
+        let (v0, v1, v2, v3) = (l(0), l(1), l(2), l(3));
+        let (v4, v5, v6, v7) = (l(4), l(5), l(6), l(7));
+        let a = t4(v0.0, v1.0, v2.0, v3.0); // rows 0..4, cols 0..4
+        let b = t4(v4.0, v5.0, v6.0, v7.0); // rows 0..4, cols 4..8
+        let c = t4(v0.1, v1.1, v2.1, v3.1); // rows 4..8, cols 0..4
+        let e = t4(v4.1, v5.1, v6.1, v7.1); // rows 4..8, cols 4..8
+        for m in 0..4 {
+            vst1q_f32_x2(d.add(m * ds), float32x4x2_t(a[m], b[m]));
+            vst1q_f32_x2(d.add((m + 4) * ds), float32x4x2_t(c[m], e[m]));
+        }
+    }
+}
+
+/// 4×4 register transpose: `out[m][k] = in[k][m]`.
+#[inline(always)]
+fn t4(a: float32x4_t, b: float32x4_t, c: float32x4_t, d: float32x4_t) -> [float32x4_t; 4] {
+    // SAFETY: Neon is in the AArch64 baseline; register permutes only.
+    unsafe {
+        let (a, b) = (vreinterpretq_u32_f32(a), vreinterpretq_u32_f32(b));
+        let (c, d) = (vreinterpretq_u32_f32(c), vreinterpretq_u32_f32(d));
+        let t0 = vreinterpretq_u64_u32(vtrn1q_u32(a, b));
+        let t1 = vreinterpretq_u64_u32(vtrn2q_u32(a, b));
+        let t2 = vreinterpretq_u64_u32(vtrn1q_u32(c, d));
+        let t3 = vreinterpretq_u64_u32(vtrn2q_u32(c, d));
+        [
+            vreinterpretq_f32_u64(vtrn1q_u64(t0, t2)),
+            vreinterpretq_f32_u64(vtrn1q_u64(t1, t3)),
+            vreinterpretq_f32_u64(vtrn2q_u64(t0, t2)),
+            vreinterpretq_f32_u64(vtrn2q_u64(t1, t3)),
+        ]
+    }
+}
+
+/// Transposes the region `i0..i1 × j0..j1` of the destination: 4×4 blocks, then single
+/// elements.
+///
+/// # Safety
+/// Every `s[j·ss + i]` and `d[i·ds + j]` in the region must be in bounds.
+#[allow(clippy::too_many_arguments)]
+unsafe fn region4(
+    s: *const f32,
+    ss: usize,
+    d: *mut f32,
+    ds: usize,
+    i0: usize,
+    i1: usize,
+    j0: usize,
+    j1: usize,
+) {
+    let (i4, j4) = (i0 + ((i1 - i0) & !3), j0 + ((j1 - j0) & !3));
+    for i in (i0..i4).step_by(4) {
+        for j in (j0..j4).step_by(4) {
+            // SAFETY: i + 4 ≤ i1 and j + 4 ≤ j1: inside the region (caller's contract).
             unsafe {
-                let a = vreinterpretq_u32_f32(vld1q_f32(sp.add(j * ss + i)));
-                let b = vreinterpretq_u32_f32(vld1q_f32(sp.add((j + 1) * ss + i)));
-                let c = vreinterpretq_u32_f32(vld1q_f32(sp.add((j + 2) * ss + i)));
-                let d = vreinterpretq_u32_f32(vld1q_f32(sp.add((j + 3) * ss + i)));
-                let t0 = vreinterpretq_u64_u32(vtrn1q_u32(a, b));
-                let t1 = vreinterpretq_u64_u32(vtrn2q_u32(a, b));
-                let t2 = vreinterpretq_u64_u32(vtrn1q_u32(c, d));
-                let t3 = vreinterpretq_u64_u32(vtrn2q_u32(c, d));
-                let o0 = vreinterpretq_f32_u64(vtrn1q_u64(t0, t2));
-                let o1 = vreinterpretq_f32_u64(vtrn1q_u64(t1, t3));
-                let o2 = vreinterpretq_f32_u64(vtrn2q_u64(t0, t2));
-                let o3 = vreinterpretq_f32_u64(vtrn2q_u64(t1, t3));
-                vst1q_f32(dp.add(i * ds + j), o0);
-                vst1q_f32(dp.add((i + 1) * ds + j), o1);
-                vst1q_f32(dp.add((i + 2) * ds + j), o2);
-                vst1q_f32(dp.add((i + 3) * ds + j), o3);
+                let l = |k: usize| vld1q_f32(s.add((j + k) * ss + i));
+                let o = t4(l(0), l(1), l(2), l(3));
+                for (m, v) in o.into_iter().enumerate() {
+                    vst1q_f32(d.add((i + m) * ds + j), v);
+                }
+            }
+        }
+        for j in j4..j1 {
+            for m in i..i + 4 {
+                // SAFETY: (m, j) is inside the region (caller's contract).
+                unsafe { *d.add(m * ds + j) = *s.add(j * ss + m) };
             }
         }
     }
-    // Right edge (columns c4..cols) of the blocked rows, then the bottom rows.
-    for i in 0..r4 {
-        for j in c4..cols {
-            dst[i * ds + j] = src[j * ss + i];
-        }
-    }
-    for i in r4..rows {
-        for j in 0..cols {
-            dst[i * ds + j] = src[j * ss + i];
+    for i in i4..i1 {
+        for j in j0..j1 {
+            // SAFETY: (i, j) is inside the region (caller's contract).
+            unsafe { *d.add(i * ds + j) = *s.add(j * ss + i) };
         }
     }
 }
