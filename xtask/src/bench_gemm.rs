@@ -41,8 +41,9 @@ pub struct GemmArgs {
     /// the ISA forced (benches/gemm-count `pte-count`).
     #[arg(long)]
     pte: Option<PathBuf>,
-    /// SVE / SME vector length in bits (qemu `sve-`/`sme-default-vector-length`); default:
-    /// qemu's (SVE 512, SME 256 in user mode).
+    /// SVE / SME vector length in bits. icount: the firmware writes ZCR_EL1.LEN / SMCR_EL1.LEN
+    /// (default 512 for both); trace: qemu `sve-`/`sme-default-vector-length` (default: qemu's,
+    /// SVE 512, SME 256 in user mode).
     #[arg(long)]
     vl: Option<usize>,
     /// qemu-aarch64 to use (default: `qemu-aarch64`, or target/qemu11's for sme2).

@@ -223,3 +223,63 @@ pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
         wall,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_block_layout() {
+        let req = GemmRequest {
+            isa_code: 4,
+            m: 128,
+            k: 768,
+            n: 50257,
+            vl: Some(512),
+            cpu: "max".into(),
+            timeout: Duration::from_secs(1),
+            strict_align: false,
+            corrupt_c: true,
+        };
+        let b = params(&req).unwrap();
+        assert_eq!(&b[..4], b"PTGB");
+        let words: Vec<u32> = b[4..]
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [1, 4, 128, 768, 50257, 512, 1]);
+    }
+
+    #[test]
+    fn bench_packet_fields() {
+        let mut p = vec![3u8];
+        for v in [32u32, 64, 48, 256] {
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        for t in [1000u64, 5, 1003] {
+            p.extend_from_slice(&t.to_le_bytes());
+        }
+        for v in [52u32, 0, 32, 0] {
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        p.extend_from_slice(&0.5f32.to_le_bytes());
+        let (isa, dims, ticks, checks, worst) = parse(&p).unwrap();
+        assert_eq!(
+            (isa, dims, ticks, checks, worst),
+            (3, [32, 64, 48, 256], [1000, 5, 1003], [52, 0, 32, 0], 0.5)
+        );
+        assert!(parse(&p[..p.len() - 1]).is_err());
+        let r = GemmIcount {
+            vector_bits: 256,
+            ticks: 1000,
+            bracket_ticks: 5,
+            warmup_ticks: 1003,
+            cntfrq: 1_000_000_000,
+            entries_checked: 52,
+            rows_checked: 32,
+            worst_error_ratio: 0.5,
+            wall: Duration::ZERO,
+        };
+        assert_eq!(r.instructions(), 995);
+    }
+}
