@@ -6,7 +6,7 @@
 //! | [`Isa`]   | kernel (file)      | tile (`MR × NR`)                                  |
 //! |-----------|--------------------|---------------------------------------------------|
 //! | `Generic` | `gemm::PORTABLE`   | 4 × 16, plain Rust                                |
-//! | `Neon`    | [`neon`]           | 8 × 12 (8 × 8 when 12 ∤ n but 8 | n), `vfmaq_laneq_f32` |
+//! | `Neon`    | [`neon`]           | 8 × 12, or 8 × 8 when 8 divides n and 12 does not |
 //! | `Sve2`    | [`sve`]            | 8 × 3·VL/32 (VL ≤ 512 bits), `asm!`               |
 //! | `Sme`     | [`sme`]            | 2·SVL/32 × 2·SVL/32 (SVL ≤ 512), 4 ZA tiles, FMOPA |
 //! | `Sme2`    | [`sme`] (same tile, multi-vector loads) | as `Sme`                     |

@@ -305,3 +305,48 @@ fn force_switches_sgemm() {
     });
     force(saved).unwrap();
 }
+
+#[test]
+fn per_shape_kernel_choice() {
+    let _g = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
+    let saved = selected();
+    if force(Isa::Neon).is_err() {
+        return; // not an AArch64 CPU
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        use crate::kernels::gemm::micro_kernel_for;
+        // 12 ∤ 64, 256, 512 but 8 | them: 8 × 8 leaves no column tail.
+        for n in [8, 64, 256, 512] {
+            assert_eq!(micro_kernel_for(16, n, 64).name(), "neon-8x8", "n = {n}");
+        }
+        // 12 | 768, 3072 (and 24); neither divides 50257 or 7: the larger tile.
+        for n in [12, 24, 768, 3072, 50257, 7] {
+            assert_eq!(micro_kernel_for(16, n, 64).name(), "neon-8x12", "n = {n}");
+        }
+        // sgemm with the chosen kernel and its scratch length agrees with the reference.
+        let (m, n, k) = (9, 64, 33);
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let mut c = vec![f32::NAN; m * n];
+        let mut s = vec![0.0f32; crate::kernels::gemm::sgemm_scratch_len(m, n, k)];
+        sgemm(
+            MatRef::row_major(&a, m, k).unwrap(),
+            MatRef::row_major(&b, k, n).unwrap(),
+            &mut c,
+            n,
+            1.0,
+            0.0,
+            None,
+            &mut s,
+        )
+        .unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want: f32 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+                assert_eq!(c[i * n + j], want, "({i}, {j})");
+            }
+        }
+    }
+    force(saved).unwrap();
+}
