@@ -1611,7 +1611,59 @@ fn compare(ctx: &mut Ctx<'_, '_, '_>, op: Cm, scalar: bool) -> Res {
         Rhs::S(_) => *x.shape(),
     };
     let mut out = ctx.output(2, &shape)?;
+    if out.dtype() == DType::Bool && compare_fast(op, &x, rhs, common, &mut out)? {
+        return Ok(());
+    }
     with_num!(num_kind(common), T, compare_t::<T>(op, &x, rhs, &mut out))
+}
+
+/// Same-shape / scalar comparisons of f32 or i64 tensors into a bool mask on the shared slice
+/// kernels; `false` when the case is not covered.
+fn compare_fast(
+    op: Cm,
+    x: &TensorRef<'_>,
+    rhs: Rhs<'_>,
+    common: DType,
+    out: &mut TensorMut<'_>,
+) -> Result<bool, KernelError> {
+    let c = match op {
+        Cm::Eq => vec::CmpOp::Eq,
+        Cm::Ne => vec::CmpOp::Ne,
+        Cm::Lt => vec::CmpOp::Lt,
+        Cm::Le => vec::CmpOp::Le,
+        Cm::Gt => vec::CmpOp::Gt,
+        Cm::Ge => vec::CmpOp::Ge,
+    };
+    if x.dtype() != common || !matches!(common, DType::F32 | DType::I64) {
+        return Ok(false);
+    }
+    let bad = shape_err(out.arg());
+    let n = out.numel();
+    macro_rules! go {
+        ($t:ty) => {{
+            let xs = x.as_slice::<$t>()?;
+            if xs.len() != n {
+                return Ok(false);
+            }
+            let r = match rhs {
+                Rhs::T(y) if y.dtype() == common && y.numel() == n => {
+                    let ys = y.as_slice::<$t>()?;
+                    vec::compare(c, xs, ys, out.as_mut_slice::<u8>()?)
+                }
+                Rhs::S(s) => {
+                    vec::compare_scalar(c, xs, <$t>::from_scalar(s), out.as_mut_slice::<u8>()?)
+                }
+                _ => return Ok(false),
+            };
+            r.map_err(|_| bad)?;
+        }};
+    }
+    if common == DType::F32 {
+        go!(f32)
+    } else {
+        go!(i64)
+    }
+    Ok(true)
 }
 
 macro_rules! cmp_kernels {
@@ -1778,6 +1830,10 @@ fn logical_not_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     ctx.expect_args(3)?;
     let x = ctx.input(0)?;
     let mut out = ctx.output(1, x.shape())?;
+    if x.dtype() == DType::Bool && out.dtype() == DType::Bool {
+        let (xs, os) = (x.as_slice::<u8>()?, out.as_mut_slice::<u8>()?);
+        return vec::logical_not(xs, os).map_err(|_| shape_err(1));
+    }
     map1::<bool, bool>(&x, &mut out, |v| !v)
 }
 
@@ -1803,6 +1859,28 @@ fn where_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     check_cast(common, ctx.out_dtype(3)?, 3)?;
     let shape = broadcast_shapes(c.shape(), &bshape(&a, &b)?).ok_or(shape_err(0))?;
     let mut out = ctx.output(3, &shape)?;
+    let f32s = [a.dtype(), b.dtype(), out.dtype()] == [DType::F32; 3];
+    if f32s && c.numel() == out.numel() {
+        // Same-shape condition over f32 values: one select per element, or per element
+        // between two broadcast scalars.
+        let (cs, xs, ys) = (
+            c.as_slice::<u8>()?,
+            a.as_slice::<f32>()?,
+            b.as_slice::<f32>()?,
+        );
+        let os = out.as_mut_slice::<f32>()?;
+        let n = os.len();
+        let r = if xs.len() == n && ys.len() == n {
+            Some(vec::where_select(cs, xs, ys, os))
+        } else if xs.len() == 1 && ys.len() == 1 {
+            Some(vec::where_scalars(cs, xs[0], ys[0], os))
+        } else {
+            None
+        };
+        if let Some(r) = r {
+            return r.map_err(|_| shape_err(3));
+        }
+    }
     with_ct!(
         kind(common),
         T,
@@ -5167,5 +5245,96 @@ mod tests {
         )
         .f64();
         assert_eq!(g, std::vec![0.5f64.tanh(), (-3.0f64).tanh()]);
+    }
+
+    #[test]
+    fn mask_fast_paths() {
+        for n in [0usize, 1, 3, 17, 129] {
+            let xv = ramp(n, 2.0);
+            let yv: Vec<f32> = (0..n)
+                .map(|k| if k % 3 == 0 { xv[k] } else { 0.1 })
+                .collect();
+            let xi: Vec<i64> = (0..n as i64).map(|k| k % 5 - 2).collect();
+            let yi: Vec<i64> = (0..n as i64).map(|k| k % 3 - 1).collect();
+            type C = fn(f64, f64) -> bool;
+            let ops: [(&str, C); 6] = [
+                ("eq", |a, b| a == b),
+                ("ne", |a, b| a != b),
+                ("lt", |a, b| a < b),
+                ("le", |a, b| a <= b),
+                ("gt", |a, b| a > b),
+                ("ge", |a, b| a >= b),
+            ];
+            for (name, r) in ops {
+                let key = std::format!("aten::{name}.Tensor_out");
+                let g = run1(&key, &[f(&[n], &xv), f(&[n], &yv), out(DType::Bool, &[n])]);
+                let w: Vec<bool> = (0..n).map(|k| r(xv[k] as f64, yv[k] as f64)).collect();
+                assert_eq!(g.bools(), w, "{key} f32");
+                let g = run1(&key, &[i(&[n], &xi), i(&[n], &yi), out(DType::Bool, &[n])]);
+                let w: Vec<bool> = (0..n).map(|k| r(xi[k] as f64, yi[k] as f64)).collect();
+                assert_eq!(g.bools(), w, "{key} i64");
+                let key = std::format!("aten::{name}.Scalar_out");
+                let g = run1(&key, &[i(&[n], &xi), A::Int(0), out(DType::Bool, &[n])]);
+                let w: Vec<bool> = (0..n).map(|k| r(xi[k] as f64, 0.0)).collect();
+                assert_eq!(g.bools(), w, "{key} i64 scalar");
+                let g = run1(&key, &[f(&[n], &xv), A::Dbl(0.25), out(DType::Bool, &[n])]);
+                let w: Vec<bool> = (0..n).map(|k| r(xv[k] as f64, 0.25)).collect();
+                assert_eq!(g.bools(), w, "{key} f32 scalar");
+            }
+            let cond: Vec<bool> = (0..n).map(|k| k % 4 != 1).collect();
+            let g = run1(
+                "aten::where.self_out",
+                &[
+                    b(&[n], &cond),
+                    f(&[n], &xv),
+                    f(&[n], &yv),
+                    out(DType::F32, &[n]),
+                ],
+            )
+            .f32();
+            let w: Vec<f32> = (0..n)
+                .map(|k| if cond[k] { xv[k] } else { yv[k] })
+                .collect();
+            assert_eq!(g, w);
+            let g = run1(
+                "aten::where.self_out",
+                &[
+                    b(&[n], &cond),
+                    f(&[], &[1.5]),
+                    f(&[1], &[-2.0]),
+                    out(DType::F32, &[n]),
+                ],
+            )
+            .f32();
+            let w: Vec<f32> = cond.iter().map(|&c| if c { 1.5 } else { -2.0 }).collect();
+            assert_eq!(g, w);
+            let g = run1(
+                "aten::logical_not.out",
+                &[b(&[n], &cond), out(DType::Bool, &[n])],
+            );
+            assert_eq!(g.bools(), cond.iter().map(|c| !c).collect::<Vec<_>>());
+        }
+        // where with a [1, 1, T, T] condition against [1, H, T, T] values (generic path).
+        let (h, t) = (3usize, 5usize);
+        let cond: Vec<bool> = (0..t * t).map(|k| k % t <= k / t).collect();
+        let xv = ramp(h * t * t, 1.0);
+        let g = run1(
+            "aten::where.self_out",
+            &[
+                b(&[1, 1, t, t], &cond),
+                f(&[1, h, t, t], &xv),
+                f(&[], &[f32::NEG_INFINITY]),
+                out(DType::F32, &[1, h, t, t]),
+            ],
+        )
+        .f32();
+        for (k, &gv) in g.iter().enumerate() {
+            let w = if cond[k % (t * t)] {
+                xv[k]
+            } else {
+                f32::NEG_INFINITY
+            };
+            assert_eq!(gv, w);
+        }
     }
 }

@@ -2295,6 +2295,12 @@ fn any_all(
     let p = plan(x.shape(), dims, keepdim, 1)?;
     let mut out = ctx.output(out_arg, &p.out)?;
     let od = out.as_mut_slice::<u8>()?;
+    if od.len() == 1 && x.numel() > 0 && matches!(x.dtype(), DType::Bool | DType::U8) {
+        // Whole-tensor reduction of a mask: one pass over the bytes.
+        let xs = x.as_slice::<u8>()?;
+        od[0] = if is_any { vec::any(xs) } else { vec::all(xs) } as u8;
+        return Ok(());
+    }
     let src = Src::new(&x)?;
     let float = x.dtype().is_float();
     for_groups(&p, |o, base| {
@@ -4158,5 +4164,39 @@ mod tests {
         let o = t.output(DType::F32, &[]);
         t.call(&[ix, id, ic, ik, o, o]);
         assert!(run(&t)[0].f32()[0].is_nan());
+    }
+
+    #[test]
+    fn any_all_bool_masks_whole_tensor() {
+        for n in [1usize, 3, 17, 129] {
+            for pattern in 0..4 {
+                let m: Vec<bool> = (0..n)
+                    .map(|k| match pattern {
+                        0 => false,
+                        1 => true,
+                        2 => k == n - 1,
+                        _ => k != n / 2,
+                    })
+                    .collect();
+                for (key, want) in [
+                    ("aten::any.all_out", m.iter().any(|&v| v)),
+                    ("aten::all.all_out", m.iter().all(|&v| v)),
+                ] {
+                    let mut t = OpTest::new(key);
+                    let ix = t.input_bool(&[1, n], &m);
+                    let o = t.output(DType::Bool, &[]);
+                    t.call(&[ix, o, o]);
+                    assert_eq!(run(&t)[0].bools(), vec![want], "{key} n={n} p={pattern}");
+                }
+                // A single-dim reduction to one element takes the same fast path.
+                let mut t = OpTest::new("aten::any.out");
+                let ix = t.input_bool(&[1, n], &m);
+                let d = t.int(1);
+                let k = t.boolean(false);
+                let o = t.output(DType::Bool, &[1]);
+                t.call(&[ix, d, k, o, o]);
+                assert_eq!(run(&t)[0].bools(), vec![m.iter().any(|&v| v)]);
+            }
+        }
     }
 }
