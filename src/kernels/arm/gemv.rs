@@ -11,6 +11,12 @@
 //!   4 steps (0.76; loads bound it).
 //! * B column-major (`B(p, j) = b[p + j·cs]`, `linear`'s transposed weight): dot products of
 //!   x with 4 columns at a time, reduced at the end.
+//!
+//! With SME2 selected, a row-major B goes to [`sme2_rows`] first (blocks of 16·SVL/32
+//! columns; the rest of the columns to the Neon code): multi-vector `fmla za.s[w8, g, vgx4]`
+//! by an indexed element of x accumulates four 4-vector column groups in the ZA array, so
+//! one depth step is four 4-vector loads of the B row and four FMLAs — 16·(SVL/32) MACs per
+//! instruction pair instead of Neon's 4 per `fmla`.
 
 use core::arch::aarch64::*;
 
@@ -55,13 +61,229 @@ pub fn sgemv(
         return false;
     }
     if bcs == 1 {
-        rows(k, n, x, b, brs, y, alpha, beta, bias);
+        let done = sme2_rows(k, n, x, b, brs, y, alpha, beta, bias);
+        if done < n {
+            let bias_tail = bias.map(|s| &s[done..]);
+            rows(
+                k,
+                n - done,
+                x,
+                &b[done..],
+                brs,
+                &mut y[done..],
+                alpha,
+                beta,
+                bias_tail,
+            );
+        }
         true
     } else if brs == 1 {
         cols(k, n, x, b, bcs, y, alpha, beta, bias);
         true
     } else {
         false
+    }
+}
+
+/// Columns per SME2 GEMV block: 4 groups of 4 vectors of `S = SVL/32` floats.
+const SME2_GROUPS: usize = 4;
+
+/// The SME2 GEMV over whole blocks of `16·S` columns of a row-major B; returns how many
+/// leading columns it computed (0 when SME2 is not the selected ISA or `n < 16·S`).
+/// Preconditions as [`rows`].
+#[allow(clippy::too_many_arguments)]
+fn sme2_rows(
+    k: usize,
+    n: usize,
+    x: &[f32],
+    b: &[f32],
+    brs: usize,
+    y: &mut [f32],
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> usize {
+    if super::selected() != super::Isa::Sme2 || !super::features().sme2 {
+        return 0;
+    }
+    let block = 4 * SME2_GROUPS * super::sme::svl_bytes() / 4;
+    if block == 0 || n < block {
+        return 0;
+    }
+    let full = n - n % block;
+    for j in (0..full).step_by(block) {
+        // SAFETY: columns j..j+block ≤ n of rows p < k lie in `b` ((k-1)·brs + n - 1 <
+        // b.len(), precondition), x has k floats, y and bias (if any) n ≥ j + block; SME2 is
+        // present (checked above) and we are not in streaming mode (Rust code never is).
+        unsafe {
+            sme2_block(
+                k,
+                x.as_ptr(),
+                b.as_ptr().add(j),
+                brs * 4,
+                y.as_mut_ptr().add(j),
+                alpha,
+                beta,
+                bias.map_or(core::ptr::null(), |s| s.as_ptr().add(j)),
+            )
+        };
+    }
+    full
+}
+
+/// One SME2 GEMV step `$j` (element `$j` of the x quad in z0): the B row (four 4-vector
+/// loads = 16·S floats), next row, four multi-vector FMLAs into ZA groups 0–3.
+macro_rules! gemv_step {
+    ($j:literal) => {
+        concat!(
+            "ld1w {{z16.s-z19.s}}, pn8/z, [{b}, #0, mul vl]\n",
+            "ld1w {{z20.s-z23.s}}, pn8/z, [{b}, #4, mul vl]\n",
+            "ld1w {{z24.s-z27.s}}, pn8/z, [{b}, #8, mul vl]\n",
+            "ld1w {{z28.s-z31.s}}, pn8/z, [{b}, #12, mul vl]\n",
+            "add {b}, {b}, {brs}\n",
+            "fmla za.s[w8, 0, vgx4], {{z16.s-z19.s}}, z0.s[",
+            $j,
+            "]\n",
+            "fmla za.s[w8, 1, vgx4], {{z20.s-z23.s}}, z0.s[",
+            $j,
+            "]\n",
+            "fmla za.s[w8, 2, vgx4], {{z24.s-z27.s}}, z0.s[",
+            $j,
+            "]\n",
+            "fmla za.s[w8, 3, vgx4], {{z28.s-z31.s}}, z0.s[",
+            $j,
+            "]",
+        )
+    };
+}
+
+/// Epilogue of ZA group `$g`: its 4 vectors (columns `4S·g ..`) to z16–z19, times alpha,
+/// plus beta·y and the bias, stored to y.
+macro_rules! gemv_store {
+    ($g:literal, $o:literal) => {
+        concat!(
+            "mova {{z16.d-z19.d}}, za.d[w8, ",
+            $g,
+            ", vgx4]\n",
+            "fmul z16.s, z16.s, z1.s\n",
+            "fmul z17.s, z17.s, z1.s\n",
+            "fmul z18.s, z18.s, z1.s\n",
+            "fmul z19.s, z19.s, z1.s\n",
+            "cbz {betaf}, 6",
+            $g,
+            "f\n",
+            "ld1w {{z20.s-z23.s}}, pn8/z, [{y}, #",
+            $o,
+            ", mul vl]\n",
+            "fmla z16.s, p0/m, z20.s, z2.s\n",
+            "fmla z17.s, p0/m, z21.s, z2.s\n",
+            "fmla z18.s, p0/m, z22.s, z2.s\n",
+            "fmla z19.s, p0/m, z23.s, z2.s\n",
+            "6",
+            $g,
+            ":\n",
+            "cbz {bias}, 7",
+            $g,
+            "f\n",
+            "ld1w {{z20.s-z23.s}}, pn8/z, [{bias}, #",
+            $o,
+            ", mul vl]\n",
+            "fadd z16.s, z16.s, z20.s\n",
+            "fadd z17.s, z17.s, z21.s\n",
+            "fadd z18.s, z18.s, z22.s\n",
+            "fadd z19.s, z19.s, z23.s\n",
+            "7",
+            $g,
+            ":\n",
+            "st1w {{z16.s-z19.s}}, pn8, [{y}, #",
+            $o,
+            ", mul vl]",
+        )
+    };
+}
+
+/// `y[l] = alpha·Σ_p x[p]·b[p·brs + l] (+ beta·y[l]) (+ bias[l])` for `l < 16·S`.
+///
+/// # Safety
+/// `x` valid for `k ≥ 1` reads, `b + p·brs/4 + l` for `p < k`, `l < 16·S` (`brs` in bytes),
+/// `y` for `16·S` reads and writes, `bias` null or valid for `16·S` reads; the CPU has SME2
+/// and the caller is not in streaming mode.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sme2_block(
+    k: usize,
+    x: *const f32,
+    b: *const f32,
+    brs: usize,
+    y: *mut f32,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+) {
+    // SAFETY: the loads read x[0..k] (ld1rqw of 4 floats at x + 4q for 4q + 4 ≤ k, ld1rw for
+    // the tail) and 16·S floats of each B row p < k; y/bias accesses are the 16·S floats the
+    // caller vouches for (y read only when beta ≠ 0, bias only when non-null). Streaming
+    // mode and ZA are entered and left inside the block; every vector/predicate register,
+    // w8 and the flags are declared clobbered.
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension sme2",
+            "smstart",
+            "ptrue p0.s",
+            "ptrue pn8.s",
+            "zero {{za}}",
+            "mov w8, #0",
+            "lsr {n}, {k}, #2",
+            "cbz {n}, 3f",
+            "2:",
+            "ld1rqw {{z0.s}}, p0/z, [{x}]",
+            "add {x}, {x}, #16",
+            gemv_step!("0"),
+            gemv_step!("1"),
+            gemv_step!("2"),
+            gemv_step!("3"),
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            "3:",
+            "ands {k}, {k}, #3",
+            "b.eq 5f",
+            "4:",
+            "ld1rw {{z0.s}}, p0/z, [{x}]",
+            "add {x}, {x}, #4",
+            gemv_step!("0"),
+            "subs {k}, {k}, #1",
+            "b.ne 4b",
+            "5:",
+            "dup z1.s, {alpha:w}",
+            "dup z2.s, {beta:w}",
+            gemv_store!("0", "0"),
+            gemv_store!("1", "4"),
+            gemv_store!("2", "8"),
+            gemv_store!("3", "12"),
+            "smstop",
+            k = inout(reg) k => _,
+            x = inout(reg) x => _,
+            b = inout(reg) b => _,
+            brs = in(reg) brs,
+            y = in(reg) y,
+            alpha = in(reg) alpha.to_bits(),
+            beta = in(reg) beta.to_bits(),
+            betaf = in(reg) (beta != 0.0) as u64,
+            bias = in(reg) bias,
+            n = out(reg) _,
+            out("x8") _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
+            out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
+            out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
+            out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
+            out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
+            out("v30") _, out("v31") _,
+            out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
+            out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
+            out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
+            out("p15") _, out("ffr") _,
+            options(nostack),
+        );
     }
 }
 

@@ -350,3 +350,23 @@ fn per_shape_kernel_choice() {
     }
     force(saved).unwrap();
 }
+
+#[test]
+fn gemv_every_isa() {
+    // M = 1 with each ISA selected: SME2 takes whole blocks of 16·SVL/32 columns of a
+    // row-major B (the rest goes to Neon), so n spans several blocks plus a tail at every
+    // SVL, and k has a remainder mod 4.
+    let _g = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
+    let saved = selected();
+    let mut rng = Rng(31337);
+    each_isa(|isa, uk| {
+        force(isa).unwrap();
+        for &(n, k) in &[(600, 67), (1100, 1), (257, 300), (1024, 4), (64, 5)] {
+            for trans_b in [false, true] {
+                check(uk, &mut rng, 1, n, k, (false, trans_b), 1.0, 0.0, false, 0);
+                check(uk, &mut rng, 1, n, k, (false, trans_b), 0.5, 0.75, true, 0);
+            }
+        }
+    });
+    force(saved).unwrap();
+}
