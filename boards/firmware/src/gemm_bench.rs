@@ -313,7 +313,9 @@ pub fn run(report: &mut Report) -> Result<(), StageError> {
         report.features = cpu::enable_simd_len(u64::from(p.vl_bits / 128 - 1));
     }
     if arm::force(p.isa).is_err() {
-        return Err(invalid("the core cannot run the requested ISA's kernel"));
+        return Err(invalid(
+            "the core cannot run the requested ISA's kernel (the SVE2 and SME kernels need a vector length of at most 512 bits)",
+        ));
     }
     let vector_bits = match p.isa {
         Isa::Generic | Isa::Neon => 128,
