@@ -158,17 +158,26 @@ macro_rules! fmopa4 {
 /// the row offset `$o` (`j·ldb` floats, in a register; empty for `j = 0`).
 macro_rules! sme1_step {
     ($a0:literal, $a1:literal, $o:literal) => {
+        sme1_step!("{a}", "{b}", "{bh}", $a0, $a1, $o)
+    };
+    ($a:literal, $b:literal, $bh:literal, $a0:literal, $a1:literal, $o:literal) => {
         concat!(
-            "ld1w {{z0.s}}, p0/z, [{a}, #",
+            "ld1w {{z0.s}}, p0/z, [",
+            $a,
+            ", #",
             $a0,
             ", mul vl]\n",
-            "ld1w {{z1.s}}, p0/z, [{a}, #",
+            "ld1w {{z1.s}}, p0/z, [",
+            $a,
+            ", #",
             $a1,
             ", mul vl]\n",
-            "ld1w {{z2.s}}, p0/z, [{b}",
+            "ld1w {{z2.s}}, p0/z, [",
+            $b,
             $o,
             "]\n",
-            "ld1w {{z3.s}}, p0/z, [{bh}",
+            "ld1w {{z3.s}}, p0/z, [",
+            $bh,
             $o,
             "]\n",
             fmopa4!("z0", "z1", "z2", "z3"),
@@ -243,9 +252,9 @@ macro_rules! sme2_packed_pair {
 /// One SME kernel body: `smstart`, prologue, the given depth loop, epilogue, `smstop`.
 /// The depth loop reads `{k}` steps from `{a}` (packed, 2S floats per step) and from the
 /// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}`,
-/// `{bh}`.
+/// `{bh}` and the extra scratch registers listed in brackets.
 macro_rules! sme_kernel {
-    ($(#[$doc:meta])* $name:ident, $ext:literal, $($line:expr,)*) => {
+    ($(#[$doc:meta])* $name:ident, $ext:literal, [$($extra:ident),*], $($line:expr,)*) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -307,6 +316,7 @@ macro_rules! sme_kernel {
                     o6 = out(reg) _,
                     o7 = out(reg) _,
                     bh = out(reg) _,
+                    $($extra = out(reg) _,)*
                     out("x12") _,
                     out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
                     out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
@@ -342,18 +352,23 @@ macro_rules! row_offsets {
 }
 
 sme_kernel!(
-    /// SME1 body: single-vector loads, 8 depth steps per loop iteration (32 FMOPA, 32
-    /// loads, 5 loop instructions: 0.46 of the FMOPA bound).
+    /// SME1 body: single-vector loads, 16 depth steps per loop iteration (64 FMOPA, 64
+    /// loads, 8 loop instructions: 0.47 of the FMOPA bound; rows 8–15 of the group from a
+    /// second set of A/B bases).
     sme1_rows,
     "sme",
+    [a8, b8, b8h],
     "lsl {t}, {s}, #1",
     "cmp {ldb}, {t}",
     "b.eq 40f",
-    "lsr {n}, {k}, #3",
+    "lsr {n}, {k}, #4",
     "addvl {bh}, {b}, #1",
     "cbz {n}, 3f",
     row_offsets!(),
+    "add {b8}, {b}, {o4}, lsl #3",
+    "addvl {b8h}, {b8}, #1",
     "addvl {a}, {a}, #8",
+    "addvl {a8}, {a}, #16",
     "2:",
     sme1_step!("-8", "-7", ""),
     sme1_step!("-6", "-5", ", {ldb}, lsl #2"),
@@ -363,14 +378,25 @@ sme_kernel!(
     sme1_step!("2", "3", ", {o5}, lsl #2"),
     sme1_step!("4", "5", ", {o6}, lsl #2"),
     sme1_step!("6", "7", ", {o7}, lsl #2"),
-    "addvl {a}, {a}, #16",
-    "add {b}, {b}, {o4}, lsl #3",
-    "add {bh}, {bh}, {o4}, lsl #3",
+    sme1_step!("{a8}", "{b8}", "{b8h}", "-8", "-7", ""),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "-6", "-5", ", {ldb}, lsl #2"),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "-4", "-3", ", {t}, lsl #2"),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "-2", "-1", ", {u}, lsl #2"),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "0", "1", ", {o4}, lsl #2"),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "2", "3", ", {o5}, lsl #2"),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "4", "5", ", {o6}, lsl #2"),
+    sme1_step!("{a8}", "{b8}", "{b8h}", "6", "7", ", {o7}, lsl #2"),
+    "add {a}, {a}, {s}, lsl #7",
+    "add {a8}, {a8}, {s}, lsl #7",
+    "add {b}, {b}, {o4}, lsl #4",
+    "add {bh}, {bh}, {o4}, lsl #4",
+    "add {b8}, {b8}, {o4}, lsl #4",
+    "add {b8h}, {b8h}, {o4}, lsl #4",
     "subs {n}, {n}, #1",
     "b.ne 2b",
     "addvl {a}, {a}, #-8",
     "3:",
-    "ands {k}, {k}, #7",
+    "ands {k}, {k}, #15",
     "b.eq 5f",
     "4:",
     sme1_step!("0", "1", ""),
@@ -415,10 +441,11 @@ sme_kernel!(
 
 sme_kernel!(
     /// SME2 body: A with 4-vector loads (two depth steps each), each B row with one 2-vector
-    /// load; 16 depth steps per loop iteration (64 FMOPA, 8 + 16 loads, 6 loop
-    /// instructions: 0.68).
+    /// load; 16 depth steps per loop iteration (64 FMOPA, 8 + 16 loads, 5 loop
+    /// instructions: 0.69).
     sme2_rows,
     "sme2",
+    [],
     "ptrue pn8.s",
     "cmp {ldb}, {s}, lsl #1",
     "b.eq 40f",
@@ -436,8 +463,7 @@ sme_kernel!(
     sme2_pair!("4", "{bh}", ", {t}, lsl #2", ", {u}, lsl #2"),
     sme2_pair!("8", "{bh}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
     sme2_pair!("12", "{bh}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
-    "addvl {a}, {a}, #16",
-    "addvl {a}, {a}, #16",
+    "add {a}, {a}, {s}, lsl #7",
     "add {b}, {b}, {o4}, lsl #4",
     "add {bh}, {bh}, {o4}, lsl #4",
     "subs {n}, {n}, #1",
