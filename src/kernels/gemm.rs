@@ -862,7 +862,7 @@ pub fn sgemm_with(
         ldc,
         alpha,
         bias,
-        tmp: [0.0f32; MAX_MR * MAX_NR],
+        tmp: core::mem::MaybeUninit::uninit(),
     };
     let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
     let mut pc = 0;
@@ -967,14 +967,15 @@ pub fn sgemm_with(
 }
 
 /// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
-/// tile is whole, through `tmp` at the M/N edges.
+/// tile is whole, through `tmp` at the M/N edges (left uninitialised: zeroing 8 KiB per call
+/// costs more than a small product; the kernel writes the whole tile before it is read).
 struct Tiles<'c, 'k> {
     uk: &'k MicroKernel,
     c: &'c mut [f32],
     ldc: usize,
     alpha: f32,
     bias: Option<&'k [f32]>,
-    tmp: [f32; MAX_MR * MAX_NR],
+    tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
 }
 
 impl Tiles<'_, '_> {
@@ -1037,7 +1038,7 @@ impl Tiles<'_, '_> {
                 ap.as_ptr(),
                 bptr,
                 ldb,
-                self.tmp.as_mut_ptr(),
+                self.tmp.as_mut_ptr() as *mut f32,
                 nr as isize,
                 1,
                 self.alpha,
@@ -1047,7 +1048,12 @@ impl Tiles<'_, '_> {
         };
         for i in 0..mrb {
             let crow = &mut self.c[c_off + i * ldc..c_off + i * ldc + nrb];
-            let trow = &self.tmp[i * nr..i * nr + nrb];
+            // SAFETY: the kernel call above stored every element (i, j), i < mr, j < nr, of
+            // the tile at tmp + i·nr + j (contract, beta = 0), so these nrb ≤ nr floats of row
+            // i < mrb ≤ mr are initialised and inside the MAX_MR·MAX_NR array.
+            let trow = unsafe {
+                core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
+            };
             for (j, (x, &t)) in crow.iter_mut().zip(trow).enumerate() {
                 let mut v = t;
                 if beta != 0.0 {

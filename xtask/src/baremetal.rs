@@ -261,10 +261,19 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
     Ok(())
 }
 
+/// Code generation of every firmware build: `aarch64-unknown-none` defaults to
+/// `+strict-align`, under which LLVM splits each vector load/store it cannot prove aligned into
+/// byte accesses (the Neon GEMM runs 20 % more instructions). All Rust code of the firmware
+/// runs after aarch64-rt's `enable_mmu` (assembly, before the Rust entry), on Normal memory with
+/// SCTLR_EL1.A = 0, where unaligned accesses are allowed, and MMIO goes through aligned
+/// volatile accesses; so the firmware is built without strict-align (rustc notes that the
+/// feature name is unstable).
+pub(crate) const FIRMWARE_RUSTFLAGS: &str = "-C target-feature=-strict-align";
+
 /// Runs `cargo build` of the firmware (`boards/`) with `features` into `target/firmware`; the
 /// caller holds the build lock. `gen`: the generated model files (`PTERA_FW_GEN`), if any.
 fn cargo_build_firmware(features: &str, gen: Option<&Path>) -> Result<()> {
-    cargo_build_firmware_in(&firmware_dir(), features, gen, None)
+    cargo_build_firmware_in(&firmware_dir(), features, gen, Some(FIRMWARE_RUSTFLAGS))
 }
 
 /// [`cargo_build_firmware`] into target directory `dir`, with extra `rustflags` for the

@@ -56,8 +56,8 @@ pub struct GemmArgs {
     /// icount: seconds before QEMU is stopped and the run fails.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
-    /// icount: build the bench firmware with `+strict-align`, as the model firmware is built
-    /// (default: `-strict-align`, the same code as the Linux build; see baremetal/gemm.rs).
+    /// icount: build the bench firmware with the target's default `+strict-align` (default:
+    /// `-strict-align`, as every firmware and the Linux build; see baremetal/gemm.rs).
     #[arg(long)]
     strict_align: bool,
     /// Testing (icount): the firmware damages one entry of C after the call; the run must fail.

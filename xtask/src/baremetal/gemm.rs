@@ -9,10 +9,11 @@
 //! 16-byte aligned (e.g. `vld1q_f32` on an `&[f32]`) into byte accesses: the Neon micro-kernel has
 //! 768 `ldrb` under strict-align and none in the Linux build. The firmware runs all Rust code with
 //! the MMU on, Normal memory and SCTLR_EL1.A = 0 (aarch64-rt's default), where unaligned accesses
-//! are architecturally fine, so by default the bench firmware is built with
-//! `-C target-feature=-strict-align` in its own target directory (`target/firmware-bench`): it then
-//! runs the same instructions as the Linux build the trace method measures. `--strict-align`
-//! measures the code as the model firmware (`cargo xtask qemu`) is built today.
+//! are architecturally fine, so the firmware — the model firmware and this bench — is built with
+//! `-C target-feature=-strict-align` ([`super::FIRMWARE_RUSTFLAGS`]); the bench, in its own target
+//! directory (`target/firmware-bench`), then runs the same instructions as the Linux build the
+//! trace method measures. `--strict-align` measures the target's default code generation
+//! (`target/firmware-bench-strict`).
 
 use std::fs::{self, File};
 use std::process::{Command, Stdio};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use super::{cargo_build_firmware_in, console, firmware_dir, root, run_dir, Board};
+use super::{cargo_build_firmware_in, console, root, run_dir, Board};
 
 /// What to measure.
 pub struct GemmRequest {
@@ -34,8 +35,8 @@ pub struct GemmRequest {
     /// `-cpu` of the virt machine.
     pub cpu: String,
     pub timeout: Duration,
-    /// Build like the model firmware (`+strict-align`, target/firmware) instead of
-    /// `-strict-align` in target/firmware-bench.
+    /// Build with the target's default `+strict-align` (target/firmware-bench-strict) instead
+    /// of the firmware's `-strict-align` (target/firmware-bench).
     pub strict_align: bool,
     /// Testing: the firmware damages one entry of C after the call (the run must then fail).
     pub corrupt_c: bool,
@@ -112,11 +113,11 @@ pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
     let elf_path = dir.join("gemm-bench.elf");
     {
         let (fw, rustflags) = if req.strict_align {
-            (firmware_dir(), None)
+            (root().join("target/firmware-bench-strict"), None)
         } else {
             (
                 root().join("target/firmware-bench"),
-                Some("-C target-feature=-strict-align"),
+                Some(super::FIRMWARE_RUSTFLAGS),
             )
         };
         fs::create_dir_all(&fw)?;
