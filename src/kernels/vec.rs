@@ -133,6 +133,20 @@ pub fn softmax(x: &[f32], out: &mut [f32]) -> Res {
     Ok(())
 }
 
+/// Softmax of every `n`-element row (`x.len()` a multiple of `n`; `n = 0` only with empty
+/// slices).
+pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) -> Res {
+    same(x.len(), out.len())?;
+    if n == 0 {
+        return same(x.len(), 0);
+    }
+    if x.len() % n != 0 {
+        return Err(mismatch());
+    }
+    dispatch!(softmax_rows(x, out, n));
+    Ok(())
+}
+
 /// Log-softmax of one row: `x - max - ln Σ exp(x - max)`.
 pub fn log_softmax(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
@@ -701,6 +715,15 @@ pub mod generic {
         }
     }
 
+    pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
+        if n == 0 {
+            return;
+        }
+        for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+            softmax(xr, or);
+        }
+    }
+
     pub fn log_softmax(x: &[f32], out: &mut [f32]) {
         if x.is_empty() {
             return;
@@ -1139,6 +1162,19 @@ mod tests {
                 }
             }
         }
+        // Multi-row form equals the row form.
+        for n in [1usize, 3, 16, 17] {
+            let x = data(5 * n, 7.0);
+            let (mut a, mut b) = (std::vec![0.0; 5 * n], std::vec![0.0; 5 * n]);
+            softmax_rows(&x, &mut a, n).unwrap();
+            for (xr, br) in x.chunks(n).zip(b.chunks_mut(n)) {
+                softmax(xr, br).unwrap();
+            }
+            assert_eq!(a, b);
+        }
+        assert!(softmax_rows(&[1.0; 5], &mut [0.0; 5], 2).is_err());
+        assert!(softmax_rows(&[1.0; 4], &mut [0.0; 4], 0).is_err());
+        softmax_rows(&[], &mut [], 0).unwrap();
         // NaN propagates through softmax.
         let mut y = [0.0f32; 3];
         softmax(&[1.0, f32::NAN, 2.0], &mut y).unwrap();

@@ -211,14 +211,14 @@ pub fn clamp(out: &mut [f32], lo: f32, hi: f32) {
     }
 }
 
-/// Softmax over rows of length `n` (stable: max subtracted; `kernels::vec::softmax`).
+/// Softmax over rows of length `n` (stable: max subtracted; `kernels::vec::softmax_rows`).
 pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     if n == 0 {
         return;
     }
-    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        let _ = vec::softmax(xr, or);
-    }
+    // Whole rows of the common length: the graph checks make x and out the same size.
+    let len = x.len().min(out.len()) / n * n;
+    let _ = vec::softmax_rows(&x[..len], &mut out[..len], n);
 }
 
 /// Fully connected: `out[m, n] = x[m, k] · W + bias`, W `[n, k]` or (`transpose_w`) `[k, n]`.

@@ -121,17 +121,23 @@ pub fn gelu_tanh(x: &[f32], out: &mut [f32]) {
     map1(x, out, gelu_tanh4, g::gelu_tanh1);
 }
 
-/// Sum of a slice (4 partial sums, then the tail).
+/// Sum of a slice (two 4-lane partial sums, then the tail).
+#[inline(always)]
 fn sum(x: &[f32]) -> f32 {
     let mut i = 0;
-    // SAFETY: loads at i + 4 ≤ len.
+    // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
     let mut s = unsafe {
-        let mut acc = vdupq_n_f32(0.0);
-        while i + 4 <= x.len() {
-            acc = vaddq_f32(acc, vld1q_f32(x.as_ptr().add(i)));
+        let (mut a, mut b) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
+        while i + 8 <= x.len() {
+            a = vaddq_f32(a, vld1q_f32(x.as_ptr().add(i)));
+            b = vaddq_f32(b, vld1q_f32(x.as_ptr().add(i + 4)));
+            i += 8;
+        }
+        if i + 4 <= x.len() {
+            a = vaddq_f32(a, vld1q_f32(x.as_ptr().add(i)));
             i += 4;
         }
-        vaddvq_f32(acc)
+        vaddvq_f32(vaddq_f32(a, b))
     };
     for &v in &x[i..] {
         s += v;
@@ -140,6 +146,7 @@ fn sum(x: &[f32]) -> f32 {
 }
 
 /// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum).
+#[inline(always)]
 fn max(x: &[f32]) -> f32 {
     let mut i = 0;
     // SAFETY: loads at i + 4 ≤ len.
@@ -158,6 +165,7 @@ fn max(x: &[f32]) -> f32 {
 }
 
 /// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
+#[inline(always)]
 fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     let n = x.len().min(out.len());
     let mut i = 0;
@@ -180,7 +188,19 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     s
 }
 
+/// Softmax of every `n`-element row of `x` into `out` (whole rows of the common length; the
+/// exp constants stay in registers across rows).
+pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
+    if n == 0 {
+        return;
+    }
+    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        softmax(xr, or);
+    }
+}
+
 /// Softmax of one row (common length of `x` and `out`).
+#[inline(always)]
 pub fn softmax(x: &[f32], out: &mut [f32]) {
     let n = x.len().min(out.len());
     if n == 0 {
@@ -192,6 +212,7 @@ pub fn softmax(x: &[f32], out: &mut [f32]) {
 }
 
 /// `out *= s`.
+#[inline(always)]
 fn scale(out: &mut [f32], s: f32) {
     let n = out.len();
     let mut i = 0;
@@ -244,15 +265,23 @@ pub fn layer_norm(
     let (x, out) = (&x[..n], &mut out[..n]);
     let mean = sum(x) / n as f32;
     let mut i = 0;
-    // SAFETY: loads at i + 4 ≤ n.
+    // SAFETY: loads at i + 8 ≤ n and i + 4 ≤ n.
     let mut var = unsafe {
-        let mut acc = vdupq_n_f32(0.0);
-        while i + 4 <= n {
-            let d = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mean));
-            acc = vfmaq_f32(acc, d, d);
+        let m = vdupq_n_f32(mean);
+        let (mut a, mut b) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
+        while i + 8 <= n {
+            let d0 = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), m);
+            let d1 = vsubq_f32(vld1q_f32(x.as_ptr().add(i + 4)), m);
+            a = vfmaq_f32(a, d0, d0);
+            b = vfmaq_f32(b, d1, d1);
+            i += 8;
+        }
+        if i + 4 <= n {
+            let d = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), m);
+            a = vfmaq_f32(a, d, d);
             i += 4;
         }
-        vaddvq_f32(acc)
+        vaddvq_f32(vaddq_f32(a, b))
     };
     for &v in &x[i..] {
         var += (v - mean) * (v - mean);
