@@ -799,11 +799,15 @@ pub mod generic {
             for j0 in (0..cols).step_by(T) {
                 let j1 = (j0 + T).min(cols);
                 for i in i0..i1 {
-                    let Some(drow) = dst.get_mut(i * dst_stride..i * dst_stride + j1) else {
+                    let Some(at) = i.checked_mul(dst_stride) else {
+                        return;
+                    };
+                    let Some(drow) = dst.get_mut(at..at.saturating_add(j1)) else {
                         return;
                     };
                     for (j, d) in drow.iter_mut().enumerate().skip(j0) {
-                        if let Some(&v) = src.get(j * src_stride + i) {
+                        let k = j.checked_mul(src_stride).and_then(|v| v.checked_add(i));
+                        if let Some(&v) = k.and_then(|k| src.get(k)) {
                             *d = v;
                         }
                     }
