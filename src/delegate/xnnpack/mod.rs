@@ -289,6 +289,13 @@ fn analyze(
         it.offset = 0;
         let _ = life.push(it);
     }
+    // A reshape of an internal value into an internal value is a view: the output shares
+    // its root's storage (`alias`, followed through chains of reshapes), takes no space of its
+    // own, and every read of it extends the root's lifetime.
+    let mut alias = heapless::Vec::<u32, MAX_VALUES>::new();
+    for i in 0..nv {
+        let _ = alias.push(i as u32);
+    }
     let mut uses_gemm = false;
     for (step, node) in nodes.iter().enumerate() {
         let (op, _) = graph::decode(node)?;
@@ -318,6 +325,7 @@ fn analyze(
                     return Err(bad("XNNPACK node reads a value before it is written"));
                 }
                 l.last = step as u32;
+                life[alias[id as usize] as usize].last = step as u32;
             }
         }
         if out as usize >= nv {
@@ -342,6 +350,14 @@ fn analyze(
             _ => {}
         }
         graph::check_shapes(&op, &|id| dims_tab[id as usize])?;
+        if let Op::Reshape { x, .. } = op {
+            if kinds[x as usize].0 == KIND_INTERNAL && kinds[out as usize].0 == KIND_INTERNAL {
+                let root = alias[x as usize];
+                alias[out as usize] = root;
+                life[out as usize].size = 0;
+                life[root as usize].last = step as u32;
+            }
+        }
     }
     for l in life.iter_mut() {
         if l.first == UNSET {
@@ -380,7 +396,7 @@ fn analyze(
                 kind,
                 ext,
                 offset: if kind == KIND_INTERNAL {
-                    life[i].offset as u64
+                    life[alias[i] as usize].offset as u64
                 } else {
                     offset
                 },
@@ -540,7 +556,8 @@ impl Backend for XnnpackBackend {
         // (checked by KernelCtx: outputs overlap no input), or the planned scratch. The planner
         // gives values whose lifetimes overlap disjoint ranges; a node's inputs and its output
         // are alive at the same step and are distinct values (checked at load), so the `&mut`
-        // output never aliases an input slice. Alignment: constants and tensors were checked
+        // output never aliases an input slice — except a reshape planned as a view of its
+        // input (same storage), which is skipped before any slice of it is made. Alignment: constants and tensors were checked
         // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
         let rd = |id: u32| -> Result<&[f32], KernelError> {
             let (p, n) = locate(id)?;
@@ -566,6 +583,11 @@ impl Backend for XnnpackBackend {
         for node in g.xnodes().unwrap_or_default() {
             let (op, clamp) = graph::decode(node)?;
             let (po, no) = locate(op.output())?;
+            if let Op::Reshape { x, .. } = op {
+                if locate(x)?.0 == po {
+                    continue; // a view planned onto its input's storage (see `analyze`)
+                }
+            }
             // SAFETY: see the block comment above `rd`.
             let out: &mut [f32] = if no == 0 {
                 &mut []
