@@ -211,15 +211,18 @@ pub struct MicroKernel {
     kc_max: usize,
 }
 
-/// Packs one micro-panel of width `w` from `w` depth-contiguous source runs: a row-major
-/// A panel (`w = MR`, runs = rows of A) or a transposed-B panel (`w = NR`, runs = columns
-/// of B, i.e. rows of the stored `Bᵀ`).
+/// Packs depth-contiguous source runs into one micro-panel of width `w`: a row-major A panel
+/// (`w = MR`, runs = rows of A) or a transposed-B panel (`w = NR`, runs = columns of B, i.e.
+/// rows of the stored `Bᵀ`).
 ///
-/// # Contract of `pack(src, ld, w, kc, dst)`
-/// `w` is the kernel's `MR` or `NR` (the driver packs edge panels itself). For `i < w` and
-/// `p < kc`: `dst[p * w + i] = src[i * ld + p]`. `src + i*ld .. + kc` is readable for
-/// `i < w`, `dst` holds `kc * w` writable floats (only f32-aligned). `kc ≥ 1`.
-pub type PackFn = unsafe fn(src: *const f32, ld: usize, w: usize, kc: usize, dst: *mut f32);
+/// # Contract of `pack(src, ld, runs, w, kc, dst) -> handled`
+/// `w` is the kernel's `MR` or `NR`, `1 ≤ runs ≤ w` (fewer at the matrix edge), `kc ≥ 1`.
+/// `src + i*ld .. + kc` is readable for `i < runs`, `dst` holds `kc * w` writable floats
+/// (only f32-aligned). Either it stores `dst[p * w + i] = src[i * ld + p]` for `i < runs`,
+/// `p < kc`, leaves lanes `runs..w` untouched and returns `true`, or it writes nothing and
+/// returns `false` (a `runs` it does not handle; the driver then packs the panel itself).
+pub type PackFn =
+    unsafe fn(src: *const f32, ld: usize, runs: usize, w: usize, kc: usize, dst: *mut f32) -> bool;
 
 impl MicroKernel {
     /// A micro-kernel computing `mr × nr` tiles.
@@ -1086,13 +1089,9 @@ fn pack_a(
         let rows = mr.min(mcb - ir);
         let d = &mut dst[q * kc * mr..(q + 1) * kc * mr];
         let base = (ic + ir) * a.rs + pc * a.cs;
-        if let (Some(pack), true, true) = (uk.pack, a.cs == 1, rows == mr) {
-            // In bounds: rows ic+ir .. +mr ≤ m, columns pc .. pc+kc ≤ k of a validated view.
-            let src = &a.data[base..];
-            // SAFETY: the PackFn contract with w = mr: rows i < mr at src + i·a.rs hold kc
-            // readable floats (inside `a.data`, see above), `d` holds kc·mr floats, kc ≥ 1.
-            unsafe { pack(src.as_ptr(), a.rs, mr, kc, d.as_mut_ptr()) };
-        } else {
+        // Runs (rows ic+ir .. +rows ≤ m, columns pc .. pc+kc ≤ k of a validated view) are
+        // contiguous when cs = 1.
+        if !(a.cs == 1 && kernel_pack(uk, a.data, base, a.rs, rows, mr, kc, d)) {
             pack_panel(a.data, base, a.rs, a.cs, rows, mr, kc, d);
         }
     }
@@ -1117,17 +1116,40 @@ fn pack_b(
         let cols = nr.min(nc - jr);
         let d = &mut dst[q * kc * nr..(q + 1) * kc * nr];
         let base = pc * b.rs + (jc + jr) * b.cs;
-        if let (Some(pack), true, true) = (uk.pack, b.rs == 1, cols == nr) {
-            // In bounds: columns jc+jr .. +nr ≤ n, rows pc .. pc+kc ≤ k of a validated view
-            // whose rows are contiguous (rs = 1): column j's run is data[base + j·cs ..][..kc].
-            let src = &b.data[base..];
-            // SAFETY: the PackFn contract with w = nr: runs i < nr at src + i·b.cs hold kc
-            // readable floats (see above), `d` holds kc·nr floats, kc ≥ 1.
-            unsafe { pack(src.as_ptr(), b.cs, nr, kc, d.as_mut_ptr()) };
-        } else {
+        // Runs (columns jc+jr .. +cols ≤ n, rows pc .. pc+kc ≤ k of a validated view) are
+        // contiguous when rs = 1: column j's run is data[base + j·cs ..][..kc].
+        if !(b.rs == 1 && kernel_pack(uk, b.data, base, b.cs, cols, nr, kc, d)) {
             pack_panel(b.data, base, b.cs, b.rs, cols, nr, kc, d);
         }
     }
+}
+
+/// The kernel's own packer on `runs` depth-contiguous runs `data[base + i·ld ..][..kc]`
+/// (`i < runs`, all inside `data`: the caller's validated view) into the width-`w` panel `d`,
+/// lanes `runs..w` zeroed; `false` if the kernel has no packer or it declines.
+#[allow(clippy::too_many_arguments)]
+fn kernel_pack(
+    uk: &MicroKernel,
+    data: &[f32],
+    base: usize,
+    ld: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    d: &mut [f32],
+) -> bool {
+    let Some(pack) = uk.pack else {
+        return false;
+    };
+    let d = &mut d[..kc * w];
+    if runs < w {
+        d.fill(0.0);
+    }
+    let src = &data[base..];
+    // SAFETY: the PackFn contract: w is this kernel's mr or nr (callers), runs i < runs ≤ w at
+    // src + i·ld hold kc readable floats (inside `data`, caller), `d` holds kc·w floats,
+    // kc ≥ 1 (the driver never packs an empty depth block).
+    unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
 }
 
 /// One packed micro-panel of width `w`: `d[p·w + l] = src[base + l·ls + p·ps]` for `l < n`
@@ -1405,6 +1427,25 @@ mod tests {
             check(uk, &mut rng, 33, 40, 1500, 0, 0, 1.0, 0.0, false, 0);
             check(uk, &mut rng, 33, 40, 1500, 0, 1, 1.0, 1.0, true, 2);
             check(uk, &mut rng, 65, 97, 1029, 0, 0, 0.5, 0.25, true, 1);
+        }
+    }
+
+    #[test]
+    fn edge_panels_through_kernel_packers() {
+        // Row and column tails that are multiples of 4 (the Neon packer takes them, lanes
+        // beyond zeroed) and ones that are not (the driver packs them), B stored transposed.
+        let mut rng = Rng(2024);
+        for uk in kernels() {
+            for &(m, n, k) in &[
+                (20, 28, 70),
+                (12, 44, 9),
+                (4, 4, 5),
+                (21, 30, 7),
+                (36, 20, 3),
+            ] {
+                check(uk, &mut rng, m, n, k, 0, 1, 1.0, 0.0, true, 0);
+                check(uk, &mut rng, m, n, k, 0, 0, 0.5, 1.0, false, 3);
+            }
         }
     }
 

@@ -195,9 +195,9 @@ neon_kernel!(
     b1 = "v3"
 );
 
-/// Panel packer (`PackFn` contract) for any width `w` that is a multiple of 4:
-/// `dst[p*w + i] = src[i*ld + p]` for `i < w`, `p < kc` — `w` depth-contiguous runs (rows of
-/// A, or columns of a transposed B) interleaved.
+/// Panel packer (`PackFn` contract) for a multiple of 4 runs into a width `w` that is a
+/// multiple of 4: `dst[p*w + i] = src[i*ld + p]` for `i < runs`, `p < kc` — depth-contiguous
+/// runs (rows of A, or columns of a transposed B) interleaved; declines other run counts.
 ///
 /// A 4 × 4 block (four runs, four depth steps) is four 4-float loads and four single-lane
 /// `st4` stores: `st4 {v0.s-v3.s}[l]` writes lane `l` of the four runs — the four values of
@@ -205,17 +205,27 @@ neon_kernel!(
 /// instruction per element).
 ///
 /// # Safety
-/// `w % 4 == 0`; runs `i < w` at `src + i*ld` hold `kc` readable floats; `dst` holds `w·kc`
-/// writable floats.
-pub unsafe fn pack_runs_x4(src: *const f32, ld: usize, w: usize, kc: usize, dst: *mut f32) {
-    // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < w, p + 4 ≤ kc,
+/// Runs `i < runs` at `src + i*ld` hold `kc` readable floats; `dst` holds `w·kc` writable
+/// floats.
+pub unsafe fn pack_runs_x4(
+    src: *const f32,
+    ld: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    dst: *mut f32,
+) -> bool {
+    if runs % 4 != 0 || w % 4 != 0 || runs > w {
+        return false;
+    }
+    // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < runs, p + 4 ≤ kc,
     // and the tail reads single elements with p < kc, inside the runs the caller vouches
     // for; the stores write dst[(p+l)*w + g .. +4] with l < 4, p + l < kc, g + 4 ≤ w, inside
     // the w·kc floats of `dst`. Neon is in the aarch64 baseline; all accesses are
     // unaligned-safe on normal memory.
     unsafe {
         let mut g = 0;
-        while g + 4 <= w {
+        while g + 4 <= runs {
             let r0 = src.add(g * ld);
             let (r1, r2, r3) = (r0.add(ld), r0.add(2 * ld), r0.add(3 * ld));
             let mut d = dst.add(g);
@@ -258,6 +268,7 @@ pub unsafe fn pack_runs_x4(src: *const f32, ld: usize, w: usize, kc: usize, dst:
             g += 4;
         }
     }
+    true
 }
 
 // SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile and

@@ -620,9 +620,20 @@ pub unsafe fn kernel_sme2(
 /// `dst[p*2S + h*S + i] = src[(h*S + i)*lda + p]`.
 ///
 /// # Safety
-/// `w == 2S`; runs `i < 2S` at `src + i*lda` hold `kc ≥ 1` readable floats, `dst` holds
+/// `w == 2S` (`runs < w` is declined); runs `i < 2S` at `src + i*lda` hold `kc ≥ 1`
+/// readable floats, `dst` holds
 /// `2S·kc` writable floats; the CPU has SME and the caller is not in streaming mode.
-pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *mut f32) {
+pub unsafe fn pack_za(
+    src: *const f32,
+    lda: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    dst: *mut f32,
+) -> bool {
+    if runs != w {
+        return false; // the edge panel: the driver packs it
+    }
     // SAFETY: loads read, for runs r < 2S, floats k0 .. k0 + min(S, kc - k0) of run r (the
     // `whilelt` predicate masks lanes at or past kc); stores write S floats at
     // dst + (k0 + j)·MR + h·S for j < min(S, kc - k0), inside the 2S·kc floats of `dst`.
@@ -735,6 +746,7 @@ pub unsafe fn pack_za(src: *const f32, lda: usize, _w: usize, kc: usize, dst: *m
             options(nostack),
         );
     }
+    true
 }
 
 macro_rules! statics {
