@@ -161,7 +161,6 @@ pub type MicroKernelFn = unsafe fn(
     ldb: usize,
     c: *mut f32,
     rsc: isize,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
@@ -170,7 +169,7 @@ pub type MicroKernelFn = unsafe fn(
 /// A register-tile micro-kernel: computes one `MR × NR` tile of C from an A micro-panel and
 /// `k` rows of B.
 ///
-/// # Contract of `kernel(k, a, b, ldb, c, rsc, csc, alpha, beta, bias)`
+/// # Contract of `kernel(k, a, b, ldb, c, rsc, alpha, beta, bias)`
 ///
 /// * `a` points to a packed A micro-panel of `k * MR` floats (f32-aligned),
 ///   **MR-row-interleaved**: for
@@ -181,8 +180,8 @@ pub type MicroKernelFn = unsafe fn(
 ///   a **packed** NR-column-interleaved panel (`ldb == NR`, columns past the edge zero,
 ///   64-byte aligned), and a **direct** view of a row-major B read in place (`ldb` = B's
 ///   row stride, only f32-aligned). Kernels must not assume more than f32 alignment.
-/// * `c` points to tile element `(0, 0)`; element `(i, j)` is at `c.offset(i * rsc + j * csc)`
-///   for `i < MR`, `j < NR`, all valid for reads and writes.
+/// * `c` points to tile element `(0, 0)`; rows are contiguous: element `(i, j)` is at
+///   `c.offset(i * rsc + j)` for `i < MR`, `j < NR`, all valid for reads and writes.
 /// * The kernel stores, for every `i < MR, j < NR`:
 ///   `c(i,j) = alpha * Σ_p a(i,p)·b(p,j) + beta * c(i,j) + bias[j]`, where the `beta` term is
 ///   omitted entirely when `beta == 0.0` (C is then not read, so NaN garbage is overwritten)
@@ -381,7 +380,6 @@ unsafe fn kernel_body<V: Lanes, const MR: usize, const NV: usize>(
     ldb: usize,
     c: *mut f32,
     rsc: isize,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
@@ -419,32 +417,18 @@ unsafe fn kernel_body<V: Lanes, const MR: usize, const NV: usize>(
                 V::mul(x, valpha).store(vals.as_mut_ptr().add(v * V::W));
             }
             let crow = c.offset(i as isize * rsc);
-            if csc == 1 {
-                // Contiguous row: loops the compiler vectorises.
-                if beta != 0.0 {
-                    for (j, x) in vals[..nr].iter_mut().enumerate() {
-                        *x += beta * *crow.add(j);
-                    }
-                }
-                if !bias.is_null() {
-                    for (j, x) in vals[..nr].iter_mut().enumerate() {
-                        *x += *bias.add(j);
-                    }
-                }
-                core::ptr::copy_nonoverlapping(vals.as_ptr(), crow, nr);
-            } else {
-                for (j, &x) in vals[..nr].iter().enumerate() {
-                    let p = crow.offset(j as isize * csc);
-                    let mut y = x;
-                    if beta != 0.0 {
-                        y += beta * *p;
-                    }
-                    if !bias.is_null() {
-                        y += *bias.add(j);
-                    }
-                    *p = y;
+            // Contiguous row: loops the compiler vectorises.
+            if beta != 0.0 {
+                for (j, x) in vals[..nr].iter_mut().enumerate() {
+                    *x += beta * *crow.add(j);
                 }
             }
+            if !bias.is_null() {
+                for (j, x) in vals[..nr].iter_mut().enumerate() {
+                    *x += *bias.add(j);
+                }
+            }
+            core::ptr::copy_nonoverlapping(vals.as_ptr(), crow, nr);
         }
     }
 }
@@ -462,15 +446,12 @@ unsafe fn kernel_portable(
     ldb: usize,
     c: *mut f32,
     rsc: isize,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
     // SAFETY: same contract, forwarded; Portable8 needs no target feature.
-    unsafe {
-        kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, ldb, c, rsc, csc, alpha, beta, bias)
-    }
+    unsafe { kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias) }
 }
 
 /// The portable micro-kernel: plain Rust, auto-vectorised for the build target's baseline SIMD.
@@ -535,14 +516,13 @@ mod x86 {
         ldb: usize,
         c: *mut f32,
         rsc: isize,
-        csc: isize,
         alpha: f32,
         beta: f32,
         bias: *const f32,
     ) {
         // SAFETY: contract forwarded; this function is only selected after run-time
         // detection of AVX2 + FMA (see `detect`), so Avx8's features are present.
-        unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
+        unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias) }
     }
 
     /// Shim with the plain `MicroKernelFn` type (target-feature functions cannot coerce to a
@@ -555,14 +535,13 @@ mod x86 {
         ldb: usize,
         c: *mut f32,
         rsc: isize,
-        csc: isize,
         alpha: f32,
         beta: f32,
         bias: *const f32,
     ) {
         // SAFETY: the caller upholds the contract, which for this kernel includes running on
         // a CPU with AVX2 and FMA (it is only handed out by `detect` / `avx2_fma`).
-        unsafe { kernel_avx2(k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
+        unsafe { kernel_avx2(k, a, b, ldb, c, rsc, alpha, beta, bias) }
     }
 
     // SAFETY: `kernel_avx2_ptr` implements the contract for a 6 × 16 tile (generic body with
@@ -1025,7 +1004,6 @@ impl Tiles<'_, '_> {
                     ldb,
                     tile.as_mut_ptr(),
                     ldc as isize,
-                    1,
                     self.alpha,
                     beta,
                     bias_ptr,
@@ -1043,7 +1021,6 @@ impl Tiles<'_, '_> {
                 ldb,
                 self.tmp.as_mut_ptr() as *mut f32,
                 nr as isize,
-                1,
                 self.alpha,
                 0.0,
                 core::ptr::null(),

@@ -16,52 +16,32 @@ pub const MR: usize = 8;
 /// Columns of the main register tile.
 pub const NR: usize = 12;
 
-/// Epilogue for one row: `c = alpha·acc (+ beta·c) (+ bias)` on `4·NV` columns.
+/// Epilogue for one row: `c = alpha·acc (+ beta·c) (+ bias)` on `4·NV` contiguous columns.
 ///
 /// # Safety
-/// `crow + j*csc` valid for reads/writes for `j < 4·NV`; `bias` null or valid for `4·NV`
-/// reads.
+/// `crow .. crow + 4·NV` valid for reads/writes; `bias` null or valid for `4·NV` reads.
 #[inline(always)]
 unsafe fn store_row<const NV: usize>(
     acc: [float32x4_t; NV],
     crow: *mut f32,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
-    // SAFETY: (whole body) the caller guarantees 4·NV valid C elements at stride `csc` and
-    // 4·NV bias reads; Neon is part of the aarch64 baseline. Contiguous rows use unaligned
-    // vector accesses, which AArch64 permits on normal memory.
+    // SAFETY: (whole body) the caller guarantees 4·NV valid C elements and 4·NV bias reads;
+    // Neon is part of the aarch64 baseline. The rows use unaligned vector accesses, which
+    // AArch64 permits on normal memory.
     unsafe {
         let va = vdupq_n_f32(alpha);
-        let mut r = acc.map(|x| vmulq_f32(x, va));
-        if csc == 1 {
-            for (v, x) in r.iter_mut().enumerate() {
-                if beta != 0.0 {
-                    *x = vfmaq_n_f32(*x, vld1q_f32(crow.add(4 * v)), beta);
-                }
-                if !bias.is_null() {
-                    *x = vaddq_f32(*x, vld1q_f32(bias.add(4 * v)));
-                }
-                vst1q_f32(crow.add(4 * v), *x);
+        for (v, x) in acc.iter().enumerate() {
+            let mut y = vmulq_f32(*x, va);
+            if beta != 0.0 {
+                y = vfmaq_n_f32(y, vld1q_f32(crow.add(4 * v)), beta);
             }
-        } else {
-            let mut t = [0.0f32; 16];
-            for (v, x) in r.iter().enumerate() {
-                vst1q_f32(t.as_mut_ptr().add(4 * v), *x);
+            if !bias.is_null() {
+                y = vaddq_f32(y, vld1q_f32(bias.add(4 * v)));
             }
-            for (j, &x) in t[..4 * NV].iter().enumerate() {
-                let p = crow.offset(j as isize * csc);
-                let mut y = x;
-                if beta != 0.0 {
-                    y += beta * *p;
-                }
-                if !bias.is_null() {
-                    y += *bias.add(j);
-                }
-                *p = y;
-            }
+            vst1q_f32(crow.add(4 * v), y);
         }
     }
 }
@@ -111,8 +91,8 @@ macro_rules! neon_row {
 
 /// Epilogue of the listed tile rows.
 macro_rules! neon_store {
-    ($acc:ident, $c:ident, $rsc:ident, $csc:ident, $alpha:ident, $beta:ident, $bias:ident; $($i:literal)*) => {
-        $(store_row($acc[$i], $c.offset($i * $rsc), $csc, $alpha, $beta, $bias);)*
+    ($acc:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident; $($i:literal)*) => {
+        $(store_row($acc[$i], $c.offset($i * $rsc), $alpha, $beta, $bias);)*
     };
 }
 
@@ -125,7 +105,7 @@ macro_rules! neon_kernel {
         /// Layout contract (that of [`MicroKernel`], with `MR = 8`, `NR = 4·NV`): `a` holds
         /// `k` groups of 8 floats (`a[p*8 + i] = A(i, p)`), `b` holds `k` rows of NR floats
         /// `ldb` apart (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = NR`, in-place B
-        /// its row stride); C element `(i, j)` is `c[i*rsc + j*csc]`; it stores
+        /// its row stride); C element `(i, j)` is `c[i*rsc + j]`; it stores
         /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`.
         /// No alignment beyond f32 is required.
         ///
@@ -139,7 +119,6 @@ macro_rules! neon_kernel {
             ldb: usize,
             c: *mut f32,
             rsc: isize,
-            csc: isize,
             alpha: f32,
             beta: f32,
             bias: *const f32,
@@ -147,7 +126,7 @@ macro_rules! neon_kernel {
             // SAFETY: (whole body) per the contract `a` holds 8·k floats and `b` k rows of
             // 4·NV readable floats `ldb` apart, so the loads at `a + 8p` (8 floats) and
             // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < 8 at
-            // `c + i*rsc` hold 4·NV elements at stride csc (contract), bias 4·NV floats.
+            // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
                 let z = vdupq_n_f32(0.0);
                 let mut acc = [[z; $nv]; MR];
@@ -168,7 +147,7 @@ macro_rules! neon_kernel {
                 }
                 // Unrolled by hand so that the accumulators stay in registers (a loop over
                 // the array made LLVM keep it on the stack).
-                neon_store!(acc, c, rsc, csc, alpha, beta, bias; 0 1 2 3 4 5 6 7);
+                neon_store!(acc, c, rsc, alpha, beta, bias; 0 1 2 3 4 5 6 7);
             }
         }
     };

@@ -258,7 +258,7 @@ macro_rules! sme_kernel {
         $(#[$doc])*
         ///
         /// # Safety
-        /// The [`MicroKernel`] contract with `MR = NR = 2·SVL/32` and `csc == 1`, on a CPU
+        /// The [`MicroKernel`] contract with `MR = NR = 2·SVL/32`, on a CPU
         /// with the extension, called from non-streaming mode with ZA off.
         #[allow(clippy::too_many_arguments)]
         unsafe fn $name(
@@ -281,7 +281,7 @@ macro_rules! sme_kernel {
             };
             // SAFETY: reads `k·MR` floats of `a` (2 vectors of S floats per depth step) and,
             // for p < k, the NR = 2S floats of B row p at `b + p·ldb` (contract); C rows
-            // i < 2S at `c + i·rsc` with 2S contiguous floats (csc == 1), read only when
+            // i < 2S at `c + i·rsc` with 2S contiguous floats, read only when
             // beta ≠ 0 (mode 2 or the beta path of mode 0); bias read (2S floats) only when
             // non-null. All vector/predicate registers, x12 (the slice index) and the flags
             // are clobbered; streaming mode and ZA are left off at the end (smstop). The
@@ -513,64 +513,10 @@ sme_kernel!(
     "5:",
 );
 
-/// Runs `body` for any `csc`: directly when `csc == 1`, else through a local tile.
-///
-/// # Safety
-/// As the [`MicroKernel`] contract with `MR = NR = 2·SVL/32 ≤ 32`; `body` as `sme1_rows`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn any_csc(
-    body: unsafe fn(usize, *const f32, *const f32, usize, *mut f32, isize, f32, f32, *const f32),
-    k: usize,
-    a: *const f32,
-    b: *const f32,
-    ldb: usize,
-    c: *mut f32,
-    rsc: isize,
-    csc: isize,
-    alpha: f32,
-    beta: f32,
-    bias: *const f32,
-) {
-    // SAFETY: the contract is forwarded; the local tile has 32·32 ≥ MR·NR floats with row
-    // stride NR, and C elements (i, j) for i, j < 2S are valid (contract).
-    unsafe {
-        if csc == 1 {
-            return body(k, a, b, ldb, c, rsc, alpha, beta, bias);
-        }
-        let nr = 2 * svl_bytes() / 4;
-        let mut t = [0.0f32; 32 * 32];
-        body(
-            k,
-            a,
-            b,
-            ldb,
-            t.as_mut_ptr(),
-            nr as isize,
-            alpha,
-            0.0,
-            core::ptr::null(),
-        );
-        for i in 0..nr {
-            for j in 0..nr {
-                let p = c.offset(i as isize * rsc + j as isize * csc);
-                let mut y = t[i * nr + j];
-                if beta != 0.0 {
-                    y += beta * *p;
-                }
-                if !bias.is_null() {
-                    y += *bias.add(j);
-                }
-                *p = y;
-            }
-        }
-    }
-}
-
 /// The SME1 `2S × 2S` micro-kernel (`S = SVL/32`).
 ///
 /// Layout contract: that of [`MicroKernel`] with `MR = NR = 2S`: `a[p*MR + i] = A(i, p)`,
-/// `b[p*ldb + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j*csc]`,
+/// `b[p*ldb + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j]`,
 /// `c = alpha·AB (+ beta·c if beta ≠ 0) (+ bias)`. No alignment beyond f32 is needed.
 ///
 /// # Safety
@@ -583,13 +529,12 @@ pub unsafe fn kernel_sme1(
     ldb: usize,
     c: *mut f32,
     rsc: isize,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
     // SAFETY: forwarded contract; SME present (caller).
-    unsafe { any_csc(sme1_rows, k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
+    unsafe { sme1_rows(k, a, b, ldb, c, rsc, alpha, beta, bias) }
 }
 
 /// The SME2 `2S × 2S` micro-kernel: [`kernel_sme1`]'s contract, multi-vector loads.
@@ -604,13 +549,12 @@ pub unsafe fn kernel_sme2(
     ldb: usize,
     c: *mut f32,
     rsc: isize,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
     // SAFETY: forwarded contract; SME2 present (caller).
-    unsafe { any_csc(sme2_rows, k, a, b, ldb, c, rsc, csc, alpha, beta, bias) }
+    unsafe { sme2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias) }
 }
 
 /// Packs `w = 2S` depth-contiguous runs (rows of A, or columns of a transposed B) into the

@@ -77,10 +77,9 @@ macro_rules! sve_step {
 ///
 /// Layout contract (the [`MicroKernel`] one with `MR = 8`, `NR = 3·W`, `W = cntw()`):
 /// `a[p*8 + i] = A(i, p)`, `b[p*ldb + j] = B(p, j)`, C element `(i, j)` at `c[i*rsc + j]`
-/// (this function handles `csc == 1` only; [`kernel_vla`] handles any `csc`).
 ///
 /// # Safety
-/// The contract above, `csc == 1`, and a CPU with SVE2 whose vector length gives `NR`.
+/// The contract above and a CPU with SVE2 whose vector length gives `NR`.
 #[target_feature(enable = "sve2")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn kernel_sve2_rows(
@@ -97,7 +96,7 @@ unsafe fn kernel_sve2_rows(
     // SAFETY: the loads read exactly 8·k floats from `a` (ld1rqw of 4 floats at a + 32p and
     // a + 32p + 16 bytes) and, for p < k, 3·VL bytes = NR floats at `b + p·ldb` (the B rows
     // of the contract); the optional beta loads and
-    // the stores touch C rows i < 8 at `c + i*rsc`, NR contiguous floats each (csc == 1), and
+    // the stores touch C rows i < 8 at `c + i*rsc`, NR contiguous floats each, and
     // the bias load reads NR floats — all guaranteed by the contract. Every vector and
     // predicate register the block writes is declared clobbered (z8–z31 alias v8–v31, so the
     // compiler preserves the callee-saved d8–d15 itself); flags are clobbered (no
@@ -321,8 +320,8 @@ unsafe fn kernel_sve2_rows(
 ///
 /// Layout contract: that of [`MicroKernel`] with `MR = 8` and `NR = 3·cntw()` (12 at VL 128,
 /// 24 at 256, 48 at 512 bits): `a[p*8 + i] = A(i, p)`, `b[p*ldb + j] = B(p, j)`, C element
-/// `(i, j)` at `c[i*rsc + j*csc]`, `c = alpha·AB (+ beta·c if beta ≠ 0) (+ bias)`.
-/// Rows of C with `csc ≠ 1` go through a local tile.
+/// `(i, j)` at `c[i*rsc + j]`, `c = alpha·AB (+ beta·c if beta ≠ 0) (+ bias)`. (A plain-`fn`
+/// shim over the `target_feature` body, for the `MicroKernelFn` pointer type.)
 ///
 /// # Safety
 /// The [`MicroKernel`] contract with that `NR`, on a CPU with SVE2.
@@ -334,45 +333,13 @@ pub unsafe fn kernel_vla(
     ldb: usize,
     c: *mut f32,
     rsc: isize,
-    csc: isize,
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
     // SAFETY: SVE2 is present and NR = 3·cntw (the caller's contract; the statics below are
     // only handed out by `kernel()` after checking both).
-    unsafe {
-        if csc == 1 {
-            return kernel_sve2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias);
-        }
-        let nr = 3 * cntw();
-        let mut t = [0.0f32; MR * 48];
-        debug_assert!(nr <= 48);
-        kernel_sve2_rows(
-            k,
-            a,
-            b,
-            ldb,
-            t.as_mut_ptr(),
-            nr as isize,
-            alpha,
-            0.0,
-            core::ptr::null(),
-        );
-        for i in 0..MR {
-            for j in 0..nr {
-                let p = c.offset(i as isize * rsc + j as isize * csc);
-                let mut y = t[i * nr + j];
-                if beta != 0.0 {
-                    y += beta * *p;
-                }
-                if !bias.is_null() {
-                    y += *bias.add(j);
-                }
-                *p = y;
-            }
-        }
-    }
+    unsafe { kernel_sve2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias) }
 }
 
 // SAFETY: `kernel_vla` implements the contract for MR = 8, NR = 3·cntw() (and the Neon
