@@ -225,7 +225,7 @@ unsafe fn sme2_block(
     // mode and ZA are entered and left inside the block; every vector/predicate register,
     // w8 and the flags are declared clobbered.
     unsafe {
-        core::arch::asm!(
+        super::sme::streaming_asm!(
             ".arch_extension sme2",
             "smstart",
             "ptrue p0.s",
@@ -271,18 +271,6 @@ unsafe fn sme2_block(
             bias = in(reg) bias,
             n = out(reg) _,
             out("x8") _,
-            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
-            out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
-            out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
-            out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
-            out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
-            out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
-            out("v30") _, out("v31") _,
-            out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
-            out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
-            out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
-            out("p15") _, out("ffr") _,
-            options(nostack),
         );
     }
 }

@@ -33,6 +33,30 @@ use core::arch::asm;
 
 use crate::kernels::gemm::MicroKernel;
 
+/// `asm!` for a block that enters and leaves streaming mode: appends every vector and
+/// predicate register (and FFR) as clobbered — `smstart`/`smstop` zero them, and declaring
+/// v0–v31 makes the compiler save the callee-saved d8–d15 itself — and `options(nostack)`.
+macro_rules! streaming_asm {
+    ($($body:tt)*) => {
+        core::arch::asm!(
+            $($body)*
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
+            out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
+            out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
+            out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
+            out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
+            out("v30") _, out("v31") _,
+            out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
+            out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
+            out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
+            out("p15") _, out("ffr") _,
+            options(nostack),
+        )
+    };
+}
+pub(super) use streaming_asm;
+
 /// Streaming vector length in bytes (`rdsvl`, legal outside streaming mode).
 pub fn svl_bytes() -> usize {
     if !super::features().sme {
@@ -287,7 +311,7 @@ macro_rules! sme_kernel {
             // are clobbered; streaming mode and ZA are left off at the end (smstop). The
             // extension is present (caller).
             unsafe {
-                asm!(
+                streaming_asm!(
                     concat!(".arch_extension ", $ext),
                     "smstart",
                     "ptrue p0.s",
@@ -318,19 +342,7 @@ macro_rules! sme_kernel {
                     bh = out(reg) _,
                     $($extra = out(reg) _,)*
                     out("x12") _,
-                    out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
-                    out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
-                    out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
-                    out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
-                    out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
-                    out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
-                    out("v30") _, out("v31") _,
-                    out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
-                    out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
-                    out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
-                    out("p15") _, out("ffr") _,
-                    options(nostack),
-                );
+                    );
             }
         }
     };
@@ -584,110 +596,98 @@ pub unsafe fn pack_za(
     // Streaming mode and ZA are entered and left inside the block; every vector/predicate
     // register, x12 and the flags are declared clobbered. SME present (caller).
     unsafe {
-        asm!(
-            ".arch_extension sme",
-            "smstart",
-            "ptrue p0.s",
-            "cntw {s}",
-            "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
-            "lsl {lda4}, {lda}, #2",
-            "lsl {l2}, {lda}, #1",          // run offsets 1..3 (floats): lda, l2, l3
-            "add {l3}, {l2}, {lda}",
-            "lsl {m1}, {s}, #1",            // MR floats: vertical slices j·MR apart
-            "lsl {m2}, {s}, #2",
-            "add {m3}, {m2}, {m1}",
-            "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
-            "mov {k0}, #0",
-            "2:",                           // depth chunk k0 .. k0 + S
-            "whilelt p1.s, {k0}, {kc}",
-            "add {rp}, {src}, {k0}, lsl #2",  // run 0 at column k0
-            "add {rq}, {rp}, {t}",            // run S
-            "mov w12, #0",
-            "3:",                           // runs i, S+i into za0 / za1; 4 per iteration
-            "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
-            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
-            "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
-            "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
-            "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]",
-            "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]",
-            "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]",
-            "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]",
-            "add {rp}, {rp}, {lda4}, lsl #2",
-            "add {rq}, {rq}, {lda4}, lsl #2",
-            "add w12, w12, #4",
-            "cmp w12, {s:w}",
-            "b.lo 3b",
-            "sub {cnt}, {kc}, {k0}",        // depth steps in this chunk: min(S, kc - k0)
-            "cmp {cnt}, {s}",
-            "csel {cnt}, {cnt}, {s}, lo",
-            "madd {dp}, {k0}, {mr4}, {dst}",
-            "add {dq}, {dp}, {s}, lsl #2",    // second half: + S floats
-            "mov w12, #0",
-            "and {c4}, {cnt}, #-4",
-            "cbz {c4}, 5f",
-            "4:",                           // 4 vertical slices of each tile per iteration
-            "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
-            "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
-            "st1w {{za0v.s[w12, 1]}}, p0, [{dp}, {m1}, lsl #2]",
-            "st1w {{za1v.s[w12, 1]}}, p0, [{dq}, {m1}, lsl #2]",
-            "st1w {{za0v.s[w12, 2]}}, p0, [{dp}, {m2}, lsl #2]",
-            "st1w {{za1v.s[w12, 2]}}, p0, [{dq}, {m2}, lsl #2]",
-            "st1w {{za0v.s[w12, 3]}}, p0, [{dp}, {m3}, lsl #2]",
-            "st1w {{za1v.s[w12, 3]}}, p0, [{dq}, {m3}, lsl #2]",
-            "add {dp}, {dp}, {mr4}, lsl #2",
-            "add {dq}, {dq}, {mr4}, lsl #2",
-            "add w12, w12, #4",
-            "cmp w12, {c4:w}",
-            "b.lo 4b",
-            "5:",
-            "cmp w12, {cnt:w}",
-            "b.hs 7f",
-            "6:",
-            "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
-            "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
-            "add {dp}, {dp}, {mr4}",
-            "add {dq}, {dq}, {mr4}",
-            "add w12, w12, #1",
-            "cmp w12, {cnt:w}",
-            "b.lo 6b",
-            "7:",
-            "add {k0}, {k0}, {s}",
-            "cmp {k0}, {kc}",
-            "b.lo 2b",
-            "smstop",
-            src = in(reg) src,
-            lda = in(reg) lda,
-            kc = in(reg) kc,
-            dst = in(reg) dst,
-            s = out(reg) _,
-            mr4 = out(reg) _,
-            lda4 = out(reg) _,
-            rq = out(reg) _,
-            dq = out(reg) _,
-            k0 = out(reg) _,
-            t = out(reg) _,
-            rp = out(reg) _,
-            cnt = out(reg) _,
-            dp = out(reg) _,
-            l2 = out(reg) _,
-            l3 = out(reg) _,
-            m1 = out(reg) _,
-            m2 = out(reg) _,
-            m3 = out(reg) _,
-            c4 = out(reg) _,
-            out("x12") _,
-            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
-            out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
-            out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
-            out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
-            out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
-            out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
-            out("v30") _, out("v31") _,
-            out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
-            out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
-            out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
-            out("p15") _, out("ffr") _,
-            options(nostack),
+        streaming_asm!(
+        ".arch_extension sme",
+        "smstart",
+        "ptrue p0.s",
+        "cntw {s}",
+        "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
+        "lsl {lda4}, {lda}, #2",
+        "lsl {l2}, {lda}, #1",          // run offsets 1..3 (floats): lda, l2, l3
+        "add {l3}, {l2}, {lda}",
+        "lsl {m1}, {s}, #1",            // MR floats: vertical slices j·MR apart
+        "lsl {m2}, {s}, #2",
+        "add {m3}, {m2}, {m1}",
+        "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
+        "mov {k0}, #0",
+        "2:",                           // depth chunk k0 .. k0 + S
+        "whilelt p1.s, {k0}, {kc}",
+        "add {rp}, {src}, {k0}, lsl #2",  // run 0 at column k0
+        "add {rq}, {rp}, {t}",            // run S
+        "mov w12, #0",
+        "3:",                           // runs i, S+i into za0 / za1; 4 per iteration
+        "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
+        "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
+        "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
+        "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
+        "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]",
+        "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]",
+        "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]",
+        "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]",
+        "add {rp}, {rp}, {lda4}, lsl #2",
+        "add {rq}, {rq}, {lda4}, lsl #2",
+        "add w12, w12, #4",
+        "cmp w12, {s:w}",
+        "b.lo 3b",
+        "sub {cnt}, {kc}, {k0}",        // depth steps in this chunk: min(S, kc - k0)
+        "cmp {cnt}, {s}",
+        "csel {cnt}, {cnt}, {s}, lo",
+        "madd {dp}, {k0}, {mr4}, {dst}",
+        "add {dq}, {dp}, {s}, lsl #2",    // second half: + S floats
+        "mov w12, #0",
+        "and {c4}, {cnt}, #-4",
+        "cbz {c4}, 5f",
+        "4:",                           // 4 vertical slices of each tile per iteration
+        "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+        "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
+        "st1w {{za0v.s[w12, 1]}}, p0, [{dp}, {m1}, lsl #2]",
+        "st1w {{za1v.s[w12, 1]}}, p0, [{dq}, {m1}, lsl #2]",
+        "st1w {{za0v.s[w12, 2]}}, p0, [{dp}, {m2}, lsl #2]",
+        "st1w {{za1v.s[w12, 2]}}, p0, [{dq}, {m2}, lsl #2]",
+        "st1w {{za0v.s[w12, 3]}}, p0, [{dp}, {m3}, lsl #2]",
+        "st1w {{za1v.s[w12, 3]}}, p0, [{dq}, {m3}, lsl #2]",
+        "add {dp}, {dp}, {mr4}, lsl #2",
+        "add {dq}, {dq}, {mr4}, lsl #2",
+        "add w12, w12, #4",
+        "cmp w12, {c4:w}",
+        "b.lo 4b",
+        "5:",
+        "cmp w12, {cnt:w}",
+        "b.hs 7f",
+        "6:",
+        "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+        "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
+        "add {dp}, {dp}, {mr4}",
+        "add {dq}, {dq}, {mr4}",
+        "add w12, w12, #1",
+        "cmp w12, {cnt:w}",
+        "b.lo 6b",
+        "7:",
+        "add {k0}, {k0}, {s}",
+        "cmp {k0}, {kc}",
+        "b.lo 2b",
+        "smstop",
+        src = in(reg) src,
+        lda = in(reg) lda,
+        kc = in(reg) kc,
+        dst = in(reg) dst,
+        s = out(reg) _,
+        mr4 = out(reg) _,
+        lda4 = out(reg) _,
+        rq = out(reg) _,
+        dq = out(reg) _,
+        k0 = out(reg) _,
+        t = out(reg) _,
+        rp = out(reg) _,
+        cnt = out(reg) _,
+        dp = out(reg) _,
+        l2 = out(reg) _,
+        l3 = out(reg) _,
+        m1 = out(reg) _,
+        m2 = out(reg) _,
+        m3 = out(reg) _,
+        c4 = out(reg) _,
+        out("x12") _,
         );
     }
     true
