@@ -637,8 +637,6 @@ fn split_depth(k: usize, cap: usize) -> usize {
 /// How one call is blocked and where its panels live in the scratch.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
-    /// B is read in place (row-major B); only a column tail is packed.
-    direct_b: bool,
     kc: usize,
     mc: usize,
     nc: usize,
@@ -663,7 +661,6 @@ fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan 
         let strips = ((BUDGET_F32 - tail) / (kc * mr)).max(1);
         let mc = (strips * mr).min(round_up(m, mr)).min(MC_DIRECT.max(mr));
         Plan {
-            direct_b,
             kc,
             mc,
             nc,
@@ -675,7 +672,6 @@ fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan 
         let mc = (MC - MC % mr).max(mr).min(round_up(m, mr));
         let ncb = nc.min(round_up(n, nr));
         Plan {
-            direct_b,
             kc,
             mc,
             nc,
@@ -768,41 +764,7 @@ pub fn sgemm_with(
     if b.rows != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    if uk.mr == 0 || uk.nr == 0 || uk.mr > MAX_MR || uk.nr > MAX_NR {
-        return Err(KernelError::Unsupported {
-            detail: "gemm: micro-kernel tile exceeds MAX_MR x MAX_NR",
-        });
-    }
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    if ldc < n {
-        return Err(shape_err("gemm: ldc < n"));
-    }
-    let c_need = (m - 1)
-        .checked_mul(ldc)
-        .and_then(|x| x.checked_add(n))
-        .ok_or(shape_err("gemm: C extent overflows"))?;
-    if c.len() < c_need {
-        return Err(shape_err("gemm: C slice too short"));
-    }
-    if let Some(bv) = bias {
-        if bv.len() < n {
-            return Err(shape_err("gemm: bias shorter than n"));
-        }
-    }
-    if k == 0 {
-        // Empty product: C = beta·C + bias.
-        for i in 0..m {
-            let row = &mut c[i * ldc..i * ldc + n];
-            for (j, x) in row.iter_mut().enumerate() {
-                let mut v = if beta == 0.0 { 0.0 } else { beta * *x };
-                if let Some(bv) = bias {
-                    v += bv[j];
-                }
-                *x = v;
-            }
-        }
+    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
         return Ok(());
     }
     // M = 1 on AArch64 with an Arm kernel: a GEMV without packing (`kernels::arm::gemv`).
@@ -832,12 +794,6 @@ pub fn sgemm_with(
             got: scratch.len() * 4,
         });
     }
-    let plan = plan(uk, m, n, k, b.cs == 1);
-    let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
-    // Scratch layout: [pad to 64 bytes][packed B panel or column tail][packed A block].
-    // Panels are kc·NR / kc·MR floats apart inside their areas.
-    let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
-    let apack = &mut rest[..plan.a_len];
     let mut t = Tiles {
         uk,
         c,
@@ -846,77 +802,193 @@ pub fn sgemm_with(
         bias,
         tmp: core::mem::MaybeUninit::uninit(),
     };
-    let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
-    let mut pc = 0;
-    if plan.direct_b {
-        // pc → ic (pack A once) → jc → ir → jr, B read in place; only the column tail
-        // (n mod NR) is packed, once per depth block.
-        let n_full = n - n % nr;
-        while pc < k {
-            let kcb = kc.min(k - pc);
-            let beta_eff = if pc == 0 { beta } else { 1.0 };
-            let last = pc + kcb == k;
-            if n_full < n {
-                pack_b(uk, &b, pc, kcb, n_full, n - n_full, bpack);
-            }
-            let mut ic = 0;
-            while ic < m {
-                let mcb = plan.mc.min(m - ic);
-                pack_a(uk, &a, ic, mcb, pc, kcb, apack);
-                let mut jc = 0;
-                while jc < n {
-                    let ncb = plan.nc.min(n - jc);
-                    for ir in (0..mcb).step_by(mr) {
-                        let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
-                        for jr in (jc..jc + ncb).step_by(nr) {
-                            let (bptr, ldb) = if jr < n_full {
-                                // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of
-                                // a validated MatRef with unit column stride.
-                                (b.data[pc * b.rs + jr..].as_ptr(), b.rs)
-                            } else {
-                                (bpack.as_ptr(), nr)
-                            };
-                            // SAFETY: `bptr` rows p < kcb hold nr readable floats at p·ldb
-                            // (direct: B(pc+p, jr..jr+nr) inside `b.data`; tail: the packed
-                            // kcb × nr panel); `ap` has kcb·mr floats.
-                            unsafe {
-                                t.tile(
-                                    ap,
-                                    bptr,
-                                    ldb,
-                                    kcb,
-                                    ic + ir,
-                                    mcb - ir,
-                                    jr,
-                                    n - jr,
-                                    beta_eff,
-                                    last,
-                                )
-                            };
-                        }
-                    }
-                    jc += ncb;
-                }
-                ic += mcb;
-            }
-            pc += kcb;
-        }
-        return Ok(());
+    if b.cs == 1 {
+        direct(&mut t, &a, BSource::InPlace(b), m, n, k, beta, scratch);
+    } else {
+        packed(&mut t, &a, &b, m, n, k, beta, scratch);
     }
-    // Packed B (BLIS order): jc → pc (pack B) → ic (pack A) → jr → ir.
+    Ok(())
+}
+
+/// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
+/// `C = beta·C + bias`). `Ok(false)` when nothing is left to compute.
+#[allow(clippy::too_many_arguments)]
+fn check_call(
+    uk: &MicroKernel,
+    m: usize,
+    n: usize,
+    k: usize,
+    c: &mut [f32],
+    ldc: usize,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> Result<bool, KernelError> {
+    if uk.mr == 0 || uk.nr == 0 || uk.mr > MAX_MR || uk.nr > MAX_NR {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: micro-kernel tile exceeds MAX_MR x MAX_NR",
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(false);
+    }
+    if ldc < n {
+        return Err(shape_err("gemm: ldc < n"));
+    }
+    let c_need = (m - 1)
+        .checked_mul(ldc)
+        .and_then(|x| x.checked_add(n))
+        .ok_or(shape_err("gemm: C extent overflows"))?;
+    if c.len() < c_need {
+        return Err(shape_err("gemm: C slice too short"));
+    }
+    if let Some(bv) = bias {
+        if bv.len() < n {
+            return Err(shape_err("gemm: bias shorter than n"));
+        }
+    }
+    if k == 0 {
+        // Empty product: C = beta·C + bias.
+        for i in 0..m {
+            let row = &mut c[i * ldc..i * ldc + n];
+            for (j, x) in row.iter_mut().enumerate() {
+                let mut v = if beta == 0.0 { 0.0 } else { beta * *x };
+                if let Some(bv) = bias {
+                    v += bv[j];
+                }
+                *x = v;
+            }
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Where the direct loop nest reads B from.
+#[derive(Clone, Copy)]
+enum BSource<'b> {
+    /// A row-major B (unit column stride) read in place; the column tail is packed.
+    InPlace(MatRef<'b>),
+    /// Whole-depth panels packed ahead of time ([`PackedB`]).
+    Prepacked(PackedB<'b>),
+}
+
+/// The direct loop nest: pc → ic (pack A once) → jc → ir → jr, B never packed except a
+/// column tail of an in-place B (n mod NR, once per depth block).
+#[allow(clippy::too_many_arguments)]
+fn direct(
+    t: &mut Tiles<'_, '_>,
+    a: &MatRef<'_>,
+    b: BSource<'_>,
+    m: usize,
+    n: usize,
+    k: usize,
+    beta: f32,
+    scratch: &mut [f32],
+) {
+    let uk = t.uk;
+    let plan = plan(uk, m, n, k, true);
+    let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
+    // Scratch layout: [pad to 64 bytes][packed column tail][packed A block].
+    let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
+    let apack = &mut rest[..plan.a_len];
+    let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
+    let n_full = match b {
+        BSource::InPlace(_) => n - n % nr,
+        BSource::Prepacked(_) => n,
+    };
+    let mut pc = 0;
+    while pc < k {
+        let kcb = kc.min(k - pc);
+        let beta_eff = if pc == 0 { beta } else { 1.0 };
+        let last = pc + kcb == k;
+        if let BSource::InPlace(bm) = b {
+            if n_full < n {
+                pack_b(uk, &bm, pc, kcb, n_full, n - n_full, bpack);
+            }
+        }
+        let mut ic = 0;
+        while ic < m {
+            let mcb = plan.mc.min(m - ic);
+            pack_a(uk, a, ic, mcb, pc, kcb, apack);
+            let mut jc = 0;
+            while jc < n {
+                let ncb = plan.nc.min(n - jc);
+                for ir in (0..mcb).step_by(mr) {
+                    let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                    for jr in (jc..jc + ncb).step_by(nr) {
+                        let (bptr, ldb) = match b {
+                            // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of a
+                            // validated MatRef with unit column stride.
+                            BSource::InPlace(bm) if jr < n_full => {
+                                (bm.data[pc * bm.rs + jr..].as_ptr(), bm.rs)
+                            }
+                            BSource::InPlace(_) => (bpack.as_ptr(), nr),
+                            // Panel jr/nr, rows pc.. of a validated PackedB (k·nr floats
+                            // per panel, nr == uk.nr checked by the caller).
+                            BSource::Prepacked(pb) => {
+                                (pb.data[(jr / nr) * k * nr + pc * nr..].as_ptr(), nr)
+                            }
+                        };
+                        // SAFETY: `bptr` rows p < kcb hold nr readable floats at p·ldb
+                        // (in place: B(pc+p, jr..jr+nr) inside `b.data`; tail: the packed
+                        // kcb × nr panel; prepacked: rows pc+p of a k × nr panel); `ap` has
+                        // kcb·mr floats.
+                        unsafe {
+                            t.tile(
+                                ap,
+                                bptr,
+                                ldb,
+                                kcb,
+                                ic + ir,
+                                mcb - ir,
+                                jr,
+                                n - jr,
+                                beta_eff,
+                                last,
+                            )
+                        };
+                    }
+                }
+                jc += ncb;
+            }
+            ic += mcb;
+        }
+        pc += kcb;
+    }
+}
+
+/// The packed loop nest (BLIS order): jc → pc (pack B) → ic (pack A) → jr → ir.
+#[allow(clippy::too_many_arguments)]
+fn packed(
+    t: &mut Tiles<'_, '_>,
+    a: &MatRef<'_>,
+    b: &MatRef<'_>,
+    m: usize,
+    n: usize,
+    k: usize,
+    beta: f32,
+    scratch: &mut [f32],
+) {
+    let uk = t.uk;
+    let plan = plan(uk, m, n, k, false);
+    let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
+    // Scratch layout: [pad to 64 bytes][packed B panel][packed A block].
+    let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
+    let apack = &mut rest[..plan.a_len];
+    let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
     let mut jc = 0;
     while jc < n {
         let ncb = plan.nc.min(n - jc);
-        pc = 0;
+        let mut pc = 0;
         while pc < k {
             let kcb = kc.min(k - pc);
             let beta_eff = if pc == 0 { beta } else { 1.0 };
             let last = pc + kcb == k;
-            pack_b(uk, &b, pc, kcb, jc, ncb, bpack);
+            pack_b(uk, b, pc, kcb, jc, ncb, bpack);
             let mut ic = 0;
             while ic < m {
                 let mcb = plan.mc.min(m - ic);
-                pack_a(uk, &a, ic, mcb, pc, kcb, apack);
+                pack_a(uk, a, ic, mcb, pc, kcb, apack);
                 for jr in (0..ncb).step_by(nr) {
                     let bp = &bpack[(jr / nr) * kcb * nr..][..kcb * nr];
                     for ir in (0..mcb).step_by(mr) {
@@ -945,7 +1017,172 @@ pub fn sgemm_with(
         }
         jc += ncb;
     }
+}
+
+/// A `[K, N]` B packed ahead of time for micro-kernels of tile width `nr` ("pre-packed
+/// weights", e.g. stored so by `xtask lower` and read in place from the program).
+///
+/// Layout: `ceil(n / nr)` panels, panel `q` = columns `q·nr ..`, each `k` rows of `nr`
+/// floats: `data[q·k·nr + p·nr + j] = B(p, q·nr + j)`, zero for columns `≥ n`. Whole-depth
+/// panels make the layout independent of the driver's depth blocking.
+#[derive(Clone, Copy, Debug)]
+pub struct PackedB<'a> {
+    data: &'a [f32],
+    k: usize,
+    n: usize,
+    nr: usize,
+}
+
+impl<'a> PackedB<'a> {
+    /// Floats of a packed `k × n` B for tile width `nr` (`None` on overflow or `nr = 0`).
+    pub fn len_for(k: usize, n: usize, nr: usize) -> Option<usize> {
+        if nr == 0 {
+            return None;
+        }
+        n.div_ceil(nr).checked_mul(k)?.checked_mul(nr)
+    }
+
+    /// A packed view; `data` must hold exactly [`PackedB::len_for`]`(k, n, nr)` floats.
+    pub fn new(data: &'a [f32], k: usize, n: usize, nr: usize) -> Result<PackedB<'a>, KernelError> {
+        if nr == 0 || nr > MAX_NR {
+            return Err(shape_err("gemm: packed B tile width out of range"));
+        }
+        if PackedB::len_for(k, n, nr) != Some(data.len()) {
+            return Err(shape_err("gemm: packed B length does not match k, n, nr"));
+        }
+        Ok(PackedB { data, k, n, nr })
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    pub fn nr(&self) -> usize {
+        self.nr
+    }
+}
+
+/// Packs `b` (`k × n`, any strides) into the [`PackedB`] layout for tile width `nr`;
+/// `dst` must hold exactly [`PackedB::len_for`]`(k, n, nr)` floats.
+pub fn pack_b_ahead(b: MatRef<'_>, nr: usize, dst: &mut [f32]) -> Result<(), KernelError> {
+    let (k, n) = (b.rows, b.cols);
+    if nr == 0 || nr > MAX_NR || PackedB::len_for(k, n, nr) != Some(dst.len()) {
+        return Err(shape_err(
+            "gemm: packed B destination does not match k, n, nr",
+        ));
+    }
+    if k == 0 {
+        return Ok(());
+    }
+    for (q, panel) in dst.chunks_exact_mut(k * nr).enumerate() {
+        let j0 = q * nr;
+        let cols = nr.min(n - j0);
+        // Columns j0 .. j0+cols ≤ n, rows 0 .. k of a validated view.
+        pack_panel(b.data, j0 * b.cs, b.cs, b.rs, cols, nr, k, panel);
+    }
     Ok(())
+}
+
+/// [`sgemm`] with B pre-packed ([`PackedB`]): `C = alpha·A·B + beta·C + bias`, same
+/// contract for A, C, bias, alpha, beta and `scratch` ([`sgemm_scratch_len`]).
+///
+/// Uses the shape's micro-kernel if its tile width is `b.nr()` (panels read in place, only
+/// A is packed), else a kernel of the same ISA with that width, else computes each panel as
+/// a row-major `k × nr` product with [`sgemm`] (same result, B still read in place).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked(
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.n);
+    if b.k != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    let uk = Some(micro_kernel_for(m, n, k))
+        .filter(|uk| uk.nr == b.nr)
+        .or_else(|| kernel_with_nr(b.nr));
+    let Some(uk) = uk else {
+        // No kernel of this width here: one in-place product per panel.
+        if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias)? {
+            return Ok(());
+        }
+        for (q, panel) in b.data.chunks_exact(k * b.nr).enumerate() {
+            let j0 = q * b.nr;
+            let w = b.nr.min(n - j0);
+            let bq = MatRef::new(panel, k, w, b.nr, 1)?;
+            let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
+            sgemm(a, bq, &mut c[j0..], ldc, alpha, beta, bias_q, scratch)?;
+        }
+        return Ok(());
+    };
+    sgemm_prepacked_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
+}
+
+/// [`sgemm_prepacked`] with an explicit micro-kernel, whose tile width must be `b.nr()`
+/// (`KernelError::Unsupported` otherwise).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_with(
+    uk: &MicroKernel,
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.n);
+    if b.k != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    if uk.nr != b.nr {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: packed B tile width differs from the micro-kernel's",
+        });
+    }
+    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+        return Ok(());
+    }
+    let need = scratch_len_for(uk, m, n, k);
+    if scratch.len() < need {
+        return Err(KernelError::Scratch {
+            needed: need * 4,
+            got: scratch.len() * 4,
+        });
+    }
+    let mut t = Tiles {
+        uk,
+        c,
+        ldc,
+        alpha,
+        bias,
+        tmp: core::mem::MaybeUninit::uninit(),
+    };
+    direct(&mut t, &a, BSource::Prepacked(b), m, n, k, beta, scratch);
+    Ok(())
+}
+
+/// The tile width [`sgemm_prepacked`] runs fastest with for an `m × n × k` product on this
+/// CPU (what `xtask lower` packs for when it targets the running machine).
+pub fn prepack_nr(m: usize, n: usize, k: usize) -> usize {
+    micro_kernel_for(m, n, k).nr
+}
+
+/// A micro-kernel of the selected ISA with tile width `nr`, if there is one.
+fn kernel_with_nr(nr: usize) -> Option<&'static MicroKernel> {
+    #[cfg(target_arch = "aarch64")]
+    return crate::kernels::arm::kernel_with_nr(nr);
+    #[cfg(not(target_arch = "aarch64"))]
+    Some(micro_kernel()).filter(|uk| uk.nr == nr)
 }
 
 /// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
@@ -1256,6 +1493,36 @@ mod tests {
         with_bias: bool,
         ldc_pad: usize,
     ) {
+        check_with(
+            uk,
+            rng,
+            (m, n, k),
+            la,
+            lb,
+            alpha,
+            beta,
+            with_bias,
+            ldc_pad,
+            0,
+        )
+    }
+
+    /// [`check`] with `prepack`: 0 B as given, 1 B pre-packed for `uk`'s width
+    /// ([`sgemm_prepacked_with`]), 2 pre-packed for a width no kernel has
+    /// ([`sgemm_prepacked`]'s per-panel fallback).
+    #[allow(clippy::too_many_arguments)]
+    fn check_with(
+        uk: &MicroKernel,
+        rng: &mut Rng,
+        (m, n, k): (usize, usize, usize),
+        la: u8,
+        lb: u8,
+        alpha: f32,
+        beta: f32,
+        with_bias: bool,
+        ldc_pad: usize,
+        prepack: u8,
+    ) {
         let (ad, ars, acs) = operand(rng, m, k, la);
         let (bd, brs, bcs) = operand(rng, k, n, lb);
         let a = MatRef::new(&ad, m, k, ars, acs).unwrap();
@@ -1274,18 +1541,22 @@ mod tests {
         let c0 = c.clone();
         let bias = rng.vec(n);
         let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
-        sgemm_with(
-            uk,
-            a,
-            b,
-            &mut c,
-            ldc,
-            alpha,
-            beta,
-            with_bias.then_some(&bias[..]),
-            &mut scratch,
-        )
-        .unwrap();
+        let bias_opt = with_bias.then_some(&bias[..]);
+        if prepack == 0 {
+            sgemm_with(uk, a, b, &mut c, ldc, alpha, beta, bias_opt, &mut scratch).unwrap();
+        } else {
+            // 1: packed for this kernel's width; 2: for a width no kernel has (5).
+            let nr = if prepack == 1 { uk.nr } else { 5 };
+            let mut pd = vec![f32::NAN; PackedB::len_for(k, n, nr).unwrap()];
+            pack_b_ahead(b, nr, &mut pd).unwrap();
+            let pb = PackedB::new(&pd, k, n, nr).unwrap();
+            if prepack == 1 {
+                sgemm_prepacked_with(uk, a, pb, &mut c, ldc, alpha, beta, bias_opt, &mut scratch)
+            } else {
+                sgemm_prepacked(a, pb, &mut c, ldc, alpha, beta, bias_opt, &mut scratch)
+            }
+            .unwrap();
+        }
         for i in 0..m {
             for j in 0..n {
                 let (mut s, mut sa) = (0.0f64, 0.0f64);
@@ -1308,8 +1579,8 @@ mod tests {
                 let tol = (k as f64 + 3.0) * 1.2e-7 * mag + 1e-30;
                 assert!(
                     (got - want).abs() <= tol,
-                    "{} m={m} n={n} k={k} la={la} lb={lb} alpha={alpha} beta={beta} \
-                     bias={with_bias} at ({i},{j}): got {got}, want {want}",
+                    "{} m={m} n={n} k={k} la={la} lb={lb} prepack={prepack} alpha={alpha} \
+                     beta={beta} bias={with_bias} at ({i},{j}): got {got}, want {want}",
                     uk.name
                 );
             }
@@ -1424,6 +1695,42 @@ mod tests {
                 check(uk, &mut rng, m, n, k, 0, 0, 0.5, 1.0, false, 3);
             }
         }
+    }
+
+    #[test]
+    fn prepacked_b() {
+        // Pre-packed B on every kernel: odd edges, one and several depth blocks, tails in M
+        // and N, alpha/beta/bias, padded C; then the per-panel fallback for a width no kernel
+        // has, and a mismatched width refused.
+        let mut rng = Rng(0x5eed);
+        for uk in kernels() {
+            for &(m, n, k) in &[
+                (1, 1, 1),
+                (3, 17, 129),
+                (17, 129, 3),
+                (129, 3, 17),
+                (33, 40, 1500),
+                (64, 96, 64),
+            ] {
+                check_with(uk, &mut rng, (m, n, k), 0, 0, 1.0, 0.0, true, 0, 1);
+                check_with(uk, &mut rng, (m, n, k), 1, 1, 0.5, 0.25, false, 3, 1);
+            }
+        }
+        for &(m, n, k) in &[(1, 1, 1), (17, 23, 9), (40, 12, 300)] {
+            check_with(&PORTABLE, &mut rng, (m, n, k), 0, 0, 1.0, 1.0, true, 1, 2);
+        }
+        let d = vec![0.0f32; PackedB::len_for(4, 4, 5).unwrap()];
+        let pb = PackedB::new(&d, 4, 4, 5).unwrap();
+        let a = [0.0f32; 8];
+        let mut c = [0.0f32; 8];
+        let mut s = vec![0.0f32; GEMM_SCRATCH_F32];
+        let am = MatRef::row_major(&a, 2, 4).unwrap();
+        assert!(matches!(
+            sgemm_prepacked_with(&PORTABLE, am, pb, &mut c, 4, 1.0, 0.0, None, &mut s),
+            Err(KernelError::Unsupported { .. })
+        ));
+        assert!(PackedB::new(&d[1..], 4, 4, 5).is_err());
+        assert!(PackedB::new(&d, 4, 4, 0).is_err());
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub struct GemmArgs {
     /// `-strict-align`, as every firmware and the Linux build; see baremetal/gemm.rs).
     #[arg(long)]
     strict_align: bool,
+    /// B pre-packed for the kernel's tile width before the counted call (`sgemm_prepacked`:
+    /// weights stored packed by `xtask lower`); default: row-major B read in place (`sgemm`).
+    #[arg(long)]
+    prepacked_b: bool,
     /// Testing (icount): the firmware damages one entry of C after the call; the run must fail.
     #[arg(long, hide = true)]
     corrupt_c: bool,
@@ -243,6 +247,12 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
                 args.m.to_string().into(),
                 args.k.to_string().into(),
                 args.n.to_string().into(),
+                if args.prepacked_b {
+                    "prepacked"
+                } else {
+                    "in-place"
+                }
+                .into(),
             ],
         })
         .stdout(Stdio::piped())
@@ -300,13 +310,14 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
             "isa": isa, "m": args.m, "k": args.k, "n": args.n, "vector_bits": bits,
             "instructions": tc.count, "fma_instructions_ideal": ideal as u64,
             "density": (density * 10000.0).round() / 10000.0,
+            "b": if args.prepacked_b { "prepacked" } else { "in place" },
             "method": "qemu-user exec trace",
         });
         println!("{v}");
     } else {
         println!(
-            "{isa} {}x{}x{} at {bits} bits: {} instructions ({} blocks), ideal FMA {}, density {:.4}",
-            args.m, args.k, args.n, tc.count, tc.blocks, ideal, density
+            "{isa} {}x{}x{} at {bits} bits, B {}: {} instructions ({} blocks), ideal FMA {}, density {:.4}",
+            args.m, args.k, args.n, if args.prepacked_b { "prepacked" } else { "in place" }, tc.count, tc.blocks, ideal, density
         );
         let mut v: Vec<_> = tc.by_symbol.iter().collect();
         v.sort_by(|a, b| b.1.cmp(a.1));
@@ -347,6 +358,7 @@ fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
         timeout: std::time::Duration::from_secs(args.timeout),
         strict_align: args.strict_align,
         corrupt_c: args.corrupt_c,
+        prepacked_b: args.prepacked_b,
     })?;
     let bits = r.vector_bits as usize;
     let insns = r.instructions();
@@ -357,13 +369,14 @@ fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
             "isa": isa, "m": args.m, "k": args.k, "n": args.n, "vector_bits": bits,
             "instructions": insns, "fma_instructions_ideal": ideal as u64,
             "density": (density * 10000.0).round() / 10000.0,
+            "b": if args.prepacked_b { "prepacked" } else { "in place" },
             "method": if args.strict_align { "qemu-system icount (strict-align)" } else { "qemu-system icount" },
         });
         println!("{v}");
     } else {
         println!(
-            "{isa} {}x{}x{} at {bits} bits: {insns} instructions (qemu-system icount), ideal FMA {ideal}, density {:.4}",
-            args.m, args.k, args.n, density
+            "{isa} {}x{}x{} at {bits} bits, B {}: {insns} instructions (qemu-system icount), ideal FMA {ideal}, density {:.4}",
+            args.m, args.k, args.n, if args.prepacked_b { "prepacked" } else { "in place" }, density
         );
         println!(
             "  counter ticks around the call {}, empty bracket {}, warm-up call {}; CNTFRQ {} Hz",

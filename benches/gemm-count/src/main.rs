@@ -1,4 +1,5 @@
-//! `gemm-count ISA M K N`: one `sgemm` call (row-major A, B, C; beta 0, no bias) with the ISA
+//! `gemm-count ISA M K N [in-place|prepacked]`: one `sgemm` call (or, `prepacked`, one
+//! `sgemm_prepacked` call on B packed beforehand for the kernel's tile width) (row-major A, B, C; beta 0, no bias) with the ISA
 //! forced, bracketed by calls to the never-inlined marks `ptera_bench_mark_begin` and
 //! `ptera_bench_mark_end`, so that an instruction trace of the process (qemu-user
 //! `-d in_asm,exec,nochain`) can count exactly the instructions of the call.
@@ -8,7 +9,9 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptera::kernels::arm::{self, Isa};
-use ptera::kernels::gemm::{sgemm, sgemm_scratch_len, MatRef};
+use ptera::kernels::gemm::{
+    pack_b_ahead, prepack_nr, sgemm, sgemm_prepacked, sgemm_scratch_len, MatRef, PackedB,
+};
 
 static MARKS: AtomicU32 = AtomicU32::new(0);
 
@@ -26,8 +29,8 @@ pub extern "C" fn ptera_bench_mark_end() {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() != 4 {
-        eprintln!("usage: gemm-count ISA M K N");
+    if !(4..=5).contains(&args.len()) {
+        eprintln!("usage: gemm-count ISA M K N [in-place|prepacked]");
         std::process::exit(2);
     }
     let isa = Isa::parse(&args[0]).unwrap_or_else(|| {
@@ -61,8 +64,19 @@ fn main() {
     let mut scratch = vec![0.0f32; sgemm_scratch_len(m, n, k)];
     let am = MatRef::row_major(&a, m, k).unwrap();
     let bm = MatRef::row_major(&b, k, n).unwrap();
+    let prepacked = args.get(4).is_some_and(|s| s == "prepacked");
+    let mut pd = Vec::new();
+    if prepacked {
+        let nr = prepack_nr(m, n, k);
+        pd = vec![0.0f32; PackedB::len_for(k, n, nr).expect("packed size")];
+        pack_b_ahead(bm, nr, &mut pd).expect("pack B");
+    }
+    let pb = prepacked.then(|| PackedB::new(&pd, k, n, prepack_nr(m, n, k)).expect("packed B"));
     ptera_bench_mark_begin();
-    let r = sgemm(am, bm, &mut c, n, 1.0, 0.0, None, &mut scratch);
+    let r = match pb {
+        Some(pb) => sgemm_prepacked(am, pb, &mut c, n, 1.0, 0.0, None, &mut scratch),
+        None => sgemm(am, bm, &mut c, n, 1.0, 0.0, None, &mut scratch),
+    };
     ptera_bench_mark_end();
     r.expect("sgemm");
     // Spot check one element against a scalar dot product.

@@ -13,7 +13,9 @@
 //! | 8 | ISA u32 (`ptera::kernels::arm::Isa` code: 1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2) |
 //! | 12, 16, 20 | M, K, N u32 |
 //! | 24 | vector length in bits u32 (0: the firmware default, 512) |
-//! | 28 | flags u32: bit 0 (testing) corrupts one entry of C after the measured call |
+//! | 28 | flags u32: bit 0 (testing) corrupts one entry of C after the measured call; bit 1: B is
+//! pre-packed (`gemm::pack_b_ahead` for the kernel's tile width, before the counted calls) and the
+//! call is `sgemm_prepacked`, as for weights stored packed by `xtask lower` |
 //!
 //! A `[M,K]`, B `[K,N]` (row-major, the same deterministic values as `benches/gemm-count`), C
 //! `[M,N]` and the GEMM scratch follow the parameter page in the same region (B of the GPT-2
@@ -30,7 +32,9 @@ use core::hint::black_box;
 
 use defmt::Debug2Format;
 use ptera::kernels::arm::{self, Isa};
-use ptera::kernels::gemm::{sgemm, sgemm_scratch_len, MatRef};
+use ptera::kernels::gemm::{
+    pack_b_ahead, prepack_nr, sgemm, sgemm_prepacked, sgemm_scratch_len, MatRef, PackedB,
+};
 
 use crate::board::BENCH_RAM;
 use crate::console::{self, Report};
@@ -52,6 +56,8 @@ struct Params {
     vl_bits: u32,
     /// Testing: damage C after the call, to prove the checks catch it.
     corrupt: bool,
+    /// B pre-packed for the kernel ([`PackedB`]) before the counted calls.
+    prepacked: bool,
 }
 
 fn invalid(detail: &'static str) -> StageError {
@@ -102,6 +108,7 @@ fn read_params() -> Result<Params, StageError> {
         n,
         vl_bits,
         corrupt: word(7) & 1 != 0,
+        prepacked: word(7) & 2 != 0,
     })
 }
 
@@ -344,8 +351,18 @@ pub fn run(report: &mut Report) -> Result<(), StageError> {
     let am = MatRef::row_major(a, m, k).map_err(|_| invalid("A shape"))?;
     let bm = MatRef::row_major(b, k, n).map_err(|_| invalid("B shape"))?;
 
-    let call = |c: &mut [f32], scratch: &mut [f32]| {
-        sgemm(black_box(am), black_box(bm), c, n, 1.0, 0.0, None, scratch)
+    let packed = if p.prepacked {
+        let nr = prepack_nr(m, n, k);
+        let len = PackedB::len_for(k, n, nr).ok_or(invalid("packed B size overflows"))?;
+        let d = carve(&mut offset, len, || 0.0)?;
+        pack_b_ahead(bm, nr, d).map_err(|_| invalid("packing B"))?;
+        Some(PackedB::new(d, k, n, nr).map_err(|_| invalid("packed B"))?)
+    } else {
+        None
+    };
+    let call = |c: &mut [f32], scratch: &mut [f32]| match packed {
+        Some(pb) => sgemm_prepacked(black_box(am), black_box(pb), c, n, 1.0, 0.0, None, scratch),
+        None => sgemm(black_box(am), black_box(bm), c, n, 1.0, 0.0, None, scratch),
     };
     let e0 = cpu::cntvct();
     let e1 = cpu::cntvct();

@@ -308,5 +308,17 @@ pub fn micro_kernel_for(n: usize) -> &'static MicroKernel {
     micro_kernel()
 }
 
+/// A micro-kernel of [`selected`] with tile width `nr` (Neon has 8 × 12 and 8 × 8; the
+/// vector-length-agnostic kernels have one width, set by the running vector length).
+pub fn kernel_with_nr(nr: usize) -> Option<&'static MicroKernel> {
+    #[cfg(target_arch = "aarch64")]
+    if selected() == Isa::Neon {
+        return [&neon::NEON_8X12, &neon::NEON_8X8]
+            .into_iter()
+            .find(|uk| uk.nr() == nr);
+    }
+    Some(micro_kernel()).filter(|uk| uk.nr() == nr)
+}
+
 #[cfg(test)]
 mod tests;

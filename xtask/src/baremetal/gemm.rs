@@ -40,6 +40,8 @@ pub struct GemmRequest {
     pub strict_align: bool,
     /// Testing: the firmware damages one entry of C after the call (the run must then fail).
     pub corrupt_c: bool,
+    /// B pre-packed for the kernel before the counted call (`sgemm_prepacked`).
+    pub prepacked_b: bool,
 }
 
 /// What the firmware measured.
@@ -82,7 +84,7 @@ fn params(req: &GemmRequest) -> Result<Vec<u8>> {
         dim(req.k)?,
         dim(req.n)?,
         req.vl.map_or(0, |v| v as u32),
-        u32::from(req.corrupt_c),
+        u32::from(req.corrupt_c) | u32::from(req.prepacked_b) << 1,
     ] {
         b.extend_from_slice(&v.to_le_bytes());
     }
@@ -241,6 +243,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             strict_align: false,
             corrupt_c: true,
+            prepacked_b: true,
         };
         let b = params(&req).unwrap();
         assert_eq!(&b[..4], b"PTGB");
@@ -248,7 +251,7 @@ mod tests {
             .chunks(4)
             .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
             .collect();
-        assert_eq!(words, [1, 4, 128, 768, 50257, 512, 1]);
+        assert_eq!(words, [1, 4, 128, 768, 50257, 512, 3]);
     }
 
     #[test]
