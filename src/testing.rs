@@ -96,6 +96,14 @@ pub enum Step {
     Free(i32),
 }
 
+/// What [`OpTest::run_inspect`] saw.
+#[derive(Debug, Default)]
+pub struct Inspected {
+    pub outputs: Vec<TestTensor>,
+    pub demands: Vec<crate::exec::demand::RowDemand>,
+    pub tensors: Vec<TestTensor>,
+}
+
 /// One-operator program builder and runner.
 pub struct OpTest {
     op: String,
@@ -231,6 +239,24 @@ impl OpTest {
 
     pub fn constant_f32(&mut self, dims: &[usize], data: &[f32]) -> i32 {
         self.constant(DType::F32, dims, &to_bytes(data))
+    }
+
+    /// A planned f32 tensor that is neither an input nor an output (an intermediate).
+    pub fn intermediate_f32(&mut self, dims: &[usize]) -> i32 {
+        self.planned(DType::F32, dims, false)
+    }
+
+    /// A planned tensor sharing `of`'s storage (same arena offset) with other dims: a view,
+    /// as ExecuTorch's memory planner emits for `view`/`reshape`.
+    pub fn view_of(&mut self, of: i32, dims: &[usize]) -> i32 {
+        let Spec::Tensor(t) = self.values[of as usize].clone() else {
+            panic!("view_of: value {of} is not a tensor");
+        };
+        self.push(Spec::Tensor(TensorSpec {
+            sizes: dims.iter().map(|&d| d as i32).collect(),
+            dim_order: (0..dims.len() as u8).collect(),
+            ..t
+        }))
     }
 
     /// A planned, statically shaped output tensor.
@@ -624,7 +650,38 @@ impl OpTest {
         self.run_inner().map(|r| r.1)
     }
 
+    /// Runs and returns the outputs, the method's row demands and the tensors `values` as the
+    /// run left them.
+    pub fn run_inspect(&self, values: &[i32]) -> Result<Inspected, Error> {
+        let mut seen = Inspected::default();
+        self.run_with(|m| {
+            seen.demands = m.row_demands().to_vec();
+            seen.tensors = values
+                .iter()
+                .map(|&v| {
+                    let t = m.tensor(v as usize).expect("a tensor value");
+                    TestTensor {
+                        dtype: t.dtype(),
+                        shape: t.dims().to_vec(),
+                        bytes: t.bytes().to_vec(),
+                    }
+                })
+                .collect();
+        })
+        .map(|r| {
+            seen.outputs = r.0;
+            seen
+        })
+    }
+
     fn run_inner(&self) -> Result<(Vec<TestTensor>, Vec<Value<'static>>), Error> {
+        self.run_with(|_| {})
+    }
+
+    fn run_with(
+        &self,
+        mut after: impl FnMut(&crate::exec::Method<'_, '_>),
+    ) -> Result<(Vec<TestTensor>, Vec<Value<'static>>), Error> {
         let bytes = AlignedBuf::from_bytes(&self.build());
         let program = Program::load(bytes.as_slice())?;
         let meta = MethodMeta::new(&program, "forward", &self.registry)?;
@@ -638,6 +695,7 @@ impl OpTest {
             method.set_input(k, t.dtype, &Shape::new(&dims).expect("rank"), data)?;
         }
         method.execute()?;
+        after(&method);
         let mut out = Vec::new();
         for i in 0..method.num_outputs() {
             let t = method.output(i)?;

@@ -102,3 +102,25 @@ fn outputs_are_deterministic_across_runs() {
     let b = run_case("gpt2_portable", &Registry::portable()).unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn language_model_heads_compute_only_the_last_position() {
+    // Every GPT-2 / OPT fixture ends with logits over all T positions and a select of the last
+    // one: the head (portable mm, or the XNNPACK fully-connected region) is told to compute
+    // only row T - 1, and the outputs above still match ExecuTorch.
+    let registry = Registry::standard();
+    for case in ["gpt2", "gpt2b", "opt", "optb"] {
+        for kind in ["portable", "xnnpack"] {
+            let case = format!("{case}_{kind}");
+            let file = pte(&case);
+            let program = Program::load(file.as_slice()).unwrap();
+            let meta = MethodMeta::new(&program, "forward", &registry).unwrap();
+            let t = meta.input(0).unwrap().shape.dims()[1];
+            let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+            let method = bufs.load(meta, &registry).unwrap();
+            let d = method.row_demands();
+            assert_eq!(d.len(), 1, "{case}: {d:?}");
+            assert_eq!((d[0].lo, d[0].hi), (t as u32 - 1, t as u32), "{case}");
+        }
+    }
+}

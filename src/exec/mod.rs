@@ -5,6 +5,7 @@
 //! mutable buffers, and resolves kernels and delegates. [`Method::execute`] then runs chain
 //! instructions with no allocation.
 
+pub mod demand;
 pub mod value;
 
 use core::marker::PhantomData;
@@ -46,6 +47,8 @@ pub struct Method<'a, 'p> {
     delegates: &'a mut [DelegateSlot<'a, 'p>],
     input_set: &'a mut [bool],
     scratch: &'a mut [u8],
+    /// Output rows the program reads of some matmuls' outputs ([`demand`]).
+    demand: heapless::Vec<demand::RowDemand, { demand::MAX_DEMANDS }>,
     _arenas: PhantomData<&'a mut [u8]>,
 }
 
@@ -242,6 +245,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         };
         let input_set = bump.alloc(meta.num_inputs(), false, needed)?;
         let scratch = bump.alloc(meta.kernel_scratch_bytes(), 0u8, needed)?;
+        let demand = demand::analyse(plan, values, tensors);
         Ok(Method {
             meta,
             values,
@@ -250,6 +254,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             delegates,
             input_set,
             scratch,
+            demand,
             _arenas: PhantomData,
         })
     }
@@ -318,6 +323,11 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// The runtime value table (for inspection and tests).
     pub fn values(&self) -> &[Value<'p>] {
         self.values
+    }
+
+    /// The output-row restrictions found at load ([`demand`]).
+    pub fn row_demands(&self) -> &[demand::RowDemand] {
+        &self.demand
     }
 
     pub fn meta(&self) -> &MethodMeta<'p> {
@@ -425,6 +435,24 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         self.meta.num_outputs()
     }
 
+    /// View of any tensor value `value` (an intermediate, after `execute`: what the last
+    /// instruction writing it left there; rows outside a [`Method::row_demands`] restriction
+    /// are unspecified). For debugging and tests; `None` if `value` is not a tensor.
+    pub fn tensor(&self, value: usize) -> Option<TensorRef<'_>> {
+        let Some(Value::Tensor(s)) = self.values.get(value) else {
+            return None;
+        };
+        let t = self.tensors.get(*s as usize)?;
+        Some(TensorRef {
+            dtype: t.dtype,
+            shape: t.shape,
+            dim_order: t.dim_order,
+            data: t.data,
+            arg: value,
+            _life: PhantomData,
+        })
+    }
+
     /// View of output `index` after `execute`.
     pub fn output(&self, index: usize) -> Result<TensorRef<'_>, Error> {
         let outputs = self.meta.plan().outputs().unwrap_or_default();
@@ -477,7 +505,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         }
         self.input_set.iter_mut().for_each(|s| *s = false);
         let plan = self.meta.plan();
-        for chain in plan.chains().unwrap_or_default() {
+        for (ci, chain) in plan.chains().unwrap_or_default().iter().enumerate() {
             let instrs = chain.instructions().unwrap_or_default();
             let mut pc = 0usize;
             let mut steps = 0usize;
@@ -489,18 +517,23 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                         detail: "instruction limit exceeded",
                     });
                 }
-                pc = self.step(pc, instrs.get(pc))?;
+                pc = self.step(ci, pc, instrs.get(pc))?;
             }
         }
         Ok(())
     }
 
     /// Executes one instruction; returns the next pc.
-    fn step(&mut self, pc: usize, ins: fb::Instruction<'p>) -> Result<usize, Error> {
+    fn step(&mut self, chain: usize, pc: usize, ins: fb::Instruction<'p>) -> Result<usize, Error> {
         let broken = Error::Execution {
             instruction: pc,
             detail: "malformed instruction",
         };
+        let rows = self
+            .demand
+            .iter()
+            .find(|d| d.chain as usize == chain && d.pc as usize == pc)
+            .map(|d| (d.value as usize, d.lo as usize, d.hi as usize));
         match ins.instr_args_type() {
             fb::InstructionArguments::KernelCall => {
                 let k = ins.instr_args_as_kernel_call().ok_or(broken)?;
@@ -511,7 +544,8 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                     self.tensors,
                     k.args().unwrap_or_default(),
                     self.scratch,
-                );
+                )
+                .with_rows(rows);
                 f(&mut ctx).map_err(|source| Error::Kernel {
                     instruction: pc,
                     operator: self.op_name(op),
@@ -527,7 +561,8 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                     self.tensors,
                     d.args().unwrap_or_default(),
                     self.scratch,
-                );
+                )
+                .with_rows(rows);
                 slot.backend
                     .execute(&slot.init, slot.state, &mut ctx)
                     .map_err(|source| Error::Delegate {

@@ -116,6 +116,8 @@ pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) scratch: &'c mut [u8],
     /// Data ranges of outputs already handed out.
     pub(crate) outputs: heapless::Vec<(usize, usize), MAX_OUTPUTS>,
+    /// `(value, lo, hi)`: only rows `lo..hi` of tensor value `value` are read afterwards.
+    pub(crate) rows: Option<(usize, usize, usize)>,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
 }
 
@@ -132,8 +134,23 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             args,
             scratch,
             outputs: heapless::Vec::new(),
+            rows: None,
             _mem: PhantomData,
         }
+    }
+
+    /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
+    pub(crate) fn with_rows(mut self, rows: Option<(usize, usize, usize)>) -> Self {
+        self.rows = rows;
+        self
+    }
+
+    /// Rows `lo..hi` of argument `arg`'s tensor (viewed as `[numel / last_dim, last_dim]`)
+    /// when the rest of the program reads only those (`crate::exec::demand`); a kernel may
+    /// then leave the other rows unwritten. `None`: every row is needed.
+    pub fn demanded_rows(&self, arg: usize) -> Option<(usize, usize)> {
+        let (v, lo, hi) = self.rows?;
+        (self.index(arg).ok()? == v).then_some((lo, hi))
     }
 
     /// Number of arguments (the appended return included).

@@ -580,6 +580,25 @@ impl Backend for XnnpackBackend {
             }
         };
         let dims = |id: u32| locs[id as usize].dims();
+        // Rows of an external output the program reads (`exec::demand`), e.g. only the last
+        // position of a language-model head: a fully-connected node writing that output, read
+        // by no node of this graph, computes only those rows.
+        let demanded = locs
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT)
+            .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
+        let demanded = match demanded {
+            Some((id, r)) => {
+                let mut read = false;
+                for node in g.xnodes().unwrap_or_default() {
+                    let (ins, n) = graph::decode(node)?.0.inputs();
+                    read |= ins[..n].contains(&id);
+                }
+                (!read).then_some((id, r))
+            }
+            None => None,
+        };
         for node in g.xnodes().unwrap_or_default() {
             let (op, clamp) = graph::decode(node)?;
             let (po, no) = locate(op.output())?;
@@ -620,7 +639,17 @@ impl Backend for XnnpackBackend {
                     } else {
                         Some(rd(bias)?)
                     };
-                    run::fully_connected(rd(x)?, rd(w)?, b, out, k, n, transpose_w, gemm_scratch)?
+                    let (xs, o) = match demanded {
+                        Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
+                            let xs = rd(x)?;
+                            if hi * k > xs.len() {
+                                return Err(bad("demanded rows outside the input"));
+                            }
+                            (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
+                        }
+                        _ => (rd(x)?, &mut out[..]),
+                    };
+                    run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
                 }
                 Op::BatchMatMul {
                     a, b, transpose_b, ..

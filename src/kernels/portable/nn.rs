@@ -281,6 +281,15 @@ fn matmul_dtypes(ctx: &Ctx<'_, '_, '_>, ins: &[&TensorRef<'_>], out: usize) -> R
     need_dtype(ctx.out_dtype(out)?, DType::F32, out)
 }
 
+/// The output rows to compute for an `m`-row product written to argument `out`: the rows
+/// the program reads ([`Ctx::demanded_rows`], e.g. only the last position's logits), else all.
+fn rows_needed(ctx: &Ctx<'_, '_, '_>, out: usize, m: usize) -> (usize, usize) {
+    match ctx.demanded_rows(out) {
+        Some((lo, hi)) if lo < hi && hi <= m => (lo, hi),
+        _ => (0, m),
+    }
+}
+
 fn scalar_f32(s: Scalar) -> f32 {
     s.as_f64() as f32
 }
@@ -303,13 +312,14 @@ fn mm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         return Err(shape_err(1, "mm: mat2 rows must equal self columns"));
     }
     let (ad, bd) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
+    let (lo, hi) = rows_needed(ctx, 2, m);
     let mut out = ctx.output(2, &mk_shape(&[m, n], 2)?)?;
     let od = out.as_mut_slice::<f32>()?;
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, n, k))?;
+    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
     gemm::sgemm(
-        MatRef::row_major(ad, m, k)?,
+        MatRef::row_major(&ad[lo * k..], hi - lo, k)?,
         MatRef::row_major(bd, k, n)?,
-        od,
+        &mut od[lo * n..],
         n,
         1.0,
         0.0,
@@ -407,23 +417,24 @@ fn addmm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     );
     // Validate the broadcast before touching the output.
     let row_vector = s.rank() <= 2 && s.numel() == n && (s.rank() < 2 || s.dims()[0] == 1);
+    let (lo, hi) = rows_needed(ctx, 5, m);
     let mut out = ctx.output(5, &mk_shape(&[m, n], 5)?)?;
     let od = out.as_mut_slice::<f32>()?;
-    let am = MatRef::row_major(ad, m, k)?;
+    let am = MatRef::row_major(&ad[lo * k..], hi - lo, k)?;
     let bm = MatRef::row_major(bd, k, n)?;
     if beta == 0.0 {
         bcast_strides(s.dims(), &[m, n], 0)?;
-        let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, n, k))?;
-        return gemm::sgemm(am, bm, od, n, alpha, 0.0, None, scratch);
+        let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+        return gemm::sgemm(am, bm, &mut od[lo * n..], n, alpha, 0.0, None, scratch);
     }
     if beta == 1.0 && row_vector && n > 0 {
         // The common Linear case: bias per output column, added in the GEMM epilogue.
-        let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, n, k))?;
-        return gemm::sgemm(am, bm, od, n, alpha, 0.0, Some(sd), scratch);
+        let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+        return gemm::sgemm(am, bm, &mut od[lo * n..], n, alpha, 0.0, Some(sd), scratch);
     }
     broadcast_into(sd, s.dims(), od, &[m, n], 0)?;
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, n, k))?;
-    gemm::sgemm(am, bm, od, n, alpha, beta, None, scratch)
+    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+    gemm::sgemm(am, bm, &mut od[lo * n..], n, alpha, beta, None, scratch)
 }
 
 /// `aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1,
@@ -506,9 +517,10 @@ fn linear_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         Some(bt) => Some(bt.as_slice::<f32>()?),
         None => None,
     };
+    let (lo, hi) = rows_needed(ctx, 3, m);
     let mut out = ctx.output(3, &oshape)?;
     let od = out.as_mut_slice::<f32>()?;
-    let am = MatRef::row_major(xd, m, nin)?;
+    let am = MatRef::row_major(&xd[lo * nin..], hi - lo, nin)?;
     let bm = MatRef::row_major(wd, nout, nin)?.t();
     let (beta, vec_bias) = match (&bias, bd) {
         (Some(bt), Some(b)) if bt.rank() == 1 && bt.numel() == nout && nout > 0 => (0.0, Some(b)),
@@ -518,8 +530,17 @@ fn linear_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         }
         _ => (0.0, None),
     };
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, nout, nin))?;
-    gemm::sgemm(am, bm, od, nout, 1.0, beta, vec_bias, scratch)
+    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, nout, nin))?;
+    gemm::sgemm(
+        am,
+        bm,
+        &mut od[lo * nout..],
+        nout,
+        1.0,
+        beta,
+        vec_bias,
+        scratch,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
