@@ -390,7 +390,9 @@ unsafe fn block48(k: usize, x: *const f32, b: *const f32, brs: usize, out: &mut 
     }
 }
 
-/// Column-major B (`B(p, j) = b[p + j·cs]`): dot products, 4 columns at a time.
+/// Column-major B (`B(p, j) = b[p + j·cs]`, e.g. a `linear` / fully-connected weight
+/// `[N, K]`): dot products, 4 columns at a time sharing each load of `x` (4 accumulators,
+/// 8 depth steps per iteration), reduced pairwise at the end.
 #[allow(clippy::too_many_arguments)]
 fn cols(
     k: usize,
@@ -405,33 +407,47 @@ fn cols(
 ) {
     let k4 = k - k % 4;
     let mut j = 0;
-    while j < n {
-        let w = (n - j).min(4);
-        let mut s = [0.0f32; 4];
-        for (c, sc) in s.iter_mut().enumerate().take(w) {
-            let col = &b[(j + c) * cs..(j + c) * cs + k];
-            // SAFETY: `col` and `x` both have ≥ k floats; loads at p < k4 ≤ k − 3 read 4.
-            let mut t = unsafe {
-                let mut a0 = vdupq_n_f32(0.0);
-                let mut p = 0;
-                while p < k4 {
-                    a0 = vfmaq_f32(
-                        a0,
-                        vld1q_f32(x.as_ptr().add(p)),
-                        vld1q_f32(col.as_ptr().add(p)),
-                    );
-                    p += 4;
+    while j + 4 <= n {
+        let c: [&[f32]; 4] = core::array::from_fn(|q| &b[(j + q) * cs..(j + q) * cs + k]);
+        // SAFETY: `x` and the four column slices hold ≥ k floats; every 4-float load starts
+        // at p ≤ k4 − 4 (8-step body: p + 8 ≤ k4) so it ends at or before k.
+        let mut s = unsafe {
+            let mut acc = [vdupq_n_f32(0.0); 4];
+            let mut p = 0;
+            while p + 8 <= k4 {
+                let x0 = vld1q_f32(x.as_ptr().add(p));
+                let x1 = vld1q_f32(x.as_ptr().add(p + 4));
+                for (a, col) in acc.iter_mut().zip(&c) {
+                    *a = vfmaq_f32(*a, x0, vld1q_f32(col.as_ptr().add(p)));
+                    *a = vfmaq_f32(*a, x1, vld1q_f32(col.as_ptr().add(p + 4)));
                 }
-                vaddvq_f32(a0)
-            };
-            for p in k4..k {
-                t += x[p] * col[p];
+                p += 8;
             }
-            *sc = t;
+            if p < k4 {
+                let x0 = vld1q_f32(x.as_ptr().add(p));
+                for (a, col) in acc.iter_mut().zip(&c) {
+                    *a = vfmaq_f32(*a, x0, vld1q_f32(col.as_ptr().add(p)));
+                }
+            }
+            let s = vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3]));
+            let mut out = [0.0f32; 4];
+            vst1q_f32(out.as_mut_ptr(), s);
+            out
+        };
+        for p in k4..k {
+            for (q, col) in c.iter().enumerate() {
+                s[q] += x[p] * col[p];
+            }
         }
-        for (c, &v) in s.iter().enumerate().take(w) {
-            finish(v, &mut y[j + c], alpha, beta, bias, j + c);
+        for (q, &v) in s.iter().enumerate() {
+            finish(v, &mut y[j + q], alpha, beta, bias, j + q);
         }
-        j += w;
+        j += 4;
+    }
+    while j < n {
+        let col = &b[j * cs..j * cs + k];
+        let t: f32 = x[..k].iter().zip(col).map(|(a, b)| a * b).sum();
+        finish(t, &mut y[j], alpha, beta, bias, j);
+        j += 1;
     }
 }

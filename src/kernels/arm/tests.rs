@@ -361,7 +361,16 @@ fn gemv_every_isa() {
     let mut rng = Rng(31337);
     each_isa(|isa, uk| {
         force(isa).unwrap();
-        for &(n, k) in &[(600, 67), (1100, 1), (257, 300), (1024, 4), (64, 5)] {
+        for &(n, k) in &[
+            (600, 67),
+            (1100, 1),
+            (257, 300),
+            (1024, 4),
+            (64, 5),
+            (3, 17),
+            (129, 3),
+            (17, 129),
+        ] {
             for trans_b in [false, true] {
                 check(uk, &mut rng, 1, n, k, (false, trans_b), 1.0, 0.0, false, 0);
                 check(uk, &mut rng, 1, n, k, (false, trans_b), 0.5, 0.75, true, 0);
