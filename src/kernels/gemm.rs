@@ -787,21 +787,7 @@ pub fn sgemm_with(
     {
         return Ok(());
     }
-    let need = scratch_len_for(uk, m, n, k);
-    if scratch.len() < need {
-        return Err(KernelError::Scratch {
-            needed: need * 4,
-            got: scratch.len() * 4,
-        });
-    }
-    let mut t = Tiles {
-        uk,
-        c,
-        ldc,
-        alpha,
-        bias,
-        tmp: core::mem::MaybeUninit::uninit(),
-    };
+    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
     if b.cs == 1 {
         direct(&mut t, &a, BSource::InPlace(b), m, n, k, beta, scratch);
     } else {
@@ -1152,21 +1138,7 @@ pub fn sgemm_prepacked_with(
     if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
         return Ok(());
     }
-    let need = scratch_len_for(uk, m, n, k);
-    if scratch.len() < need {
-        return Err(KernelError::Scratch {
-            needed: need * 4,
-            got: scratch.len() * 4,
-        });
-    }
-    let mut t = Tiles {
-        uk,
-        c,
-        ldc,
-        alpha,
-        bias,
-        tmp: core::mem::MaybeUninit::uninit(),
-    };
+    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
     direct(&mut t, &a, BSource::Prepacked(b), m, n, k, beta, scratch);
     Ok(())
 }
@@ -1197,7 +1169,36 @@ struct Tiles<'c, 'k> {
     tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
 }
 
-impl Tiles<'_, '_> {
+impl<'c, 'k> Tiles<'c, 'k> {
+    /// The tile writer of one call, after checking that `scratch_len` floats of scratch
+    /// suffice for `uk` on an `m × n × k` product.
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        uk: &'k MicroKernel,
+        (m, n, k): (usize, usize, usize),
+        c: &'c mut [f32],
+        ldc: usize,
+        alpha: f32,
+        bias: Option<&'k [f32]>,
+        scratch_len: usize,
+    ) -> Result<Tiles<'c, 'k>, KernelError> {
+        let need = scratch_len_for(uk, m, n, k);
+        if scratch_len < need {
+            return Err(KernelError::Scratch {
+                needed: need * 4,
+                got: scratch_len * 4,
+            });
+        }
+        Ok(Tiles {
+            uk,
+            c,
+            ldc,
+            alpha,
+            bias,
+            tmp: core::mem::MaybeUninit::uninit(),
+        })
+    }
+
     /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
     ///
     /// # Safety
