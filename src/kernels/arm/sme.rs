@@ -177,38 +177,6 @@ macro_rules! fmopa4 {
     };
 }
 
-/// SME1 depth step `j` of an 8-step group: A column from the packed panel (immediate
-/// offsets from `{a}`, pre-biased by 8 vectors), the B row halves from `{b}` / `{bh}` plus
-/// the row offset `$o` (`j·ldb` floats, in a register; empty for `j = 0`).
-macro_rules! sme1_step {
-    ($a0:literal, $a1:literal, $o:literal) => {
-        sme1_step!("{a}", "{b}", "{bh}", $a0, $a1, $o)
-    };
-    ($a:literal, $b:literal, $bh:literal, $a0:literal, $a1:literal, $o:literal) => {
-        concat!(
-            "ld1w {{z0.s}}, p0/z, [",
-            $a,
-            ", #",
-            $a0,
-            ", mul vl]\n",
-            "ld1w {{z1.s}}, p0/z, [",
-            $a,
-            ", #",
-            $a1,
-            ", mul vl]\n",
-            "ld1w {{z2.s}}, p0/z, [",
-            $b,
-            $o,
-            "]\n",
-            "ld1w {{z3.s}}, p0/z, [",
-            $bh,
-            $o,
-            "]\n",
-            fmopa4!("z0", "z1", "z2", "z3"),
-        )
-    };
-}
-
 /// SME2 depth steps `2j`, `2j+1`: A columns for both with one 4-vector load (immediate
 /// offset `$a` vectors from `{a}`), each B row (both halves) with one 2-vector load from
 /// `$base` plus the row offsets `$o0` / `$o1`.
@@ -233,28 +201,6 @@ macro_rules! sme2_pair {
     };
 }
 
-/// SME1 depth step over a packed B panel (`ldb = NR`): A column and B row halves at
-/// immediate vector offsets `$o0`, `$o1` from `{a}` and `{b}`.
-macro_rules! sme1_packed_step {
-    ($o0:literal, $o1:literal) => {
-        concat!(
-            "ld1w {{z0.s}}, p0/z, [{a}, #",
-            $o0,
-            ", mul vl]\n",
-            "ld1w {{z1.s}}, p0/z, [{a}, #",
-            $o1,
-            ", mul vl]\n",
-            "ld1w {{z2.s}}, p0/z, [{b}, #",
-            $o0,
-            ", mul vl]\n",
-            "ld1w {{z3.s}}, p0/z, [{b}, #",
-            $o1,
-            ", mul vl]\n",
-            fmopa4!("z0", "z1", "z2", "z3"),
-        )
-    };
-}
-
 /// SME2 depth steps `2j`, `2j+1` over a packed B panel: both A columns and both B rows
 /// with one 4-vector load each (immediate offset `$o` vectors).
 macro_rules! sme2_packed_pair {
@@ -275,10 +221,11 @@ macro_rules! sme2_packed_pair {
 
 /// One SME kernel body: `smstart`, prologue, the given depth loop, epilogue, `smstop`.
 /// The depth loop reads `{k}` steps from `{a}` (packed, 2S floats per step) and from the
-/// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}`,
-/// `{bh}` and the extra scratch registers listed in brackets.
+/// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}` and
+/// the extra scratch registers listed in brackets.
 macro_rules! sme_kernel {
-    ($(#[$doc:meta])* $name:ident, $ext:literal, [$($extra:ident),*], $($line:expr,)*) => {
+    ($(#[$doc:meta])* $name:ident, $ext:literal, [$($extra:ident),*], $pro:expr, $epi:expr,
+     $($line:expr,)*) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -316,9 +263,9 @@ macro_rules! sme_kernel {
                     "smstart",
                     "ptrue p0.s",
                     "cntw {s}",
-                    za_prologue!(),
+                    $pro,
                     $($line,)*
-                    za_epilogue!(),
+                    $epi,
                     "smstop",
                     k = inout(reg) k => _,
                     a = inout(reg) a => _,
@@ -339,7 +286,6 @@ macro_rules! sme_kernel {
                     o5 = out(reg) _,
                     o6 = out(reg) _,
                     o7 = out(reg) _,
-                    bh = out(reg) _,
                     $($extra = out(reg) _,)*
                     out("x12") _,
                     );
@@ -363,87 +309,207 @@ macro_rules! row_offsets {
     };
 }
 
+/// SME1 depth step: the A column (both halves) and the B row (both halves) each with one
+/// `ld2w` structure load. `ld2w` de-interleaves: z0 / z1 hold the even / odd rows of the A
+/// column, z2 / z3 the even / odd columns of the B row, so za0 accumulates C's (even row,
+/// even column) elements, za1 (even, odd), za2 (odd, even), za3 (odd, odd); the
+/// `za_pairs_prologue!` / `za_pairs_epilogue!` moves map ZA slice `q` to C rows `2q`, `2q + 1`
+/// and re-interleave the columns with `ld2w` / `st2w`. `$a` is the A immediate (vectors,
+/// even), `$bo` the B address tail (`{b}` plus an optional register offset).
+macro_rules! sme1_pair_step {
+    ($ab:literal, $a:literal, $bo:literal) => {
+        concat!(
+            "ld2w {{z0.s, z1.s}}, p0/z, [",
+            $ab,
+            ", #",
+            $a,
+            ", mul vl]\n",
+            "ld2w {{z2.s, z3.s}}, p0/z, [",
+            $bo,
+            "]\n",
+            fmopa4!("z0", "z1", "z2", "z3"),
+        )
+    };
+}
+
+/// Prologue for the de-interleaved SME1 layout: mode 2 (`beta = 1`) loads C rows `2q`,
+/// `2q + 1` into ZA slices `q` (columns split even/odd by `ld2w`), any other mode zeroes ZA.
+macro_rules! za_pairs_prologue {
+    () => {
+        concat!(
+            "cmp {mode}, #2\n",
+            "b.ne 10f\n",
+            "mov w12, #0\n",
+            "mov {t}, {c}\n",
+            "add {u}, {c}, {rsc}\n",
+            "11:\n",
+            "ld2w {{z4.s, z5.s}}, p0/z, [{t}]\n",
+            "ld2w {{z6.s, z7.s}}, p0/z, [{u}]\n",
+            "mova za0h.s[w12, 0], p0/m, z4.s\n",
+            "mova za1h.s[w12, 0], p0/m, z5.s\n",
+            "mova za2h.s[w12, 0], p0/m, z6.s\n",
+            "mova za3h.s[w12, 0], p0/m, z7.s\n",
+            "add {t}, {t}, {rsc}, lsl #1\n",
+            "add {u}, {u}, {rsc}, lsl #1\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 11b\n",
+            "b 12f\n",
+            "10:\n",
+            "zero {{za}}\n",
+            "12:",
+        )
+    };
+}
+
+/// Epilogue for the de-interleaved SME1 layout: ZA slice `q` of za0/za1 is C row `2q`, of
+/// za2/za3 row `2q + 1`, columns re-interleaved by `st2w`; mode 0 scales by alpha, adds
+/// `beta·C` (when `{betaf}`, read with `ld2w`) and the bias (split even/odd with `ld2w`).
+macro_rules! za_pairs_epilogue {
+    () => {
+        concat!(
+            "mov w12, #0\n",
+            "add {u}, {c}, {rsc}\n",
+            "cbz {mode}, 20f\n",
+            "21:\n",
+            "mova z4.s, p0/m, za0h.s[w12, 0]\n",
+            "mova z5.s, p0/m, za1h.s[w12, 0]\n",
+            "mova z6.s, p0/m, za2h.s[w12, 0]\n",
+            "mova z7.s, p0/m, za3h.s[w12, 0]\n",
+            "st2w {{z4.s, z5.s}}, p0, [{c}]\n",
+            "st2w {{z6.s, z7.s}}, p0, [{u}]\n",
+            "add {c}, {c}, {rsc}, lsl #1\n",
+            "add {u}, {u}, {rsc}, lsl #1\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 21b\n",
+            "b 29f\n",
+            "20:\n",
+            "dup z8.s, {alpha:w}\n",
+            "dup z9.s, {beta:w}\n",
+            "dup z10.s, #0\n",
+            "dup z11.s, #0\n",
+            "cbz {bias}, 22f\n",
+            "ld2w {{z10.s, z11.s}}, p0/z, [{bias}]\n",
+            "22:\n",
+            "mova z4.s, p0/m, za0h.s[w12, 0]\n",
+            "mova z5.s, p0/m, za1h.s[w12, 0]\n",
+            "mova z6.s, p0/m, za2h.s[w12, 0]\n",
+            "mova z7.s, p0/m, za3h.s[w12, 0]\n",
+            "fmul z4.s, p0/m, z4.s, z8.s\n",
+            "fmul z5.s, p0/m, z5.s, z8.s\n",
+            "fmul z6.s, p0/m, z6.s, z8.s\n",
+            "fmul z7.s, p0/m, z7.s, z8.s\n",
+            "cbz {betaf}, 23f\n",
+            "ld2w {{z12.s, z13.s}}, p0/z, [{c}]\n",
+            "ld2w {{z14.s, z15.s}}, p0/z, [{u}]\n",
+            "fmla z4.s, p0/m, z12.s, z9.s\n",
+            "fmla z5.s, p0/m, z13.s, z9.s\n",
+            "fmla z6.s, p0/m, z14.s, z9.s\n",
+            "fmla z7.s, p0/m, z15.s, z9.s\n",
+            "23:\n",
+            "fadd z4.s, p0/m, z4.s, z10.s\n",
+            "fadd z5.s, p0/m, z5.s, z11.s\n",
+            "fadd z6.s, p0/m, z6.s, z10.s\n",
+            "fadd z7.s, p0/m, z7.s, z11.s\n",
+            "st2w {{z4.s, z5.s}}, p0, [{c}]\n",
+            "st2w {{z6.s, z7.s}}, p0, [{u}]\n",
+            "add {c}, {c}, {rsc}, lsl #1\n",
+            "add {u}, {u}, {rsc}, lsl #1\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 22b\n",
+            "29:",
+        )
+    };
+}
+
 sme_kernel!(
-    /// SME1 body: single-vector loads, 16 depth steps per loop iteration (64 FMOPA, 64
-    /// loads, 8 loop instructions: 0.47 of the FMOPA bound; rows 8–15 of the group from a
-    /// second set of A/B bases).
+    /// SME1 body: per depth step one `ld2w` of the A column and one of the B row (two vectors
+    /// each, see `sme1_pair_step!`) and 4 FMOPA; 16 depth steps per loop iteration (64
+    /// FMOPA, 32 loads, 5 loop instructions: 0.63 of the FMOPA bound). B rows at register
+    /// offsets `j·ldb` from `{b}` (rows 0–7) and `{b8}` (rows 8–15); a packed B panel
+    /// (`ldb = NR`) uses immediate offsets.
     sme1_rows,
     "sme",
-    [a8, b8, b8h],
+    [b8],
+    za_pairs_prologue!(),
+    za_pairs_epilogue!(),
     "lsl {t}, {s}, #1",
     "cmp {ldb}, {t}",
     "b.eq 40f",
     "lsr {n}, {k}, #4",
-    "addvl {bh}, {b}, #1",
     "cbz {n}, 3f",
     row_offsets!(),
     "add {b8}, {b}, {o4}, lsl #3",
-    "addvl {b8h}, {b8}, #1",
-    "addvl {a}, {a}, #8",
-    "addvl {a8}, {a}, #16",
+    "addvl {a}, {a}, #16",
     "2:",
-    sme1_step!("-8", "-7", ""),
-    sme1_step!("-6", "-5", ", {ldb}, lsl #2"),
-    sme1_step!("-4", "-3", ", {t}, lsl #2"),
-    sme1_step!("-2", "-1", ", {u}, lsl #2"),
-    sme1_step!("0", "1", ", {o4}, lsl #2"),
-    sme1_step!("2", "3", ", {o5}, lsl #2"),
-    sme1_step!("4", "5", ", {o6}, lsl #2"),
-    sme1_step!("6", "7", ", {o7}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "-8", "-7", ""),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "-6", "-5", ", {ldb}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "-4", "-3", ", {t}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "-2", "-1", ", {u}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "0", "1", ", {o4}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "2", "3", ", {o5}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "4", "5", ", {o6}, lsl #2"),
-    sme1_step!("{a8}", "{b8}", "{b8h}", "6", "7", ", {o7}, lsl #2"),
+    sme1_pair_step!("{a}", "-16", "{b}"),
+    sme1_pair_step!("{a}", "-14", "{b}, {ldb}, lsl #2"),
+    sme1_pair_step!("{a}", "-12", "{b}, {t}, lsl #2"),
+    sme1_pair_step!("{a}", "-10", "{b}, {u}, lsl #2"),
+    sme1_pair_step!("{a}", "-8", "{b}, {o4}, lsl #2"),
+    sme1_pair_step!("{a}", "-6", "{b}, {o5}, lsl #2"),
+    sme1_pair_step!("{a}", "-4", "{b}, {o6}, lsl #2"),
+    sme1_pair_step!("{a}", "-2", "{b}, {o7}, lsl #2"),
+    sme1_pair_step!("{a}", "0", "{b8}"),
+    sme1_pair_step!("{a}", "2", "{b8}, {ldb}, lsl #2"),
+    sme1_pair_step!("{a}", "4", "{b8}, {t}, lsl #2"),
+    sme1_pair_step!("{a}", "6", "{b8}, {u}, lsl #2"),
+    sme1_pair_step!("{a}", "8", "{b8}, {o4}, lsl #2"),
+    sme1_pair_step!("{a}", "10", "{b8}, {o5}, lsl #2"),
+    sme1_pair_step!("{a}", "12", "{b8}, {o6}, lsl #2"),
+    sme1_pair_step!("{a}", "14", "{b8}, {o7}, lsl #2"),
     "add {a}, {a}, {s}, lsl #7",
-    "add {a8}, {a8}, {s}, lsl #7",
     "add {b}, {b}, {o4}, lsl #4",
-    "add {bh}, {bh}, {o4}, lsl #4",
     "add {b8}, {b8}, {o4}, lsl #4",
-    "add {b8h}, {b8h}, {o4}, lsl #4",
     "subs {n}, {n}, #1",
     "b.ne 2b",
-    "addvl {a}, {a}, #-8",
+    "addvl {a}, {a}, #-16",
     "3:",
     "ands {k}, {k}, #15",
     "b.eq 5f",
     "4:",
-    sme1_step!("0", "1", ""),
+    sme1_pair_step!("{a}", "0", "{b}"),
     "addvl {a}, {a}, #2",
     "add {b}, {b}, {ldb}, lsl #2",
-    "add {bh}, {bh}, {ldb}, lsl #2",
     "subs {k}, {k}, #1",
     "b.ne 4b",
     "b 5f",
-    // Packed B (ldb = NR = 2S): immediate offsets for A and B, 8 depth steps per iteration.
+    // Packed B (ldb = NR = 2S): immediate offsets for A and B, 16 depth steps per iteration.
     "40:",
-    "lsr {n}, {k}, #3",
+    "lsr {n}, {k}, #4",
     "cbz {n}, 43f",
-    "addvl {a}, {a}, #8",
-    "addvl {b}, {b}, #8",
-    "41:",
-    sme1_packed_step!("-8", "-7"),
-    sme1_packed_step!("-6", "-5"),
-    sme1_packed_step!("-4", "-3"),
-    sme1_packed_step!("-2", "-1"),
-    sme1_packed_step!("0", "1"),
-    sme1_packed_step!("2", "3"),
-    sme1_packed_step!("4", "5"),
-    sme1_packed_step!("6", "7"),
     "addvl {a}, {a}, #16",
     "addvl {b}, {b}, #16",
+    "41:",
+    sme1_pair_step!("{a}", "-16", "{b}, #-16, mul vl"),
+    sme1_pair_step!("{a}", "-14", "{b}, #-14, mul vl"),
+    sme1_pair_step!("{a}", "-12", "{b}, #-12, mul vl"),
+    sme1_pair_step!("{a}", "-10", "{b}, #-10, mul vl"),
+    sme1_pair_step!("{a}", "-8", "{b}, #-8, mul vl"),
+    sme1_pair_step!("{a}", "-6", "{b}, #-6, mul vl"),
+    sme1_pair_step!("{a}", "-4", "{b}, #-4, mul vl"),
+    sme1_pair_step!("{a}", "-2", "{b}, #-2, mul vl"),
+    sme1_pair_step!("{a}", "0", "{b}"),
+    sme1_pair_step!("{a}", "2", "{b}, #2, mul vl"),
+    sme1_pair_step!("{a}", "4", "{b}, #4, mul vl"),
+    sme1_pair_step!("{a}", "6", "{b}, #6, mul vl"),
+    sme1_pair_step!("{a}", "8", "{b}, #8, mul vl"),
+    sme1_pair_step!("{a}", "10", "{b}, #10, mul vl"),
+    sme1_pair_step!("{a}", "12", "{b}, #12, mul vl"),
+    sme1_pair_step!("{a}", "14", "{b}, #14, mul vl"),
+    "add {a}, {a}, {s}, lsl #7",
+    "add {b}, {b}, {s}, lsl #7",
     "subs {n}, {n}, #1",
     "b.ne 41b",
-    "addvl {a}, {a}, #-8",
-    "addvl {b}, {b}, #-8",
+    "addvl {a}, {a}, #-16",
+    "addvl {b}, {b}, #-16",
     "43:",
-    "ands {k}, {k}, #7",
+    "ands {k}, {k}, #15",
     "b.eq 5f",
     "44:",
-    sme1_packed_step!("0", "1"),
+    sme1_pair_step!("{a}", "0", "{b}"),
     "addvl {a}, {a}, #2",
     "addvl {b}, {b}, #2",
     "subs {k}, {k}, #1",
@@ -457,7 +523,9 @@ sme_kernel!(
     /// instructions: 0.69).
     sme2_rows,
     "sme2",
-    [],
+    [bh],
+    za_prologue!(),
+    za_epilogue!(),
     "ptrue pn8.s",
     "cmp {ldb}, {s}, lsl #1",
     "b.eq 40f",
