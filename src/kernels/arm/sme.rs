@@ -6,13 +6,17 @@
 //! column for depth `p` is exactly `a[p*MR..][..MR]`) and one B row pair (2 vectors, read in
 //! place: row `p` at `b + p·ldb`) and does 4 FMOPAs. The B row offsets `j·ldb` of a group of
 //! depth steps live in registers (`[b, o_j, lsl #2]` addressing), so walking B costs one add
-//! per group, not per step. SME1 uses single-vector `ld1w` (4 loads per 4 FMOPA: density
-//! bound 0.5); SME2 loads two depth steps of A with one 4-vector `ld1w {z0.s-z3.s}` and each
-//! B row with one 2-vector load (bound 8/11 = 0.73 with B in place). When the driver hands a
-//! packed B panel (`ldb == NR`: B stored transposed, e.g. `linear` / XNNPACK fully-connected
-//! weights), consecutive B rows are contiguous and the kernels switch to immediate offsets
-//! (SME1: no B pointer arithmetic per group) and, for SME2, 4-vector loads of two B rows
-//! (8 FMOPA per 2 loads: bound 0.8).
+//! per group, not per step. SME1 (no multi-vector loads) loads the A column and the B row with
+//! one `ld2w` structure load each: the two vectors come de-interleaved (even / odd rows of A,
+//! even / odd columns of B), so `za0..za3` hold C's (even|odd row, even|odd column) quarters
+//! and its prologue / epilogue map ZA slice `q` to C rows `2q`, `2q + 1` with `ld2w` / `st2w`
+//! (4 FMOPA per 6 instructions: bound 0.67, against 0.5 with single-vector loads). SME2 keeps
+//! the plain layout: two depth steps of A with one 4-vector `ld1w {z0.s-z3.s}` and each B row
+//! with one 2-vector load (bound 8/11 = 0.73 with B in place). When the driver hands a packed
+//! B panel (`ldb == NR`: B stored transposed, e.g. `linear` / XNNPACK fully-connected
+//! weights, or pre-packed, [`crate::kernels::gemm::PackedB`]), consecutive B rows are
+//! contiguous and the kernels switch to immediate offsets and, for SME2, 4-vector loads of
+//! two B rows (8 FMOPA per 2 loads: bound 0.8).
 //!
 //! A (and a transposed B) is packed by [`pack_za`], a transpose through ZA (horizontal-slice loads, vertical-
 //! slice stores), and the kernels ask the driver for long depth blocks (the tile stays in
@@ -25,7 +29,8 @@
 //! predicate register is declared clobbered. `sme`/`sme2` target features are unstable in
 //! Rust 1.95, hence the `.arch_extension` directive at the top of each block.
 //!
-//! Epilogues: mode 1 (`alpha = 1, beta = 0`, no bias) stores ZA slices straight to C; mode 2
+//! Epilogues (SME2; SME1's do the same through `mova` + `st2w`): mode 1 (`alpha = 1, beta = 0`,
+//! no bias) stores ZA slices straight to C; mode 2
 //! (`alpha = 1, beta = 1`, no bias) first loads C into ZA, then accumulates and stores; mode 0
 //! (anything else) moves each slice to a vector, scales, adds `beta·C` and the bias.
 
