@@ -255,12 +255,18 @@ pub unsafe fn pack_runs_x4(
 // has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel =
-    unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_packer(pack_runs_x4) };
+    unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_packer(pack_runs_x4) }
+        .with_kc_max(KC_MAX);
 
 // SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
 pub static NEON_8X8: MicroKernel =
-    unsafe { MicroKernel::new("neon-8x8", MR, 8, kernel_8x8).with_packer(pack_runs_x4) };
+    unsafe { MicroKernel::new("neon-8x8", MR, 8, kernel_8x8).with_packer(pack_runs_x4) }
+        .with_kc_max(KC_MAX);
+
+/// Preferred depth block: GPT-2's depths (768, 3072) in one or few blocks, so each C tile is
+/// reloaded and stored fewer times (an 8 × 1024 A micro-panel is 32 KiB).
+const KC_MAX: usize = 1024;
 
 /// The Neon kernel for an `n`-column product: 8 × 8 when 8 divides `n` and 12 does not
 /// (e.g. n = 64, 256, 512: no column tail, whose packing and merging cost more than the
