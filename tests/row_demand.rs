@@ -163,3 +163,25 @@ fn every_row_for_a_column_select_or_a_jump() {
     });
     assert_all_rows(&t, y);
 }
+
+#[test]
+fn every_row_when_the_index_is_computed_at_run_time() {
+    // index = 0 + (M - 1) by a prim op before the head: at load it still reads 0, so the load
+    // step must not trust it (a stale reading would compute the wrong row).
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[M, K], &x_data());
+    let w = t.constant_f32(&[K, N], &w_data());
+    let y = t.intermediate_f32(&[M, N]);
+    let logits = t.view_of(y, &[1, M, N]);
+    let out = t.output(DType::F32, &[1, N]);
+    let (zero, last, dim) = (t.int(0), t.int(M as i64 - 1), t.int(1));
+    let index = t.int(0);
+    t.steps(&[
+        k("executorch_prim::add.Scalar", &[zero, last, index]),
+        k("aten::mm.out", &[x, w, y, y]),
+        k("aten::select_copy.int_out", &[logits, dim, index, out, out]),
+    ]);
+    let r = t.run_inspect(&[y]).unwrap();
+    assert!(r.demands.is_empty(), "{:?}", r.demands);
+    close(&r.outputs[0].f32(), &row(M - 1));
+}

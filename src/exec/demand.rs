@@ -16,6 +16,8 @@
 //! * the instruction right before it writes a tensor argument at X's exact address with X's
 //!   byte size (X is that tensor or a view of it) and is a `KernelCall` to `aten::mm.out`,
 //!   `aten::addmm.out`, `aten::linear.out` or a `DelegateCall`;
+//! * `dim` and `index` are Int values no other instruction names (prim ops write Ints at run
+//!   time; a load-time reading must be the value the select will see);
 //! * the select's output does not overlap X, no method output overlaps X, and no later
 //!   instruction (in this chain or a later one) names any tensor overlapping X's bytes.
 
@@ -97,6 +99,40 @@ fn touches(
     false
 }
 
+/// Whether any instruction other than `skip` (chain, pc) names value `v` as an argument or a
+/// move target.
+fn named_elsewhere(
+    chains: flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<fb::Chain<'_>>>,
+    skip: (usize, usize),
+    v: i32,
+) -> bool {
+    for (ci, chain) in chains.iter().enumerate() {
+        for (pc, ins) in chain.instructions().unwrap_or_default().iter().enumerate() {
+            if (ci, pc) == skip {
+                continue;
+            }
+            let hit = match ins.instr_args_type() {
+                fb::InstructionArguments::KernelCall => ins
+                    .instr_args_as_kernel_call()
+                    .and_then(|k| k.args())
+                    .is_some_and(|a| a.iter().any(|x| x == v)),
+                fb::InstructionArguments::DelegateCall => ins
+                    .instr_args_as_delegate_call()
+                    .and_then(|d| d.args())
+                    .is_some_and(|a| a.iter().any(|x| x == v)),
+                fb::InstructionArguments::MoveCall => ins
+                    .instr_args_as_move_call()
+                    .is_none_or(|m| m.move_to() == v),
+                _ => false,
+            };
+            if hit {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Row demands of a loaded method's chains (see the module documentation for the rules).
 pub fn analyse(
     plan: fb::ExecutionPlan<'_>,
@@ -146,6 +182,11 @@ pub fn analyse(
             let (Some(dim), Some(index)) = (int(args.get(1)), int(args.get(2))) else {
                 continue;
             };
+            if named_elsewhere(chains, (ci, pc), args.get(1))
+                || named_elsewhere(chains, (ci, pc), args.get(2))
+            {
+                continue;
+            }
             let dims = x.shape.dims();
             let r = dims.len();
             if r < 2 || x.dynamism != Dynamism::Static || !x.contiguous || !x.planned {

@@ -89,7 +89,26 @@ pub fn registry() -> Registry<'static> {
     Registry::standard()
 }
 
+/// Restores the default SIGPIPE action, so that `cargo xtask inspect M.pte | head` ends quietly
+/// when the reader closes the pipe instead of panicking in `println!` (Rust starts programs with
+/// SIGPIPE ignored).
+#[cfg(target_os = "linux")]
+fn default_sigpipe() {
+    extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    // SAFETY: signal(2) with SIGPIPE (13 on Linux) and SIG_DFL (0) only sets this process's
+    // disposition for that signal; called first thing in `main`, before any thread exists.
+    unsafe {
+        signal(13, 0);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn default_sigpipe() {}
+
 fn main() -> ExitCode {
+    default_sigpipe();
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Inspect { model, json } => inspect::inspect(&model, json),
