@@ -689,11 +689,12 @@ pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
 
 /// The micro-kernel [`sgemm`] uses for an `m × n × k` product: the CPU's best one
 /// ([`micro_kernel`]), or a variant of the same ISA whose tile fits this shape better
-/// (AArch64 Neon: 8 × 8 instead of 8 × 12 when `n` is a multiple of 8 but not of 12).
+/// (AArch64 Neon: 4 × 16 for a 1–4-row remainder mod 8, 8 × 8 instead of 8 × 12 when `n` is
+/// a multiple of 8 but not of 12).
 pub fn micro_kernel_for(m: usize, n: usize, k: usize) -> &'static MicroKernel {
     let _ = (m, k);
     #[cfg(target_arch = "aarch64")]
-    return crate::kernels::arm::micro_kernel_for(n);
+    return crate::kernels::arm::micro_kernel_for(m, n);
     #[cfg(not(target_arch = "aarch64"))]
     {
         let _ = n;
@@ -1467,6 +1468,8 @@ mod tests {
         }
         #[cfg(target_arch = "aarch64")]
         v.push(&crate::kernels::arm::neon::NEON_8X8);
+        #[cfg(target_arch = "aarch64")]
+        v.push(&crate::kernels::arm::neon::NEON_4X16);
         v
     }
 

@@ -297,23 +297,23 @@ pub fn micro_kernel() -> &'static MicroKernel {
     kernel_for(selected()).unwrap_or(&gemm::PORTABLE)
 }
 
-/// The micro-kernel of [`selected`] for an `n`-column product (per-shape choice within the
-/// ISA: Neon picks 8 × 8 or 8 × 12 by column padding, [`neon::kernel_for_n`]).
-pub fn micro_kernel_for(n: usize) -> &'static MicroKernel {
+/// The micro-kernel of [`selected`] for an `m × n` product (per-shape choice within the
+/// ISA: Neon picks 4 × 16, 8 × 8 or 8 × 12 by row and column padding, [`neon::kernel_for`]).
+pub fn micro_kernel_for(m: usize, n: usize) -> &'static MicroKernel {
     #[cfg(target_arch = "aarch64")]
     if selected() == Isa::Neon {
-        return neon::kernel_for_n(n);
+        return neon::kernel_for(m, n);
     }
-    let _ = n;
+    let _ = (m, n);
     micro_kernel()
 }
 
-/// A micro-kernel of [`selected`] with tile width `nr` (Neon has 8 × 12 and 8 × 8; the
+/// A micro-kernel of [`selected`] with tile width `nr` (Neon has 8 × 12, 8 × 8 and 4 × 16; the
 /// vector-length-agnostic kernels have one width, set by the running vector length).
 pub fn kernel_with_nr(nr: usize) -> Option<&'static MicroKernel> {
     #[cfg(target_arch = "aarch64")]
     if selected() == Isa::Neon {
-        return [&neon::NEON_8X12, &neon::NEON_8X8]
+        return [&neon::NEON_8X12, &neon::NEON_8X8, &neon::NEON_4X16]
             .into_iter()
             .find(|uk| uk.nr() == nr);
     }

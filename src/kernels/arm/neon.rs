@@ -51,7 +51,29 @@ unsafe fn store_row<const NV: usize>(
 /// separate pointer adds); the 8·NV FMAs are intrinsics, so the compiler still allocates the
 /// accumulators. Must run inside the kernel's `unsafe` block (see its SAFETY comment).
 macro_rules! neon_step {
-    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal, $($bv:ident = $breg:tt),+) => {{
+    (4, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal, $($bv:ident = $breg:tt),+) => {{
+        let a0: float32x4_t;
+        $(let $bv: float32x4_t;)+
+        // SAFETY: reads 4 floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
+        // A panel and of the B rows, see the kernel) and advances `ap` past them, `bp` to the
+        // next B row.
+        core::arch::asm!(
+            "ld1 {{v0.4s}}, [{ap}], #16",
+            $bload,
+            ap = inout(reg) $ap,
+            bp = inout(reg) $bp,
+            ldb = in(reg) $ldb,
+            out("v0") a0,
+            $(out($breg) $bv,)+
+            options(nostack, readonly, preserves_flags),
+        );
+        let bvs = [$($bv),+];
+        neon_row!($acc, bvs, 0, a0, 0);
+        neon_row!($acc, bvs, 1, a0, 1);
+        neon_row!($acc, bvs, 2, a0, 2);
+        neon_row!($acc, bvs, 3, a0, 3);
+    }};
+    (8, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal, $($bv:ident = $breg:tt),+) => {{
         let (a0, a1): (float32x4_t, float32x4_t);
         $(let $bv: float32x4_t;)+
         // SAFETY: reads 8 floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
@@ -89,28 +111,31 @@ macro_rules! neon_row {
     };
 }
 
-/// Epilogue of the listed tile rows.
+/// Epilogue of the tile's rows (4 or 8).
 macro_rules! neon_store {
-    ($acc:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident; $($i:literal)*) => {
+    (4, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1 2 3) };
+    (8, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1 2 3 4 5 6 7) };
+    (@rows $acc:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident; $($i:literal)*) => {
         $(store_row($acc[$i], $c.offset($i * $rsc), $alpha, $beta, $bias);)*
     };
 }
 
-/// One Neon `8 × 4·NV` micro-kernel (NV B vectors per depth step, given as the `ld1` of B
-/// and the registers it fills).
+/// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step, given as
+/// the `ld1` of B and the registers it fills).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $nv:literal, $bload:literal, $($bv:ident = $breg:tt),+) => {
+    ($(#[$doc:meta])* $name:ident, $mr:tt, $nv:literal, $bload:literal,
+     $($bv:ident = $breg:tt),+) => {
         $(#[$doc])*
         ///
-        /// Layout contract (that of [`MicroKernel`], with `MR = 8`, `NR = 4·NV`): `a` holds
-        /// `k` groups of 8 floats (`a[p*8 + i] = A(i, p)`), `b` holds `k` rows of NR floats
+        /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
+        /// of MR floats (`a[p*MR + i] = A(i, p)`), `b` holds `k` rows of NR floats
         /// `ldb` apart (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = NR`, in-place B
         /// its row stride); C element `(i, j)` is `c[i*rsc + j]`; it stores
         /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`.
         /// No alignment beyond f32 is required.
         ///
         /// # Safety
-        /// The [`MicroKernel`] contract for an `8 × 4·NV` tile.
+        /// The [`MicroKernel`] contract for an `MR × 4·NV` tile.
         #[allow(clippy::too_many_arguments)]
         pub unsafe fn $name(
             k: usize,
@@ -123,31 +148,31 @@ macro_rules! neon_kernel {
             beta: f32,
             bias: *const f32,
         ) {
-            // SAFETY: (whole body) per the contract `a` holds 8·k floats and `b` k rows of
-            // 4·NV readable floats `ldb` apart, so the loads at `a + 8p` (8 floats) and
-            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < 8 at
+            // SAFETY: (whole body) per the contract `a` holds MR·k floats and `b` k rows of
+            // 4·NV readable floats `ldb` apart, so the loads at `a + MR·p` (MR floats) and
+            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR at
             // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
                 let z = vdupq_n_f32(0.0);
-                let mut acc = [[z; $nv]; MR];
+                let mut acc = [[z; $nv]; $mr];
                 let mut ap = a;
                 let mut bp = b;
                 let ldb_bytes = ldb * 4;
                 let mut n = k;
                 while n >= 4 {
-                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
                     n -= 4;
                 }
                 while n > 0 {
-                    neon_step!(acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
+                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
                     n -= 1;
                 }
                 // Unrolled by hand so that the accumulators stay in registers (a loop over
                 // the array made LLVM keep it on the stack).
-                neon_store!(acc, c, rsc, alpha, beta, bias; 0 1 2 3 4 5 6 7);
+                neon_store!($mr, acc, c, rsc, alpha, beta, bias);
             }
         }
     };
@@ -157,6 +182,7 @@ neon_kernel!(
     /// Neon 8 × 12 micro-kernel: 24 accumulators, per depth step one `ld1` of A (2 vectors),
     /// one of B (3 vectors) and 24 `fmla v.4s, v.4s, v.s[lane]`.
     kernel_8x12,
+    8,
     3,
     "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], {ldb}",
     b0 = "v2",
@@ -168,10 +194,25 @@ neon_kernel!(
     /// Neon 8 × 8 micro-kernel (for N that 12 does not divide but 8 does: the column tail
     /// then costs nothing): 16 accumulators, 18 instructions per depth step.
     kernel_8x8,
+    8,
     2,
     "ld1 {{v2.4s, v3.4s}}, [{bp}], {ldb}",
     b0 = "v2",
     b1 = "v3"
+);
+
+neon_kernel!(
+    /// Neon 4 × 16 micro-kernel (for M with a 4-row remainder, e.g. 20: no padded half tile):
+    /// 16 accumulators, per depth step one `ld1` of A (1 vector), one of B (4 vectors) and 16
+    /// FMLA, as dense as 8 × 8.
+    kernel_4x16,
+    4,
+    4,
+    "ld1 {{v2.4s, v3.4s, v4.4s, v5.4s}}, [{bp}], {ldb}",
+    b0 = "v2",
+    b1 = "v3",
+    b2 = "v4",
+    b3 = "v5"
 );
 
 /// Panel packer (`PackFn` contract) for a multiple of 4 runs into a width `w` that is a
@@ -258,6 +299,12 @@ pub static NEON_8X12: MicroKernel =
     unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_packer(pack_runs_x4) }
         .with_kc_max(KC_MAX);
 
+// SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (w = 4 and 16 for the packer).
+/// The Neon 4 × 16 micro-kernel.
+pub static NEON_4X16: MicroKernel =
+    unsafe { MicroKernel::new("neon-4x16", 4, 16, kernel_4x16).with_packer(pack_runs_x4) }
+        .with_kc_max(KC_MAX);
+
 // SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
 pub static NEON_8X8: MicroKernel =
@@ -268,10 +315,15 @@ pub static NEON_8X8: MicroKernel =
 /// reloaded and stored fewer times (an 8 × 1024 A micro-panel is 32 KiB).
 const KC_MAX: usize = 1024;
 
-/// The Neon kernel for an `n`-column product: 8 × 8 when 8 divides `n` and 12 does not
-/// (e.g. n = 64, 256, 512: no column tail, whose packing and merging cost more than the
-/// smaller tile's lower FMA share, 16/18 against 24/26), else 8 × 12.
-pub fn kernel_for_n(n: usize) -> &'static MicroKernel {
+/// The Neon kernel for an `m × n` product: 4 × 16 when 16 divides `n` and `m` leaves a
+/// remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile would be half padding); 8 × 8 when
+/// 8 divides `n` and 12 does not (e.g. n = 64, 256, 512: no column tail, whose packing and
+/// merging cost more than the smaller tile's lower FMA share, 16/18 against 24/26), else
+/// 8 × 12.
+pub fn kernel_for(m: usize, n: usize) -> &'static MicroKernel {
+    if n % 16 == 0 && (1..=4).contains(&(m % 8)) {
+        return &NEON_4X16;
+    }
     if n % 12 != 0 && n % 8 == 0 {
         &NEON_8X8
     } else {

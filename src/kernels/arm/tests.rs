@@ -324,8 +324,16 @@ fn per_shape_kernel_choice() {
         for n in [12, 24, 768, 3072, 50257, 7] {
             assert_eq!(micro_kernel_for(16, n, 64).name(), "neon-8x12", "n = {n}");
         }
+        // A 1–4-row remainder mod 8 with 16 | n: 4 × 16 (no padded half tile); 5–7 rows left
+        // or 16 ∤ n: the 8-row tiles.
+        for (m, n) in [(20, 80), (4, 64), (12, 768), (17, 320)] {
+            assert_eq!(micro_kernel_for(m, n, 64).name(), "neon-4x16", "{m} x {n}");
+        }
+        for (m, n) in [(22, 80), (16, 80), (20, 72), (20, 50257)] {
+            assert_ne!(micro_kernel_for(m, n, 64).name(), "neon-4x16", "{m} x {n}");
+        }
         // sgemm with the chosen kernel and its scratch length agrees with the reference.
-        let (m, n, k) = (9, 64, 33);
+        let (m, n, k) = (20, 64, 33);
         let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
         let mut c = vec![f32::NAN; m * n];
