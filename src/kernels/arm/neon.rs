@@ -46,59 +46,39 @@ unsafe fn store_row<const NV: usize>(
     }
 }
 
-/// One depth step of a Neon kernel: A (8 floats) and B (4·NV floats) each come in with ONE
-/// multi-register `ld1` with post-increment (the intrinsics are lowered to `ldp`+`ldr` plus
-/// separate pointer adds); the 8·NV FMAs are intrinsics, so the compiler still allocates the
-/// accumulators. Must run inside the kernel's `unsafe` block (see its SAFETY comment).
+/// One depth step of a Neon kernel (`4` or `8` rows): A (MR floats) and B (4·NV floats) each
+/// come in with ONE multi-register `ld1` with post-increment (the intrinsics are lowered to
+/// `ldp`+`ldr` plus separate pointer adds); the MR·NV FMAs are intrinsics, so the compiler
+/// still allocates the accumulators. Must run inside the kernel's `unsafe` block (see its SAFETY comment).
 macro_rules! neon_step {
-    (4, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal, $($bv:ident = $breg:tt),+) => {{
-        let a0: float32x4_t;
+    (4, $($t:tt)*) => {
+        neon_step!(@go "ld1 {{v0.4s}}, [{ap}], #16", [a0 = "v0"],
+            [0 a0 0, 1 a0 1, 2 a0 2, 3 a0 3], $($t)*)
+    };
+    (8, $($t:tt)*) => {
+        neon_step!(@go "ld1 {{v0.4s, v1.4s}}, [{ap}], #32", [a0 = "v0", a1 = "v1"],
+            [0 a0 0, 1 a0 1, 2 a0 2, 3 a0 3, 4 a1 0, 5 a1 1, 6 a1 2, 7 a1 3], $($t)*)
+    };
+    (@go $aload:literal, [$($av:ident = $areg:tt),+], [$($i:literal $v:ident $l:literal),+],
+     $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal,
+     $($bv:ident = $breg:tt),+) => {{
+        $(let $av: float32x4_t;)+
         $(let $bv: float32x4_t;)+
-        // SAFETY: reads 4 floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
+        // SAFETY: reads MR floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
         // A panel and of the B rows, see the kernel) and advances `ap` past them, `bp` to the
         // next B row.
         core::arch::asm!(
-            "ld1 {{v0.4s}}, [{ap}], #16",
+            $aload,
             $bload,
             ap = inout(reg) $ap,
             bp = inout(reg) $bp,
             ldb = in(reg) $ldb,
-            out("v0") a0,
+            $(out($areg) $av,)+
             $(out($breg) $bv,)+
             options(nostack, readonly, preserves_flags),
         );
         let bvs = [$($bv),+];
-        neon_row!($acc, bvs, 0, a0, 0);
-        neon_row!($acc, bvs, 1, a0, 1);
-        neon_row!($acc, bvs, 2, a0, 2);
-        neon_row!($acc, bvs, 3, a0, 3);
-    }};
-    (8, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal, $($bv:ident = $breg:tt),+) => {{
-        let (a0, a1): (float32x4_t, float32x4_t);
-        $(let $bv: float32x4_t;)+
-        // SAFETY: reads 8 floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
-        // A panel and of the B rows, see the kernel) and advances `ap` past them, `bp` to the
-        // next B row.
-        core::arch::asm!(
-            "ld1 {{v0.4s, v1.4s}}, [{ap}], #32",
-            $bload,
-            ap = inout(reg) $ap,
-            bp = inout(reg) $bp,
-            ldb = in(reg) $ldb,
-            out("v0") a0,
-            out("v1") a1,
-            $(out($breg) $bv,)+
-            options(nostack, readonly, preserves_flags),
-        );
-        let bvs = [$($bv),+];
-        neon_row!($acc, bvs, 0, a0, 0);
-        neon_row!($acc, bvs, 1, a0, 1);
-        neon_row!($acc, bvs, 2, a0, 2);
-        neon_row!($acc, bvs, 3, a0, 3);
-        neon_row!($acc, bvs, 4, a1, 0);
-        neon_row!($acc, bvs, 5, a1, 1);
-        neon_row!($acc, bvs, 6, a1, 2);
-        neon_row!($acc, bvs, 7, a1, 3);
+        $(neon_row!($acc, bvs, $i, $v, $l);)+
     }};
 }
 
