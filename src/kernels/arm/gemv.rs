@@ -392,7 +392,8 @@ unsafe fn block48(k: usize, x: *const f32, b: *const f32, brs: usize, out: &mut 
 
 /// Column-major B (`B(p, j) = b[p + j·cs]`, e.g. a `linear` / fully-connected weight
 /// `[N, K]`): dot products, 4 columns at a time sharing each load of `x` (4 accumulators,
-/// 8 depth steps per iteration), reduced pairwise at the end.
+/// 16 depth steps per iteration with one 4-register `ld1` of x and of each column), reduced
+/// pairwise at the end.
 #[allow(clippy::too_many_arguments)]
 fn cols(
     k: usize,
@@ -409,11 +410,24 @@ fn cols(
     let mut j = 0;
     while j + 4 <= n {
         let c: [&[f32]; 4] = core::array::from_fn(|q| &b[(j + q) * cs..(j + q) * cs + k]);
-        // SAFETY: `x` and the four column slices hold ≥ k floats; every 4-float load starts
-        // at p ≤ k4 − 4 (8-step body: p + 8 ≤ k4) so it ends at or before k.
+        // SAFETY: `x` and the four column slices hold ≥ k floats; every load of 16 floats
+        // starts at p ≤ k4 − 16 (16-step body: p + 16 ≤ k4), every 4-float load at
+        // p ≤ k4 − 4 (8-step body: p + 8 ≤ k4), so all end at or before k.
         let mut s = unsafe {
             let mut acc = [vdupq_n_f32(0.0); 4];
             let mut p = 0;
+            // 16 depth steps: x and each column with one 4-register `ld1`.
+            while p + 16 <= k4 {
+                let xv = vld1q_f32_x4(x.as_ptr().add(p));
+                for (a, col) in acc.iter_mut().zip(&c) {
+                    let cv = vld1q_f32_x4(col.as_ptr().add(p));
+                    *a = vfmaq_f32(*a, xv.0, cv.0);
+                    *a = vfmaq_f32(*a, xv.1, cv.1);
+                    *a = vfmaq_f32(*a, xv.2, cv.2);
+                    *a = vfmaq_f32(*a, xv.3, cv.3);
+                }
+                p += 16;
+            }
             while p + 8 <= k4 {
                 let x0 = vld1q_f32(x.as_ptr().add(p));
                 let x1 = vld1q_f32(x.as_ptr().add(p + 4));
