@@ -86,7 +86,8 @@ impl TestTensor {
 /// One instruction of a multi-instruction test program (see [`OpTest::steps`]).
 #[derive(Clone, Debug)]
 pub enum Step {
-    /// KernelCall of operator `key` (`"aten::tanh.out"`) with these value indices.
+    /// KernelCall of operator `key` (`"aten::tanh.out"`) with these value indices; in a
+    /// [`OpTest::delegate`] test an empty `key` is the DelegateCall instead.
     Kernel(String, Vec<i32>),
     /// MoveCall `from` → `to`.
     Move(i32, i32),
@@ -479,7 +480,7 @@ impl OpTest {
         let mut instrs = Vec::new();
         for step in &steps {
             let (tag, body) = match step {
-                Step::Kernel(key, args) if self.delegate.is_none() => {
+                Step::Kernel(key, args) if self.delegate.is_none() || !key.is_empty() => {
                     let op_index = match keys.iter().position(|k| k == key) {
                         Some(i) => i,
                         None => {

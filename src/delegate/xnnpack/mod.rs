@@ -60,7 +60,13 @@ pub struct Loc {
     offset: u64,
     rank: u32,
     dims: [u32; MAX_DIMS],
+    /// [`ROWS_LOCAL`] for an external output written by a fully-connected node and read by
+    /// no node of the graph: that node may compute only the rows the program reads.
+    flags: u32,
 }
+
+/// [`Loc::flags`]: the output's rows are computed row by row by one fully-connected node.
+const ROWS_LOCAL: u32 = 1;
 
 impl Loc {
     fn dims(&self) -> Dims {
@@ -296,6 +302,11 @@ fn analyze(
     for i in 0..nv {
         let _ = alias.push(i as u32);
     }
+    // External outputs: bit 0 written by a fully-connected node, bit 1 read by some node.
+    let mut ext_use = heapless::Vec::<u8, MAX_VALUES>::new();
+    for _ in 0..nv {
+        let _ = ext_use.push(0);
+    }
     let mut uses_gemm = false;
     for (step, node) in nodes.iter().enumerate() {
         let (op, _) = graph::decode(node)?;
@@ -319,6 +330,9 @@ fn analyze(
                 return Err(bad("XNNPACK node reads its own output"));
             }
             let (kind, _, _) = kinds[id as usize];
+            if kind == KIND_EXTERNAL_OUT {
+                ext_use[id as usize] |= 2;
+            }
             if kind == KIND_INTERNAL {
                 let l = &mut life[id as usize];
                 if l.first == UNSET {
@@ -347,7 +361,11 @@ fn analyze(
                 l.first = step as u32;
                 l.last = step as u32;
             }
-            _ => {}
+            _ => {
+                if matches!(op, Op::FullyConnected { .. }) {
+                    ext_use[out as usize] |= 1;
+                }
+            }
         }
         graph::check_shapes(&op, &|id| dims_tab[id as usize])?;
         if let Op::Reshape { x, .. } = op {
@@ -402,6 +420,7 @@ fn analyze(
                 },
                 rank: d.rank as u32,
                 dims,
+                flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 },
             };
         }
     }
@@ -581,24 +600,13 @@ impl Backend for XnnpackBackend {
         };
         let dims = |id: u32| locs[id as usize].dims();
         // Rows of an external output the program reads (`exec::demand`), e.g. only the last
-        // position of a language-model head: a fully-connected node writing that output, read
-        // by no node of this graph, computes only those rows.
+        // position of a language-model head: the fully-connected node writing that output
+        // ([`ROWS_LOCAL`], found at init) computes only those rows.
         let demanded = locs
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT)
+            .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
             .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
-        let demanded = match demanded {
-            Some((id, r)) => {
-                let mut read = false;
-                for node in g.xnodes().unwrap_or_default() {
-                    let (ins, n) = graph::decode(node)?.0.inputs();
-                    read |= ins[..n].contains(&id);
-                }
-                (!read).then_some((id, r))
-            }
-            None => None,
-        };
         for node in g.xnodes().unwrap_or_default() {
             let (op, clamp) = graph::decode(node)?;
             let (po, no) = locate(op.output())?;

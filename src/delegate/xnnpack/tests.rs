@@ -3,6 +3,7 @@
 //! Payloads are built with the generated flatbuffer builders (XH00 header, XNNGraph,
 //! constant region) and run through a real program with one DelegateCall.
 
+use std::string::String;
 use std::vec::Vec;
 
 use flatbuffers::FlatBufferBuilder;
@@ -11,7 +12,7 @@ use super::graph::INVALID_ID;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
-use crate::testing::{OpTest, TestTensor};
+use crate::testing::{OpTest, Step, TestTensor};
 
 enum Kind {
     Input,
@@ -387,6 +388,45 @@ fn binary_broadcast_and_clamp() {
         .map(|i| (x[i] * y[(i / 4) % 3]).clamp(-0.25, 0.5))
         .collect();
     close(&out[0].f32(), &want);
+}
+
+#[test]
+fn fully_connected_computes_only_the_selected_row() {
+    // logits = FC(x) in the region, then select_copy(logits, 1, -1) outside it: the load step
+    // finds the row demand and the fully-connected node writes only the last row (the others
+    // keep the arena's zeros).
+    let (m, k, n) = (4u32, 3u32, 5u32);
+    let mut g = Graph::default();
+    let x = g.value(&[1, m, k], Kind::Input);
+    let wdata = ramp((k * n) as usize, 7);
+    let w = g.value(&[n, k], Kind::Constant(wdata.clone()));
+    let o = g.value(&[1, m, n], Kind::Output);
+    g.node(U::XNNFullyConnected, &[x, w, INVALID_ID, o, 0]);
+    let mut t = OpTest::delegate("XnnpackBackend", g.payload());
+    let (m, k, n) = (m as usize, k as usize, n as usize);
+    let xd = ramp(m * k, 3);
+    let xv = t.input_f32(&[1, m, k], &xd);
+    let logits = t.intermediate_f32(&[1, m, n]);
+    let out = t.output(DType::F32, &[1, n]);
+    let (dim, index) = (t.int(1), t.int(-1));
+    t.steps(&[
+        Step::Kernel(String::new(), vec![xv, logits]),
+        Step::Kernel(
+            "aten::select_copy.int_out".into(),
+            vec![logits, dim, index, out, out],
+        ),
+    ]);
+    let r = t.run_inspect(&[logits]).unwrap();
+    assert_eq!(r.demands.len(), 1);
+    let row = |i: usize| -> Vec<f32> {
+        (0..n)
+            .map(|j| (0..k).map(|p| xd[i * k + p] * wdata[j * k + p]).sum())
+            .collect()
+    };
+    close(&r.outputs[0].f32(), &row(m - 1));
+    let y = r.tensors[0].f32();
+    close(&y[(m - 1) * n..], &row(m - 1));
+    assert!(y[..(m - 1) * n].iter().all(|&v| v == 0.0), "{y:?}");
 }
 
 #[test]
