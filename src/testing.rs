@@ -728,6 +728,47 @@ impl OpTest {
     }
 }
 
+/// Reference broadcast (NumPy rules, right-aligned) of two dim lists, written independently of
+/// the kernels' own shape code so tests can check it: each output dim is the non-1 one.
+pub fn broadcast_dims(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let r = a.len().max(b.len());
+    let at = |s: &[usize], d: usize| {
+        if d + s.len() >= r {
+            s[d + s.len() - r]
+        } else {
+            1
+        }
+    };
+    (0..r)
+        .map(|d| {
+            let (x, y) = (at(a, d), at(b, d));
+            if x == 1 {
+                y
+            } else {
+                x
+            }
+        })
+        .collect()
+}
+
+/// Index into `xs`-shaped data of element `o` of the `os`-shaped broadcast result (naive
+/// reference for broadcasting kernels).
+pub fn broadcast_index(o: usize, os: &[usize], xs: &[usize]) -> usize {
+    let (mut rem, mut idx, mut stride) = (o, 0, 1);
+    let off = os.len() - xs.len();
+    for d in (0..os.len()).rev() {
+        let c = rem % os[d];
+        rem /= os[d];
+        if d >= off {
+            if xs[d - off] != 1 {
+                idx += c * stride;
+            }
+            stride *= xs[d - off];
+        }
+    }
+    idx
+}
+
 /// `"aten::add.out"` → (`"aten::add"`, `"out"`); no overload → empty.
 pub fn split_key(key: &str) -> (&str, &str) {
     let ns = key.find("::").map_or(0, |p| p + 2);

@@ -547,48 +547,13 @@ pub fn global_avg_pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{broadcast_dims, broadcast_index};
     use std::vec::Vec;
 
     fn ramp(n: usize, scale: f32) -> Vec<f32> {
         (0..n)
             .map(|k| (((k * 7919) % 1000) as f32 / 500.0 - 1.0) * scale + 0.375)
             .collect()
-    }
-
-    fn bshape(a: &[usize], b: &[usize]) -> Vec<usize> {
-        let r = a.len().max(b.len());
-        (0..r)
-            .map(|d| {
-                let x = if d + a.len() >= r {
-                    a[d + a.len() - r]
-                } else {
-                    1
-                };
-                let y = if d + b.len() >= r {
-                    b[d + b.len() - r]
-                } else {
-                    1
-                };
-                x.max(y)
-            })
-            .collect()
-    }
-
-    /// Index into `xs`-shaped data of output element `o` (naive broadcasting).
-    fn bidx(o: usize, os: &[usize], xs: &[usize]) -> usize {
-        let (mut rem, mut idx, mut stride) = (o, 0, 1);
-        let off = os.len() - xs.len();
-        for d in (0..os.len()).rev() {
-            let c = rem % os[d];
-            rem /= os[d];
-            if d >= off {
-                if xs[d - off] != 1 {
-                    idx += c * stride;
-                }
-                stride *= xs[d - off];
-            }
-        }
-        idx
     }
 
     #[test]
@@ -613,7 +578,7 @@ mod tests {
             Binary::Max,
         ];
         for (as_, bs) in cases {
-            let os = bshape(as_, bs);
+            let os = broadcast_dims(as_, bs);
             let a = ramp(as_.iter().product(), 3.0);
             let b = ramp(bs.iter().product(), -2.0);
             let n: usize = os.iter().product();
@@ -629,7 +594,11 @@ mod tests {
                     &Dims::of(&os),
                 );
                 for (o, &g) in out.iter().enumerate() {
-                    let w = apply(op, a[bidx(o, &os, as_)], b[bidx(o, &os, bs)]);
+                    let w = apply(
+                        op,
+                        a[broadcast_index(o, &os, as_)],
+                        b[broadcast_index(o, &os, bs)],
+                    );
                     assert_eq!(g, w, "{op:?} {as_:?} {bs:?} at {o}");
                 }
             }

@@ -2778,7 +2778,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use crate::tensor::{f16_to_f32, f32_to_f16};
-    use crate::testing::{OpTest, TestTensor};
+    use crate::testing::{broadcast_dims, broadcast_index, OpTest, TestTensor};
     use std::string::String;
     use std::vec::Vec;
 
@@ -5039,24 +5039,6 @@ mod tests {
             .collect()
     }
 
-    /// Naive broadcast reference: element `o` of `out` from `x` of shape `xs`.
-    fn bidx(o: usize, os: &[usize], xs: &[usize]) -> usize {
-        let (mut rem, mut idx, mut stride) = (o, 0, 1);
-        let off = os.len() - xs.len();
-        for d in (0..os.len()).rev() {
-            let c = rem % os[d];
-            rem /= os[d];
-            if d >= off {
-                let xd = xs[d - off];
-                if xd != 1 {
-                    idx += c * stride;
-                }
-                stride *= xd;
-            }
-        }
-        idx
-    }
-
     #[test]
     fn arith_f32_fast_broadcast_forms() {
         // (x shape, y shape): same shape, scalar, one-element tensor, trailing row, left row,
@@ -5074,28 +5056,7 @@ mod tests {
             (&[0, 3], &[3]),
         ];
         for (xs, ys) in cases {
-            let os: Vec<usize> = {
-                let r = xs.len().max(ys.len());
-                (0..r)
-                    .map(|d| {
-                        let a = if d + xs.len() >= r {
-                            xs[d + xs.len() - r]
-                        } else {
-                            1
-                        };
-                        let b = if d + ys.len() >= r {
-                            ys[d + ys.len() - r]
-                        } else {
-                            1
-                        };
-                        if a == 1 {
-                            b
-                        } else {
-                            a
-                        }
-                    })
-                    .collect()
-            };
+            let os = broadcast_dims(xs, ys);
             let xv = ramp(numel(xs), 3.0);
             let yv: Vec<f32> = ramp(numel(ys), -2.0).iter().map(|v| v + 0.5).collect();
             for (key, op) in [
@@ -5115,8 +5076,8 @@ mod tests {
                 assert_eq!(got.shape, os);
                 let g = got.f32();
                 for (o, &gv) in g.iter().enumerate() {
-                    let a = xv[bidx(o, &os, xs)];
-                    let b = yv[bidx(o, &os, ys)];
+                    let a = xv[broadcast_index(o, &os, xs)];
+                    let b = yv[broadcast_index(o, &os, ys)];
                     let w = match op {
                         0 => a + b,
                         1 => a - b,
@@ -5135,7 +5096,7 @@ mod tests {
             )
             .f32();
             for (o, &gv) in got.iter().enumerate() {
-                let w = xv[bidx(o, &os, xs)] + 2.5 * yv[bidx(o, &os, ys)];
+                let w = xv[broadcast_index(o, &os, xs)] + 2.5 * yv[broadcast_index(o, &os, ys)];
                 assert!((gv - w).abs() <= 1e-6 * w.abs().max(1.0));
             }
         }
