@@ -57,7 +57,9 @@ fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
 }
 
-/// Tensor value indices an instruction names (its arguments; tensor lists expanded).
+/// Whether an instruction names a tensor whose bytes overlap `x` (as an argument or inside a
+/// tensor list); a move of such a tensor, an unknown instruction kind or an unreadable
+/// argument count as naming it.
 fn touches(
     ins: fb::Instruction<'_>,
     values: &[Value<'_>],
