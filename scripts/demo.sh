@@ -7,7 +7,7 @@
 # qemu-system-arm/qemu-user from bookworm-backports and the aarch64 cross linker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rustup show active-toolchain >/dev/null
+scripts/setup-rust.sh   # the pinned toolchain with its targets and components, explicitly
 scripts/setup-qemu.sh
 model=${1:-tests/fixtures/gpt2_portable}
 inputs=()

@@ -7,7 +7,7 @@
 # Needs qemu-system-aarch64 (scripts/setup-qemu.sh). Firmware builds go to target/firmware.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rustup show active-toolchain >/dev/null
+scripts/setup-rust.sh >/dev/null
 if ! command -v qemu-system-aarch64 >/dev/null; then
   echo "qemu-system-aarch64 is missing: run scripts/setup-qemu.sh" >&2
   exit 1

@@ -5,7 +5,7 @@
 # PTERA_HOST_ONLY=1 skips the QEMU parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rustup show active-toolchain >/dev/null   # installs the pinned toolchain, targets, components
+scripts/setup-rust.sh   # the pinned toolchain with its targets and components, explicitly
 start=$(date +%s)
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
