@@ -4,7 +4,7 @@
 use core::fmt::{self, Write};
 
 use crate::dtype::DType;
-use crate::tensor::Shape;
+use crate::shape::Shape;
 
 /// A short owned name (operator, backend, method) carried by an error.
 pub type Name = heapless::String<96>;

@@ -1,13 +1,17 @@
 //! ptera: run ExecuTorch `.pte` programs from a byte slice, with no allocator in the runtime core.
 //!
-//! Architecture (one module per layer):
-//! - [`format`]: the `.pte` container and the program flatbuffer, validated and read in place;
-//! - [`dtype`], [`tensor`]: element types, shapes and typed views over planned memory;
-//! - [`memory`]: the static memory plan ([`memory::MethodMeta`]) and the metadata bump arena;
-//! - [`planner`]: lifetime-based static placement of buffers (delegate intermediates);
-//! - [`exec`]: method loading (value table, operator resolution) and the instruction loop;
-//! - [`kernels`]: the operator registry, the portable ATen-style kernel library and the GEMM;
-//! - [`delegate`]: the backend registry for `DelegateCall` regions.
+//! Layers, top to bottom (each imports only layers below it; `tests/architecture.rs` checks):
+//! - public API: [`Program`] (from [`format`]), [`method::MethodMeta`] (validation and exact
+//!   memory needs) and [`Method`] (load, inputs, `execute`, outputs), in [`method`];
+//! - [`exec`]: the operator/backend [`exec::Registry`], plan validation, metadata-buffer
+//!   layout, value table, instruction loop, output-row demand;
+//! - [`delegate`] (backends for `DelegateCall` regions, `xnnpack/`) and [`kernels`] (the
+//!   portable ATen kernel library, one file per operator family);
+//! - [`kernel_api`] (what kernels and backends are written against: `KernelCtx`, `KernelDef`,
+//!   `Value`), [`linalg`] (GEMM and micro-kernels, fp32 slice math, CPU detection),
+//!   [`planner`] (lifetime-based buffer placement);
+//! - [`tensor`] (typed views), [`format`] (the `.pte` container and program flatbuffer),
+//!   [`error`], and at the bottom [`dtype`], [`shape`] and the `std` helpers in `host`.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -25,9 +29,12 @@ pub mod dtype;
 pub mod error;
 pub mod exec;
 pub mod format;
+pub mod kernel_api;
 pub mod kernels;
-pub mod memory;
+pub mod linalg;
+pub mod method;
 pub mod planner;
+pub mod shape;
 pub mod tensor;
 
 #[cfg(any(test, feature = "std"))]
@@ -37,9 +44,11 @@ pub mod testing;
 
 pub use dtype::DType;
 pub use error::{Error, KernelError};
-pub use exec::Method;
-#[cfg(any(test, feature = "std"))]
-pub use exec::OwnedArenas;
+pub use exec::Registry;
 pub use format::Program;
-pub use memory::MethodMeta;
-pub use tensor::{Shape, TensorMut, TensorRef};
+pub use method::Method;
+pub use method::MethodMeta;
+#[cfg(any(test, feature = "std"))]
+pub use method::OwnedArenas;
+pub use shape::Shape;
+pub use tensor::{TensorMut, TensorRef};

@@ -10,12 +10,12 @@ use flatbuffers::{FlatBufferBuilder, WIPOffset};
 
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::exec::value::Value;
-use crate::exec::OwnedArenas;
+use crate::exec::Registry;
 use crate::format::{fb, Program};
 use crate::host::AlignedBuf;
-use crate::kernels::Registry;
-use crate::memory::MethodMeta;
+use crate::kernel_api::Value;
+use crate::method::MethodMeta;
+use crate::method::OwnedArenas;
 use crate::tensor::{read_f64, read_i64, Shape};
 
 #[derive(Clone, Debug)]
@@ -681,7 +681,7 @@ impl OpTest {
 
     fn run_with(
         &self,
-        mut after: impl FnMut(&crate::exec::Method<'_, '_>),
+        mut after: impl FnMut(&crate::method::Method<'_, '_>),
     ) -> Result<(Vec<TestTensor>, Vec<Value<'static>>), Error> {
         let bytes = AlignedBuf::from_bytes(&self.build());
         let program = Program::load(bytes.as_slice())?;
@@ -720,7 +720,7 @@ impl OpTest {
     }
 
     /// Runs and returns the kernel error (panics if the run succeeds or fails elsewhere).
-    pub fn run_kernel_err(&self) -> crate::KernelError {
+    pub fn run_kernel_err(&self) -> crate::error::KernelError {
         match self.run() {
             Err(Error::Kernel { source, .. }) => source,
             other => panic!("expected a kernel error, got {other:?}"),

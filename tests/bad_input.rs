@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use ptera::host::AlignedBuf;
-use ptera::kernels::Registry;
 use ptera::testing::OpTest;
+use ptera::Registry;
 use ptera::{DType, Error, Method, MethodMeta, OwnedArenas, Program, Shape};
 
 /// Loads, validates, loads the method and runs it with the fixture inputs; any error is fine,

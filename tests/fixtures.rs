@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use ptera::kernels::Registry;
+use ptera::Registry;
 use ptera::{Error, MethodMeta, OwnedArenas, Program, Shape};
 
 type Outputs = Vec<(ptera::DType, Vec<usize>, Vec<f64>)>;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::*;
 use ptera::host::AlignedBuf;
-use ptera::kernels::Registry;
+use ptera::Registry;
 use ptera::{Method, MethodMeta, Program, Shape};
 
 struct Counting;

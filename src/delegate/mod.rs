@@ -1,4 +1,5 @@
-//! Backend registry for `DelegateCall` regions.
+//! Delegate backends for `DelegateCall` regions: the [`Backend`] contract, resolved slots, and
+//! the backends ptera ships (`xnnpack/`).
 //!
 //! A backend validates its payload when the method's [`crate::MethodMeta`] is computed and
 //! reports how much memory it needs: `state` bytes (its translated plan, kept for the method's
@@ -6,9 +7,9 @@
 //! with kernel scratch). At load it writes its plan into the state area; at run time it
 //! executes over the call's arguments: inputs first, then outputs.
 
-use crate::error::KernelError;
+use crate::error::{self, Error, KernelError};
 use crate::format::Program;
-use crate::kernels::KernelCtx;
+use crate::kernel_api::KernelCtx;
 
 /// Everything a backend gets at load time for one delegate.
 #[derive(Clone, Copy)]
@@ -48,6 +49,71 @@ pub trait Backend: Sync {
         state: &[u8],
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError>;
+}
+
+/// A resolved delegate of a loaded method: its backend, payload and translated plan.
+#[derive(Clone, Copy)]
+pub struct DelegateSlot<'a, 'p> {
+    pub backend: &'a dyn Backend,
+    pub init: DelegateInit<'p>,
+    /// The backend's translated plan (in the metadata buffer).
+    pub state: &'a [u8],
+}
+
+impl<'a, 'p> DelegateSlot<'a, 'p> {
+    /// A slot not resolved yet (fills the slot table before each delegate is initialised;
+    /// executing it is an error, never undefined).
+    pub fn unresolved(program: Program<'p>) -> DelegateSlot<'a, 'p> {
+        DelegateSlot {
+            backend: &Unresolved,
+            init: DelegateInit {
+                program,
+                payload: &[],
+                index: 0,
+            },
+            state: &[],
+        }
+    }
+}
+
+/// The backend of an unresolved slot: refuses everything.
+struct Unresolved;
+
+impl Backend for Unresolved {
+    fn id(&self) -> &'static str {
+        "<unresolved>"
+    }
+    fn prepare(&self, _: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
+        Err(KernelError::Unsupported {
+            detail: "unresolved delegate",
+        })
+    }
+    fn init(&self, _: &DelegateInit<'_>, _: &mut [u8]) -> Result<(), KernelError> {
+        Err(KernelError::Unsupported {
+            detail: "unresolved delegate",
+        })
+    }
+    fn execute(
+        &self,
+        _: &DelegateInit<'_>,
+        _: &[u8],
+        _: &mut KernelCtx<'_, '_, '_>,
+    ) -> Result<(), KernelError> {
+        Err(KernelError::Unsupported {
+            detail: "unresolved delegate",
+        })
+    }
+}
+
+/// Wraps a backend's load-time error with the delegate index and backend id.
+pub fn init_error(d: usize, backend: &str, e: KernelError) -> Error {
+    let mut detail = error::Name::new();
+    let _ = core::fmt::write(&mut detail, format_args!("{e}"));
+    Error::DelegateInit {
+        delegate: d,
+        backend: error::name(backend),
+        detail,
+    }
 }
 
 pub mod xnnpack;

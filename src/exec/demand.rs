@@ -23,7 +23,7 @@
 
 use crate::format::fb;
 
-use super::value::{Dynamism, TensorSlot, Value};
+use crate::kernel_api::{Dynamism, TensorSlot, Value};
 
 /// Instruction `pc` of chain `chain` only needs rows `lo..hi` of its tensor argument `value`
 /// (the tensor viewed as `[numel / last_dim, last_dim]`).

@@ -346,7 +346,7 @@ fn ideal_fma(isa: &str, bits: usize, m: usize, k: usize, n: usize) -> u128 {
 }
 
 fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
-    let code = ptera::kernels::arm::Isa::parse(isa).context("unknown ISA")? as u32;
+    let code = ptera::linalg::gemm::select::Isa::parse(isa).context("unknown ISA")? as u32;
     let t0 = std::time::Instant::now();
     let r = crate::baremetal::gemm_icount(&crate::baremetal::GemmRequest {
         isa_code: code,

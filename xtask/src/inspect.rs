@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::{load_file, registry};
 
-fn tensor_json(info: Option<ptera::memory::TensorInfo>) -> Value {
+fn tensor_json(info: Option<ptera::method::TensorInfo>) -> Value {
     match info {
         Some(t) => json!({"dtype": t.dtype.name(), "shape": t.shape.dims()}),
         None => json!({"dtype": null, "shape": null}),

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use ptera::host::AlignedBuf;
-use ptera::kernels::Registry;
+use ptera::Registry;
 use ptera::{MethodMeta, OwnedArenas, Program};
 
 use npy::HostTensor;

@@ -8,8 +8,8 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ptera::kernels::arm::{self, Isa};
-use ptera::kernels::gemm::{
+use ptera::linalg::gemm::select::{self, Isa};
+use ptera::linalg::gemm::{
     pack_b_ahead, prepack_nr, sgemm, sgemm_prepacked, sgemm_scratch_len, MatRef, PackedB,
 };
 
@@ -39,7 +39,7 @@ fn main() {
     });
     let dim = |s: &str| -> usize { s.parse().expect("dimension") };
     let (m, k, n) = (dim(&args[1]), dim(&args[2]), dim(&args[3]));
-    if let Err(e) = arm::force(isa) {
+    if let Err(e) = select::force(isa) {
         eprintln!("{e}");
         std::process::exit(3);
     }
@@ -47,9 +47,9 @@ fn main() {
         Isa::Generic | Isa::Neon => 128,
         #[cfg(target_arch = "aarch64")]
         // SAFETY: `force` succeeded, so SVE2 is present.
-        Isa::Sve2 => (unsafe { arm::sve::cntw() }) * 32,
+        Isa::Sve2 => (unsafe { ptera::linalg::gemm::arm::sve::cntw() }) * 32,
         #[cfg(target_arch = "aarch64")]
-        Isa::Sme | Isa::Sme2 => arm::sme::svl_bytes() * 8,
+        Isa::Sme | Isa::Sme2 => ptera::linalg::gemm::arm::sme::svl_bytes() * 8,
         #[cfg(not(target_arch = "aarch64"))]
         _ => 0,
     };

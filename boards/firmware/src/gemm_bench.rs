@@ -1,5 +1,5 @@
 //! GEMM bench mode (feature `gemm-bench`, qemu-virt only): exact instruction count of one
-//! `ptera::kernels::gemm::sgemm` call under `qemu-system-aarch64 -icount shift=0,sleep=off`,
+//! `ptera::linalg::gemm::sgemm` call under `qemu-system-aarch64 -icount shift=0,sleep=off`,
 //! where CNTVCT advances one tick per executed instruction (`cargo xtask bench gemm`).
 //!
 //! The run is described by a parameter block that xtask places at the start of the board's bench
@@ -10,7 +10,7 @@
 //! |---|---|
 //! | 0 | magic `PTGB` |
 //! | 4 | version u32 = 1 |
-//! | 8 | ISA u32 (`ptera::kernels::arm::Isa` code: 1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2) |
+//! | 8 | ISA u32 (`ptera::linalg::gemm::select::Isa` code: 1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2) |
 //! | 12, 16, 20 | M, K, N u32 |
 //! | 24 | vector length in bits u32 (0: the firmware default, 512) |
 //! | 28 | flags u32: bit 0 (testing) corrupts one entry of C after the measured call; bit 1: B is
@@ -31,8 +31,8 @@
 use core::hint::black_box;
 
 use defmt::Debug2Format;
-use ptera::kernels::arm::{self, Isa};
-use ptera::kernels::gemm::{
+use ptera::linalg::gemm::select::{self, Isa};
+use ptera::linalg::gemm::{
     pack_b_ahead, prepack_nr, sgemm, sgemm_prepacked, sgemm_scratch_len, MatRef, PackedB,
 };
 
@@ -319,7 +319,7 @@ pub fn run(report: &mut Report) -> Result<(), StageError> {
     if p.vl_bits != 0 {
         report.features = cpu::enable_simd_len(u64::from(p.vl_bits / 128 - 1));
     }
-    if arm::force(p.isa).is_err() {
+    if select::force(p.isa).is_err() {
         return Err(invalid(
             "the core cannot run the requested ISA's kernel (the SVE2 and SME kernels need a vector length of at most 512 bits)",
         ));

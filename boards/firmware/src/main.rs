@@ -32,7 +32,7 @@ mod board;
 use aarch64_rt::entry;
 use defmt::{Debug2Format, Display2Format};
 #[cfg(not(feature = "gemm-bench"))]
-use ptera::kernels::Registry;
+use ptera::Registry;
 #[cfg(not(feature = "gemm-bench"))]
 use ptera::{DType, Method, MethodMeta, Program, Shape};
 
@@ -96,7 +96,7 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
         }
     }
     // The GEMM micro-kernel the engine dispatched to on this core (ID registers + CPACR_EL1).
-    report.isa = ptera::kernels::arm::selected().name();
+    report.isa = ptera::linalg::gemm::select::selected().name();
     report.heap_used = HEAP.used() as u32;
     report.stack_used = cpu::stack_used(stack_mark) as u32;
     console::done(&report);

@@ -20,7 +20,8 @@ use crate::delegate::{Backend, DelegateInit, Requirements};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
-use crate::kernels::{gemm, KernelCtx};
+use crate::kernel_api::KernelCtx;
+use crate::linalg::gemm;
 use crate::planner::{self, Interval};
 use graph::{bad, Dims, Op, INVALID_ID, MAX_DIMS};
 

@@ -3,8 +3,8 @@
 
 use super::graph::{Binary, Dims, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
-use crate::kernels::gemm::{self, MatRef};
-use crate::kernels::vec;
+use crate::linalg::gemm::{self, MatRef};
+use crate::linalg::vecmath as vec;
 
 /// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
 fn bcast_strides(d: &Dims, out: &Dims) -> [usize; MAX_DIMS] {

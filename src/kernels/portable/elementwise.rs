@@ -25,7 +25,9 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernels::{broadcast_shapes, vec, KernelCtx, KernelDef};
+use crate::kernel_api::{KernelCtx, KernelDef};
+use crate::linalg::vecmath as vec;
+use crate::shape::broadcast_shapes;
 use crate::tensor::{
     read_f64, read_i64, write_f64, write_i64, Element, Shape, TensorMut, TensorRef, MAX_RANK,
 };
@@ -4937,7 +4939,7 @@ mod tests {
 
     #[test]
     fn registry_has_every_key() {
-        let reg = crate::kernels::Registry::portable();
+        let reg = crate::exec::Registry::portable();
         let keys = [
             "aten::add.out",
             "aten::sub.out",

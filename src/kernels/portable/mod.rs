@@ -3,11 +3,11 @@
 //! - [`elementwise`]: arithmetic, comparisons, logic, unary math, `where`, fills, casts;
 //! - [`shape`]: views-as-copies, permutes, slicing, concatenation, splitting, indexing,
 //!   embedding, cumulative sums, masks (`tril`), padding, dim-order conversion;
-//! - [`nn`]: matmul family (on [`crate::kernels::gemm`]), normalisation, softmax,
+//! - [`nn`]: matmul family (on [`crate::linalg::gemm`]), normalisation, softmax,
 //!   convolution, pooling, reductions;
 //! - [`prim`]: symbolic sizes and scalar arithmetic, `et_view`, `copy_`.
 
-use super::KernelDef;
+use crate::kernel_api::KernelDef;
 
 pub mod elementwise;
 pub mod nn;

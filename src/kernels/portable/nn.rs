@@ -1,4 +1,4 @@
-//! Neural-network kernels: the matmul family (on [`crate::kernels::gemm`]), normalisation,
+//! Neural-network kernels: the matmul family (on [`crate::linalg::gemm`]), normalisation,
 //! softmax, convolution, pooling and reductions.
 //!
 //! Conventions shared by every kernel here:
@@ -10,8 +10,9 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernels::gemm::{self, MatRef, GEMM_SCRATCH_F32};
-use crate::kernels::{vec, KernelCtx, KernelDef};
+use crate::kernel_api::{KernelCtx, KernelDef};
+use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
+use crate::linalg::vecmath as vec;
 use crate::tensor::{Shape, TensorMut, TensorRef, MAX_RANK};
 
 type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
@@ -126,7 +127,7 @@ fn f32_of<'a>(t: &TensorRef<'a>) -> Result<&'a [f32], KernelError> {
 }
 
 fn wrap(dim: i64, rank: usize, arg: usize) -> Result<usize, KernelError> {
-    crate::tensor::wrap_dim(dim, rank).ok_or(KernelError::IndexOutOfBounds {
+    crate::shape::wrap_dim(dim, rank).ok_or(KernelError::IndexOutOfBounds {
         arg,
         index: dim,
         size: rank,
@@ -1916,7 +1917,7 @@ fn group_sum_f64(src: &Src<'_>, p: &Plan, base: usize) -> f64 {
 fn dims_all_if_empty(
     ctx: &Ctx<'_, '_, '_>,
     arg: usize,
-) -> Result<Option<crate::kernels::IntList>, KernelError> {
+) -> Result<Option<crate::kernel_api::IntList>, KernelError> {
     Ok(ctx.opt_int_list(arg)?.filter(|d| !d.is_empty()))
 }
 
@@ -1934,7 +1935,7 @@ fn write_f64_groups(out: &mut TensorMut<'_>, p: &Plan, f: impl Fn(usize) -> f64)
 /// Shared body of `sum` (`is_mean = false`) and `mean`.
 fn sum_mean(
     ctx: &mut Ctx<'_, '_, '_>,
-    dims: Option<crate::kernels::IntList>,
+    dims: Option<crate::kernel_api::IntList>,
     keepdim: bool,
     dtype: Option<DType>,
     out_arg: usize,
@@ -2399,7 +2400,7 @@ fn all_all_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
 /// Variance (and optionally mean) over `dims` with `correction`: Σ(x - mean)² / max(0, N - c).
 fn var_common(
     ctx: &mut Ctx<'_, '_, '_>,
-    dims: Option<crate::kernels::IntList>,
+    dims: Option<crate::kernel_api::IntList>,
     correction: f64,
     keepdim: bool,
     var_arg: usize,

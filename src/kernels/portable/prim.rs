@@ -6,8 +6,9 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::exec::value::Value;
-use crate::kernels::{broadcast_shapes, KernelCtx, KernelDef};
+use crate::kernel_api::Value;
+use crate::kernel_api::{KernelCtx, KernelDef};
+use crate::shape::broadcast_shapes;
 use crate::tensor::{read_f64, read_i64, write_f64, write_i64, Shape};
 
 type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
@@ -350,7 +351,7 @@ mod tests {
     /// Runs a binary prim op on two scalars and reads back the placeholder it overwrote.
     fn scalar_result(op: &str, a: f64, b: f64, ints: bool) -> Result<crate::dtype::Scalar, Error> {
         use crate::dtype::Scalar;
-        use crate::exec::value::Value;
+        use crate::kernel_api::Value;
         let mut t = OpTest::new(op);
         let (x, y) = if ints {
             (t.int(a as i64), t.int(b as i64))
@@ -423,7 +424,7 @@ mod tests {
 
     #[test]
     fn sym_size_reads_dims() {
-        use crate::exec::value::Value;
+        use crate::kernel_api::Value;
         let mut t = OpTest::new("aten::sym_size.int");
         let a = t.input_f32(&[2, 5, 3], &[0.0; 30]);
         let d = t.int(-2);

@@ -21,10 +21,10 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernels::{broadcast_shapes, vec, KernelCtx, KernelDef};
-use crate::tensor::{
-    read_f64, read_i64, wrap_dim, write_f64, write_i64, Shape, TensorRef, MAX_RANK,
-};
+use crate::kernel_api::{KernelCtx, KernelDef};
+use crate::linalg::vecmath as vec;
+use crate::shape::{broadcast_shapes, wrap_dim};
+use crate::tensor::{read_f64, read_i64, write_f64, write_i64, Shape, TensorRef, MAX_RANK};
 
 type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
 type Res = Result<(), KernelError>;

@@ -25,7 +25,7 @@ use super::{cargo_build_firmware_in, console, root, run_dir, Board};
 
 /// What to measure.
 pub struct GemmRequest {
-    /// `ptera::kernels::arm::Isa` code (1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2).
+    /// `ptera::linalg::gemm::select::Isa` code (1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2).
     pub isa_code: u32,
     pub m: usize,
     pub k: usize,

@@ -6,8 +6,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptera::host::AlignedBuf;
-use ptera::kernels::arm::{self, Isa};
-use ptera::kernels::Registry;
+use ptera::linalg::gemm::select::{self, Isa};
+use ptera::Registry;
 use ptera::{MethodMeta, OwnedArenas, Program, Shape};
 
 static MARKS: AtomicU32 = AtomicU32::new(0);
@@ -31,7 +31,7 @@ fn main() {
         std::process::exit(2);
     }
     let isa = Isa::parse(&args[0]).expect("ISA");
-    arm::force(isa).expect("ISA not supported");
+    select::force(isa).expect("ISA not supported");
     println!("vector_bits=0");
     let file = AlignedBuf::read(std::path::Path::new(&args[1])).expect("read model");
     let registry = Registry::standard();

@@ -26,8 +26,8 @@ use std::path::Path;
 use std::process::exit;
 
 use ptera::host::AlignedBuf;
-use ptera::kernels::arm::{self, Isa};
-use ptera::kernels::Registry;
+use ptera::linalg::gemm::select::{self, Isa};
+use ptera::Registry;
 use ptera::{DType, MethodMeta, OwnedArenas, Program, Shape};
 
 /// Phase marker: an empty function with its own symbol, called after start-up (-1), after
@@ -171,13 +171,13 @@ fn vector_lengths() -> String {
     let mut s = String::new();
     #[cfg(target_arch = "aarch64")]
     {
-        let f = arm::features();
+        let f = ptera::linalg::cpu::features();
         if f.sve {
             // SAFETY: `cntw` needs SVE, which the ID registers report as present and enabled.
-            s += &format!(" sve-vl {}", unsafe { arm::sve::cntw() } * 32);
+            s += &format!(" sve-vl {}", unsafe { ptera::linalg::gemm::arm::sve::cntw() } * 32);
         }
         if f.sme {
-            s += &format!(" sme-svl {}", arm::sme::svl_bytes() * 8);
+            s += &format!(" sme-svl {}", ptera::linalg::gemm::arm::sme::svl_bytes() * 8);
         }
     }
     s
@@ -226,10 +226,10 @@ fn main() {
                 "{from}: unknown ISA '{name}' (generic|neon|sve2|sme|sme2)"
             ))
         });
-        arm::force(isa).unwrap_or_else(|e| die(format!("{from}: {e}")));
+        select::force(isa).unwrap_or_else(|e| die(format!("{from}: {e}")));
     }
     // Detection (ID register reads) happens here, not inside the first forward.
-    let isa = arm::selected();
+    let isa = select::selected();
     let maps = std::env::var_os("ETRUN_MAPS").is_some();
     if maps || std::env::var_os("ETRUN_VERBOSE").is_some() {
         eprintln!("ptera-run: isa {}{}", isa.name(), vector_lengths());

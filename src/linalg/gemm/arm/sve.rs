@@ -11,7 +11,7 @@
 
 use core::arch::asm;
 
-use crate::kernels::gemm::MicroKernel;
+use crate::linalg::gemm::contract::MicroKernel;
 
 /// Rows of the tile.
 pub const MR: usize = 8;
@@ -373,7 +373,7 @@ static SVE2_VL512: MicroKernel = unsafe {
 /// The SVE2 kernel for the current vector length, if SVE2 is present and VL ≤ 512 bits.
 /// (The vector length is read now; a process that changes it later must select again.)
 pub fn kernel() -> Option<&'static MicroKernel> {
-    if !super::features().sve2 {
+    if !crate::linalg::cpu::features().sve2 {
         return None;
     }
     // SAFETY: SVE is present (checked above).

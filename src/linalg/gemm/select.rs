@@ -1,21 +1,18 @@
-//! Arm (AArch64) GEMM micro-kernels and run-time ISA selection.
+//! Kernel selection for every architecture: which micro-kernel [`super::sgemm`] uses on this
+//! CPU and for this shape, and the ISA override for tests and benchmarks.
 //!
-//! The driver is [`crate::kernels::gemm`]; this module only supplies micro-kernels that honour
-//! its [`MicroKernel`] contract, and decides which one [`gemm::micro_kernel`] returns:
+//! On AArch64:
 //!
 //! | [`Isa`]   | kernel (file)      | tile (`MR × NR`)                                  |
 //! |-----------|--------------------|---------------------------------------------------|
-//! | `Generic` | `gemm::PORTABLE`   | 4 × 16, plain Rust                                |
-//! | `Neon`    | [`neon`]           | 8 × 12, or 8 × 8 when 8 divides n and 12 does not |
-//! | `Sve2`    | [`sve`]            | 8 × 3·VL/32 (VL ≤ 512 bits), `asm!`               |
-//! | `Sme`     | [`sme`]            | 2·SVL/32 × 2·SVL/32 (SVL ≤ 512), 4 ZA tiles, FMOPA |
-//! | `Sme2`    | [`sme`] (same tile, multi-vector loads) | as `Sme`                     |
+//! | `Generic` | `portable`         | 4 × 16, plain Rust                                |
+//! | `Neon`    | `arm::neon`        | 8 × 12, or 8 × 8 when 8 divides n and 12 does not; 4 × 16 for a 1–4-row remainder |
+//! | `Sve2`    | `arm::sve`         | 8 × 3·VL/32 (VL ≤ 512 bits), `asm!`               |
+//! | `Sme`     | `arm::sme`         | 2·SVL/32 × 2·SVL/32 (SVL ≤ 512), 4 ZA tiles, FMOPA |
+//! | `Sme2`    | `arm::sme` (same tile, multi-vector loads) | as `Sme`                 |
 //!
-//! Detection reads the ID registers with `mrs` (`ID_AA64PFR0_EL1.SVE`, `ID_AA64PFR1_EL1.SME`,
-//! `ID_AA64ZFR0_EL1.SVEver`, `ID_AA64SMFR0_EL1.{F32F32,SMEver}`). At EL0 under Linux the
-//! kernel emulates these reads (and reports only what it enabled); on bare metal
-//! (`target_os = "none"`, EL1) the firmware must also have opened the units in `CPACR_EL1`
-//! (ZEN, SMEN), which is checked too.
+//! On x86_64 the AVX2+FMA kernel (`x86::avx2`, 6 × 16) when CPUID reports it, else the
+//! portable kernel.
 //!
 //! [`force`] pins an ISA for tests and benchmarks. With the `std` feature (and in unit tests)
 //! the environment variable `PTERA_ISA` (`generic|neon|sve2|sme|sme2`) is honoured on first
@@ -23,18 +20,12 @@
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use super::gemm::{self, MicroKernel};
-
 #[cfg(target_arch = "aarch64")]
-pub mod gemv;
+use super::arm::{neon, sme, sve};
+use super::contract::MicroKernel;
+use super::portable::PORTABLE;
 #[cfg(target_arch = "aarch64")]
-pub mod neon;
-#[cfg(target_arch = "aarch64")]
-pub mod sme;
-#[cfg(target_arch = "aarch64")]
-pub mod sve;
-#[cfg(target_arch = "aarch64")]
-pub mod vec;
+use crate::linalg::cpu::features;
 
 /// An instruction-set level for the GEMM micro-kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -81,113 +72,6 @@ impl Isa {
     }
 }
 
-/// CPU features relevant to the kernels, from the ID registers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Features {
-    /// FEAT_SVE usable.
-    pub sve: bool,
-    /// FEAT_SVE2 usable.
-    pub sve2: bool,
-    /// FEAT_SME usable.
-    pub sme: bool,
-    /// FEAT_SME2 usable (both `ID_AA64PFR1_EL1.SME ≥ 2` and `ID_AA64SMFR0_EL1.SMEver ≥ 1`).
-    pub sme2: bool,
-    /// FMOPA fp32 (`ID_AA64SMFR0_EL1.F32F32`).
-    pub sme_f32f32: bool,
-}
-
-/// Raw ID register values.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IdRegs {
-    pub pfr0: u64,
-    pub pfr1: u64,
-    pub zfr0: u64,
-    pub smfr0: u64,
-}
-
-fn field(reg: u64, lsb: u32) -> u64 {
-    (reg >> lsb) & 0xf
-}
-
-impl IdRegs {
-    /// Reads the four ID registers.
-    pub fn read() -> IdRegs {
-        #[cfg(target_arch = "aarch64")]
-        {
-            macro_rules! mrs {
-                ($r:literal) => {{
-                    let v: u64;
-                    // SAFETY: reading an ID register has no side effect. The generic
-                    // `S3_0_C0_C4_n` names need no assembler extension. At EL1+ the
-                    // ID registers are always readable; at EL0 Linux (and qemu-user)
-                    // emulate MRS of the ID_AA64* space (HWCAP_CPUID, Linux ≥ 4.11).
-                    unsafe {
-                        core::arch::asm!(concat!("mrs {}, ", $r), out(reg) v,
-                            options(nomem, nostack, preserves_flags))
-                    };
-                    v
-                }};
-            }
-            IdRegs {
-                pfr0: mrs!("S3_0_C0_C4_0"),
-                pfr1: mrs!("S3_0_C0_C4_1"),
-                zfr0: mrs!("S3_0_C0_C4_4"),
-                smfr0: mrs!("S3_0_C0_C4_5"),
-            }
-        }
-        #[cfg(not(target_arch = "aarch64"))]
-        IdRegs::default()
-    }
-
-    /// Decodes the features (no check that the OS/firmware enabled them).
-    pub fn features(&self) -> Features {
-        let sve = field(self.pfr0, 32) >= 1;
-        let sme_lvl = field(self.pfr1, 24);
-        let sme = sme_lvl >= 1;
-        let sme_f32f32 = sme && (self.smfr0 >> 32) & 1 == 1;
-        Features {
-            sve,
-            sve2: sve && field(self.zfr0, 0) >= 1,
-            sme,
-            sme2: sme_lvl >= 2 && field(self.smfr0, 56) >= 1,
-            sme_f32f32,
-        }
-    }
-}
-
-/// Bare metal: are SVE and SME instructions enabled at EL1/EL0 in `CPACR_EL1`?
-#[cfg(all(target_arch = "aarch64", target_os = "none"))]
-fn cpacr_enables() -> (bool, bool) {
-    let v: u64;
-    // SAFETY: `target_os = "none"` images run at EL1 or above, where CPACR_EL1 is readable;
-    // reading it has no side effect.
-    unsafe {
-        core::arch::asm!("mrs {}, cpacr_el1", out(reg) v, options(nomem, nostack, preserves_flags))
-    };
-    ((v >> 16) & 3 == 3, (v >> 24) & 3 == 3)
-}
-
-/// Features this CPU has and the OS/firmware allows us to use (none off AArch64).
-pub fn features() -> Features {
-    #[cfg(target_arch = "aarch64")]
-    {
-        #[allow(unused_mut)]
-        let mut f = IdRegs::read().features();
-        #[cfg(target_os = "none")]
-        {
-            let (zen, smen) = cpacr_enables();
-            f.sve &= zen;
-            f.sve2 &= zen;
-            f.sme &= smen;
-            f.sme2 &= smen;
-            f.sme_f32f32 &= smen;
-        }
-        f
-    }
-    #[cfg(not(target_arch = "aarch64"))]
-    Features::default()
-}
-
 /// Can this CPU run the kernel of `isa` (including vector-length limits)?
 pub fn supported(isa: Isa) -> bool {
     kernel_for(isa).is_some()
@@ -197,7 +81,7 @@ pub fn supported(isa: Isa) -> bool {
 /// (or its vector length is outside the kernel's range).
 pub fn kernel_for(isa: Isa) -> Option<&'static MicroKernel> {
     match isa {
-        Isa::Generic => Some(&gemm::PORTABLE),
+        Isa::Generic => Some(&PORTABLE),
         #[cfg(target_arch = "aarch64")]
         Isa::Neon => Some(&neon::NEON_8X12),
         #[cfg(target_arch = "aarch64")]
@@ -292,24 +176,34 @@ pub fn selected() -> Isa {
     isa
 }
 
-/// The micro-kernel of [`selected`] (what [`gemm::micro_kernel`] returns on AArch64).
+/// The best micro-kernel for this CPU: on AArch64 the kernel of [`selected`] (ID-register
+/// detection, overridable with [`force`]); on x86_64 the AVX2+FMA kernel when CPUID reports
+/// it (detected once); otherwise the portable kernel.
 pub fn micro_kernel() -> &'static MicroKernel {
-    kernel_for(selected()).unwrap_or(&gemm::PORTABLE)
+    #[cfg(target_arch = "aarch64")]
+    return kernel_for(selected()).unwrap_or(&PORTABLE);
+    #[cfg(target_arch = "x86_64")]
+    return avx2_fma().unwrap_or(&PORTABLE);
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
+    &PORTABLE
 }
 
-/// The micro-kernel of [`selected`] for an `m × n` product (per-shape choice within the
-/// ISA: Neon picks 4 × 16, 8 × 8 or 8 × 12 by row and column padding, [`neon::kernel_for`]).
-pub fn micro_kernel_for(m: usize, n: usize) -> &'static MicroKernel {
+/// The micro-kernel [`sgemm`](super::sgemm) uses for an `m × n × k` product: the CPU's best
+/// one ([`micro_kernel`]), or a variant of the same ISA whose tile fits this shape better
+/// (AArch64 Neon: 4 × 16 for a 1–4-row remainder mod 8, 8 × 8 instead of 8 × 12 when `n` is
+/// a multiple of 8 but not of 12; `neon::kernel_for`).
+pub fn micro_kernel_for(m: usize, n: usize, k: usize) -> &'static MicroKernel {
+    let _ = (m, n, k);
     #[cfg(target_arch = "aarch64")]
     if selected() == Isa::Neon {
         return neon::kernel_for(m, n);
     }
-    let _ = (m, n);
     micro_kernel()
 }
 
-/// A micro-kernel of [`selected`] with tile width `nr` (Neon has 8 × 12, 8 × 8 and 4 × 16; the
-/// vector-length-agnostic kernels have one width, set by the running vector length).
+/// A micro-kernel of the selected ISA with tile width `nr`, if there is one (Neon has 8 × 12,
+/// 8 × 8 and 4 × 16; the vector-length-agnostic kernels have one width, set by the running
+/// vector length).
 pub fn kernel_with_nr(nr: usize) -> Option<&'static MicroKernel> {
     #[cfg(target_arch = "aarch64")]
     if selected() == Isa::Neon {
@@ -320,5 +214,40 @@ pub fn kernel_with_nr(nr: usize) -> Option<&'static MicroKernel> {
     Some(micro_kernel()).filter(|uk| uk.nr() == nr)
 }
 
-#[cfg(test)]
-mod tests;
+/// The tile width [`sgemm_prepacked`](super::sgemm_prepacked) runs fastest with for an
+/// `m × n × k` product on this CPU (what `xtask lower` packs for when it targets the running
+/// machine).
+pub fn prepack_nr(m: usize, n: usize, k: usize) -> usize {
+    micro_kernel_for(m, n, k).nr()
+}
+
+/// Whether the M = 1 products of [`super::sgemm`] go to the GEMV ([`super::gemv`]): on
+/// AArch64 whenever a hand-written kernel is selected.
+pub fn gemv_for_single_rows() -> bool {
+    cfg!(target_arch = "aarch64") && !core::ptr::eq(micro_kernel(), &PORTABLE)
+}
+
+/// Whether the GEMV may use the SME2 ZA-array path (SME2 selected and usable).
+pub fn gemv_sme2() -> bool {
+    #[cfg(target_arch = "aarch64")]
+    return selected() == Isa::Sme2 && features().sme2;
+    #[cfg(not(target_arch = "aarch64"))]
+    false
+}
+
+/// The AVX2+FMA micro-kernel (`6 × 16`), if this CPU supports it.
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_fma() -> Option<&'static MicroKernel> {
+    /// 0 = not yet detected, 1 = no, 2 = yes.
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    let mut s = HAS.load(Ordering::Relaxed);
+    if s == 0 {
+        s = if crate::linalg::cpu::x86_avx2_fma() {
+            2
+        } else {
+            1
+        };
+        HAS.store(s, Ordering::Relaxed);
+    }
+    (s == 2).then_some(&super::x86::avx2::AVX2_FMA)
+}

@@ -1,13 +1,13 @@
-//! Neon back end of [`crate::kernels::vec`]: polynomial `exp`, `tanh`, `sigmoid`, tanh-GELU,
+//! Neon back end of [`super`] (`linalg::vecmath`): polynomial `exp`, `tanh`, `sigmoid`, tanh-GELU,
 //! softmax / log-softmax / layer-norm rows and a 4×4-block transpose. Called through the
-//! checked wrappers in `kernels::vec` (which own the accuracy contract and the tests); these
+//! checked wrappers in `linalg::vecmath` (which own the accuracy contract and the tests); these
 //! functions work on the common prefix of their slices and never read or write past any
 //! slice. Four lanes at a time with `core::arch::aarch64` intrinsics, tails with the generic
 //! scalar formula (the same formula; only FMA contraction differs).
 
 use core::arch::aarch64::*;
 
-use crate::kernels::vec::generic::{
+use super::generic::{
     self as g, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_CAP,
 };
 

@@ -2,8 +2,9 @@
 //! Run under qemu-user (`scripts/test-arm.sh` varies the vector lengths); ISAs the emulated
 //! CPU lacks are skipped with a message.
 
-use super::*;
-use crate::kernels::gemm::{sgemm, sgemm_with, MatRef, GEMM_SCRATCH_F32};
+use crate::linalg::cpu::{features, Features, IdRegs};
+use crate::linalg::gemm::select::*;
+use crate::linalg::gemm::{sgemm, sgemm_with, MatRef, MicroKernel, GEMM_SCRATCH_F32};
 use std::vec;
 use std::vec::Vec;
 
@@ -170,7 +171,7 @@ fn report_and_env_selection() {
         assert_eq!(selected(), isa);
         #[cfg(target_arch = "aarch64")]
         assert_eq!(
-            crate::kernels::gemm::micro_kernel().name(),
+            crate::linalg::gemm::micro_kernel().name(),
             kernel_for(isa).unwrap().name()
         );
     }
@@ -248,7 +249,7 @@ fn random_shapes_each_isa() {
 
 #[test]
 fn crosses_cache_blocks_each_isa() {
-    use crate::kernels::gemm::{KC, MC, NC};
+    use crate::linalg::gemm::{KC, MC, NC};
     each_isa(|isa, uk| {
         let mut rng = Rng(31337 + isa as u64);
         // Later depth blocks with alpha = 1, beta = 1 and no bias (the SME kernels' ZA-preload
@@ -289,7 +290,7 @@ fn force_switches_sgemm() {
         // Off AArch64, gemm keeps its own (x86) selection; the forced value is still recorded.
         assert_eq!(selected(), isa);
         #[cfg(target_arch = "aarch64")]
-        assert_eq!(crate::kernels::gemm::micro_kernel().name(), uk.name());
+        assert_eq!(crate::linalg::gemm::micro_kernel().name(), uk.name());
         #[cfg(not(target_arch = "aarch64"))]
         let _ = uk;
         let a = [1.0f32, 2.0, 3.0, 4.0];
@@ -315,7 +316,7 @@ fn per_shape_kernel_choice() {
     }
     #[cfg(target_arch = "aarch64")]
     {
-        use crate::kernels::gemm::micro_kernel_for;
+        use crate::linalg::gemm::micro_kernel_for;
         // 12 ∤ 64, 256, 512 but 8 | them: 8 × 8 leaves no column tail.
         for n in [8, 64, 256, 512] {
             assert_eq!(micro_kernel_for(16, n, 64).name(), "neon-8x8", "n = {n}");
@@ -337,7 +338,7 @@ fn per_shape_kernel_choice() {
         let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
         let mut c = vec![f32::NAN; m * n];
-        let mut s = vec![0.0f32; crate::kernels::gemm::sgemm_scratch_len(m, n, k)];
+        let mut s = vec![0.0f32; crate::linalg::gemm::sgemm_scratch_len(m, n, k)];
         sgemm(
             MatRef::row_major(&a, m, k).unwrap(),
             MatRef::row_major(&b, k, n).unwrap(),

@@ -9,7 +9,7 @@
 
 use core::arch::aarch64::*;
 
-use crate::kernels::gemm::MicroKernel;
+use crate::linalg::gemm::contract::MicroKernel;
 
 /// Rows of the register tile.
 pub const MR: usize = 8;

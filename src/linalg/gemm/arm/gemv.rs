@@ -1,9 +1,9 @@
 //! Neon GEMV for `M = 1` (the decode case): `y = alpha·x·B (+ beta·y) (+ bias)`.
 //!
 //! Packing B for a single row of A would cost as much as the product itself, and an `MR`-row
-//! register tile would waste `MR − 1` rows, so [`gemm::sgemm_with`](crate::kernels::gemm)
-//! hands `M = 1` products with a unit-stride operand here (any non-portable kernel on
-//! AArch64). Two layouts:
+//! register tile would waste `MR − 1` rows, so `gemm::gemv` sends `M = 1` products with a
+//! unit-stride operand here (whenever a hand-written kernel is selected on AArch64). Two
+//! layouts:
 //!
 //! * B row-major (`B(p, j) = b[p·rs + j]`, e.g. `mm` by a `[k, n]` matrix): 48 columns at a
 //!   time in 12 accumulators; per depth step three 4-register `ld1` (post-increment, the last
@@ -12,7 +12,7 @@
 //! * B column-major (`B(p, j) = b[p + j·cs]`, `linear`'s transposed weight): dot products of
 //!   x with 4 columns at a time, reduced at the end.
 //!
-//! With SME2 selected, a row-major B goes to [`sme2_rows`] first (blocks of 16·SVL/32
+//! With SME2 selected (the `sme2` argument), a row-major B goes to [`sme2_rows`] first (blocks of 16·SVL/32
 //! columns; the rest of the columns to the Neon code): multi-vector `fmla za.s[w8, g, vgx4]`
 //! by an indexed element of x accumulates four 4-vector column groups in the ZA array, so
 //! one depth step is four 4-vector loads of the B row and four FMLAs — 16·(SVL/32) MACs per
@@ -48,6 +48,7 @@ pub fn sgemv(
     alpha: f32,
     beta: f32,
     bias: Option<&[f32]>,
+    sme2: bool,
 ) -> bool {
     if k == 0 || n == 0 || x.len() < k || y.len() < n || bias.is_some_and(|s| s.len() < n) {
         return false;
@@ -61,7 +62,12 @@ pub fn sgemv(
         return false;
     }
     if bcs == 1 {
-        let done = sme2_rows(k, n, x, b, brs, y, alpha, beta, bias);
+        // The ID-register check keeps this safe function sound whatever the caller passes.
+        let done = if sme2 && crate::linalg::cpu::features().sme2 {
+            sme2_rows(k, n, x, b, brs, y, alpha, beta, bias)
+        } else {
+            0
+        };
         if done < n {
             let bias_tail = bias.map(|s| &s[done..]);
             rows(
@@ -89,8 +95,8 @@ pub fn sgemv(
 const SME2_GROUPS: usize = 4;
 
 /// The SME2 GEMV over whole blocks of `16·S` columns of a row-major B; returns how many
-/// leading columns it computed (0 when SME2 is not the selected ISA or `n < 16·S`).
-/// Preconditions as [`rows`].
+/// leading columns it computed (0 when `n < 16·S`). Preconditions as [`rows`], and the CPU
+/// has SME2 (checked by [`sgemv`]).
 #[allow(clippy::too_many_arguments)]
 fn sme2_rows(
     k: usize,
@@ -103,9 +109,6 @@ fn sme2_rows(
     beta: f32,
     bias: Option<&[f32]>,
 ) -> usize {
-    if super::selected() != super::Isa::Sme2 || !super::features().sme2 {
-        return 0;
-    }
     let block = 4 * SME2_GROUPS * super::sme::svl_bytes() / 4;
     if block == 0 || n < block {
         return 0;
@@ -114,7 +117,8 @@ fn sme2_rows(
     for j in (0..full).step_by(block) {
         // SAFETY: columns j..j+block ≤ n of rows p < k lie in `b` ((k-1)·brs + n - 1 <
         // b.len(), precondition), x has k floats, y and bias (if any) n ≥ j + block; SME2 is
-        // present (checked above) and we are not in streaming mode (Rust code never is).
+        // present (precondition, checked by `sgemv` from the ID registers) and we are not in
+        // streaming mode (Rust code never is).
         unsafe {
             sme2_block(
                 k,

@@ -14,7 +14,7 @@
 //! the plain layout: two depth steps of A with one 4-vector `ld1w {z0.s-z3.s}` and each B row
 //! with one 2-vector load (bound 8/11 = 0.73 with B in place). When the driver hands a packed
 //! B panel (`ldb == NR`: B stored transposed, e.g. `linear` / XNNPACK fully-connected
-//! weights, or pre-packed, [`crate::kernels::gemm::PackedB`]), consecutive B rows are
+//! weights, or pre-packed, [`crate::linalg::gemm::PackedB`]), consecutive B rows are
 //! contiguous and the kernels switch to immediate offsets and, for SME2, 4-vector loads of
 //! two B rows (8 FMOPA per 2 loads: bound 0.8).
 //!
@@ -36,7 +36,7 @@
 
 use core::arch::asm;
 
-use crate::kernels::gemm::MicroKernel;
+use crate::linalg::gemm::contract::MicroKernel;
 
 /// `asm!` for a block that enters and leaves streaming mode: appends every vector and
 /// predicate register (and FFR) as clobbered — `smstart`/`smstop` zero them, and declaring
@@ -64,7 +64,7 @@ pub(super) use streaming_asm;
 
 /// Streaming vector length in bytes (`rdsvl`, legal outside streaming mode).
 pub fn svl_bytes() -> usize {
-    if !super::features().sme {
+    if !crate::linalg::cpu::features().sme {
         return 0;
     }
     let n: usize;
@@ -822,7 +822,7 @@ fn pick(t: [&'static MicroKernel; 3]) -> Option<&'static MicroKernel> {
 
 /// The SME1 kernel for the current SVL (128, 256 or 512 bits), if SME is present.
 pub fn kernel_sme1_for_cpu() -> Option<&'static MicroKernel> {
-    let f = super::features();
+    let f = crate::linalg::cpu::features();
     if !(f.sme && f.sme_f32f32) {
         return None;
     }
@@ -831,7 +831,7 @@ pub fn kernel_sme1_for_cpu() -> Option<&'static MicroKernel> {
 
 /// The SME2 kernel for the current SVL, if SME2 is present.
 pub fn kernel_sme2_for_cpu() -> Option<&'static MicroKernel> {
-    let f = super::features();
+    let f = crate::linalg::cpu::features();
     if !(f.sme2 && f.sme_f32f32) {
         return None;
     }

@@ -1,0 +1,165 @@
+//! The instruction loop: runs the chains of a loaded method over its runtime tables, with no
+//! allocation. Indices in instructions were validated by `exec::validate` before loading.
+
+use crate::delegate::DelegateSlot;
+use crate::dtype::DType;
+use crate::error::{self, Error};
+use crate::format::fb;
+use crate::kernel_api::{KernelCtx, KernelFn, TensorSlot, Value};
+
+use super::demand::RowDemand;
+
+/// Executed-instruction limit per `execute` (guards against runaway jump loops).
+pub const MAX_STEPS: usize = 10_000_000;
+
+/// What one execution works on: the plan and the method's tables.
+pub struct Frame<'c, 'a, 'p> {
+    pub plan: fb::ExecutionPlan<'p>,
+    pub values: &'c mut [Value<'p>],
+    pub tensors: &'c mut [TensorSlot],
+    pub kernels: &'c [KernelFn],
+    pub delegates: &'c [DelegateSlot<'a, 'p>],
+    pub scratch: &'c mut [u8],
+    /// Output rows the program reads of some matmuls' outputs (`exec::demand`).
+    pub demand: &'c [RowDemand],
+}
+
+/// `name.overload` of operator `op`, for error messages.
+fn op_name(plan: fb::ExecutionPlan<'_>, op: usize) -> error::Name {
+    let mut n = error::Name::new();
+    if let Some(o) = plan.operators().filter(|v| op < v.len()).map(|v| v.get(op)) {
+        error::push_truncated(&mut n, o.name().unwrap_or("?"));
+        let ov = o.overload().unwrap_or("");
+        if !ov.is_empty() {
+            error::push_truncated(&mut n, ".");
+            error::push_truncated(&mut n, ov);
+        }
+    }
+    n
+}
+
+impl<'p> Frame<'_, '_, 'p> {
+    /// Runs every chain of the plan once.
+    pub fn run(&mut self) -> Result<(), Error> {
+        let plan = self.plan;
+        for (ci, chain) in plan.chains().unwrap_or_default().iter().enumerate() {
+            let instrs = chain.instructions().unwrap_or_default();
+            let mut pc = 0usize;
+            let mut steps = 0usize;
+            while pc < instrs.len() {
+                steps += 1;
+                if steps > MAX_STEPS {
+                    return Err(Error::Execution {
+                        instruction: pc,
+                        detail: "instruction limit exceeded",
+                    });
+                }
+                pc = self.step(ci, pc, instrs.get(pc))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Executes one instruction; returns the next pc.
+    fn step(&mut self, chain: usize, pc: usize, ins: fb::Instruction<'p>) -> Result<usize, Error> {
+        let broken = Error::Execution {
+            instruction: pc,
+            detail: "malformed instruction",
+        };
+        let rows = self
+            .demand
+            .iter()
+            .find(|d| d.chain as usize == chain && d.pc as usize == pc)
+            .map(|d| (d.value as usize, d.lo as usize, d.hi as usize));
+        match ins.instr_args_type() {
+            fb::InstructionArguments::KernelCall => {
+                let k = ins.instr_args_as_kernel_call().ok_or(broken)?;
+                let op = k.op_index() as usize;
+                let f = self.kernels[op];
+                let mut ctx = KernelCtx::new(
+                    self.values,
+                    self.tensors,
+                    k.args().unwrap_or_default(),
+                    self.scratch,
+                )
+                .with_rows(rows);
+                f(&mut ctx).map_err(|source| Error::Kernel {
+                    instruction: pc,
+                    operator: op_name(self.plan, op),
+                    source,
+                })?;
+                Ok(pc + 1)
+            }
+            fb::InstructionArguments::DelegateCall => {
+                let d = ins.instr_args_as_delegate_call().ok_or(broken)?;
+                let slot = self.delegates[d.delegate_index() as usize];
+                let mut ctx = KernelCtx::new(
+                    self.values,
+                    self.tensors,
+                    d.args().unwrap_or_default(),
+                    self.scratch,
+                )
+                .with_rows(rows);
+                slot.backend
+                    .execute(&slot.init, slot.state, &mut ctx)
+                    .map_err(|source| Error::Delegate {
+                        instruction: pc,
+                        backend: error::name(slot.backend.id()),
+                        source,
+                    })?;
+                Ok(pc + 1)
+            }
+            fb::InstructionArguments::MoveCall => {
+                let m = ins.instr_args_as_move_call().ok_or(broken)?;
+                self.values[m.move_to() as usize] = self.values[m.move_from() as usize];
+                Ok(pc + 1)
+            }
+            fb::InstructionArguments::JumpFalseCall => {
+                let j = ins.instr_args_as_jump_false_call().ok_or(broken)?;
+                let cond = match self.values[j.cond_value_index() as usize] {
+                    Value::Bool(b) => b,
+                    Value::Tensor(s) => {
+                        let t = &self.tensors[s as usize];
+                        if t.dtype != DType::Bool || (t.data.is_null() && t.nbytes() > 0) {
+                            return Err(Error::Execution {
+                                instruction: pc,
+                                detail: "jump condition is not a bool tensor",
+                            });
+                        }
+                        let n = t.nbytes();
+                        // SAFETY: a bool tensor's data range (n bytes) lies in program or arena
+                        // memory borrowed for the method's lifetime; no &mut to it is live here.
+                        let bytes: &[u8] = if n == 0 {
+                            &[]
+                        } else {
+                            // SAFETY: see above.
+                            unsafe { core::slice::from_raw_parts(t.data, n) }
+                        };
+                        bytes.iter().all(|&b| b != 0)
+                    }
+                    _ => {
+                        return Err(Error::Execution {
+                            instruction: pc,
+                            detail: "jump condition is not a bool",
+                        })
+                    }
+                };
+                Ok(if cond {
+                    pc + 1
+                } else {
+                    j.destination_instruction() as usize
+                })
+            }
+            fb::InstructionArguments::FreeCall => {
+                let f = ins.instr_args_as_free_call().ok_or(broken)?;
+                if let Value::Tensor(s) = self.values[f.value_index() as usize] {
+                    let t = &mut self.tensors[s as usize];
+                    t.data = core::ptr::null_mut();
+                    t.capacity = 0;
+                }
+                Ok(pc + 1)
+            }
+            _ => Err(broken),
+        }
+    }
+}

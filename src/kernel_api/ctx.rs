@@ -1,0 +1,482 @@
+//! [`KernelCtx`]: checked access to one instruction's arguments.
+
+use core::marker::PhantomData;
+
+use super::value::{Dynamism, TensorSlot, Value};
+use crate::dtype::{DType, Scalar};
+use crate::error::KernelError;
+use crate::shape::Shape;
+use crate::tensor::{TensorMut, TensorRef};
+use flatbuffers::Vector;
+
+/// Up to this many int-list items are read per argument.
+pub const MAX_LIST: usize = 64;
+/// Fixed-capacity int list read from an `IntList` argument.
+pub type IntList = heapless::Vec<i64, MAX_LIST>;
+
+/// How many outputs one call may request.
+const MAX_OUTPUTS: usize = 64;
+
+/// Checked access to one instruction's arguments. `'a` is the lifetime of arena and program
+/// memory, `'p` of the program flatbuffer.
+pub struct KernelCtx<'c, 'a, 'p> {
+    pub(crate) values: &'c mut [Value<'p>],
+    pub(crate) tensors: &'c mut [TensorSlot],
+    pub(crate) args: Vector<'p, i32>,
+    pub(crate) scratch: &'c mut [u8],
+    /// Data ranges of outputs already handed out.
+    pub(crate) outputs: heapless::Vec<(usize, usize), MAX_OUTPUTS>,
+    /// `(value, lo, hi)`: only rows `lo..hi` of tensor value `value` are read afterwards.
+    pub(crate) rows: Option<(usize, usize, usize)>,
+    pub(crate) _mem: PhantomData<&'a mut [u8]>,
+}
+
+impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
+    pub(crate) fn new(
+        values: &'c mut [Value<'p>],
+        tensors: &'c mut [TensorSlot],
+        args: Vector<'p, i32>,
+        scratch: &'c mut [u8],
+    ) -> Self {
+        KernelCtx {
+            values,
+            tensors,
+            args,
+            scratch,
+            outputs: heapless::Vec::new(),
+            rows: None,
+            _mem: PhantomData,
+        }
+    }
+
+    /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
+    pub(crate) fn with_rows(mut self, rows: Option<(usize, usize, usize)>) -> Self {
+        self.rows = rows;
+        self
+    }
+
+    /// Rows `lo..hi` of argument `arg`'s tensor (viewed as `[numel / last_dim, last_dim]`)
+    /// when the rest of the program reads only those (`crate::exec::demand`); a kernel may
+    /// then leave the other rows unwritten. `None`: every row is needed.
+    pub fn demanded_rows(&self, arg: usize) -> Option<(usize, usize)> {
+        let (v, lo, hi) = self.rows?;
+        (self.index(arg).ok()? == v).then_some((lo, hi))
+    }
+
+    /// Number of arguments (the appended return included).
+    pub fn nargs(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Fails unless the call has exactly `n` arguments.
+    pub fn expect_args(&self, n: usize) -> Result<(), KernelError> {
+        if self.nargs() != n {
+            return Err(KernelError::ArgCount {
+                expected: n,
+                got: self.nargs(),
+            });
+        }
+        Ok(())
+    }
+
+    fn index(&self, arg: usize) -> Result<usize, KernelError> {
+        if arg >= self.args.len() {
+            return Err(KernelError::ArgCount {
+                expected: arg + 1,
+                got: self.args.len(),
+            });
+        }
+        // Indices were validated against the value table at load.
+        Ok(self.args.get(arg) as usize)
+    }
+
+    /// The raw value of argument `arg`.
+    pub fn value(&self, arg: usize) -> Result<Value<'p>, KernelError> {
+        Ok(self.values[self.index(arg)?])
+    }
+
+    /// Overwrites the value of argument `arg` (prim ops write their result this way).
+    pub fn set_value(&mut self, arg: usize, v: Value<'p>) -> Result<(), KernelError> {
+        let i = self.index(arg)?;
+        if matches!(self.values[i], Value::Tensor(_)) {
+            return Err(KernelError::ArgType {
+                arg,
+                expected: "scalar placeholder",
+                got: "Tensor",
+            });
+        }
+        self.values[i] = v;
+        Ok(())
+    }
+
+    fn type_err(&self, arg: usize, expected: &'static str) -> KernelError {
+        let got = self.value(arg).map_or("nothing", |v| v.kind());
+        KernelError::ArgType { arg, expected, got }
+    }
+
+    pub fn is_none(&self, arg: usize) -> Result<bool, KernelError> {
+        Ok(matches!(self.value(arg)?, Value::None))
+    }
+
+    pub fn int(&self, arg: usize) -> Result<i64, KernelError> {
+        match self.value(arg)? {
+            Value::Int(v) => Ok(v),
+            Value::Bool(b) => Ok(b as i64),
+            _ => Err(self.type_err(arg, "Int")),
+        }
+    }
+
+    pub fn opt_int(&self, arg: usize) -> Result<Option<i64>, KernelError> {
+        match self.value(arg)? {
+            Value::None => Ok(None),
+            _ => self.int(arg).map(Some),
+        }
+    }
+
+    pub fn bool(&self, arg: usize) -> Result<bool, KernelError> {
+        match self.value(arg)? {
+            Value::Bool(v) => Ok(v),
+            Value::Int(v) => Ok(v != 0),
+            _ => Err(self.type_err(arg, "Bool")),
+        }
+    }
+
+    pub fn double(&self, arg: usize) -> Result<f64, KernelError> {
+        match self.value(arg)? {
+            Value::Double(v) => Ok(v),
+            Value::Int(v) => Ok(v as f64),
+            _ => Err(self.type_err(arg, "Double")),
+        }
+    }
+
+    /// An ATen `Scalar` (Int, Double or Bool).
+    pub fn scalar(&self, arg: usize) -> Result<Scalar, KernelError> {
+        match self.value(arg)? {
+            Value::Int(v) => Ok(Scalar::Int(v)),
+            Value::Double(v) => Ok(Scalar::Double(v)),
+            Value::Bool(v) => Ok(Scalar::Bool(v)),
+            _ => Err(self.type_err(arg, "Scalar")),
+        }
+    }
+
+    pub fn opt_scalar(&self, arg: usize) -> Result<Option<Scalar>, KernelError> {
+        match self.value(arg)? {
+            Value::None => Ok(None),
+            _ => self.scalar(arg).map(Some),
+        }
+    }
+
+    pub fn string(&self, arg: usize) -> Result<&'p str, KernelError> {
+        match self.value(arg)? {
+            Value::Str(s) => Ok(s),
+            _ => Err(self.type_err(arg, "String")),
+        }
+    }
+
+    /// An `int[]`/`SymInt[]` argument, each item read from its Int value now.
+    pub fn int_list(&self, arg: usize) -> Result<IntList, KernelError> {
+        let items = match self.value(arg)? {
+            Value::IntList(v) => v,
+            _ => return Err(self.type_err(arg, "IntList")),
+        };
+        let mut out = IntList::new();
+        for idx in items.iter() {
+            let v = match self.values.get(idx as usize) {
+                Some(Value::Int(v)) => *v,
+                _ => {
+                    return Err(KernelError::Value {
+                        arg,
+                        detail: "IntList item is not an Int",
+                    })
+                }
+            };
+            out.push(v).map_err(|_| KernelError::Value {
+                arg,
+                detail: "int list longer than 64",
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// An `int[]?` argument (None → `None`).
+    pub fn opt_int_list(&self, arg: usize) -> Result<Option<IntList>, KernelError> {
+        match self.value(arg)? {
+            Value::None => Ok(None),
+            _ => self.int_list(arg).map(Some),
+        }
+    }
+
+    pub fn double_list(&self, arg: usize) -> Result<Vector<'p, f64>, KernelError> {
+        match self.value(arg)? {
+            Value::DoubleList(v) => Ok(v),
+            _ => Err(self.type_err(arg, "DoubleList")),
+        }
+    }
+
+    pub fn bool_list(&self, arg: usize) -> Result<Vector<'p, bool>, KernelError> {
+        match self.value(arg)? {
+            Value::BoolList(v) => Ok(v),
+            _ => Err(self.type_err(arg, "BoolList")),
+        }
+    }
+
+    fn slot_of(&self, arg: usize) -> Result<usize, KernelError> {
+        match self.value(arg)? {
+            Value::Tensor(t) => Ok(t as usize),
+            _ => Err(self.type_err(arg, "Tensor")),
+        }
+    }
+
+    fn view(&self, slot: usize, arg: usize, any_order: bool) -> Result<TensorRef<'a>, KernelError> {
+        let t = &self.tensors[slot];
+        if !any_order && !t.contiguous {
+            return Err(KernelError::NonContiguous { arg });
+        }
+        if t.data.is_null() && t.nbytes() > 0 {
+            return Err(KernelError::NoData { arg });
+        }
+        let (lo, hi) = t.range();
+        if lo != hi && self.outputs.iter().any(|&(a, b)| lo < b && a < hi) {
+            return Err(KernelError::Aliasing { arg });
+        }
+        Ok(TensorRef {
+            dtype: t.dtype,
+            shape: t.shape,
+            dim_order: t.dim_order,
+            data: t.data,
+            arg,
+            _life: PhantomData,
+        })
+    }
+
+    /// A contiguous input tensor.
+    pub fn input(&self, arg: usize) -> Result<TensorRef<'a>, KernelError> {
+        self.view(self.slot_of(arg)?, arg, false)
+    }
+
+    /// An input tensor in any dim order (for dim-order conversion kernels).
+    pub fn input_any_order(&self, arg: usize) -> Result<TensorRef<'a>, KernelError> {
+        self.view(self.slot_of(arg)?, arg, true)
+    }
+
+    /// A `Tensor?` input.
+    pub fn opt_input(&self, arg: usize) -> Result<Option<TensorRef<'a>>, KernelError> {
+        match self.value(arg)? {
+            Value::None => Ok(None),
+            _ => self.input(arg).map(Some),
+        }
+    }
+
+    fn list(&self, arg: usize) -> Result<(Vector<'p, i32>, bool), KernelError> {
+        match self.value(arg)? {
+            Value::TensorList(v) => Ok((v, false)),
+            Value::OptTensorList(v) => Ok((v, true)),
+            _ => Err(self.type_err(arg, "TensorList")),
+        }
+    }
+
+    /// Length of a `Tensor[]` / `Tensor?[]` argument.
+    pub fn list_len(&self, arg: usize) -> Result<usize, KernelError> {
+        Ok(self.list(arg)?.0.len())
+    }
+
+    fn list_slot(&self, arg: usize, k: usize) -> Result<Option<usize>, KernelError> {
+        let (items, _) = self.list(arg)?;
+        if k >= items.len() {
+            return Err(KernelError::IndexOutOfBounds {
+                arg,
+                index: k as i64,
+                size: items.len(),
+            });
+        }
+        let vi = items.get(k);
+        if vi < 0 {
+            return Ok(None);
+        }
+        match self.values[vi as usize] {
+            Value::Tensor(t) => Ok(Some(t as usize)),
+            _ => Err(KernelError::Value {
+                arg,
+                detail: "tensor list item is not a Tensor",
+            }),
+        }
+    }
+
+    /// Item `k` of a tensor list (None for a `-1` entry of an optional list).
+    pub fn list_input(&self, arg: usize, k: usize) -> Result<Option<TensorRef<'a>>, KernelError> {
+        match self.list_slot(arg, k)? {
+            Some(s) => self.view(s, arg, false).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Current shape of the tensor at `arg` (input or output), without taking a view.
+    pub fn tensor_shape(&self, arg: usize) -> Result<Shape, KernelError> {
+        Ok(self.tensors[self.slot_of(arg)?].shape)
+    }
+
+    /// Dtype of the output tensor at `arg`, before it is resized.
+    pub fn out_dtype(&self, arg: usize) -> Result<DType, KernelError> {
+        Ok(self.tensors[self.slot_of(arg)?].dtype)
+    }
+
+    /// Dtype of output `k` of the tensor list at `arg`.
+    pub fn list_out_dtype(&self, arg: usize, k: usize) -> Result<DType, KernelError> {
+        let s = self.list_slot(arg, k)?.ok_or(KernelError::Value {
+            arg,
+            detail: "None output",
+        })?;
+        Ok(self.tensors[s].dtype)
+    }
+
+    /// Resizes the output tensor at `arg` to `shape` and returns a writable view.
+    /// Fails if the shape does not fit (static shape or capacity), if the tensor is read-only,
+    /// or if its memory overlaps any other tensor argument of this call.
+    pub fn output(&mut self, arg: usize, shape: &Shape) -> Result<TensorMut<'a>, KernelError> {
+        let slot = self.slot_of(arg)?;
+        self.output_slot(slot, arg, shape)
+    }
+
+    /// Like [`output`](Self::output) for item `k` of a `Tensor[] out` list.
+    pub fn list_output(
+        &mut self,
+        arg: usize,
+        k: usize,
+        shape: &Shape,
+    ) -> Result<TensorMut<'a>, KernelError> {
+        let slot = self.list_slot(arg, k)?.ok_or(KernelError::Value {
+            arg,
+            detail: "None output",
+        })?;
+        self.output_slot(slot, arg, shape)
+    }
+
+    fn output_slot(
+        &mut self,
+        slot: usize,
+        arg: usize,
+        shape: &Shape,
+    ) -> Result<TensorMut<'a>, KernelError> {
+        {
+            let t = &mut self.tensors[slot];
+            if !t.writable {
+                return Err(KernelError::ReadOnly { arg });
+            }
+            if !t.contiguous {
+                return Err(KernelError::NonContiguous { arg });
+            }
+            let need = shape.numel().saturating_mul(t.dtype.size());
+            let fits = match t.dynamism {
+                Dynamism::Static => shape.dims() == t.shape.dims() || need == t.nbytes(),
+                Dynamism::Bound => need <= t.capacity,
+            };
+            if !fits || need > t.capacity {
+                return Err(KernelError::Resize {
+                    arg,
+                    needed: *shape,
+                    capacity_bytes: t.capacity,
+                    is_static: t.dynamism == Dynamism::Static,
+                });
+            }
+            if t.data.is_null() && need > 0 {
+                return Err(KernelError::NoData { arg });
+            }
+            t.shape = *shape;
+        }
+        let t = self.tensors[slot];
+        let (lo, hi) = t.range();
+        if lo != hi {
+            // Every other tensor argument (direct or in a list) must not overlap this output.
+            for a in 0..self.args.len() {
+                let vi = self.args.get(a) as usize;
+                let overlaps = |s: usize| -> bool {
+                    if s == slot {
+                        return false;
+                    }
+                    let (l2, h2) = self.tensors[s].range();
+                    l2 < hi && lo < h2
+                };
+                let bad = match self.values[vi] {
+                    Value::Tensor(s) => overlaps(s as usize),
+                    Value::TensorList(items) | Value::OptTensorList(items) => items.iter().any(|i| {
+                        i >= 0 && matches!(self.values[i as usize], Value::Tensor(s) if overlaps(s as usize))
+                    }),
+                    _ => false,
+                };
+                if bad {
+                    return Err(KernelError::Aliasing { arg });
+                }
+            }
+            if self.outputs.iter().any(|&(a, b)| lo < b && a < hi) {
+                return Err(KernelError::Aliasing { arg });
+            }
+            self.outputs
+                .push((lo, hi))
+                .map_err(|_| KernelError::Unsupported {
+                    detail: "more than 64 outputs in one call",
+                })?;
+        }
+        Ok(TensorMut {
+            dtype: t.dtype,
+            shape: *shape,
+            data: t.data,
+            arg,
+            _life: PhantomData,
+        })
+    }
+
+    /// Points the output tensor at `arg` at the data of input `src_arg` with a new shape
+    /// (`et_view`: an alias, no copy). The shapes must hold the same bytes.
+    pub fn alias_output(
+        &mut self,
+        arg: usize,
+        src_arg: usize,
+        shape: &Shape,
+    ) -> Result<(), KernelError> {
+        let src = self.tensors[self.slot_of(src_arg)?];
+        let slot = self.slot_of(arg)?;
+        let t = &mut self.tensors[slot];
+        if t.dtype != src.dtype {
+            return Err(KernelError::DTypeMismatch {
+                arg,
+                expected: src.dtype,
+                got: t.dtype,
+            });
+        }
+        if shape.numel() != src.shape.numel() {
+            return Err(KernelError::Shape {
+                arg,
+                detail: "view must keep the number of elements",
+            });
+        }
+        t.data = src.data;
+        t.capacity = src.capacity;
+        t.writable = src.writable;
+        t.shape = *shape;
+        Ok(())
+    }
+
+    /// The kernel's scratch area (as many bytes as its [`KernelDef::scratch`] declared).
+    pub fn scratch(&mut self) -> &mut [u8] {
+        self.scratch
+    }
+
+    /// Scratch viewed as `n` f32 (aligned); error if it is too small.
+    pub fn scratch_f32(&mut self, n: usize) -> Result<&mut [f32], KernelError> {
+        let bytes = core::mem::take(&mut self.scratch);
+        let off = bytes.as_ptr().align_offset(core::mem::align_of::<f32>());
+        let got = bytes.len();
+        if off > got || (got - off) / 4 < n {
+            self.scratch = bytes;
+            return Err(KernelError::Scratch {
+                needed: n * 4 + 3,
+                got,
+            });
+        }
+        let (_, rest) = bytes.split_at_mut(off);
+        let (use_, _) = rest.split_at_mut(n * 4);
+        // SAFETY: `use_` is a live, exclusively borrowed byte range of exactly 4*n bytes whose
+        // start is 4-byte aligned (align_offset above); every bit pattern is a valid f32.
+        Ok(unsafe { core::slice::from_raw_parts_mut(use_.as_mut_ptr() as *mut f32, n) })
+    }
+}

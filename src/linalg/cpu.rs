@@ -1,0 +1,149 @@
+//! CPU feature detection: on x86_64 CPUID (AVX2 + FMA); the AArch64 ID registers (SVE, SVE2, SME, SME2, fp32 FMOPA) and,
+//! on bare metal, whether the firmware enabled the units in `CPACR_EL1`. Read by kernel
+//! selection (`gemm::select`) and by kernels that size themselves by the vector length.
+//!
+//! Detection reads the ID registers with `mrs` (`ID_AA64PFR0_EL1.SVE`, `ID_AA64PFR1_EL1.SME`,
+//! `ID_AA64ZFR0_EL1.SVEver`, `ID_AA64SMFR0_EL1.{F32F32,SMEver}`). At EL0 under Linux the
+//! kernel emulates these reads (and reports only what it enabled); on bare metal
+//! (`target_os = "none"`, EL1) the firmware must also have opened the units in `CPACR_EL1`
+//! (ZEN, SMEN), which is checked too.
+
+/// CPU features relevant to the kernels, from the ID registers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// FEAT_SVE usable.
+    pub sve: bool,
+    /// FEAT_SVE2 usable.
+    pub sve2: bool,
+    /// FEAT_SME usable.
+    pub sme: bool,
+    /// FEAT_SME2 usable (both `ID_AA64PFR1_EL1.SME ≥ 2` and `ID_AA64SMFR0_EL1.SMEver ≥ 1`).
+    pub sme2: bool,
+    /// FMOPA fp32 (`ID_AA64SMFR0_EL1.F32F32`).
+    pub sme_f32f32: bool,
+}
+
+/// Raw ID register values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdRegs {
+    pub pfr0: u64,
+    pub pfr1: u64,
+    pub zfr0: u64,
+    pub smfr0: u64,
+}
+
+fn field(reg: u64, lsb: u32) -> u64 {
+    (reg >> lsb) & 0xf
+}
+
+impl IdRegs {
+    /// Reads the four ID registers.
+    pub fn read() -> IdRegs {
+        #[cfg(target_arch = "aarch64")]
+        {
+            macro_rules! mrs {
+                ($r:literal) => {{
+                    let v: u64;
+                    // SAFETY: reading an ID register has no side effect. The generic
+                    // `S3_0_C0_C4_n` names need no assembler extension. At EL1+ the
+                    // ID registers are always readable; at EL0 Linux (and qemu-user)
+                    // emulate MRS of the ID_AA64* space (HWCAP_CPUID, Linux ≥ 4.11).
+                    unsafe {
+                        core::arch::asm!(concat!("mrs {}, ", $r), out(reg) v,
+                            options(nomem, nostack, preserves_flags))
+                    };
+                    v
+                }};
+            }
+            IdRegs {
+                pfr0: mrs!("S3_0_C0_C4_0"),
+                pfr1: mrs!("S3_0_C0_C4_1"),
+                zfr0: mrs!("S3_0_C0_C4_4"),
+                smfr0: mrs!("S3_0_C0_C4_5"),
+            }
+        }
+        #[cfg(not(target_arch = "aarch64"))]
+        IdRegs::default()
+    }
+
+    /// Decodes the features (no check that the OS/firmware enabled them).
+    pub fn features(&self) -> Features {
+        let sve = field(self.pfr0, 32) >= 1;
+        let sme_lvl = field(self.pfr1, 24);
+        let sme = sme_lvl >= 1;
+        let sme_f32f32 = sme && (self.smfr0 >> 32) & 1 == 1;
+        Features {
+            sve,
+            sve2: sve && field(self.zfr0, 0) >= 1,
+            sme,
+            sme2: sme_lvl >= 2 && field(self.smfr0, 56) >= 1,
+            sme_f32f32,
+        }
+    }
+}
+
+/// Bare metal: are SVE and SME instructions enabled at EL1/EL0 in `CPACR_EL1`?
+#[cfg(all(target_arch = "aarch64", target_os = "none"))]
+fn cpacr_enables() -> (bool, bool) {
+    let v: u64;
+    // SAFETY: `target_os = "none"` images run at EL1 or above, where CPACR_EL1 is readable;
+    // reading it has no side effect.
+    unsafe {
+        core::arch::asm!("mrs {}, cpacr_el1", out(reg) v, options(nomem, nostack, preserves_flags))
+    };
+    ((v >> 16) & 3 == 3, (v >> 24) & 3 == 3)
+}
+
+/// Features this CPU has and the OS/firmware allows us to use (none off AArch64).
+pub fn features() -> Features {
+    #[cfg(target_arch = "aarch64")]
+    {
+        #[allow(unused_mut)]
+        let mut f = IdRegs::read().features();
+        #[cfg(target_os = "none")]
+        {
+            let (zen, smen) = cpacr_enables();
+            f.sve &= zen;
+            f.sve2 &= zen;
+            f.sme &= smen;
+            f.sme2 &= smen;
+            f.sme_f32f32 &= smen;
+        }
+        f
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    Features::default()
+}
+
+/// # Safety
+/// The CPU must support XSAVE/XGETBV (CPUID.1:ECX.OSXSAVE).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "xsave")]
+unsafe fn xcr0() -> u64 {
+    // SAFETY: XGETBV with ECX = 0 is valid when the OS enabled XSAVE (caller).
+    unsafe { core::arch::x86_64::_xgetbv(0) }
+}
+
+/// CPUID/XGETBV detection of AVX2 + FMA with OS support for the YMM state.
+#[cfg(target_arch = "x86_64")]
+pub fn x86_avx2_fma() -> bool {
+    use core::arch::x86_64::{__cpuid, __cpuid_count};
+    let l0 = __cpuid(0);
+    if l0.eax < 7 {
+        return false;
+    }
+    let l1 = __cpuid(1);
+    let fma = l1.ecx & (1 << 12) != 0;
+    let osxsave = l1.ecx & (1 << 27) != 0;
+    let avx = l1.ecx & (1 << 28) != 0;
+    if !(fma && osxsave && avx) {
+        return false;
+    }
+    // SAFETY: CPUID.1:ECX.OSXSAVE is set, so XGETBV is available and enabled by the OS.
+    let xcr0 = unsafe { xcr0() };
+    if xcr0 & 0b110 != 0b110 {
+        return false; // OS does not save XMM+YMM state
+    }
+    let l7 = __cpuid_count(7, 0);
+    l7.ebx & (1 << 5) != 0
+}

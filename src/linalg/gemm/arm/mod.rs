@@ -1,0 +1,15 @@
+//! Hand-written AArch64 GEMM micro-kernels and the Neon/SME2 GEMV. Each implements the
+//! [`MicroKernel`](super::contract::MicroKernel) contract (or, for the GEMV, its own stated
+//! one) and imports nothing above it; which one runs is decided in `gemm::select`.
+
+#[cfg(target_arch = "aarch64")]
+pub mod gemv;
+#[cfg(target_arch = "aarch64")]
+pub mod neon;
+#[cfg(target_arch = "aarch64")]
+pub mod sme;
+#[cfg(target_arch = "aarch64")]
+pub mod sve;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! The micro-kernel contract: what a register-tile kernel computes, what the driver
+//! guarantees it, and the blocking constants that bound every panel.
+
+/// Depth (K) block: rows of a packed B panel / columns of a packed A block.
+pub const KC: usize = 256;
+/// Row (M) block upper bound; the driver uses the largest multiple of the micro-kernel's `MR`
+/// not above it.
+pub const MC: usize = 48;
+/// Column (N) block upper bound; the driver uses the largest multiple of `NR` not above it.
+pub const NC: usize = 192;
+
+/// Floats of scratch the driver needs for any shape with any micro-kernel (`MC·KC` for the
+/// packed A block, `KC·NC` for the packed B panel, 16 for 64-byte alignment): 61,456 floats,
+/// 240 KiB (≤ 256 KiB). Kernels declare
+/// `KernelDef::with_scratch(name, f, GEMM_SCRATCH_F32 * 4 + 16)` (the extra bytes cover
+/// aligning the byte scratch to f32). Smaller shapes need less, see [`sgemm_scratch_len`].
+pub const GEMM_SCRATCH_F32: usize = MC * KC + KC * NC + ALIGN_F32;
+const _: () = assert!(GEMM_SCRATCH_F32 * 4 <= 256 * 1024);
+
+/// Largest register tile a [`MicroKernel`] may declare (`mr ≤ MAX_MR`, `nr ≤ MAX_NR`).
+/// (The SME kernel's four ZA tiles at SVL 512 form a 32 × 32 tile, the SVE kernel at
+/// VL 512 an 8 × 48 one.)
+pub const MAX_MR: usize = 32;
+/// See [`MAX_MR`].
+pub const MAX_NR: usize = 64;
+
+/// Packed-panel areas are aligned to this many floats (64 bytes) inside the scratch.
+pub(super) const ALIGN_F32: usize = 16;
+
+/// Signature of a micro-kernel; see [`MicroKernel`] for the contract.
+pub type MicroKernelFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+);
+
+/// A register-tile micro-kernel: computes one `MR × NR` tile of C from an A micro-panel and
+/// `k` rows of B.
+///
+/// # Contract of `kernel(k, a, b, ldb, c, rsc, alpha, beta, bias)`
+///
+/// * `a` points to a packed A micro-panel of `k * MR` floats (f32-aligned),
+///   **MR-row-interleaved**: for
+///   depth `p` in `0..k` and tile row `i` in `0..MR`, `a[p * MR + i] = A(row0 + i, p0 + p)`
+///   (rows past the matrix edge are zero).
+/// * `b` points to `k` rows of B, each `NR` contiguous floats, row `p` at `b + p * ldb`:
+///   `b[p * ldb + j] = B(p0 + p, col0 + j)`. Two cases reach a kernel:
+///   a **packed** NR-column-interleaved panel (`ldb == NR`, columns past the edge zero,
+///   64-byte aligned), and a **direct** view of a row-major B read in place (`ldb` = B's
+///   row stride, only f32-aligned). Kernels must not assume more than f32 alignment.
+/// * `c` points to tile element `(0, 0)`; rows are contiguous: element `(i, j)` is at
+///   `c.offset(i * rsc + j)` for `i < MR`, `j < NR`, all valid for reads and writes.
+/// * The kernel stores, for every `i < MR, j < NR`:
+///   `c(i,j) = alpha * Σ_p a(i,p)·b(p,j) + beta * c(i,j) + bias[j]`, where the `beta` term is
+///   omitted entirely when `beta == 0.0` (C is then not read, so NaN garbage is overwritten)
+///   and the bias term when `bias` is null (otherwise `bias` is valid for `NR` reads).
+///   The sum is accumulated in f32 in increasing `p` order per lane (FMA or mul+add).
+/// * `k` may be 0 (the product is then 0). `c` and `bias` are only f32-aligned.
+///
+/// The driver guarantees these preconditions; an implementation must read and write nothing
+/// else. `mr ≤ MAX_MR` and `nr ≤ MAX_NR` (checked by the driver).
+///
+/// A kernel may come with its own panel packer ([`PackFn`], used for whole panels of a
+/// row-major A and of a B stored transposed, e.g. `linear`'s `[N, K]` weight) and a larger
+/// preferred depth block (kernels that keep the tile in ZA gain from long `k`).
+///
+/// Fields are private: a `MicroKernel` can only be built with the `unsafe`
+/// [`MicroKernel::new`], whose caller vouches that the function honours the contract for the
+/// declared `mr`/`nr` on every CPU the value can reach (safe code could otherwise pair a
+/// kernel with a wrong tile size and make the driver pass too-small panels).
+#[derive(Clone, Copy)]
+pub struct MicroKernel {
+    pub(in crate::linalg::gemm) name: &'static str,
+    pub(in crate::linalg::gemm) mr: usize,
+    pub(in crate::linalg::gemm) nr: usize,
+    pub(in crate::linalg::gemm) kernel: MicroKernelFn,
+    pub(in crate::linalg::gemm) pack: Option<PackFn>,
+    pub(in crate::linalg::gemm) kc_max: usize,
+}
+
+/// Packs depth-contiguous source runs into one micro-panel of width `w`: a row-major A panel
+/// (`w = MR`, runs = rows of A) or a transposed-B panel (`w = NR`, runs = columns of B, i.e.
+/// rows of the stored `Bᵀ`).
+///
+/// # Contract of `pack(src, ld, runs, w, kc, dst) -> handled`
+/// `w` is the kernel's `MR` or `NR`, `1 ≤ runs ≤ w` (fewer at the matrix edge), `kc ≥ 1`.
+/// `src + i*ld .. + kc` is readable for `i < runs`, `dst` holds `kc * w` writable floats
+/// (only f32-aligned). Either it stores `dst[p * w + i] = src[i * ld + p]` for `i < runs`,
+/// `p < kc`, leaves lanes `runs..w` untouched and returns `true`, or it writes nothing and
+/// returns `false` (a `runs` it does not handle; the driver then packs the panel itself).
+pub type PackFn =
+    unsafe fn(src: *const f32, ld: usize, runs: usize, w: usize, kc: usize, dst: *mut f32) -> bool;
+
+impl MicroKernel {
+    /// A micro-kernel computing `mr × nr` tiles.
+    ///
+    /// # Safety
+    /// `kernel` must implement the contract above for exactly this `mr` and `nr`, and every
+    /// CPU that can obtain this value must support the instructions it uses.
+    pub const unsafe fn new(
+        name: &'static str,
+        mr: usize,
+        nr: usize,
+        kernel: MicroKernelFn,
+    ) -> MicroKernel {
+        MicroKernel {
+            name,
+            mr,
+            nr,
+            kernel,
+            pack: None,
+            kc_max: KC,
+        }
+    }
+
+    /// The same kernel with its own panel packer.
+    ///
+    /// # Safety
+    /// `pack` must implement the [`PackFn`] contract for `w` = this kernel's `mr` and `nr`,
+    /// on every CPU that can obtain the value.
+    pub const unsafe fn with_packer(self, pack: PackFn) -> MicroKernel {
+        MicroKernel {
+            pack: Some(pack),
+            ..self
+        }
+    }
+
+    /// The same kernel with a preferred depth block of up to `kc_max` (the driver still
+    /// bounds it by the scratch size).
+    pub const fn with_kc_max(self, kc_max: usize) -> MicroKernel {
+        MicroKernel { kc_max, ..self }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+    pub fn mr(&self) -> usize {
+        self.mr
+    }
+    pub fn nr(&self) -> usize {
+        self.nr
+    }
+}
+
+impl core::fmt::Debug for MicroKernel {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "MicroKernel({} {}x{})", self.name, self.mr, self.nr)
+    }
+}

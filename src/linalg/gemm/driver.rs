@@ -1,0 +1,561 @@
+//! The GEMM driver: blocking plan, the in-place and packed loop nests, the edge-tile writer,
+//! and the entry points [`sgemm`], [`sgemm_with`] and the pre-packed-B variants.
+
+use super::contract::*;
+use super::gemv;
+use super::matref::{shape_err, MatRef};
+use super::pack_lhs_mr::pack_a;
+use super::pack_rhs_nr::pack_b;
+use super::pack_rhs_nr_whole_k::PackedB;
+use super::portable::PORTABLE;
+use super::select::{kernel_with_nr, micro_kernel_for};
+use crate::error::KernelError;
+
+fn round_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+/// Splits `k` into equal depth blocks of at most `cap` (at least 1): the block size.
+fn split_depth(k: usize, cap: usize) -> usize {
+    let cap = cap.max(1);
+    k.div_ceil(k.div_ceil(cap).max(1)).max(1)
+}
+
+/// How one call is blocked and where its panels live in the scratch.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Plan {
+    pub(super) kc: usize,
+    pub(super) mc: usize,
+    pub(super) nc: usize,
+    /// Floats of the packed A block.
+    pub(super) a_len: usize,
+    /// Floats of the packed B panel (packed mode) or of the packed column tail (direct).
+    pub(super) b_len: usize,
+}
+
+/// Usable scratch floats (the rest aligns the panels to 64 bytes).
+const BUDGET_F32: usize = GEMM_SCRATCH_F32 - ALIGN_F32;
+/// Upper bound on the rows of A packed at once when B is read in place.
+const MC_DIRECT: usize = 256;
+
+pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan {
+    let (mr, nr) = (uk.mr, uk.nr);
+    let nc = (NC - NC % nr).max(nr);
+    if direct_b {
+        // A block (mc × kc) + one packed column-tail panel (kc × nr).
+        let kc = split_depth(k, uk.kc_max.min(BUDGET_F32 / (mr + nr)));
+        let tail = if n % nr != 0 { kc * nr } else { 0 };
+        let strips = ((BUDGET_F32 - tail) / (kc * mr)).max(1);
+        let mc = (strips * mr).min(round_up(m, mr)).min(MC_DIRECT.max(mr));
+        Plan {
+            kc,
+            mc,
+            nc,
+            a_len: mc * kc,
+            b_len: tail,
+        }
+    } else {
+        let kc = split_depth(k, KC);
+        let mc = (MC - MC % mr).max(mr).min(round_up(m, mr));
+        let ncb = nc.min(round_up(n, nr));
+        Plan {
+            kc,
+            mc,
+            nc,
+            a_len: mc * kc,
+            b_len: kc * ncb,
+        }
+    }
+}
+
+/// Scratch floats [`sgemm`] needs for an `m × n × k` product with the selected micro-kernel
+/// and any operand layout (never more than [`GEMM_SCRATCH_F32`]).
+pub fn sgemm_scratch_len(m: usize, n: usize, k: usize) -> usize {
+    scratch_len_for(micro_kernel_for(m, n, k), m, n, k)
+}
+
+pub(super) fn scratch_len_for(uk: &MicroKernel, m: usize, n: usize, k: usize) -> usize {
+    if m == 0 || n == 0 || k == 0 {
+        return 0;
+    }
+    let need = |p: Plan| ALIGN_F32 + p.a_len + p.b_len;
+    need(plan(uk, m, n, k, true)).max(need(plan(uk, m, n, k, false)))
+}
+
+/// `C = alpha·A·B + beta·C + bias` with the best micro-kernel for this CPU.
+///
+/// * `a` is `m × k`, `b` is `k × n` (any strides, see [`MatRef`]).
+/// * `c` is row-major `m × n` with leading dimension `ldc ≥ n`: element `(i, j)` is
+///   `c[i * ldc + j]`; only those elements are touched.
+/// * `beta == 0.0` means C is write-only (never read; NaN or garbage is overwritten).
+/// * `bias`, when given, has at least `n` elements and `bias[j]` is added **unscaled** to
+///   every element of column `j` after the alpha/beta combination:
+///   `c(i,j) = alpha·Σ_p a(i,p)·b(p,j) + beta·c(i,j) + bias[j]`.
+/// * `alpha` always multiplies the computed product (`alpha = 0` still propagates NaN/Inf
+///   from A or B, unlike a BLAS that skips the product).
+/// * `scratch` must hold [`sgemm_scratch_len`]`(m, n, k)` floats (≤ [`GEMM_SCRATCH_F32`]).
+///
+/// A B with unit column stride (a row-major `[K, N]` matrix, e.g. an `addmm`/`mm` weight)
+/// is read in place by the micro-kernel, whole `NR`-column panels at a time; any other B
+/// (e.g. `linear`'s `[N, K]` weight viewed transposed) is packed panel by panel.
+///
+/// Errors: inner dimensions differ, `ldc < n`, C or bias too short (`KernelError::Shape`
+/// with `arg: 0`: the GEMM does not know argument positions, callers validate first), or
+/// scratch too small (`KernelError::Scratch`, in bytes).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm(
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    // M = 1: the GEMV where this CPU has one (`gemv`), no packing.
+    if a.rows == 1 && gemv::sgemv(a, b, c, alpha, beta, bias) {
+        return Ok(());
+    }
+    let uk = micro_kernel_for(a.rows, b.cols, a.cols);
+    sgemm_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
+}
+
+/// [`sgemm`] with an explicit micro-kernel (always that kernel: no GEMV for `M = 1`).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_with(
+    uk: &MicroKernel,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+        return Ok(());
+    }
+    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
+    if b.cs == 1 {
+        direct(&mut t, &a, BSource::InPlace(b), m, n, k, beta, scratch);
+    } else {
+        packed(&mut t, &a, &b, m, n, k, beta, scratch);
+    }
+    Ok(())
+}
+
+/// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
+/// `C = beta·C + bias`). `Ok(false)` when nothing is left to compute.
+#[allow(clippy::too_many_arguments)]
+fn check_call(
+    uk: &MicroKernel,
+    m: usize,
+    n: usize,
+    k: usize,
+    c: &mut [f32],
+    ldc: usize,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> Result<bool, KernelError> {
+    if uk.mr == 0 || uk.nr == 0 || uk.mr > MAX_MR || uk.nr > MAX_NR {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: micro-kernel tile exceeds MAX_MR x MAX_NR",
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(false);
+    }
+    if ldc < n {
+        return Err(shape_err("gemm: ldc < n"));
+    }
+    let c_need = (m - 1)
+        .checked_mul(ldc)
+        .and_then(|x| x.checked_add(n))
+        .ok_or(shape_err("gemm: C extent overflows"))?;
+    if c.len() < c_need {
+        return Err(shape_err("gemm: C slice too short"));
+    }
+    if let Some(bv) = bias {
+        if bv.len() < n {
+            return Err(shape_err("gemm: bias shorter than n"));
+        }
+    }
+    if k == 0 {
+        // Empty product: C = beta·C + bias.
+        for i in 0..m {
+            let row = &mut c[i * ldc..i * ldc + n];
+            for (j, x) in row.iter_mut().enumerate() {
+                let mut v = if beta == 0.0 { 0.0 } else { beta * *x };
+                if let Some(bv) = bias {
+                    v += bv[j];
+                }
+                *x = v;
+            }
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Where the direct loop nest reads B from.
+#[derive(Clone, Copy)]
+enum BSource<'b> {
+    /// A row-major B (unit column stride) read in place; the column tail is packed.
+    InPlace(MatRef<'b>),
+    /// Whole-depth panels packed ahead of time ([`PackedB`]).
+    Prepacked(PackedB<'b>),
+}
+
+/// The direct loop nest: pc → ic (pack A once) → jc → ir → jr, B never packed except a
+/// column tail of an in-place B (n mod NR, once per depth block).
+#[allow(clippy::too_many_arguments)]
+fn direct(
+    t: &mut Tiles<'_, '_>,
+    a: &MatRef<'_>,
+    b: BSource<'_>,
+    m: usize,
+    n: usize,
+    k: usize,
+    beta: f32,
+    scratch: &mut [f32],
+) {
+    let uk = t.uk;
+    let plan = plan(uk, m, n, k, true);
+    let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
+    // Scratch layout: [pad to 64 bytes][packed column tail][packed A block].
+    let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
+    let apack = &mut rest[..plan.a_len];
+    let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
+    let n_full = match b {
+        BSource::InPlace(_) => n - n % nr,
+        BSource::Prepacked(_) => n,
+    };
+    let mut pc = 0;
+    while pc < k {
+        let kcb = kc.min(k - pc);
+        let beta_eff = if pc == 0 { beta } else { 1.0 };
+        let last = pc + kcb == k;
+        if let BSource::InPlace(bm) = b {
+            if n_full < n {
+                pack_b(uk, &bm, pc, kcb, n_full, n - n_full, bpack);
+            }
+        }
+        let mut ic = 0;
+        while ic < m {
+            let mcb = plan.mc.min(m - ic);
+            pack_a(uk, a, ic, mcb, pc, kcb, apack);
+            let mut jc = 0;
+            while jc < n {
+                let ncb = plan.nc.min(n - jc);
+                for ir in (0..mcb).step_by(mr) {
+                    let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                    for jr in (jc..jc + ncb).step_by(nr) {
+                        let (bptr, ldb) = match b {
+                            // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of a
+                            // validated MatRef with unit column stride.
+                            BSource::InPlace(bm) if jr < n_full => {
+                                (bm.data[pc * bm.rs + jr..].as_ptr(), bm.rs)
+                            }
+                            BSource::InPlace(_) => (bpack.as_ptr(), nr),
+                            // Panel jr/nr, rows pc.. of a validated PackedB (k·nr floats
+                            // per panel, nr == uk.nr checked by the caller).
+                            BSource::Prepacked(pb) => {
+                                (pb.data[(jr / nr) * k * nr + pc * nr..].as_ptr(), nr)
+                            }
+                        };
+                        // SAFETY: `bptr` rows p < kcb hold nr readable floats at p·ldb
+                        // (in place: B(pc+p, jr..jr+nr) inside `b.data`; tail: the packed
+                        // kcb × nr panel; prepacked: rows pc+p of a k × nr panel); `ap` has
+                        // kcb·mr floats.
+                        unsafe {
+                            t.tile(
+                                ap,
+                                bptr,
+                                ldb,
+                                kcb,
+                                ic + ir,
+                                mcb - ir,
+                                jr,
+                                n - jr,
+                                beta_eff,
+                                last,
+                            )
+                        };
+                    }
+                }
+                jc += ncb;
+            }
+            ic += mcb;
+        }
+        pc += kcb;
+    }
+}
+
+/// The packed loop nest (BLIS order): jc → pc (pack B) → ic (pack A) → jr → ir.
+#[allow(clippy::too_many_arguments)]
+fn packed(
+    t: &mut Tiles<'_, '_>,
+    a: &MatRef<'_>,
+    b: &MatRef<'_>,
+    m: usize,
+    n: usize,
+    k: usize,
+    beta: f32,
+    scratch: &mut [f32],
+) {
+    let uk = t.uk;
+    let plan = plan(uk, m, n, k, false);
+    let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
+    // Scratch layout: [pad to 64 bytes][packed B panel][packed A block].
+    let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
+    let apack = &mut rest[..plan.a_len];
+    let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
+    let mut jc = 0;
+    while jc < n {
+        let ncb = plan.nc.min(n - jc);
+        let mut pc = 0;
+        while pc < k {
+            let kcb = kc.min(k - pc);
+            let beta_eff = if pc == 0 { beta } else { 1.0 };
+            let last = pc + kcb == k;
+            pack_b(uk, b, pc, kcb, jc, ncb, bpack);
+            let mut ic = 0;
+            while ic < m {
+                let mcb = plan.mc.min(m - ic);
+                pack_a(uk, a, ic, mcb, pc, kcb, apack);
+                for jr in (0..ncb).step_by(nr) {
+                    let bp = &bpack[(jr / nr) * kcb * nr..][..kcb * nr];
+                    for ir in (0..mcb).step_by(mr) {
+                        let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                        // SAFETY: `bp` is a packed kcb × nr panel (ldb = nr), `ap` has
+                        // kcb·mr floats.
+                        unsafe {
+                            t.tile(
+                                ap,
+                                bp.as_ptr(),
+                                nr,
+                                kcb,
+                                ic + ir,
+                                mcb - ir,
+                                jc + jr,
+                                n - jc - jr,
+                                beta_eff,
+                                last,
+                            )
+                        };
+                    }
+                }
+                ic += mcb;
+            }
+            pc += kcb;
+        }
+        jc += ncb;
+    }
+}
+
+/// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
+/// tile is whole, through `tmp` at the M/N edges (left uninitialised: zeroing 8 KiB per call
+/// costs more than a small product; the kernel writes the whole tile before it is read).
+struct Tiles<'c, 'k> {
+    uk: &'k MicroKernel,
+    c: &'c mut [f32],
+    ldc: usize,
+    alpha: f32,
+    bias: Option<&'k [f32]>,
+    tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
+}
+
+impl<'c, 'k> Tiles<'c, 'k> {
+    /// The tile writer of one call, after checking that `scratch_len` floats of scratch
+    /// suffice for `uk` on an `m × n × k` product.
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        uk: &'k MicroKernel,
+        (m, n, k): (usize, usize, usize),
+        c: &'c mut [f32],
+        ldc: usize,
+        alpha: f32,
+        bias: Option<&'k [f32]>,
+        scratch_len: usize,
+    ) -> Result<Tiles<'c, 'k>, KernelError> {
+        let need = scratch_len_for(uk, m, n, k);
+        if scratch_len < need {
+            return Err(KernelError::Scratch {
+                needed: need * 4,
+                got: scratch_len * 4,
+            });
+        }
+        Ok(Tiles {
+            uk,
+            c,
+            ldc,
+            alpha,
+            bias,
+            tmp: core::mem::MaybeUninit::uninit(),
+        })
+    }
+
+    /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
+    ///
+    /// # Safety
+    /// `ap` holds `kc·mr` floats; `bptr` has `kc` rows of `nr` readable floats `ldb` apart.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    unsafe fn tile(
+        &mut self,
+        ap: &[f32],
+        bptr: *const f32,
+        ldb: usize,
+        kc: usize,
+        row0: usize,
+        rows_left: usize,
+        col0: usize,
+        cols_left: usize,
+        beta: f32,
+        last: bool,
+    ) {
+        let (mr, nr, ldc) = (self.uk.mr, self.uk.nr, self.ldc);
+        let (mrb, nrb) = (mr.min(rows_left), nr.min(cols_left));
+        let bias = match self.bias {
+            Some(bv) if last => Some(&bv[col0..col0 + nrb]),
+            _ => None,
+        };
+        let c_off = row0 * ldc + col0;
+        if mrb == mr && nrb == nr {
+            let bias_ptr = bias.map_or(core::ptr::null(), |s| s.as_ptr());
+            // Bounds: rows row0 .. row0+mr ≤ m and columns col0 .. col0+nr ≤ n, so the last
+            // element c_off+(mr-1)*ldc+nr-1 is < (m-1)*ldc + n ≤ c.len().
+            let tile = &mut self.c[c_off..c_off + (mr - 1) * ldc + nr];
+            // SAFETY: A/B per this function's contract; the C tile (i*ldc + j, i < mr,
+            // j < nr) lies inside `tile`, exclusively borrowed; bias (if non-null) has nr
+            // floats. The kernel's CPU features are present: kernels are only handed out
+            // after detection.
+            unsafe {
+                (self.uk.kernel)(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    tile.as_mut_ptr(),
+                    ldc as isize,
+                    self.alpha,
+                    beta,
+                    bias_ptr,
+                )
+            };
+            return;
+        }
+        // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row stride
+        // nr, beta = 0 (not read), no bias.
+        unsafe {
+            (self.uk.kernel)(
+                kc,
+                ap.as_ptr(),
+                bptr,
+                ldb,
+                self.tmp.as_mut_ptr() as *mut f32,
+                nr as isize,
+                self.alpha,
+                0.0,
+                core::ptr::null(),
+            )
+        };
+        for i in 0..mrb {
+            let crow = &mut self.c[c_off + i * ldc..c_off + i * ldc + nrb];
+            // SAFETY: the kernel call above stored every element (i, j), i < mr, j < nr, of
+            // the tile at tmp + i·nr + j (contract, beta = 0), so these nrb ≤ nr floats of row
+            // i < mrb ≤ mr are initialised and inside the MAX_MR·MAX_NR array.
+            let trow = unsafe {
+                core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
+            };
+            for (j, (x, &t)) in crow.iter_mut().zip(trow).enumerate() {
+                let mut v = t;
+                if beta != 0.0 {
+                    v += beta * *x;
+                }
+                if let Some(bv) = bias {
+                    v += bv[j];
+                }
+                *x = v;
+            }
+        }
+    }
+}
+
+/// [`sgemm`] with B pre-packed ([`PackedB`]): `C = alpha·A·B + beta·C + bias`, same
+/// contract for A, C, bias, alpha, beta and `scratch` ([`sgemm_scratch_len`]).
+///
+/// Uses the shape's micro-kernel if its tile width is `b.nr()` (panels read in place, only
+/// A is packed), else a kernel of the same ISA with that width, else computes each panel as
+/// a row-major `k × nr` product with [`sgemm`] (same result, B still read in place).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked(
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.n);
+    if b.k != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    let uk = Some(micro_kernel_for(m, n, k))
+        .filter(|uk| uk.nr == b.nr)
+        .or_else(|| kernel_with_nr(b.nr));
+    let Some(uk) = uk else {
+        // No kernel of this width here: one in-place product per panel.
+        if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias)? {
+            return Ok(());
+        }
+        for (q, panel) in b.data.chunks_exact(k * b.nr).enumerate() {
+            let j0 = q * b.nr;
+            let w = b.nr.min(n - j0);
+            let bq = MatRef::new(panel, k, w, b.nr, 1)?;
+            let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
+            sgemm(a, bq, &mut c[j0..], ldc, alpha, beta, bias_q, scratch)?;
+        }
+        return Ok(());
+    };
+    sgemm_prepacked_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
+}
+
+/// [`sgemm_prepacked`] with an explicit micro-kernel, whose tile width must be `b.nr()`
+/// (`KernelError::Unsupported` otherwise).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_with(
+    uk: &MicroKernel,
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.n);
+    if b.k != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    if uk.nr != b.nr {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: packed B tile width differs from the micro-kernel's",
+        });
+    }
+    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+        return Ok(());
+    }
+    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
+    direct(&mut t, &a, BSource::Prepacked(b), m, n, k, beta, scratch);
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Shared panel packing: a kernel's own packer, or the generic interleave into one
+//! zero-padded micro-panel.
+
+use super::contract::MicroKernel;
+
+/// The kernel's own packer on `runs` depth-contiguous runs `data[base + i·ld ..][..kc]`
+/// (`i < runs`, all inside `data`: the caller's validated view) into the width-`w` panel `d`,
+/// lanes `runs..w` zeroed; `false` if the kernel has no packer or it declines.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn kernel_pack(
+    uk: &MicroKernel,
+    data: &[f32],
+    base: usize,
+    ld: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    d: &mut [f32],
+) -> bool {
+    let Some(pack) = uk.pack else {
+        return false;
+    };
+    let d = &mut d[..kc * w];
+    if runs < w {
+        d.fill(0.0);
+    }
+    let src = &data[base..];
+    // SAFETY: the PackFn contract: w is this kernel's mr or nr (callers), runs i < runs ≤ w at
+    // src + i·ld hold kc readable floats (inside `data`, caller), `d` holds kc·w floats,
+    // kc ≥ 1 (the driver never packs an empty depth block).
+    unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
+}
+
+/// One packed micro-panel of width `w`: `d[p·w + l] = src[base + l·ls + p·ps]` for `l < n`
+/// (`n ≤ w` valid lanes, the rest zero) and `p < kc`. `ls` is the stride between lanes
+/// (rows of A, columns of B), `ps` the stride along the depth.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pack_panel(
+    src: &[f32],
+    base: usize,
+    ls: usize,
+    ps: usize,
+    n: usize,
+    w: usize,
+    kc: usize,
+    d: &mut [f32],
+) {
+    if n == w {
+        macro_rules! fixed {
+            ($($w:literal),*) => {
+                match w {
+                    $($w if ps == 1 => return interleave::<$w>(src, base, ls, kc, d),
+                      $w if ls == 1 => return copy_rows::<$w>(src, base, ps, kc, d),)*
+                    _ => {}
+                }
+            };
+        }
+        fixed!(4, 6, 8, 12, 16, 24, 32, 36, 48);
+    }
+    for (p, dp) in d[..kc * w].chunks_exact_mut(w).enumerate() {
+        for (l, x) in dp[..n].iter_mut().enumerate() {
+            *x = src[base + l * ls + p * ps];
+        }
+        dp[n..].fill(0.0);
+    }
+}
+
+/// `d[p·W + l] = src[base + l·ls + p]`: `W` contiguous runs interleaved, transposed in
+/// 8-deep blocks so that every store is a whole `W`-wide row.
+fn interleave<const W: usize>(src: &[f32], base: usize, ls: usize, kc: usize, d: &mut [f32]) {
+    let runs: [&[f32]; W] = core::array::from_fn(|l| &src[base + l * ls..][..kc]);
+    let mut blocks = d[..kc * W].chunks_exact_mut(8 * W);
+    let mut p = 0;
+    for blk in &mut blocks {
+        let mut t = [[0.0f32; W]; 8];
+        for (l, run) in runs.iter().enumerate() {
+            let seg = &run[p..p + 8];
+            for u in 0..8 {
+                t[u][l] = seg[u];
+            }
+        }
+        for (row, tr) in blk.chunks_exact_mut(W).zip(&t) {
+            row.copy_from_slice(tr);
+        }
+        p += 8;
+    }
+    for (i, row) in blocks.into_remainder().chunks_exact_mut(W).enumerate() {
+        for (l, x) in row.iter_mut().enumerate() {
+            *x = runs[l][p + i];
+        }
+    }
+}
+
+/// `d[p·W + l] = src[base + p·ps + l]`: `W`-wide rows copied with a fixed-size copy.
+fn copy_rows<const W: usize>(src: &[f32], base: usize, ps: usize, kc: usize, d: &mut [f32]) {
+    for (p, row) in d[..kc * W].chunks_exact_mut(W).enumerate() {
+        row.copy_from_slice(&src[base + p * ps..][..W]);
+    }
+}

@@ -1,0 +1,402 @@
+//! Tests of the GEMM driver against a scalar reference: every micro-kernel of this CPU, odd
+//! shapes, strided and transposed operands, alpha/beta/bias, blocking edges, pre-packed B.
+
+use super::contract::*;
+use super::driver::*;
+use super::matref::MatRef;
+use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
+use super::portable::PORTABLE;
+use super::select::*;
+use crate::error::KernelError;
+use std::vec;
+use std::vec::Vec;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+    fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+fn kernels() -> Vec<&'static MicroKernel> {
+    let mut v = vec![&PORTABLE];
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = avx2_fma() {
+        v.push(k);
+    }
+    #[cfg(target_arch = "aarch64")]
+    for isa in crate::linalg::gemm::select::Isa::ALL {
+        if let Some(k) = crate::linalg::gemm::select::kernel_for(isa) {
+            v.push(k);
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    v.push(&crate::linalg::gemm::arm::neon::NEON_8X8);
+    #[cfg(target_arch = "aarch64")]
+    v.push(&crate::linalg::gemm::arm::neon::NEON_4X16);
+    v
+}
+
+/// Builds an m×k (or k×n) operand, optionally stored transposed, optionally with padded
+/// strides (neither stride 1) to exercise the general packing path.
+fn operand(rng: &mut Rng, rows: usize, cols: usize, layout: u8) -> (Vec<f32>, usize, usize) {
+    match layout {
+        0 => (rng.vec(rows * cols), cols, 1),             // row-major
+        1 => (rng.vec(rows * cols), 1, rows),             // column-major (transposed storage)
+        _ => (rng.vec(rows * cols * 6 + 3), 3 * cols, 2), // general strides
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check(
+    uk: &MicroKernel,
+    rng: &mut Rng,
+    m: usize,
+    n: usize,
+    k: usize,
+    la: u8,
+    lb: u8,
+    alpha: f32,
+    beta: f32,
+    with_bias: bool,
+    ldc_pad: usize,
+) {
+    check_with(
+        uk,
+        rng,
+        (m, n, k),
+        la,
+        lb,
+        alpha,
+        beta,
+        with_bias,
+        ldc_pad,
+        0,
+    )
+}
+
+/// [`check`] with `prepack`: 0 B as given, 1 B pre-packed for `uk`'s width
+/// ([`sgemm_prepacked_with`]), 2 pre-packed for a width no kernel has
+/// ([`sgemm_prepacked`]'s per-panel fallback).
+#[allow(clippy::too_many_arguments)]
+fn check_with(
+    uk: &MicroKernel,
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    la: u8,
+    lb: u8,
+    alpha: f32,
+    beta: f32,
+    with_bias: bool,
+    ldc_pad: usize,
+    prepack: u8,
+) {
+    let (ad, ars, acs) = operand(rng, m, k, la);
+    let (bd, brs, bcs) = operand(rng, k, n, lb);
+    let a = MatRef::new(&ad, m, k, ars, acs).unwrap();
+    let b = MatRef::new(&bd, k, n, brs, bcs).unwrap();
+    let ldc = n + ldc_pad;
+    let c_len = if m == 0 {
+        0
+    } else {
+        (m - 1) * ldc + n + ldc_pad
+    };
+    let mut c = if beta == 0.0 {
+        vec![f32::NAN; c_len]
+    } else {
+        rng.vec(c_len)
+    };
+    let c0 = c.clone();
+    let bias = rng.vec(n);
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    let bias_opt = with_bias.then_some(&bias[..]);
+    if prepack == 0 {
+        sgemm_with(uk, a, b, &mut c, ldc, alpha, beta, bias_opt, &mut scratch).unwrap();
+    } else {
+        // 1: packed for this kernel's width; 2: for a width no kernel has (5).
+        let nr = if prepack == 1 { uk.nr } else { 5 };
+        let mut pd = vec![f32::NAN; PackedB::len_for(k, n, nr).unwrap()];
+        pack_b_ahead(b, nr, &mut pd).unwrap();
+        let pb = PackedB::new(&pd, k, n, nr).unwrap();
+        if prepack == 1 {
+            sgemm_prepacked_with(uk, a, pb, &mut c, ldc, alpha, beta, bias_opt, &mut scratch)
+        } else {
+            sgemm_prepacked(a, pb, &mut c, ldc, alpha, beta, bias_opt, &mut scratch)
+        }
+        .unwrap();
+    }
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut sa) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let t = a.get(i, p).unwrap() as f64 * b.get(p, j).unwrap() as f64;
+                s += t;
+                sa += t.abs();
+            }
+            let mut want = alpha as f64 * s;
+            let mut mag = (alpha as f64).abs() * sa;
+            if beta != 0.0 {
+                want += beta as f64 * c0[i * ldc + j] as f64;
+                mag += (beta as f64 * c0[i * ldc + j] as f64).abs();
+            }
+            if with_bias {
+                want += bias[j] as f64;
+                mag += (bias[j] as f64).abs();
+            }
+            let got = c[i * ldc + j] as f64;
+            let tol = (k as f64 + 3.0) * 1.2e-7 * mag + 1e-30;
+            assert!(
+                (got - want).abs() <= tol,
+                "{} m={m} n={n} k={k} la={la} lb={lb} prepack={prepack} alpha={alpha} \
+                 beta={beta} bias={with_bias} at ({i},{j}): got {got}, want {want}",
+                uk.name
+            );
+        }
+        // Padding between rows is untouched.
+        for j in n..ldc {
+            if i * ldc + j < c.len() {
+                assert!(c[i * ldc + j].to_bits() == c0[i * ldc + j].to_bits());
+            }
+        }
+    }
+}
+
+#[test]
+fn odd_shapes_all_layouts() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let dims = [1usize, 3, 17, 129];
+    for uk in kernels() {
+        for &m in &dims {
+            for &n in &dims {
+                for &k in &dims {
+                    let la = ((m + 2 * n + k) % 3) as u8;
+                    let lb = ((m + n + 2 * k) % 3) as u8;
+                    check(uk, &mut rng, m, n, k, la, lb, 1.0, 0.0, false, 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn transposes_alpha_beta_bias() {
+    let mut rng = Rng(12345);
+    for uk in kernels() {
+        for la in 0..3 {
+            for lb in 0..3 {
+                for &(alpha, beta, bias) in &[
+                    (1.0, 0.0, false),
+                    (0.5, 0.0, true),
+                    (2.0, 1.0, false),
+                    (-1.0, 0.25, true),
+                    (1.0, 1.0, true),
+                ] {
+                    check(uk, &mut rng, 19, 37, 23, la, lb, alpha, beta, bias, 0);
+                    check(uk, &mut rng, 7, 16, 1, la, lb, alpha, beta, bias, 3);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn crosses_cache_blocks() {
+    // m > MC, n > NC, k > KC (two depth blocks: beta applied once, bias added once).
+    let mut rng = Rng(777);
+    for uk in kernels() {
+        check(
+            uk,
+            &mut rng,
+            MC + 13,
+            NC + 21,
+            KC + 45,
+            0,
+            1,
+            0.75,
+            0.5,
+            true,
+            5,
+        );
+        check(
+            uk,
+            &mut rng,
+            2 * MC + 1,
+            2 * NC + 3,
+            2 * KC + 1,
+            1,
+            0,
+            1.0,
+            0.0,
+            true,
+            0,
+        );
+        check(uk, &mut rng, 1, 3 * NC + 1, KC + 1, 0, 1, 1.0, 0.0, true, 0);
+    }
+}
+
+#[test]
+fn long_depth_blocks_and_in_place_b() {
+    // k beyond every kernel's depth block (SME asks for up to 1024): several blocks
+    // with in-place B (layout 0) and packed B (layout 1), C reloaded between blocks.
+    let mut rng = Rng(99);
+    for uk in kernels() {
+        check(uk, &mut rng, 33, 40, 1500, 0, 0, 1.0, 0.0, false, 0);
+        check(uk, &mut rng, 33, 40, 1500, 0, 1, 1.0, 1.0, true, 2);
+        check(uk, &mut rng, 65, 97, 1029, 0, 0, 0.5, 0.25, true, 1);
+    }
+}
+
+#[test]
+fn edge_panels_through_kernel_packers() {
+    // Row and column tails that are multiples of 4 (the Neon packer takes them, lanes
+    // beyond zeroed) and ones that are not (the driver packs them), B stored transposed.
+    let mut rng = Rng(2024);
+    for uk in kernels() {
+        for &(m, n, k) in &[
+            (20, 28, 70),
+            (12, 44, 9),
+            (4, 4, 5),
+            (21, 30, 7),
+            (36, 20, 3),
+        ] {
+            check(uk, &mut rng, m, n, k, 0, 1, 1.0, 0.0, true, 0);
+            check(uk, &mut rng, m, n, k, 0, 0, 0.5, 1.0, false, 3);
+        }
+    }
+}
+
+#[test]
+fn prepacked_b() {
+    // Pre-packed B on every kernel: odd edges, one and several depth blocks, tails in M
+    // and N, alpha/beta/bias, padded C; then the per-panel fallback for a width no kernel
+    // has, and a mismatched width refused.
+    let mut rng = Rng(0x5eed);
+    for uk in kernels() {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (3, 17, 129),
+            (17, 129, 3),
+            (129, 3, 17),
+            (33, 40, 1500),
+            (64, 96, 64),
+        ] {
+            check_with(uk, &mut rng, (m, n, k), 0, 0, 1.0, 0.0, true, 0, 1);
+            check_with(uk, &mut rng, (m, n, k), 1, 1, 0.5, 0.25, false, 3, 1);
+        }
+    }
+    for &(m, n, k) in &[(1, 1, 1), (17, 23, 9), (40, 12, 300)] {
+        check_with(&PORTABLE, &mut rng, (m, n, k), 0, 0, 1.0, 1.0, true, 1, 2);
+    }
+    let d = vec![0.0f32; PackedB::len_for(4, 4, 5).unwrap()];
+    let pb = PackedB::new(&d, 4, 4, 5).unwrap();
+    let a = [0.0f32; 8];
+    let mut c = [0.0f32; 8];
+    let mut s = vec![0.0f32; GEMM_SCRATCH_F32];
+    let am = MatRef::row_major(&a, 2, 4).unwrap();
+    assert!(matches!(
+        sgemm_prepacked_with(&PORTABLE, am, pb, &mut c, 4, 1.0, 0.0, None, &mut s),
+        Err(KernelError::Unsupported { .. })
+    ));
+    assert!(PackedB::new(&d[1..], 4, 4, 5).is_err());
+    assert!(PackedB::new(&d, 4, 4, 0).is_err());
+}
+
+#[test]
+fn plans_fit_the_scratch() {
+    for uk in kernels() {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (128, 768, 768),
+            (128, 50257, 768),
+            (7, 3, 100_000),
+        ] {
+            for direct in [true, false] {
+                let p = plan(uk, m, n, k, direct);
+                assert!(p.kc >= 1 && p.kc <= k && p.mc >= uk.mr && p.mc % uk.mr == 0);
+                assert!(ALIGN_F32 + p.a_len + p.b_len <= GEMM_SCRATCH_F32, "{p:?}");
+            }
+            assert!(scratch_len_for(uk, m, n, k) <= GEMM_SCRATCH_F32);
+        }
+    }
+}
+
+#[test]
+fn auto_selected_kernel() {
+    let mut rng = Rng(4242);
+    check(
+        micro_kernel(),
+        &mut rng,
+        129,
+        17,
+        129,
+        0,
+        1,
+        1.0,
+        0.0,
+        true,
+        0,
+    );
+    #[cfg(target_arch = "x86_64")]
+    if crate::linalg::cpu::x86_avx2_fma() {
+        assert_eq!(micro_kernel().name(), "avx2-fma");
+    }
+}
+
+#[test]
+fn k_zero_and_empty() {
+    let e: [f32; 0] = [];
+    let a = MatRef::row_major(&e, 2, 0).unwrap();
+    let b = MatRef::row_major(&e, 0, 3).unwrap();
+    let mut c = [f32::NAN; 6];
+    sgemm(a, b, &mut c, 3, 1.0, 0.0, Some(&[1.0, 2.0, 3.0]), &mut []).unwrap();
+    assert_eq!(c, [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    let mut c = [1.0f32; 6];
+    sgemm(a, b, &mut c, 3, 1.0, 2.0, None, &mut []).unwrap();
+    assert_eq!(c, [2.0; 6]);
+    // m = 0 / n = 0: nothing to do, C untouched.
+    let a0 = MatRef::row_major(&e, 0, 4).unwrap();
+    let b4 = [0.0f32; 8];
+    let b = MatRef::row_major(&b4, 4, 2).unwrap();
+    sgemm(a0, b, &mut [], 2, 1.0, 0.0, None, &mut []).unwrap();
+}
+
+#[test]
+fn errors() {
+    let d = [0.0f32; 12];
+    assert!(MatRef::new(&d, 3, 4, 4, 1).is_ok());
+    assert!(MatRef::new(&d, 3, 5, 4, 1).is_err());
+    assert!(MatRef::new(&d, 2, 2, usize::MAX, 1).is_err());
+    let a = MatRef::row_major(&d, 3, 4).unwrap();
+    let b = MatRef::row_major(&d, 4, 3).unwrap();
+    let mut c = [0.0f32; 9];
+    let mut small = [0.0f32; 8];
+    assert!(matches!(
+        sgemm(a, b, &mut c, 3, 1.0, 0.0, None, &mut small),
+        Err(KernelError::Scratch { .. })
+    ));
+    let mut s = vec![0.0f32; sgemm_scratch_len(3, 3, 4)];
+    assert!(s.len() <= GEMM_SCRATCH_F32);
+    sgemm(a, b, &mut c, 3, 1.0, 0.0, None, &mut s).unwrap();
+    // inner dimension mismatch, short C, ldc < n, short bias
+    assert!(sgemm(a, a, &mut c, 3, 1.0, 0.0, None, &mut s).is_err());
+    assert!(sgemm(a, b, &mut c[..8], 3, 1.0, 0.0, None, &mut s).is_err());
+    assert!(sgemm(a, b, &mut c, 2, 1.0, 0.0, None, &mut s).is_err());
+    assert!(sgemm(a, b, &mut c, 3, 1.0, 0.0, Some(&[1.0, 2.0]), &mut s).is_err());
+}
+
+#[test]
+fn beta_zero_overwrites_nan_and_transpose_view() {
+    let a = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2x3
+    let am = MatRef::row_major(&a, 2, 3).unwrap();
+    // A · Aᵀ through a transposed view of the same data.
+    let mut c = [f32::NAN; 4];
+    let mut s = vec![0.0f32; GEMM_SCRATCH_F32];
+    sgemm(am, am.t(), &mut c, 2, 1.0, 0.0, None, &mut s).unwrap();
+    assert_eq!(c, [14.0, 32.0, 32.0, 77.0]);
+}

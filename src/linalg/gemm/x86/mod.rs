@@ -1,0 +1,3 @@
+//! x86_64 micro-kernels (host builds).
+
+pub mod avx2;

@@ -1,0 +1,417 @@
+//! Plain-Rust twins of the slice kernels (no length checks: they work on the common prefix;
+//! the public wrappers in [`super`] check), and the polynomial constants every back end
+//! shares. Written branch-free so LLVM vectorises them.
+
+use super::op::BinOp;
+
+pub(crate) const LN2_HI: f32 = 0.693_145_75;
+pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
+pub(crate) const LOG2E: f32 = core::f32::consts::LOG2_E;
+/// ln(FLT_MAX): above this exp overflows.
+pub(crate) const EXP_HI: f32 = 88.722_84;
+/// ln(FLT_MIN): below this exp is flushed to 0.
+pub(crate) const EXP_LO: f32 = -87.336_54;
+/// 1.5·2^23: adding it rounds to an integer held in the low mantissa bits.
+pub(crate) const MAGIC: f32 = 12_582_912.0;
+/// Taylor coefficients of e^r from r^7 down to r^2.
+pub(crate) const EXP_C: [f32; 6] = [
+    1.0 / 5040.0,
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+];
+/// tanh(x) rounds to ±1 in f32 beyond this |x|.
+pub(crate) const TANH_CAP: f32 = 9.0;
+pub(crate) const GELU_K: f32 = 0.797_884_6; // sqrt(2/pi)
+pub(crate) const GELU_C: f32 = 0.044_715;
+const SIGN: u32 = 0x8000_0000;
+
+#[inline(always)]
+fn abs(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() & !SIGN)
+}
+
+/// Scalar polynomial `exp` (the formula every back end uses).
+#[inline(always)]
+pub fn exp1(x: f32) -> f32 {
+    let xc = x.clamp(EXP_LO, EXP_HI);
+    // n = round(x·log2 e), at most 127 so that 2^n stays a normal number.
+    let t = (xc * LOG2E + MAGIC).min(MAGIC + 127.0);
+    let n = t - MAGIC;
+    let r = (xc - n * LN2_HI) - n * LN2_LO;
+    let mut p = EXP_C[0];
+    for &c in &EXP_C[1..] {
+        p = p * r + c;
+    }
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    // The low bits of t hold n (two's complement); shift it into the exponent field.
+    let scale = f32::from_bits((t.to_bits() << 23).wrapping_add(127 << 23));
+    let y = p * scale;
+    let y = if x > EXP_HI { f32::INFINITY } else { y };
+    let y = if x < EXP_LO { 0.0 } else { y };
+    if x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+/// Scalar `tanh`: `e/(e + 2)` with `e = expm1(2|x|)` (|x| capped at 9, where tanh rounds
+/// to 1), sign restored. `expm1(y) = 2^n·(e^r − 1) + (2^n − 1)` keeps full relative
+/// accuracy near 0, so no separate small-argument polynomial is needed.
+#[inline(always)]
+pub fn tanh1(x: f32) -> f32 {
+    let a = abs(x);
+    // NaN > 9 is false, so NaN passes through.
+    let a = if a > TANH_CAP { TANH_CAP } else { a };
+    let y = a + a;
+    let t = y * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    let r = (y - n * LN2_HI) - n * LN2_LO;
+    let mut p = EXP_C[0];
+    for &c in &EXP_C[1..] {
+        p = p * r + c;
+    }
+    p = p * r + 1.0;
+    let scale = f32::from_bits((t.to_bits() << 23).wrapping_add(127 << 23));
+    let e = scale * (p * r) + (scale - 1.0);
+    let th = e / (e + 2.0);
+    f32::from_bits(th.to_bits() | (x.to_bits() & SIGN))
+}
+
+#[inline(always)]
+pub fn sigmoid1(x: f32) -> f32 {
+    1.0 / (1.0 + exp1(-x))
+}
+
+#[inline(always)]
+pub fn gelu_tanh1(x: f32) -> f32 {
+    let u = GELU_K * (x + GELU_C * x * x * x);
+    x / (1.0 + exp1(-2.0 * u))
+}
+
+/// erfc(z) for z ≥ 0 as `t·exp(-z² + P(t))`, `t = 1/(1 + z/2)` (Chebyshev fit, fractional
+/// error below 1.2e-7 for every z ≥ 0).
+#[inline(always)]
+fn erfc_pos(z: f32) -> f32 {
+    const P: [f32; 10] = [
+        0.170_872_77,
+        -0.822_152_23,
+        1.488_515_9,
+        -1.135_204,
+        0.278_868_07,
+        -0.186_288_06,
+        0.096_784_18,
+        0.374_091_96,
+        1.000_023_7,
+        -1.265_512_2,
+    ];
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let mut p = P[0];
+    for &c in &P[1..] {
+        p = p * t + c;
+    }
+    t * exp1(p - z * z)
+}
+
+#[inline(always)]
+pub fn gelu_erf1(x: f32) -> f32 {
+    let z = abs(x) * core::f32::consts::FRAC_1_SQRT_2;
+    let e = erfc_pos(z);
+    // 1 + erf(x/√2) = erfc(-x/√2).
+    let phi2 = if x >= 0.0 { 2.0 - e } else { e };
+    let y = 0.5 * x * phi2;
+    if x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+fn map(x: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = f(v);
+    }
+}
+
+pub fn exp(x: &[f32], out: &mut [f32]) {
+    map(x, out, exp1)
+}
+pub fn tanh(x: &[f32], out: &mut [f32]) {
+    map(x, out, tanh1)
+}
+pub fn sigmoid(x: &[f32], out: &mut [f32]) {
+    map(x, out, sigmoid1)
+}
+pub fn gelu_tanh(x: &[f32], out: &mut [f32]) {
+    map(x, out, gelu_tanh1)
+}
+pub fn gelu_erf(x: &[f32], out: &mut [f32]) {
+    map(x, out, gelu_erf1)
+}
+pub fn relu(x: &[f32], out: &mut [f32]) {
+    map(x, out, |v| if v > 0.0 || v.is_nan() { v } else { 0.0 })
+}
+
+#[inline(always)]
+pub(crate) fn minimum(x: f32, y: f32) -> f32 {
+    if x.is_nan() || y.is_nan() {
+        f32::NAN
+    } else if x < y {
+        x
+    } else {
+        y
+    }
+}
+#[inline(always)]
+pub(crate) fn maximum(x: f32, y: f32) -> f32 {
+    if x.is_nan() || y.is_nan() {
+        f32::NAN
+    } else if x > y {
+        x
+    } else {
+        y
+    }
+}
+
+macro_rules! per_op {
+    ($op:expr, $go:ident) => {
+        match $op {
+            BinOp::Add => $go!(|x: f32, y: f32| x + y),
+            BinOp::Sub => $go!(|x: f32, y: f32| x - y),
+            BinOp::Mul => $go!(|x: f32, y: f32| x * y),
+            BinOp::Div => $go!(|x: f32, y: f32| x / y),
+            BinOp::Min => $go!(minimum),
+            BinOp::Max => $go!(maximum),
+        }
+    };
+}
+
+pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) {
+    macro_rules! go {
+        ($f:expr) => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = $f(x, y);
+            }
+        };
+    }
+    per_op!(op, go)
+}
+
+pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) {
+    macro_rules! go {
+        ($f:expr) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = $f(x, s);
+            }
+        };
+    }
+    per_op!(op, go)
+}
+
+pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) {
+    macro_rules! go {
+        ($f:expr) => {
+            for (o, &y) in out.iter_mut().zip(b) {
+                *o = $f(s, y);
+            }
+        };
+    }
+    per_op!(op, go)
+}
+
+pub fn pow_scalar(x: &[f32], e: f32, out: &mut [f32]) {
+    let ei = e as i32;
+    if e == 0.0 {
+        out.fill(1.0);
+    } else if e == 1.0 {
+        map(x, out, |v| v);
+    } else if e == 2.0 {
+        map(x, out, |v| v * v);
+    } else if e == 3.0 {
+        map(x, out, |v| v * v * v);
+    } else if e == 4.0 {
+        map(x, out, |v| {
+            let s = v * v;
+            s * s
+        });
+    } else if e == 0.5 {
+        map(x, out, libm::sqrtf);
+    } else if e == -0.5 {
+        map(x, out, |v| 1.0 / libm::sqrtf(v));
+    } else if e == -1.0 {
+        map(x, out, |v| 1.0 / v);
+    } else if ei as f32 == e && (-8..=8).contains(&ei) {
+        let n = ei.unsigned_abs();
+        map(x, out, |v| {
+            let (mut base, mut k, mut acc) = (v, n, 1.0f32);
+            while k > 0 {
+                if k & 1 == 1 {
+                    acc *= base;
+                }
+                base *= base;
+                k >>= 1;
+            }
+            if ei < 0 {
+                1.0 / acc
+            } else {
+                acc
+            }
+        });
+    } else {
+        map(x, out, |v| libm::powf(v, e));
+    }
+}
+
+fn max_of(x: &[f32]) -> f32 {
+    let mut m = [f32::NEG_INFINITY; 8];
+    let mut ch = x.chunks_exact(8);
+    for c in &mut ch {
+        for l in 0..8 {
+            m[l] = if c[l] > m[l] { c[l] } else { m[l] };
+        }
+    }
+    let mut mx = f32::NEG_INFINITY;
+    for &v in m.iter().chain(ch.remainder()) {
+        mx = if v > mx { v } else { mx };
+    }
+    mx
+}
+
+/// Sum with 8 partial accumulators (vectorisable).
+pub(crate) fn sum(x: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let mut ch = x.chunks_exact(8);
+    for c in &mut ch {
+        for l in 0..8 {
+            acc[l] += c[l];
+        }
+    }
+    let mut s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for &v in ch.remainder() {
+        s += v;
+    }
+    s
+}
+
+/// Writes `exp(x - mx)` and returns the sum (NaNs propagate into the sum).
+fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = exp1(v - mx);
+    }
+    sum(out)
+}
+
+pub fn softmax(x: &[f32], out: &mut [f32]) {
+    if x.is_empty() {
+        return;
+    }
+    let mx = max_of(x);
+    let inv = 1.0 / exp_shifted(x, mx, out);
+    for o in out.iter_mut() {
+        *o *= inv;
+    }
+}
+
+pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
+    if n == 0 {
+        return;
+    }
+    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        softmax(xr, or);
+    }
+}
+
+pub fn log_softmax(x: &[f32], out: &mut [f32]) {
+    if x.is_empty() {
+        return;
+    }
+    let mx = max_of(x);
+    let shift = mx + libm::logf(exp_shifted(x, mx, out));
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = v - shift;
+    }
+}
+
+pub fn layer_norm(
+    x: &[f32],
+    gamma: Option<&[f32]>,
+    beta: Option<&[f32]>,
+    eps: f32,
+    out: &mut [f32],
+) -> (f32, f32) {
+    let n = x.len() as f32;
+    let mean = sum(x) / n;
+    let mut acc = [0.0f32; 8];
+    let mut ch = x.chunks_exact(8);
+    for c in &mut ch {
+        for l in 0..8 {
+            let d = c[l] - mean;
+            acc[l] += d * d;
+        }
+    }
+    let mut var = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for &v in ch.remainder() {
+        var += (v - mean) * (v - mean);
+    }
+    let rstd = 1.0 / libm::sqrtf(var / n + eps);
+    match (gamma, beta) {
+        (Some(g), Some(b)) => {
+            for (((o, &v), &g), &b) in out.iter_mut().zip(x).zip(g).zip(b) {
+                *o = (v - mean) * rstd * g + b;
+            }
+        }
+        (Some(g), None) => {
+            for ((o, &v), &g) in out.iter_mut().zip(x).zip(g) {
+                *o = (v - mean) * rstd * g;
+            }
+        }
+        (None, Some(b)) => {
+            for ((o, &v), &b) in out.iter_mut().zip(x).zip(b) {
+                *o = (v - mean) * rstd + b;
+            }
+        }
+        (None, None) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = (v - mean) * rstd;
+            }
+        }
+    }
+    (mean, rstd)
+}
+
+/// See [`super::transpose32`] (bounds already checked by the caller; out-of-range
+/// elements are skipped, never read).
+pub fn transpose32(
+    src: &[f32],
+    src_stride: usize,
+    dst: &mut [f32],
+    dst_stride: usize,
+    rows: usize,
+    cols: usize,
+) {
+    const T: usize = 8;
+    for i0 in (0..rows).step_by(T) {
+        let i1 = (i0 + T).min(rows);
+        for j0 in (0..cols).step_by(T) {
+            let j1 = (j0 + T).min(cols);
+            for i in i0..i1 {
+                let Some(at) = i.checked_mul(dst_stride) else {
+                    return;
+                };
+                let Some(drow) = dst.get_mut(at..at.saturating_add(j1)) else {
+                    return;
+                };
+                for (j, d) in drow.iter_mut().enumerate().skip(j0) {
+                    let k = j.checked_mul(src_stride).and_then(|v| v.checked_add(i));
+                    if let Some(&v) = k.and_then(|k| src.get(k)) {
+                        *d = v;
+                    }
+                }
+            }
+        }
+    }
+}

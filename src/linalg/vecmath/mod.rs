@@ -1,0 +1,384 @@
+//! Slice-level vector kernels shared by the portable operators and the XNNPACK delegate:
+//! polynomial `exp`/`tanh`/`sigmoid`/GELU, softmax and layer-norm rows, binary arithmetic
+//! (same shape, scalar, row- and column-broadcast), `pow` by a scalar, comparisons to `u8`
+//! masks, `where`, `any`/`all`, `logical_not`, fills and a 4-byte transpose.
+//!
+//! Every function is safe, allocation-free and panic-free: slice lengths are checked up front
+//! and a mismatch is a [`KernelError::Shape`] (with `arg` 0; callers that have validated their
+//! shapes can ignore the exact argument). On AArch64 the transcendental, row and transpose
+//! kernels run on Neon ([`neon`], AArch64 only); everywhere else (and for the plain
+//! arithmetic on every target) they run on the [`generic`] twins: branch-free plain Rust that
+//! LLVM vectorises for the target's baseline (SSE2 on x86_64, Neon on AArch64). No function
+//! calls libm per element except `pow` with a non-integer exponent (`sqrtf` for ±0.5, `powf`
+//! otherwise).
+//!
+//! Accuracy against f64 references: the bound each test asserts (both back ends, dense sweeps)
+//! and the maximum measured by those sweeps (generic / Neon under qemu):
+//!
+//! | function | tested bound (relative) | measured | method |
+//! |---|---|---|---|
+//! | [`exp`] | 2.5e-7 on [-87.3, 88.3]; 1e-6 on (88.3, 88.72] | 9.8e-8 / 7.3e-8; 7.4e-7 / 7.3e-7 | `n = round(x·log2 e)` (≤ 127), Cody–Waite `r`, degree-7 Taylor, `2^n` by exponent bits; 0 below ln(FLT_MIN) = -87.34, +inf above ln(FLT_MAX) |
+//! | [`tanh`] | 3e-7 | 1.9e-7 / 1.7e-7 | `e/(e + 2)`, `e = expm1(2\|x\|) = 2^n·(e^r − 1) + (2^n − 1)`, \|x\| capped at 9, sign restored |
+//! | [`sigmoid`] | 4e-7 | 1.2e-7 / 1.2e-7 | `1/(1 + e^-x)` |
+//! | [`gelu_tanh`] | 1.5e-6 where \|y\| ≥ 1e-3 (abs 1.5e-9 below) | 1.07e-6 / 1.0e-6 (1.8e-7 on \|x\| ≤ 0.7) | `x/(1 + e^-2u)`, `u = √(2/π)(x + 0.044715x³)`; the f32 rounding of `u` dominates for x < -2 |
+//! | [`gelu_erf`] | 3e-6 where \|y\| ≥ 1e-3 (abs 3e-9 below) | 1.3e-6 / 1.3e-6 | `½x·erfc(−x/√2)`, erfc by the Chebyshev fit `t·exp(−z² + P(t))`, `t = 1/(1 + z/2)`; the f32 rounding of `z²` dominates far left |
+//! | [`softmax`] | 1e-6 (+1e-12 abs) | | max-subtracted, polynomial exp, one reciprocal |
+//! | [`log_softmax`] | abs 1e-5 | | `x − max − ln Σ e^(x − max)` (one `logf` per row) |
+//! | [`layer_norm`] | abs 1e-5 (rows of \|x\| ≤ 10) | | two-pass f32 statistics |
+//! | [`pow_scalar`] | 1e-6 | | multiplies for integer exponents up to ±8 |
+
+use crate::error::KernelError;
+
+pub mod generic;
+#[cfg(target_arch = "aarch64")]
+pub mod neon;
+pub mod op;
+
+pub use op::{BinOp, CmpOp};
+
+type Res = Result<(), KernelError>;
+
+fn mismatch() -> KernelError {
+    KernelError::Shape {
+        arg: 0,
+        detail: "vec: slice lengths do not match",
+    }
+}
+
+#[inline]
+fn same(a: usize, b: usize) -> Res {
+    if a == b {
+        Ok(())
+    } else {
+        Err(mismatch())
+    }
+}
+
+macro_rules! dispatch {
+    ($name:ident ( $($a:expr),* )) => {{
+        #[cfg(target_arch = "aarch64")]
+        {
+            neon::$name($($a),*)
+        }
+        #[cfg(not(target_arch = "aarch64"))]
+        {
+            generic::$name($($a),*)
+        }
+    }};
+}
+
+/// `out[i] = exp(x[i])`.
+pub fn exp(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    dispatch!(exp(x, out));
+    Ok(())
+}
+
+/// `out[i] = tanh(x[i])`.
+pub fn tanh(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    dispatch!(tanh(x, out));
+    Ok(())
+}
+
+/// `out[i] = 1 / (1 + exp(-x[i]))`.
+pub fn sigmoid(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    dispatch!(sigmoid(x, out));
+    Ok(())
+}
+
+/// Tanh-approximated GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+pub fn gelu_tanh(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    dispatch!(gelu_tanh(x, out));
+    Ok(())
+}
+
+/// Exact GELU, `0.5·x·(1 + erf(x/√2))`.
+pub fn gelu_erf(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    generic::gelu_erf(x, out);
+    Ok(())
+}
+
+/// `out[i] = max(x[i], 0)`; NaN stays NaN.
+pub fn relu(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    generic::relu(x, out);
+    Ok(())
+}
+
+/// Softmax of one row (max subtracted). Empty rows are a no-op.
+pub fn softmax(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    dispatch!(softmax(x, out));
+    Ok(())
+}
+
+/// Softmax of every `n`-element row (`x.len()` a multiple of `n`; `n = 0` only with empty
+/// slices).
+pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) -> Res {
+    same(x.len(), out.len())?;
+    if n == 0 {
+        return same(x.len(), 0);
+    }
+    if x.len() % n != 0 {
+        return Err(mismatch());
+    }
+    dispatch!(softmax_rows(x, out, n));
+    Ok(())
+}
+
+/// Log-softmax of one row: `x - max - ln Σ exp(x - max)`.
+pub fn log_softmax(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    dispatch!(log_softmax(x, out));
+    Ok(())
+}
+
+/// Layer norm of one row, `out = (x − mean)·rstd·gamma + beta` with the biased variance and
+/// `rstd = 1/sqrt(var + eps)`; `gamma`/`beta` default to 1 and 0. Returns `(mean, rstd)`.
+/// An empty row returns `(0, NaN)` like ATen's statistics of zero elements.
+pub fn layer_norm(
+    x: &[f32],
+    gamma: Option<&[f32]>,
+    beta: Option<&[f32]>,
+    eps: f32,
+    out: &mut [f32],
+) -> Result<(f32, f32), KernelError> {
+    same(x.len(), out.len())?;
+    if let Some(g) = gamma {
+        same(g.len(), x.len())?;
+    }
+    if let Some(b) = beta {
+        same(b.len(), x.len())?;
+    }
+    if x.is_empty() {
+        return Ok((0.0, f32::NAN));
+    }
+    Ok(dispatch!(layer_norm(x, gamma, beta, eps, out)))
+}
+
+/// `out[i] = a[i] op b[i]`.
+pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) -> Res {
+    same(a.len(), out.len())?;
+    same(b.len(), out.len())?;
+    generic::binary(op, a, b, out);
+    Ok(())
+}
+
+/// `out[i] = a[i] op s`.
+pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) -> Res {
+    same(a.len(), out.len())?;
+    generic::binary_scalar(op, a, s, out);
+    Ok(())
+}
+
+/// `out[i] = s op b[i]`.
+pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) -> Res {
+    same(b.len(), out.len())?;
+    generic::scalar_binary(op, s, b, out);
+    Ok(())
+}
+
+/// Row broadcast: `a` is `[rows, n]`, `row` is `[n]`: `out[r][j] = a[r][j] op row[j]`.
+pub fn binary_row(op: BinOp, a: &[f32], row: &[f32], out: &mut [f32]) -> Res {
+    same(a.len(), out.len())?;
+    if row.is_empty() {
+        return same(a.len(), 0);
+    }
+    if a.len() % row.len() != 0 {
+        return Err(mismatch());
+    }
+    for (o, x) in out
+        .chunks_exact_mut(row.len())
+        .zip(a.chunks_exact(row.len()))
+    {
+        generic::binary(op, x, row, o);
+    }
+    Ok(())
+}
+
+/// Row broadcast on the left: `out[r][j] = row[j] op b[r][j]`.
+pub fn row_binary(op: BinOp, row: &[f32], b: &[f32], out: &mut [f32]) -> Res {
+    same(b.len(), out.len())?;
+    if row.is_empty() {
+        return same(b.len(), 0);
+    }
+    if b.len() % row.len() != 0 {
+        return Err(mismatch());
+    }
+    for (o, y) in out
+        .chunks_exact_mut(row.len())
+        .zip(b.chunks_exact(row.len()))
+    {
+        generic::binary(op, row, y, o);
+    }
+    Ok(())
+}
+
+/// Column broadcast: `a` is `[rows, n]`, `col` is `[rows]` (a `[rows, 1]` tensor):
+/// `out[r][j] = a[r][j] op col[r]`.
+pub fn binary_col(op: BinOp, a: &[f32], col: &[f32], out: &mut [f32]) -> Res {
+    same(a.len(), out.len())?;
+    if col.is_empty() {
+        return same(a.len(), 0);
+    }
+    if a.len() % col.len() != 0 {
+        return Err(mismatch());
+    }
+    let n = a.len() / col.len();
+    if n == 0 {
+        return Ok(());
+    }
+    for ((o, x), &c) in out.chunks_exact_mut(n).zip(a.chunks_exact(n)).zip(col) {
+        generic::binary_scalar(op, x, c, o);
+    }
+    Ok(())
+}
+
+/// `out[i] = x[i]^e`. Exponents 0, ±0.5, ±1, 2, 3, 4 and other integers up to ±8 are
+/// computed with multiplies (and one `sqrt`/division); any other exponent calls `powf` per
+/// element. Integer powers by multiplication differ from a correctly rounded `pow` by a few
+/// roundings: relative error ≤ 1e-6 (2 ulp for `x³`).
+pub fn pow_scalar(x: &[f32], e: f32, out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    generic::pow_scalar(x, e, out);
+    Ok(())
+}
+
+/// Fills `out` with `v`.
+pub fn fill<T: Copy>(out: &mut [T], v: T) {
+    out.fill(v);
+}
+
+/// `out[i] = if cond[i] != 0 { a[i] } else { b[i] }`.
+pub fn where_select<T: Copy>(cond: &[u8], a: &[T], b: &[T], out: &mut [T]) -> Res {
+    same(cond.len(), out.len())?;
+    same(a.len(), out.len())?;
+    same(b.len(), out.len())?;
+    for (((o, &c), &x), &y) in out.iter_mut().zip(cond).zip(a).zip(b) {
+        *o = if c != 0 { x } else { y };
+    }
+    Ok(())
+}
+
+/// `where` with both values broadcast scalars: `out[i] = if cond[i] != 0 { a } else { b }`.
+pub fn where_scalars<T: Copy>(cond: &[u8], a: T, b: T, out: &mut [T]) -> Res {
+    same(cond.len(), out.len())?;
+    for (o, &c) in out.iter_mut().zip(cond) {
+        *o = if c != 0 { a } else { b };
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn cmp<T: PartialOrd>(op: CmpOp, x: T, y: T) -> bool {
+    match op {
+        CmpOp::Eq => x == y,
+        CmpOp::Ne => x != y,
+        CmpOp::Lt => x < y,
+        CmpOp::Le => x <= y,
+        CmpOp::Gt => x > y,
+        CmpOp::Ge => x >= y,
+    }
+}
+
+macro_rules! per_cmp {
+    ($op:expr, $f:ident ! ($($args:tt)*)) => {
+        match $op {
+            CmpOp::Eq => $f!(CmpOp::Eq, $($args)*),
+            CmpOp::Ne => $f!(CmpOp::Ne, $($args)*),
+            CmpOp::Lt => $f!(CmpOp::Lt, $($args)*),
+            CmpOp::Le => $f!(CmpOp::Le, $($args)*),
+            CmpOp::Gt => $f!(CmpOp::Gt, $($args)*),
+            CmpOp::Ge => $f!(CmpOp::Ge, $($args)*),
+        }
+    };
+}
+
+/// `out[i] = (a[i] op b[i]) as u8`.
+pub fn compare<T: PartialOrd + Copy>(op: CmpOp, a: &[T], b: &[T], out: &mut [u8]) -> Res {
+    same(a.len(), out.len())?;
+    same(b.len(), out.len())?;
+    macro_rules! go {
+        ($k:expr,) => {
+            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *o = cmp($k, x, y) as u8;
+            }
+        };
+    }
+    per_cmp!(op, go!());
+    Ok(())
+}
+
+/// `out[i] = (a[i] op s) as u8`.
+pub fn compare_scalar<T: PartialOrd + Copy>(op: CmpOp, a: &[T], s: T, out: &mut [u8]) -> Res {
+    same(a.len(), out.len())?;
+    macro_rules! go {
+        ($k:expr,) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                *o = cmp($k, x, s) as u8;
+            }
+        };
+    }
+    per_cmp!(op, go!());
+    Ok(())
+}
+
+/// Is any byte non-zero?
+pub fn any(x: &[u8]) -> bool {
+    x.chunks(64)
+        .any(|c| c.iter().fold(0u8, |acc, &v| acc | v) != 0)
+}
+
+/// Are all bytes non-zero?
+pub fn all(x: &[u8]) -> bool {
+    x.chunks(64)
+        .all(|c| c.iter().fold(1u8, |acc, &v| acc & (v != 0) as u8) != 0)
+}
+
+/// `out[i] = (x[i] == 0) as u8`.
+pub fn logical_not(x: &[u8], out: &mut [u8]) -> Res {
+    same(x.len(), out.len())?;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v == 0) as u8;
+    }
+    Ok(())
+}
+
+/// Transpose of 4-byte elements: `dst[i·dst_stride + j] = src[j·src_stride + i]` for
+/// `i < rows`, `j < cols` (bits copied unchanged). Fails if either slice is too short.
+pub fn transpose32(
+    src: &[f32],
+    src_stride: usize,
+    dst: &mut [f32],
+    dst_stride: usize,
+    rows: usize,
+    cols: usize,
+) -> Res {
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    let need = |stride: usize, outer: usize, inner: usize| {
+        (outer - 1)
+            .checked_mul(stride)
+            .and_then(|v| v.checked_add(inner))
+    };
+    match (need(src_stride, cols, rows), need(dst_stride, rows, cols)) {
+        (Some(s), Some(d)) if s <= src.len() && d <= dst.len() => {}
+        _ => return Err(mismatch()),
+    }
+    if rows > 1 && src_stride < rows || cols > 1 && dst_stride < cols {
+        // Overlapping rows would make the vector path's reads/writes differ; still valid
+        // (bounds hold), done element by element.
+        generic::transpose32(src, src_stride, dst, dst_stride, rows, cols);
+        return Ok(());
+    }
+    dispatch!(transpose32(src, src_stride, dst, dst_stride, rows, cols));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,458 @@
+use super::*;
+use std::vec::Vec;
+
+pub(crate) const LENS: [usize; 8] = [0, 1, 3, 4, 8, 17, 129, 1000];
+
+fn data(n: usize, scale: f32) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7919) % 1000) as f32 / 500.0 - 1.0) * scale)
+        .collect()
+}
+
+/// Dense sweep of [lo, hi] plus the data pattern.
+fn sweep(lo: f32, hi: f32, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| lo + (hi - lo) * i as f32 / (n - 1) as f32)
+        .collect()
+}
+
+/// Max relative error (with an absolute floor) of `f` against `want` over `xs`.
+fn max_err(
+    xs: &[f32],
+    f: impl Fn(&[f32], &mut [f32]) -> Res,
+    want: impl Fn(f64) -> f64,
+    floor: f64,
+) -> f64 {
+    let mut y = std::vec![0.0f32; xs.len()];
+    f(xs, &mut y).unwrap();
+    let mut worst = 0.0f64;
+    for (&x, &g) in xs.iter().zip(&y) {
+        let w = want(x as f64);
+        let e = (g as f64 - w).abs() / w.abs().max(floor);
+        assert!(e.is_finite() || w.is_nan(), "f({x}) = {g}, want {w}");
+        worst = worst.max(e);
+    }
+    worst
+}
+
+fn both(
+    name: &str,
+    xs: &[f32],
+    f: fn(&[f32], &mut [f32]) -> Res,
+    g: fn(&[f32], &mut [f32]),
+    want: fn(f64) -> f64,
+    floor: f64,
+    bound: f64,
+) {
+    let e1 = max_err(xs, f, want, floor);
+    let e2 = max_err(
+        xs,
+        |x, o| {
+            g(x, o);
+            Ok(())
+        },
+        want,
+        floor,
+    );
+    std::println!("{name}: max rel error dispatched {e1:.2e}, generic {e2:.2e}");
+    assert!(
+        e1 <= bound,
+        "{name}: dispatched max rel error {e1:e} > {bound:e}"
+    );
+    assert!(
+        e2 <= bound,
+        "{name}: generic max rel error {e2:e} > {bound:e}"
+    );
+}
+
+#[test]
+fn exp_accuracy() {
+    let xs = sweep(-87.3, 88.3, 200_001);
+    both("exp", &xs, exp, generic::exp, f64::exp, 1e-38, 2.5e-7);
+    // Near overflow 2^n is capped at 2^127 and |r| grows to ln 2.
+    let xs = sweep(88.3, 88.72, 2_001);
+    both("exp", &xs, exp, generic::exp, f64::exp, 1e-38, 1e-6);
+    let xs = sweep(-1.0, 1.0, 20_001);
+    both("exp", &xs, exp, generic::exp, f64::exp, 1e-38, 2.5e-7);
+}
+
+#[test]
+fn exp_specials() {
+    let x = [
+        f32::NAN,
+        100.0,
+        -100.0,
+        0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        88.72,
+        -87.3,
+        88.8,
+    ];
+    for f in [exp as fn(&[f32], &mut [f32]) -> Res, |x, o| {
+        generic::exp(x, o);
+        Ok(())
+    }] {
+        let mut y = [0.0; 9];
+        f(&x, &mut y).unwrap();
+        assert!(y[0].is_nan());
+        assert_eq!(&y[1..6], &[f32::INFINITY, 0.0, 1.0, f32::INFINITY, 0.0]);
+        assert!(y[6].is_finite() && y[6] > 3.3e38, "exp(88.72) = {}", y[6]);
+        assert!(y[7] > 1.1e-38 && y[7] < 1.3e-38);
+        assert_eq!(y[8], f32::INFINITY);
+    }
+}
+
+#[test]
+fn tanh_sigmoid_gelu_accuracy() {
+    let xs = sweep(-10.0, 10.0, 100_001);
+    let small = sweep(-0.7, 0.7, 20_001);
+    for xs in [&xs, &small] {
+        both("tanh", xs, tanh, generic::tanh, f64::tanh, 1e-30, 3e-7);
+        both(
+            "sigmoid",
+            xs,
+            sigmoid,
+            generic::sigmoid,
+            |x| 1.0 / (1.0 + (-x).exp()),
+            1e-30,
+            4e-7,
+        );
+        both(
+            "gelu_tanh",
+            xs,
+            gelu_tanh,
+            generic::gelu_tanh,
+            |x| {
+                // 0.5·x·(1 + tanh u) = x/(1 + e^-2u), free of f64 cancellation.
+                let k = (2.0 / core::f64::consts::PI).sqrt();
+                x / (1.0 + (-2.0 * k * (x + 0.044715 * x * x * x)).exp())
+            },
+            1e-3,
+            1.5e-6,
+        );
+    }
+    let xs = sweep(-12.0, 12.0, 100_001);
+    both(
+        "gelu_erf",
+        &xs,
+        gelu_erf,
+        generic::gelu_erf,
+        |x| 0.5 * x * libm::erfc(-x / core::f64::consts::SQRT_2),
+        1e-3,
+        3e-6,
+    );
+    // Specials.
+    let x = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        50.0,
+        -50.0,
+    ];
+    let mut y = [0.0; 7];
+    tanh(&x, &mut y).unwrap();
+    assert!(y[0].is_nan());
+    assert_eq!(&y[1..], &[1.0, -1.0, 0.0, -0.0, 1.0, -1.0]);
+    assert!(y[4].is_sign_negative());
+    sigmoid(&x, &mut y).unwrap();
+    assert!(y[0].is_nan());
+    assert_eq!(&y[1..6], &[1.0, 0.0, 0.5, 0.5, 1.0]);
+    assert!((y[6] as f64 / (-50.0f64).exp() - 1.0).abs() < 1e-6);
+    gelu_tanh(&x, &mut y).unwrap();
+    assert!(y[0].is_nan());
+    assert_eq!(y[1], f32::INFINITY);
+    assert_eq!(&y[3..], &[0.0, 0.0, 50.0, 0.0]);
+    gelu_erf(&x, &mut y).unwrap();
+    assert!(y[0].is_nan());
+    assert_eq!(&y[3..], &[0.0, 0.0, 50.0, 0.0]);
+}
+
+#[test]
+fn lengths_and_mismatch() {
+    for n in LENS {
+        let x = data(n, 3.0);
+        let mut y = std::vec![9.0f32; n];
+        tanh(&x, &mut y).unwrap();
+        for (a, b) in x.iter().zip(&y) {
+            assert!((*b as f64 - (*a as f64).tanh()).abs() < 1e-6);
+        }
+        relu(&x, &mut y).unwrap();
+        assert!(y.iter().zip(&x).all(|(y, x)| *y == x.max(0.0)));
+    }
+    let mut y = [0.0f32; 3];
+    assert!(exp(&[1.0, 2.0], &mut y).is_err());
+    assert!(binary(BinOp::Add, &[1.0; 3], &[1.0; 2], &mut y).is_err());
+    assert!(binary_row(BinOp::Add, &[1.0; 3], &[1.0; 2], &mut y).is_err());
+    assert!(layer_norm(&[1.0; 3], Some(&[1.0; 2]), None, 1e-5, &mut y).is_err());
+    assert!(transpose32(&[0.0; 3], 2, &mut y, 2, 2, 2).is_err());
+    assert!(compare(CmpOp::Eq, &[1, 2], &[1, 2, 3], &mut [0u8; 2]).is_err());
+}
+
+#[test]
+fn binary_forms() {
+    let ops = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Min,
+        BinOp::Max,
+    ];
+    let r = |op: BinOp, x: f32, y: f32| match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Min => {
+            if x.is_nan() || y.is_nan() {
+                f32::NAN
+            } else {
+                x.min(y)
+            }
+        }
+        BinOp::Max => {
+            if x.is_nan() || y.is_nan() {
+                f32::NAN
+            } else {
+                x.max(y)
+            }
+        }
+    };
+    let eq = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    for op in ops {
+        for n in LENS {
+            let mut a = data(n, 3.0);
+            if n > 2 {
+                a[1] = f32::NAN;
+            }
+            let b = data(n, -2.0).iter().map(|v| v + 0.25).collect::<Vec<_>>();
+            let mut o = std::vec![0.0; n];
+            binary(op, &a, &b, &mut o).unwrap();
+            assert!((0..n).all(|i| eq(o[i], r(op, a[i], b[i]))), "{op:?} n={n}");
+            binary_scalar(op, &a, 1.5, &mut o).unwrap();
+            assert!((0..n).all(|i| eq(o[i], r(op, a[i], 1.5))));
+            scalar_binary(op, 1.5, &b, &mut o).unwrap();
+            assert!((0..n).all(|i| eq(o[i], r(op, 1.5, b[i]))));
+        }
+        // [rows, cols] with a row vector and a column vector.
+        for (rows, cols) in [(1, 1), (3, 17), (17, 3), (2, 129)] {
+            let a = data(rows * cols, 2.0);
+            let row = data(cols, 1.0).iter().map(|v| v + 3.0).collect::<Vec<_>>();
+            let col = data(rows, 1.0).iter().map(|v| v - 3.0).collect::<Vec<_>>();
+            let mut o = std::vec![0.0; rows * cols];
+            binary_row(op, &a, &row, &mut o).unwrap();
+            for i in 0..rows * cols {
+                assert!(eq(o[i], r(op, a[i], row[i % cols])));
+            }
+            row_binary(op, &row, &a, &mut o).unwrap();
+            for i in 0..rows * cols {
+                assert!(eq(o[i], r(op, row[i % cols], a[i])));
+            }
+            binary_col(op, &a, &col, &mut o).unwrap();
+            for i in 0..rows * cols {
+                assert!(eq(o[i], r(op, a[i], col[i / cols])));
+            }
+        }
+    }
+}
+
+#[test]
+fn pow_exponents() {
+    for e in [
+        0.0f32, 1.0, 2.0, 3.0, 4.0, 0.5, -0.5, -1.0, 5.0, -3.0, 8.0, -7.0, 64.0, 2.5, -1.7,
+    ] {
+        for n in LENS {
+            let x: Vec<f32> = data(n, 2.0).iter().map(|v| v.abs() + 0.1).collect();
+            let mut y = std::vec![0.0; n];
+            pow_scalar(&x, e, &mut y).unwrap();
+            for (a, b) in x.iter().zip(&y) {
+                let w = (*a as f64).powf(e as f64);
+                let tol = if w.is_finite() {
+                    1e-6 * w.abs() + 1e-30
+                } else {
+                    0.0
+                };
+                assert!(
+                    (*b as f64 - w).abs() <= tol || (w.is_infinite() && b.is_infinite()),
+                    "{a}^{e} = {b}, want {w}"
+                );
+            }
+        }
+    }
+    let mut y = [0.0f32; 3];
+    pow_scalar(&[-2.0, 0.0, f32::NAN], 3.0, &mut y).unwrap();
+    assert_eq!(&y[..2], &[-8.0, 0.0]);
+    assert!(y[2].is_nan());
+}
+
+#[test]
+fn softmax_log_softmax_layer_norm() {
+    for n in LENS {
+        let x = data(n, 10.0);
+        let mut y = std::vec![0.0; n];
+        let mut z = std::vec![0.0; n];
+        softmax(&x, &mut y).unwrap();
+        log_softmax(&x, &mut z).unwrap();
+        let mut y2 = std::vec![0.0; n];
+        generic::softmax(&x, &mut y2);
+        if n == 0 {
+            continue;
+        }
+        let mx = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+        let s: f64 = x.iter().map(|&v| (v as f64 - mx).exp()).sum();
+        for i in 0..n {
+            let w = (x[i] as f64 - mx).exp() / s;
+            for got in [y[i], y2[i]] {
+                assert!(
+                    (got as f64 - w).abs() <= 1e-6 * w + 1e-12,
+                    "softmax n={n}: {got} vs {w}"
+                );
+            }
+            let lw = x[i] as f64 - mx - s.ln();
+            assert!(
+                (z[i] as f64 - lw).abs() <= 1e-5,
+                "log_softmax {} vs {lw}",
+                z[i]
+            );
+        }
+        let g = data(n, 1.5);
+        let bt = data(n, 0.5);
+        let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + 1e-5).sqrt();
+        for (gg, bb) in [
+            (Some(&g[..]), Some(&bt[..])),
+            (None, Some(&bt[..])),
+            (Some(&g[..]), None),
+            (None, None),
+        ] {
+            for imp in 0..2 {
+                let (m, r) = if imp == 0 {
+                    layer_norm(&x, gg, bb, 1e-5, &mut y).unwrap()
+                } else {
+                    generic::layer_norm(&x, gg, bb, 1e-5, &mut y)
+                };
+                assert!((m as f64 - mean).abs() <= 1e-5 * (1.0 + mean.abs()));
+                assert!((r as f64 - rstd).abs() <= 1e-5 * rstd);
+                for i in 0..n {
+                    let w = (x[i] as f64 - mean) * rstd * gg.map_or(1.0, |g| g[i] as f64)
+                        + bb.map_or(0.0, |b| b[i] as f64);
+                    assert!((y[i] as f64 - w).abs() <= 1e-5, "layer_norm n={n} [{i}]");
+                }
+            }
+        }
+    }
+    // Multi-row form equals the row form.
+    for n in [1usize, 3, 16, 17] {
+        let x = data(5 * n, 7.0);
+        let (mut a, mut b) = (std::vec![0.0; 5 * n], std::vec![0.0; 5 * n]);
+        softmax_rows(&x, &mut a, n).unwrap();
+        for (xr, br) in x.chunks(n).zip(b.chunks_mut(n)) {
+            softmax(xr, br).unwrap();
+        }
+        assert_eq!(a, b);
+    }
+    assert!(softmax_rows(&[1.0; 5], &mut [0.0; 5], 2).is_err());
+    assert!(softmax_rows(&[1.0; 4], &mut [0.0; 4], 0).is_err());
+    softmax_rows(&[], &mut [], 0).unwrap();
+    // NaN propagates through softmax.
+    let mut y = [0.0f32; 3];
+    softmax(&[1.0, f32::NAN, 2.0], &mut y).unwrap();
+    assert!(y.iter().all(|v| v.is_nan()));
+    assert_eq!(layer_norm(&[], None, None, 1e-5, &mut []).unwrap().0, 0.0);
+}
+
+#[test]
+fn masks_where_any_all() {
+    for n in LENS {
+        let a: Vec<i64> = (0..n as i64).map(|i| i % 5).collect();
+        let b: Vec<i64> = (0..n as i64).map(|i| i % 3).collect();
+        let mut m = std::vec![7u8; n];
+        for op in [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ] {
+            compare(op, &a, &b, &mut m).unwrap();
+            for i in 0..n {
+                assert_eq!(m[i] != 0, cmp(op, a[i], b[i]), "{op:?}");
+                assert!(m[i] <= 1);
+            }
+            compare_scalar(op, &a, 2, &mut m).unwrap();
+            for i in 0..n {
+                assert_eq!(m[i] != 0, cmp(op, a[i], 2));
+            }
+        }
+        let fa = data(n, 1.0);
+        let fb = data(n, -1.0);
+        compare(CmpOp::Lt, &fa, &fb, &mut m).unwrap();
+        let mut o = std::vec![0.0f32; n];
+        where_select(&m, &fa, &fb, &mut o).unwrap();
+        assert!((0..n).all(|i| o[i] == fa[i].min(fb[i])));
+        where_scalars(&m, 1.0, -1.0, &mut o).unwrap();
+        assert!((0..n).all(|i| o[i] == if fa[i] < fb[i] { 1.0 } else { -1.0 }));
+        let mut nm = std::vec![0u8; n];
+        logical_not(&m, &mut nm).unwrap();
+        assert!((0..n).all(|i| nm[i] == (m[i] == 0) as u8));
+        assert_eq!(any(&m), m.iter().any(|&v| v != 0));
+        assert_eq!(all(&m), m.iter().all(|&v| v != 0));
+        let ones = std::vec![3u8; n];
+        assert!(all(&ones));
+        assert_eq!(any(&ones), n > 0);
+        let mut z = std::vec![0u8; n];
+        assert!(!any(&z));
+        if n > 0 {
+            z[n - 1] = 2;
+            assert!(any(&z));
+            assert_eq!(all(&z), n == 1);
+        }
+        let mut f = std::vec![0i64; n];
+        fill(&mut f, -4);
+        assert!(f.iter().all(|&v| v == -4));
+    }
+    assert!(where_select(&[1u8], &[1.0f32, 2.0], &[1.0], &mut [0.0]).is_err());
+}
+
+#[test]
+fn transposes() {
+    for (rows, cols) in [
+        (1, 1),
+        (3, 17),
+        (17, 3),
+        (4, 4),
+        (7, 7),
+        (8, 12),
+        (9, 20),
+        (16, 16),
+        (24, 13),
+        (64, 64),
+        (129, 5),
+    ] {
+        for pad in [0usize, 3] {
+            let (ss, ds) = (rows + pad, cols + pad);
+            let src: Vec<f32> = (0..cols * ss).map(|i| i as f32 + 0.5).collect();
+            let mut dst = std::vec![-1.0f32; rows * ds];
+            transpose32(&src, ss, &mut dst, ds, rows, cols).unwrap();
+            let mut dst2 = std::vec![-1.0f32; rows * ds];
+            generic::transpose32(&src, ss, &mut dst2, ds, rows, cols);
+            for i in 0..rows {
+                for j in 0..ds {
+                    let want = if j < cols { src[j * ss + i] } else { -1.0 };
+                    assert_eq!(dst[i * ds + j], want, "{rows}x{cols} pad {pad}");
+                    assert_eq!(dst2[i * ds + j], want);
+                }
+            }
+        }
+    }
+    // NaN payloads are copied bit for bit.
+    let src = [f32::from_bits(0x7fc0_1234); 16];
+    let mut dst = [0.0f32; 16];
+    transpose32(&src, 4, &mut dst, 4, 4, 4).unwrap();
+    assert!(dst.iter().all(|v| v.to_bits() == 0x7fc0_1234));
+}
