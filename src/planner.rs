@@ -124,13 +124,8 @@ mod tests {
 
     #[test]
     fn random_intervals_never_collide() {
-        let mut seed = 0x1234_5678u64;
-        let mut rnd = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = crate::testing::Rng(0x1234_5678);
+        let mut rnd = |m: u64| rng.below(m);
         for _ in 0..200 {
             let n = 1 + rnd(40) as usize;
             let mut items: Vec<Interval> = (0..n)

@@ -728,6 +728,53 @@ impl OpTest {
     }
 }
 
+/// The one deterministic test RNG (xorshift64*): every randomised test draws from it, so a
+/// failing case is reproduced by its seed alone.
+#[derive(Clone, Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        // A zero state would stay zero.
+        if self.0 == 0 {
+            self.0 = 0x9e37_79b9_7f4a_7c15;
+        }
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in `[0, 1)` with 24 random bits.
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    /// Uniform in `[-1, 1)`.
+    pub fn next(&mut self) -> f32 {
+        self.unit() * 2.0 - 1.0
+    }
+    /// `n` values uniform in `[-1, 1)`.
+    pub fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+    /// `n` values uniform in `[lo, hi)`.
+    pub fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| lo + (hi - lo) * self.unit()).collect()
+    }
+    /// Uniform in `0..m` (`m > 0`).
+    pub fn below(&mut self, m: u64) -> u64 {
+        self.next_u64() % m
+    }
+    /// `n` integers uniform in `lo..=hi`.
+    pub fn i64s(&mut self, n: usize, lo: i64, hi: i64) -> Vec<i64> {
+        (0..n)
+            .map(|_| lo + self.below((hi - lo + 1) as u64) as i64)
+            .collect()
+    }
+    pub fn bools(&mut self, n: usize) -> Vec<bool> {
+        (0..n).map(|_| self.next_u64() & 1 == 1).collect()
+    }
+}
+
 /// Reference broadcast (NumPy rules, right-aligned) of two dim lists, written independently of
 /// the kernels' own shape code so tests can check it: each output dim is the non-1 one.
 pub fn broadcast_dims(a: &[usize], b: &[usize]) -> Vec<usize> {

@@ -8,21 +8,9 @@ use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 use super::portable::PORTABLE;
 use super::select::*;
 use crate::error::KernelError;
+use crate::testing::Rng;
 use std::vec;
 use std::vec::Vec;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
-}
 
 fn kernels() -> Vec<&'static MicroKernel> {
     let mut v = vec![&PORTABLE];

@@ -5,24 +5,12 @@
 use crate::linalg::cpu::{features, Features, IdRegs};
 use crate::linalg::gemm::select::*;
 use crate::linalg::gemm::{sgemm, sgemm_with, MatRef, MicroKernel, GEMM_SCRATCH_F32};
+use crate::testing::Rng;
 use std::vec;
 use std::vec::Vec;
 
 /// Serialises the tests that read or change the process-wide selection.
 static SELECTION: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
-}
 
 /// One product through `uk` (row-major or transposed operands) checked against f64.
 #[allow(clippy::too_many_arguments)]
