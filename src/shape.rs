@@ -1,5 +1,6 @@
-//! Tensor shapes: [`Shape`] (rank ≤ [`MAX_RANK`], stored inline), dim wrapping and NumPy
-//! broadcasting of two shapes.
+//! Tensor shapes: [`Shape`] (rank ≤ [`MAX_RANK`], stored inline), dim wrapping, NumPy
+//! broadcasting of two shapes, and [`NdIndex`], the row-major walk over every multi-index of a
+//! shape.
 
 use core::fmt;
 
@@ -157,6 +158,108 @@ pub fn broadcast_shapes(a: &Shape, b: &Shape) -> Option<Shape> {
     Some(out)
 }
 
+/// Row-major walk over every multi-index of `dims` (last dim fastest), without allocation:
+/// the state is two inline `[usize; MAX_RANK]` arrays.
+///
+/// The walk starts at the all-zero index ([`NdIndex::index`]); [`NdIndex::advance`] steps to
+/// the next one and returns the lowest (outermost) dim that changed, every later dim having
+/// wrapped to 0, or `None` once the last index has been visited. Rank 0 has exactly one index
+/// (the empty one); dims containing 0 have none ([`NdIndex::is_done`] from the start).
+///
+/// Kernels keep running element offsets in step with the index through [`NdIndex::jumps`]:
+/// when `advance` returns `Some(d)`, adding `jumps[d]` moves an offset from the old index to
+/// the new one, so no per-dim carry loop is needed in the caller:
+///
+/// ```
+/// # use ptera::shape::NdIndex;
+/// let dims = [2, 3];
+/// let strides = [1, 2]; // a transposed [3, 2] buffer
+/// let mut it = NdIndex::new(&dims);
+/// let jumps = it.jumps(&strides);
+/// let mut off = 0usize;
+/// let mut seen = Vec::new();
+/// loop {
+///     seen.push(off);
+///     match it.advance() {
+///         Some(d) => off = off.wrapping_add(jumps[d]),
+///         None => break,
+///     }
+/// }
+/// assert_eq!(seen, [0, 2, 4, 1, 3, 5]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct NdIndex {
+    idx: [usize; MAX_RANK],
+    dims: [usize; MAX_RANK],
+    rank: usize,
+    done: bool,
+}
+
+impl NdIndex {
+    /// The walk over `dims`, positioned at the all-zero index. More than [`MAX_RANK`] dims
+    /// (no [`Shape`] has that many) give an empty walk.
+    pub fn new(dims: &[usize]) -> NdIndex {
+        let mut it = NdIndex {
+            idx: [0; MAX_RANK],
+            dims: [0; MAX_RANK],
+            rank: 0,
+            done: true,
+        };
+        if let Some(d) = it.dims.get_mut(..dims.len()) {
+            d.copy_from_slice(dims);
+            it.rank = dims.len();
+            it.done = dims.contains(&0);
+        }
+        it
+    }
+
+    /// The current multi-index (one coordinate per dim).
+    #[inline]
+    pub fn index(&self) -> &[usize] {
+        &self.idx[..self.rank]
+    }
+
+    /// `true` once the walk is over (or when it had no index at all).
+    #[inline]
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Steps to the next index in row-major order; returns the lowest dim that changed (the
+    /// one incremented; every later dim wrapped to 0), or `None` when the walk is over.
+    #[inline]
+    pub fn advance(&mut self) -> Option<usize> {
+        if !self.done {
+            let r = self.rank;
+            let walk = self.idx[..r].iter_mut().zip(&self.dims[..r]).enumerate();
+            for (d, (i, &n)) in walk.rev() {
+                *i += 1;
+                if *i < n {
+                    return Some(d);
+                }
+                *i = 0;
+            }
+            self.done = true;
+        }
+        None
+    }
+
+    /// Offset steps for a layout with element `strides` (one per dim, missing ones read as 0):
+    /// when [`NdIndex::advance`] returns `Some(d)`, `offset.wrapping_add(jumps[d])` is the
+    /// offset of the new index, i.e. `strides[d]` minus what the wrapped later dims had added.
+    /// Wrapping arithmetic, so negative strides may be passed as `isize as usize`.
+    pub fn jumps(&self, strides: &[usize]) -> [usize; MAX_RANK] {
+        let mut jumps = [0usize; MAX_RANK];
+        let mut back = 0usize;
+        for d in (0..self.rank).rev() {
+            let s = strides.get(d).copied().unwrap_or(0);
+            jumps[d] = s.wrapping_sub(back);
+            back = back.wrapping_add(self.dims[d].wrapping_sub(1).wrapping_mul(s));
+        }
+        jumps
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +289,92 @@ mod tests {
         );
         assert_eq!(broadcast_shapes(&s(&[]), &s(&[5])), Some(s(&[5])));
         assert_eq!(broadcast_shapes(&s(&[2, 3]), &s(&[4, 3])), None);
+    }
+
+    /// Every index `NdIndex` visits, with the dim `advance` reported before it.
+    fn walk(dims: &[usize]) -> (std::vec::Vec<std::vec::Vec<usize>>, std::vec::Vec<usize>) {
+        let mut it = NdIndex::new(dims);
+        let (mut seen, mut changed) = (std::vec::Vec::new(), std::vec::Vec::new());
+        while !it.is_done() {
+            seen.push(it.index().to_vec());
+            if let Some(d) = it.advance() {
+                changed.push(d);
+            }
+        }
+        assert_eq!(it.advance(), None, "stays done");
+        (seen, changed)
+    }
+
+    #[test]
+    fn nd_index_walks_row_major() {
+        // rank 0: one (empty) index
+        let (seen, changed) = walk(&[]);
+        assert_eq!(seen, [std::vec![]]);
+        assert!(changed.is_empty());
+        // rank 1
+        let (seen, changed) = walk(&[3]);
+        assert_eq!(seen, [[0], [1], [2]]);
+        assert_eq!(changed, [0, 0]);
+        // rank 3, last dim fastest; the reported dim is the outermost one that changed
+        let (seen, changed) = walk(&[2, 3, 2]);
+        assert_eq!(seen.len(), 12);
+        let mut want = std::vec::Vec::new();
+        for a in 0..2 {
+            for b in 0..3 {
+                for c in 0..2 {
+                    want.push(std::vec![a, b, c]);
+                }
+            }
+        }
+        assert_eq!(seen, want);
+        assert_eq!(changed, [2, 1, 2, 1, 2, 0, 2, 1, 2, 1, 2]);
+        // size-1 dims never change
+        let (seen, changed) = walk(&[1, 2, 1]);
+        assert_eq!(seen, [[0, 0, 0], [0, 1, 0]]);
+        assert_eq!(changed, [1]);
+        let (seen, _) = walk(&[1]);
+        assert_eq!(seen, [[0]]);
+        // a 0 anywhere: no index at all
+        for dims in [&[0][..], &[2, 0], &[0, 3, 1], &[4, 1, 0]] {
+            let (seen, changed) = walk(dims);
+            assert!(seen.is_empty() && changed.is_empty(), "{dims:?}");
+        }
+        // more dims than any shape has: an empty walk, no panic
+        assert!(NdIndex::new(&[1; MAX_RANK + 1]).is_done());
+        assert_eq!(NdIndex::new(&[1; MAX_RANK]).index().len(), MAX_RANK);
+    }
+
+    #[test]
+    fn nd_index_jumps_track_offsets() {
+        let dims = [3, 1, 4, 2];
+        for strides in [[8, 8, 2, 1], [1, 0, 3, 12], [0, 5, 0, 1]] {
+            let mut it = NdIndex::new(&dims);
+            let jumps = it.jumps(&strides);
+            let mut off = 0usize;
+            let mut n = 0;
+            loop {
+                let want: usize = it.index().iter().zip(&strides).map(|(i, s)| i * s).sum();
+                assert_eq!(off, want, "strides {strides:?} at {:?}", it.index());
+                n += 1;
+                match it.advance() {
+                    Some(d) => off = off.wrapping_add(jumps[d]),
+                    None => break,
+                }
+            }
+            assert_eq!(n, 24);
+        }
+        // negative strides through `isize as usize` (a flipped last dim starting at 3)
+        let mut it = NdIndex::new(&[2, 4]);
+        let jumps = it.jumps(&[4, -1isize as usize]);
+        let mut off = 3usize;
+        let mut seen = std::vec::Vec::new();
+        loop {
+            seen.push(off);
+            match it.advance() {
+                Some(d) => off = off.wrapping_add(jumps[d]),
+                None => break,
+            }
+        }
+        assert_eq!(seen, [3, 2, 1, 0, 7, 6, 5, 4]);
     }
 }

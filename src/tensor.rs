@@ -9,6 +9,7 @@ use core::marker::PhantomData;
 use crate::dtype::DType;
 use crate::error::KernelError;
 
+pub use crate::shape::NdIndex;
 pub use crate::shape::{Shape, MAX_RANK};
 
 /// Rust element types that may be viewed in place. Implemented only for plain-old-data types
