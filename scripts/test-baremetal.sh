@@ -19,10 +19,10 @@ cargo xtask qemu --icount --output-dir target/firmware/test-out/example
 
 echo "== firmware: rustfmt and clippy for every board"
 cargo fmt --manifest-path boards/Cargo.toml --check
-for board in qemu-virt raspi4b raspi3b imx8mp-evk; do
-  PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
+for board in $(cargo xtask boards --names); do
+  PTERA_BOARD=$board PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
     cargo clippy --quiet --release --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
-    --features "$board,semihosting" -- -D warnings
+    --features semihosting -- -D warnings
 done
 
 echo "== acceptance tests under QEMU"

@@ -749,6 +749,7 @@ impl Rng {
         (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
     }
     /// Uniform in `[-1, 1)`.
+    #[allow(clippy::should_implement_trait)] // not an iterator: an f32 draw
     pub fn next(&mut self) -> f32 {
         self.unit() * 2.0 - 1.0
     }

@@ -1,4 +1,6 @@
-//! Links the firmware for the selected board and points it at the model xtask generated.
+//! Links the firmware for the board named by `PTERA_BOARD` (its memory region from the board
+//! table `boards/boards.rs`, the section layout from `linker/sections.ld`) and points it at
+//! the model xtask generated.
 //!
 //! `PTERA_FW_GEN` names a directory written by `cargo xtask qemu|deploy` holding `config.rs`
 //! (sizes from `MethodMeta`), `model.bin` (the .pte, or empty when a loader places it) and
@@ -6,43 +8,52 @@
 
 use std::path::PathBuf;
 
+#[path = "../boards.rs"]
+mod table;
+
 fn main() {
     let manifest =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let linker_dir = manifest.join("../../linker");
-    let boards = [
-        ("CARGO_FEATURE_QEMU_VIRT", "qemu-virt"),
-        ("CARGO_FEATURE_RASPI4B", "raspi4b"),
-        ("CARGO_FEATURE_RASPI3B", "raspi3b"),
-        ("CARGO_FEATURE_IMX8MP_EVK", "imx8mp-evk"),
-    ];
-    let chosen: Vec<&str> = boards
+    println!("cargo:rerun-if-env-changed=PTERA_BOARD");
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest.join("../boards.rs").display()
+    );
+    let names: Vec<&str> = table::BOARDS.iter().map(|b| b.name).collect();
+    let name = std::env::var("PTERA_BOARD").unwrap_or_else(|_| {
+        panic!("PTERA_BOARD is not set: name one of {names:?} (cargo xtask qemu|deploy sets it)")
+    });
+    let index = table::BOARDS
         .iter()
-        .filter(|(var, _)| std::env::var_os(var).is_some())
-        .map(|(_, name)| *name)
-        .collect();
-    let [board] = chosen.as_slice() else {
-        panic!("enable exactly one board feature (qemu-virt, raspi4b, raspi3b, imx8mp-evk); got {chosen:?}");
-    };
+        .position(|b| b.name == name)
+        .unwrap_or_else(|| panic!("PTERA_BOARD={name}: not in boards/boards.rs {names:?}"));
+    let board = &table::BOARDS[index];
+    std::fs::write(out.join("board_index.rs"), format!("{index}\n")).expect("write board_index.rs");
+    // The image's memory region, then the section layout shared by every board.
+    let ld = format!(
+        "/* {} ({}): generated from boards/boards.rs by build.rs. */\n\
+         MEMORY\n{{\n\timage : ORIGIN = {:#x}, LENGTH = {:#x}\n}}\nINCLUDE sections.ld\n",
+        board.name, board.summary, board.image_origin, board.image_len
+    );
+    std::fs::write(out.join("board.ld"), ld).expect("write board.ld");
+    println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rustc-link-search={}", linker_dir.display());
-    println!("cargo:rustc-link-arg-bins=-T{board}.ld");
+    println!("cargo:rustc-link-arg-bins=-Tboard.ld");
     println!("cargo:rustc-link-arg-bins=-Tdefmt.x");
-    for f in [
-        "sections.ld",
-        "qemu-virt.ld",
-        "raspi4b.ld",
-        "raspi3b.ld",
-        "imx8mp-evk.ld",
-    ] {
-        println!("cargo:rerun-if-changed={}", linker_dir.join(f).display());
-    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        linker_dir.join("sections.ld").display()
+    );
 
     if std::env::var_os("CARGO_FEATURE_GEMM_BENCH").is_some() {
         // The bench firmware runs no model: no generated files. Its matrices live in the
-        // board's bench region, which only qemu-virt describes.
+        // board's bench region.
         assert!(
-            *board == "qemu-virt",
-            "feature gemm-bench is for qemu-virt only (got {board})"
+            board.bench_ram.is_some(),
+            "feature gemm-bench needs a board with a bench region (got {})",
+            board.name
         );
         return;
     }

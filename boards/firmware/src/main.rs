@@ -23,10 +23,6 @@ mod mmu;
 #[cfg(not(feature = "gemm-bench"))]
 mod model;
 
-#[cfg_attr(feature = "qemu-virt", path = "../../qemu-virt/board.rs")]
-#[cfg_attr(feature = "raspi4b", path = "../../raspi4b/board.rs")]
-#[cfg_attr(feature = "raspi3b", path = "../../raspi3b/board.rs")]
-#[cfg_attr(feature = "imx8mp-evk", path = "../../imx8mp-evk/board.rs")]
 mod board;
 
 use aarch64_rt::entry;

@@ -111,6 +111,9 @@ fn parse(payload: &[u8]) -> Result<(u8, [u32; 4], [u64; 3], [u32; 4], f32)> {
 /// Builds the bench firmware (once; later calls only check it is up to date) and runs it.
 pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
     let board = Board::by_name("qemu-virt")?;
+    let (bench_addr, _) = board
+        .bench_ram
+        .context("the bench board has no bench region in boards/boards.rs")?;
     let dir = run_dir()?;
     let elf_path = dir.join("gemm-bench.elf");
     {
@@ -127,7 +130,7 @@ pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
         #[allow(clippy::incompatible_msrv)] // the toolchain is pinned (rust-toolchain.toml)
         lock.lock()
             .with_context(|| format!("cannot lock {}/build.lock", fw.display()))?;
-        cargo_build_firmware_in(&fw, "qemu-virt,semihosting,gemm-bench", None, rustflags)?;
+        cargo_build_firmware_in(&fw, board.name, "semihosting,gemm-bench", None, rustflags)?;
         let elf = fw.join("aarch64-unknown-none/release/ptera-firmware");
         fs::copy(&elf, &elf_path).with_context(|| format!("cannot copy {}", elf.display()))?;
     }
@@ -145,7 +148,7 @@ pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
         .arg(format!(
             "loader,file={},addr={:#x},force-raw=on",
             param_path.display(),
-            board.model_addr
+            bench_addr
         ))
         .arg("-kernel")
         .arg(&elf_path)

@@ -1,10 +1,7 @@
 //! Console UART drivers (polled transmit only; the firmware never reads the console).
 
-#[cfg(any(feature = "qemu-virt", feature = "raspi4b", feature = "raspi3b"))]
-pub mod pl011;
-
-#[cfg(feature = "imx8mp-evk")]
 pub mod imx_uart;
+pub mod pl011;
 
 pub trait Uart {
     fn write_byte(&self, byte: u8);

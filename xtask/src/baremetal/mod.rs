@@ -1,4 +1,5 @@
-//! `cargo xtask qemu` and `cargo xtask deploy`: build the bare-metal firmware (`boards/`) for one
+//! What `cargo xtask qemu`, `deploy` and `bench gemm` share: building the bare-metal firmware
+//! (`boards/`) for one
 //! model and board, run it under `qemu-system-aarch64` or write the files a board boots from.
 //!
 //! The firmware is specialised per model at build time: this module computes the method's memory
@@ -6,16 +7,16 @@
 //! `target/firmware/gen`, which the firmware's build script and `include!`s pick up. Builds are
 //! serialised by a lock file, so concurrent invocations (tests) never mix models.
 
-mod boards;
-mod console;
-mod elf;
-mod gemm;
+pub mod boards;
+pub mod console;
+pub mod elf;
+pub mod gemm;
 
 use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 use ptera::{MethodMeta, Program};
@@ -24,92 +25,28 @@ use crate::npy::HostTensor;
 pub use boards::Board;
 pub use gemm::{gemm_icount, GemmRequest};
 
-/// `cargo xtask qemu`.
-#[derive(clap::Args)]
-pub struct QemuArgs {
-    /// The .pte to run; without it the bundled example (tests/fixtures/gpt2_portable.pte and its
-    /// inputs).
-    pub model: Option<PathBuf>,
-    /// qemu-virt, raspi4b, raspi3b or imx8mp-evk.
-    #[arg(long, default_value = "qemu-virt")]
-    pub board: String,
-    /// CPU model for qemu-virt (max, cortex-a53, cortex-a72, neoverse-v1, ...); the Pi and i.MX
-    /// machines have a fixed core.
-    #[arg(long)]
-    pub cpu: Option<String>,
-    /// Input .npy files in method input order; default: MODEL.in0.npy, MODEL.in1.npy, ... next
-    /// to the model.
-    #[arg(long = "input")]
-    pub inputs: Vec<PathBuf>,
-    /// Directory for output-0.npy, output-1.npy, ...
-    #[arg(long, default_value = "out")]
-    pub output_dir: PathBuf,
-    /// Extra `-M` options, e.g. `virtualization=on` (qemu-virt then enters at EL2) or `secure=on`
-    /// (EL3); the boot stub drops to EL1 from either.
-    #[arg(long)]
-    pub machine_opts: Option<String>,
-    /// Deterministic run: `-icount shift=0,sleep=off`, one counter tick per instruction.
-    #[arg(long)]
-    pub icount: bool,
-    /// Seconds before QEMU is stopped and the run fails.
-    #[arg(long, default_value_t = 300)]
-    pub timeout: u64,
-    /// Leave the model out of the image: QEMU's loader places it at the board's load address,
-    /// as the Pi firmware or U-Boot would.
-    #[arg(long)]
-    pub load_model: bool,
-    /// Testing: the blob QEMU's loader places instead of MODEL (implies --load-model), e.g. a
-    /// corrupted copy.
-    #[arg(long, hide = true)]
-    pub blob: Option<PathBuf>,
-    /// Testing: build the firmware's panic self-test (it panics right after boot).
-    #[arg(long, hide = true)]
-    pub selftest_panic: bool,
-    /// Testing: build every arena this many bytes smaller than the program needs.
-    #[arg(long, hide = true)]
-    pub shrink_arenas: Option<u64>,
-}
-
-/// `cargo xtask deploy`.
-#[derive(clap::Args)]
-pub struct DeployArgs {
-    pub model: PathBuf,
-    /// raspi4b, raspi3b, imx8mp-evk (or qemu-virt).
-    #[arg(long)]
-    pub board: String,
-    /// Directory for the boot files.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Input .npy files bundled in the image; default: MODEL.inK.npy next to the model.
-    #[arg(long = "input")]
-    pub inputs: Vec<PathBuf>,
-    /// Link the model into the image instead of shipping it as a separate blob.
-    #[arg(long)]
-    pub link_model: bool,
-}
-
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
 }
 
-fn firmware_dir() -> PathBuf {
+pub(crate) fn firmware_dir() -> PathBuf {
     root().join("target/firmware")
 }
 
 /// The model, its bytes and method facts, and the inputs to bundle.
-struct Job {
-    model: PathBuf,
-    bytes: Vec<u8>,
-    arenas: Vec<u64>,
-    metadata: usize,
-    inputs: Vec<HostTensor>,
-    outputs: usize,
+pub(crate) struct Job {
+    pub(crate) model: PathBuf,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) arenas: Vec<u64>,
+    pub(crate) metadata: usize,
+    pub(crate) inputs: Vec<HostTensor>,
+    pub(crate) outputs: usize,
 }
 
-fn default_inputs(model: &Path) -> Vec<PathBuf> {
+pub(crate) fn default_inputs(model: &Path) -> Vec<PathBuf> {
     let stem = model.with_extension("");
     (0..)
         .map(|i| PathBuf::from(format!("{}.in{i}.npy", stem.display())))
@@ -117,8 +54,8 @@ fn default_inputs(model: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
-    let file = crate::load_file(model)?;
+pub(crate) fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
+    let file = crate::host::load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
     let registry = crate::registry();
     let meta = MethodMeta::new(&program, "forward", &registry)
@@ -134,8 +71,8 @@ fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
     } else {
         inputs.to_vec()
     };
-    let (tensors, names) = crate::read_inputs(&paths)?;
-    crate::check_inputs(&meta, &tensors, &names).with_context(|| {
+    let (tensors, names) = crate::host::read_inputs(&paths)?;
+    crate::host::check_inputs(&meta, &tensors, &names).with_context(|| {
         format!(
             "inputs for {} (pass them with --input IN.npy)",
             model.display()
@@ -154,19 +91,19 @@ fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
 }
 
 /// What the firmware build needs beyond the job.
-struct BuildOptions<'a> {
-    board: &'a Board,
-    link_model: bool,
-    semihosting: bool,
-    shrink_arenas: u64,
-    selftest_panic: bool,
+pub(crate) struct BuildOptions<'a> {
+    pub(crate) board: &'a Board,
+    pub(crate) link_model: bool,
+    pub(crate) semihosting: bool,
+    pub(crate) shrink_arenas: u64,
+    pub(crate) selftest_panic: bool,
 }
 
-fn round16(n: u64) -> u64 {
+pub(crate) fn round16(n: u64) -> u64 {
     n.div_ceil(16) * 16
 }
 
-fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, Vec<u8>)> {
+pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, Vec<u8>)> {
     let mut inputs_bin = Vec::new();
     let mut specs = String::new();
     for t in &job.inputs {
@@ -210,7 +147,7 @@ fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, Vec<u8>)> {
 }
 
 /// Writes `path` only when its contents change, so an unchanged model does not rebuild.
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
     if fs::read(path).ok().as_deref() != Some(bytes) {
         fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -219,7 +156,7 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Builds the firmware and copies the ELF to `dest`. Holds `target/firmware/build.lock`
 /// while the generated files and the shared build output are in use.
-fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()> {
+pub(crate) fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()> {
     let dir = firmware_dir();
     let gen = dir.join("gen");
     fs::create_dir_all(&gen).with_context(|| format!("cannot create {}", gen.display()))?;
@@ -236,14 +173,14 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
     )?;
     write_if_changed(&gen.join("inputs.bin"), &inputs_bin)?;
 
-    let mut features = opts.board.name.to_string();
+    let mut features = Vec::new();
     if opts.semihosting {
-        features.push_str(",semihosting");
+        features.push("semihosting");
     }
     if opts.selftest_panic {
-        features.push_str(",selftest-panic");
+        features.push("selftest-panic");
     }
-    cargo_build_firmware(&features, Some(&gen)).map_err(|e| {
+    cargo_build_firmware(opts.board.name, &features.join(","), Some(&gen)).map_err(|e| {
         let msg = format!("{e:#}");
         if msg.contains("will not fit in region") || msg.contains("overflowed by") {
             anyhow::anyhow!(
@@ -270,16 +207,24 @@ fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) -> Result<()>
 /// feature name is unstable).
 pub(crate) const FIRMWARE_RUSTFLAGS: &str = "-C target-feature=-strict-align";
 
-/// Runs `cargo build` of the firmware (`boards/`) with `features` into `target/firmware`; the
-/// caller holds the build lock. `gen`: the generated model files (`PTERA_FW_GEN`), if any.
-fn cargo_build_firmware(features: &str, gen: Option<&Path>) -> Result<()> {
-    cargo_build_firmware_in(&firmware_dir(), features, gen, Some(FIRMWARE_RUSTFLAGS))
+/// Runs `cargo build` of the firmware (`boards/`) for `board` (`PTERA_BOARD`) with `features`
+/// into `target/firmware`; the caller holds the build lock. `gen`: the generated model files
+/// (`PTERA_FW_GEN`), if any.
+pub(crate) fn cargo_build_firmware(board: &str, features: &str, gen: Option<&Path>) -> Result<()> {
+    cargo_build_firmware_in(
+        &firmware_dir(),
+        board,
+        features,
+        gen,
+        Some(FIRMWARE_RUSTFLAGS),
+    )
 }
 
 /// [`cargo_build_firmware`] into target directory `dir`, with extra `rustflags` for the
 /// aarch64-unknown-none target, if any.
-fn cargo_build_firmware_in(
+pub(crate) fn cargo_build_firmware_in(
     dir: &Path,
+    board: &str,
     features: &str,
     gen: Option<&Path>,
     rustflags: Option<&str>,
@@ -296,6 +241,7 @@ fn cargo_build_firmware_in(
             "boards/Cargo.toml",
         ])
         .args(["--target", "aarch64-unknown-none", "--features", features])
+        .env("PTERA_BOARD", board)
         .env("CARGO_TARGET_DIR", dir)
         .env(
             "DEFMT_LOG",
@@ -316,23 +262,24 @@ fn cargo_build_firmware_in(
         );
     }
     eprintln!(
-        "firmware ({features}) built in {:.1} s",
+        "firmware ({board}{}{features}) built in {:.1} s",
+        if features.is_empty() { "" } else { ", " },
         t0.elapsed().as_secs_f64()
     );
     Ok(())
 }
 
 /// Sizes for the memory budget, from the linked image and the method's plan.
-struct Budget {
-    code: u64,
-    rodata: u64,
-    flash: u64,
-    data_bss: u64,
-    stack: u64,
-    image_bytes: u64,
+pub(crate) struct Budget {
+    pub(crate) code: u64,
+    pub(crate) rodata: u64,
+    pub(crate) flash: u64,
+    pub(crate) data_bss: u64,
+    pub(crate) stack: u64,
+    pub(crate) image_bytes: u64,
 }
 
-fn budget(elf_bytes: &[u8], board: &Board) -> Result<Budget> {
+pub(crate) fn budget(elf_bytes: &[u8], board: &Board) -> Result<Budget> {
     let sections = elf::sections(elf_bytes)?;
     let size = |names: &[&str]| -> u64 {
         sections
@@ -357,7 +304,13 @@ fn budget(elf_bytes: &[u8], board: &Board) -> Result<Budget> {
     })
 }
 
-fn print_budget(job: &Job, b: &Budget, board: &Board, link_model: bool, stack_used: Option<u32>) {
+pub(crate) fn print_budget(
+    job: &Job,
+    b: &Budget,
+    board: &Board,
+    link_model: bool,
+    stack_used: Option<u32>,
+) {
     let kib = |n: u64| format!("{:>12} B  ({:.1} KiB)", n, n as f64 / 1024.0);
     println!(
         "memory budget on {} (image window {:#x}..{:#x}):",
@@ -403,7 +356,7 @@ fn print_budget(job: &Job, b: &Budget, board: &Board, link_model: bool, stack_us
     );
 }
 
-fn check_fits(job: &Job, b: &Budget, board: &Board, link_model: bool) -> Result<()> {
+pub(crate) fn check_fits(job: &Job, b: &Budget, board: &Board, link_model: bool) -> Result<()> {
     ensure!(
         b.image_bytes <= board.image_len,
         "{} does not fit on {}: image (code + model + arenas + stack) is {} bytes, the board has {} bytes for it",
@@ -427,7 +380,7 @@ fn check_fits(job: &Job, b: &Budget, board: &Board, link_model: bool) -> Result<
 }
 
 /// Quick check before building: model + arenas + metadata alone must fit.
-fn precheck(job: &Job, board: &Board, link_model: bool) -> Result<()> {
+pub(crate) fn precheck(job: &Job, board: &Board, link_model: bool) -> Result<()> {
     let data: u64 = job.arenas.iter().map(|&a| round16(a)).sum::<u64>() + job.metadata as u64;
     let model = if link_model {
         job.bytes.len() as u64
@@ -445,7 +398,7 @@ fn precheck(job: &Job, board: &Board, link_model: bool) -> Result<()> {
     check_fits(job, &b, board, link_model)
 }
 
-fn run_dir() -> Result<PathBuf> {
+pub(crate) fn run_dir() -> Result<PathBuf> {
     let base = firmware_dir().join("runs");
     for n in 0.. {
         let d = base.join(format!("{}-{n}", std::process::id()));
@@ -455,230 +408,6 @@ fn run_dir() -> Result<PathBuf> {
         }
     }
     unreachable!()
-}
-
-pub fn qemu(args: QemuArgs) -> Result<()> {
-    let board = Board::by_name(&args.board)?;
-    let cpu = board.cpu(args.cpu.as_deref())?;
-    let model = args
-        .model
-        .clone()
-        .unwrap_or_else(|| root().join("tests/fixtures/gpt2_portable.pte"));
-    let job = prepare(&model, &args.inputs)?;
-    let link_model = !(args.load_model || args.blob.is_some());
-    precheck(&job, board, link_model)?;
-    let dir = run_dir()?;
-    let elf_path = dir.join("firmware.elf");
-    let opts = BuildOptions {
-        board,
-        link_model,
-        semihosting: true,
-        shrink_arenas: args.shrink_arenas.unwrap_or(0),
-        selftest_panic: args.selftest_panic,
-    };
-    build_firmware(&job, &opts, &elf_path)?;
-    let elf_bytes = fs::read(&elf_path)?;
-    let b = budget(&elf_bytes, board)?;
-    check_fits(&job, &b, board, link_model)?;
-
-    let uart = dir.join("uart.bin");
-    let blob = match (&args.blob, link_model) {
-        (Some(p), _) => Some(p.clone()),
-        (None, false) => {
-            let p = dir.join("model.pte");
-            fs::write(&p, &job.bytes)?;
-            Some(p)
-        }
-        (None, true) => None,
-    };
-    let mut cmd = Command::new("qemu-system-aarch64");
-    cmd.args(board.qemu_args(cpu.as_deref(), args.machine_opts.as_deref()))
-        .args([
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-semihosting-config",
-            "enable=on,target=native",
-        ]);
-    for _ in 0..board.serial_index {
-        cmd.args(["-serial", "null"]);
-    }
-    cmd.arg("-serial").arg(format!("file:{}", uart.display()));
-    if args.icount {
-        cmd.args(["-icount", "shift=0,sleep=off"]);
-    }
-    if let Some(p) = &blob {
-        cmd.arg("-device").arg(format!(
-            "loader,file={},addr={:#x},force-raw=on",
-            p.display(),
-            board.model_addr
-        ));
-    }
-    cmd.arg("-kernel").arg(&elf_path).stdin(Stdio::null());
-    let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .context("cannot start qemu-system-aarch64 (run scripts/setup-qemu.sh)")?;
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        if t0.elapsed() > Duration::from_secs(args.timeout) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let wall = t0.elapsed();
-    let stream = fs::read(&uart).unwrap_or_default();
-    let run = console::decode(&stream, &elf_bytes)?;
-    for line in &run.log {
-        eprintln!("[fw] {line}");
-    }
-    for line in &run.text {
-        eprintln!("[fw] {line}");
-    }
-    let Some(status) = status else {
-        bail!(
-            "QEMU timed out after {} s on {} ({}); the firmware sent {} console bytes",
-            args.timeout,
-            board.name,
-            job.model.display(),
-            stream.len()
-        );
-    };
-    let report = run.report.as_ref();
-    print_budget(&job, &b, board, link_model, report.map(|r| r.stack_used));
-    let Some(report) = report else {
-        bail!(
-            "the firmware stopped without a report (QEMU {status}); console: {} [run files in {}]",
-            run.summary(),
-            dir.display()
-        );
-    };
-    if report.status != 0 || !status.success() {
-        bail!(
-            "the firmware failed on {} (status {}, QEMU exit code {}): {} [run files in {}]",
-            board.name,
-            report.status,
-            status.code().map_or("none".to_string(), |c| c.to_string()),
-            run.summary(),
-            dir.display()
-        );
-    }
-    if u64::from(report.stack_used) * 10 > b.stack * 9 {
-        eprintln!(
-            "warning: the run used {} of {} stack bytes; the stack has no guard page (raise STACK_PAGES in boards/firmware/src/main.rs)",
-            report.stack_used, b.stack
-        );
-    }
-    fs::create_dir_all(&args.output_dir)
-        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
-    ensure!(
-        run.tensors.len() == job.outputs,
-        "the firmware sent {} outputs, the method has {}",
-        run.tensors.len(),
-        job.outputs
-    );
-    for (i, t) in run.tensors.iter().enumerate() {
-        let path = args.output_dir.join(format!("output-{i}.npy"));
-        t.write(&path)?;
-        println!(
-            "output {i}: {} {:?} -> {}",
-            t.dtype,
-            t.shape,
-            path.display()
-        );
-    }
-    println!(
-        "{} on {}{}: EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits, GEMM kernel {}",
-        job.model.display(),
-        board.name,
-        cpu.as_deref()
-            .map(|c| format!(" -cpu {c}"))
-            .unwrap_or_default(),
-        report.el,
-        report.midr,
-        report.sve_vl_bits,
-        report.sme_svl_bits,
-        report.isa
-    );
-    let freq = report.cntfrq.max(1);
-    let ms = |ticks: u64| ticks as f64 * 1e3 / freq as f64;
-    println!(
-        "load {} ticks ({:.3} ms), forward {} ticks ({:.3} ms) at CNTFRQ {} Hz; heap in use {} B; QEMU wall time {:.2} s",
-        report.load_ticks,
-        ms(report.load_ticks),
-        report.execute_ticks,
-        ms(report.execute_ticks),
-        freq,
-        report.heap_used,
-        wall.as_secs_f64()
-    );
-    if args.icount {
-        // shift=0: one instruction per nanosecond of virtual time.
-        let insns = |ticks: u64| u128::from(ticks) * 1_000_000_000 / u128::from(freq);
-        let granule = 1_000_000_000 / freq;
-        println!(
-            "instructions (icount): load {}, forward {}{}",
-            insns(report.load_ticks),
-            insns(report.execute_ticks),
-            if granule > 1 {
-                format!(" (counter granule {granule} instructions)")
-            } else {
-                String::new()
-            }
-        );
-    }
-    let _ = fs::remove_dir_all(&dir);
-    Ok(())
-}
-
-pub fn deploy(args: DeployArgs) -> Result<()> {
-    let board = Board::by_name(&args.board)?;
-    let job = prepare(&args.model, &args.inputs)?;
-    let link_model = args.link_model;
-    precheck(&job, board, link_model)?;
-    fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let elf_path = args.out.join("ptera-firmware.elf");
-    let opts = BuildOptions {
-        board,
-        link_model,
-        semihosting: false,
-        shrink_arenas: 0,
-        selftest_panic: false,
-    };
-    build_firmware(&job, &opts, &elf_path)?;
-    let elf_bytes = fs::read(&elf_path)?;
-    let b = budget(&elf_bytes, board)?;
-    if let Err(e) = check_fits(&job, &b, board, link_model) {
-        let _ = fs::remove_file(&elf_path);
-        return Err(e);
-    }
-    let (flat, base) = elf::flat_image(&elf_bytes)?;
-    ensure!(
-        base == board.image_origin,
-        "image base {base:#x} is not the board's load address {:#x}",
-        board.image_origin
-    );
-    let files = boards::boot_files(
-        board,
-        &flat,
-        if link_model { None } else { Some(&job.bytes) },
-    )?;
-    for (name, bytes) in &files {
-        fs::write(args.out.join(name), bytes).with_context(|| format!("cannot write {name}"))?;
-    }
-    print_budget(&job, &b, board, link_model, None);
-    println!("wrote to {}:", args.out.display());
-    for (name, bytes) in &files {
-        println!("  {name} ({} bytes)", bytes.len());
-    }
-    println!("  ptera-firmware.elf (for debuggers and `cargo xtask` log decoding)");
-    Ok(())
 }
 
 #[cfg(test)]

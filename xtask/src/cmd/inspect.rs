@@ -8,7 +8,8 @@ use ptera::format::fb;
 use ptera::{MethodMeta, Program};
 use serde_json::{json, Value};
 
-use crate::{load_file, registry};
+use crate::host::load_file;
+use crate::registry;
 
 fn tensor_json(info: Option<ptera::method::TensorInfo>) -> Value {
     match info {

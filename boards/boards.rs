@@ -1,0 +1,249 @@
+//! Every board the firmware runs on, stated once: memory map, console UART, boot protocol and
+//! the QEMU machine that emulates it.
+//!
+//! Plain data with no dependencies, included with `#[path]` by the three readers:
+//! - the firmware's build script, which writes the linker script's memory region from
+//!   [`Board::image_origin`] / [`Board::image_len`] (with `linker/sections.ld`);
+//! - the firmware, which builds its initial page table from [`Board::blocks`], drives
+//!   [`Board::console`] and finds a loader-placed model at [`Board::model_addr`];
+//! - `xtask` (`qemu`, `deploy`, `bench gemm`, `boards`), for the QEMU command line and the
+//!   files a board's boot loader reads.
+//!
+//! The firmware is built for one board, named by the `PTERA_BOARD` environment variable
+//! (`cargo xtask qemu|deploy --board NAME` sets it).
+
+#![allow(dead_code)] // each reader uses its own part of the table
+
+/// Memory type of a 1 GiB level-1 block in the initial page table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mem {
+    /// Cacheable RAM (code, data, model, arenas).
+    Normal,
+    /// Device registers: never cached, never executed.
+    Device,
+}
+
+/// One 1 GiB block of the identity-style initial page table: virtual `va` maps physical `pa`.
+#[derive(Clone, Copy, Debug)]
+pub struct Block {
+    pub va: u64,
+    pub pa: u64,
+    pub mem: Mem,
+    pub what: &'static str,
+}
+
+/// The console UART (polled transmit, 8N1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Uart {
+    /// Arm PL011 at virtual address `base`; `clock_hz` is its reference clock (0: the boot
+    /// loader or QEMU already set it up).
+    Pl011 { base: u64, clock_hz: u32 },
+    /// NXP i.MX UART at virtual address `base` (enabled by the firmware at start).
+    Imx { base: u64 },
+}
+
+/// How the image (and a model that is not linked in) reach memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Boot {
+    /// QEMU `-device loader` places the flat image and the model; entry at the image origin.
+    QemuLoader,
+    /// Raspberry Pi firmware: `kernel8.img` at `kernel_address`, the model by `initramfs`.
+    RpiFirmware,
+    /// U-Boot: `fatload` of image and model, then `go`.
+    UBootFatload,
+}
+
+/// Which CPU QEMU emulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QemuCpu {
+    /// Any `-cpu` the machine accepts; this one by default.
+    Any { default: &'static str },
+    /// The machine has a fixed core (takes no `-cpu`).
+    Fixed { core: &'static str },
+}
+
+/// One board.
+#[derive(Clone, Copy, Debug)]
+pub struct Board {
+    pub name: &'static str,
+    /// SoC and cores, for listings.
+    pub summary: &'static str,
+    pub qemu_machine: &'static str,
+    pub qemu_cpu: QemuCpu,
+    /// `-m` for QEMU, if the machine's default RAM is not what the map below assumes.
+    pub qemu_ram: Option<&'static str>,
+    /// Index of the console UART among QEMU's `-serial` ports.
+    pub qemu_serial: usize,
+    /// Where the image is linked and how many bytes it may use (linker region `image`).
+    pub image_origin: u64,
+    pub image_len: u64,
+    /// Where a boot loader places a model that is not linked in, and how much room it has.
+    pub model_addr: u64,
+    pub model_window: u64,
+    /// RAM the GEMM bench firmware may use (address, bytes); only boards that run the bench.
+    pub bench_ram: Option<(u64, u64)>,
+    pub console: Uart,
+    pub baud: u32,
+    /// The initial page table's 1 GiB blocks (everything else unmapped).
+    pub blocks: &'static [Block],
+    pub boot: Boot,
+}
+
+const GIB: u64 = 1 << 30;
+
+pub const BOARDS: &[Board] = &[
+    Board {
+        name: "qemu-virt",
+        summary: "QEMU virt, any AArch64 CPU (default max: SVE2, SME2)",
+        qemu_machine: "virt",
+        qemu_cpu: QemuCpu::Any { default: "max" },
+        qemu_ram: Some("1G"),
+        qemu_serial: 0,
+        // +2 MiB: QEMU puts its 1 MiB DTB at the base of RAM.
+        image_origin: 0x4020_0000,
+        image_len: 0x2FE0_0000,
+        model_addr: 0x7000_0000,
+        model_window: 0x1000_0000,
+        // The model window, unused when the bench runs no model.
+        bench_ram: Some((0x7000_0000, 0x1000_0000)),
+        console: Uart::Pl011 {
+            base: 0x0900_0000,
+            clock_hz: 0,
+        },
+        baud: 115_200,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                mem: Mem::Device,
+                what: "flash, GIC, UART, RTC, virtio",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                mem: Mem::Normal,
+                what: "RAM, first GiB (-m 1G)",
+            },
+        ],
+        boot: Boot::QemuLoader,
+    },
+    Board {
+        name: "raspi4b",
+        summary: "Raspberry Pi 4 Model B (BCM2711, 4 x Cortex-A72)",
+        qemu_machine: "raspi4b",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a72" },
+        qemu_ram: None,
+        qemu_serial: 0,
+        image_origin: 0x8_0000,
+        image_len: 0x2FF8_0000,
+        model_addr: 0x3000_0000,
+        model_window: 0x0B40_0000,
+        bench_ram: None,
+        // UART0 on GPIO 14/15 with `dtoverlay=disable-bt`, 48 MHz UART clock.
+        console: Uart::Pl011 {
+            base: 0xFE20_1000,
+            clock_hz: 48_000_000,
+        },
+        baud: 115_200,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                mem: Mem::Normal,
+                what: "RAM 0 .. 1 GiB (GPU memory on top is never touched)",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                mem: Mem::Normal,
+                what: "RAM 1 .. 2 GiB",
+            },
+            Block {
+                va: 3 * GIB,
+                pa: 3 * GIB,
+                mem: Mem::Device,
+                what: "low peripherals 0xFC00_0000 .. 0xFF80_0000",
+            },
+        ],
+        boot: Boot::RpiFirmware,
+    },
+    Board {
+        name: "raspi3b",
+        summary: "Raspberry Pi 3 Model B (BCM2837, 4 x Cortex-A53)",
+        qemu_machine: "raspi3b",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a53" },
+        qemu_ram: None,
+        qemu_serial: 0,
+        image_origin: 0x8_0000,
+        image_len: 0x2FF8_0000,
+        model_addr: 0x3000_0000,
+        model_window: 0x0B40_0000,
+        bench_ram: None,
+        // RAM and peripherals share the first GiB, which one block cannot split into Normal and
+        // Device halves: VA 0 .. 1 GiB maps it as Normal memory and VA 1 .. 2 GiB maps the same
+        // physical GiB again as Device memory. The UART (PL011 UART0 at physical 0x3F20_1000) is
+        // used through that alias only, RAM through the identity map only.
+        console: Uart::Pl011 {
+            base: 0x3F20_1000 + GIB,
+            clock_hz: 48_000_000,
+        },
+        baud: 115_200,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                mem: Mem::Normal,
+                what: "RAM (identity)",
+            },
+            Block {
+                va: GIB,
+                pa: 0,
+                mem: Mem::Device,
+                what: "the first GiB again as Device memory (peripherals at 0x3F00_0000 + 1 GiB)",
+            },
+        ],
+        boot: Boot::RpiFirmware,
+    },
+    Board {
+        name: "imx8mp-evk",
+        summary: "NXP i.MX 8M Plus EVK (4 x Cortex-A53)",
+        qemu_machine: "imx8mp-evk",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a53" },
+        qemu_ram: Some("2G"),
+        // UART2 is QEMU's second serial port.
+        qemu_serial: 1,
+        image_origin: 0x4048_0000,
+        image_len: 0x3FB8_0000,
+        model_addr: 0x8000_0000,
+        model_window: 0x4000_0000,
+        bench_ram: None,
+        console: Uart::Imx { base: 0x3089_0000 },
+        baud: 115_200,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                mem: Mem::Device,
+                what: "on-chip peripherals, AIPS buses",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                mem: Mem::Normal,
+                what: "DRAM 1 .. 2 GiB",
+            },
+            Block {
+                va: 2 * GIB,
+                pa: 2 * GIB,
+                mem: Mem::Normal,
+                what: "DRAM 2 .. 3 GiB",
+            },
+        ],
+        boot: Boot::UBootFatload,
+    },
+];
+
+/// The board called `name`, if there is one.
+pub fn by_name(name: &str) -> Option<&'static Board> {
+    BOARDS.iter().find(|b| b.name == name)
+}

@@ -1,0 +1,58 @@
+//! `cargo xtask bench run`: median end-to-end `forward` time on the host, one thread.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Result;
+use ptera::{MethodMeta, OwnedArenas, Program};
+
+use crate::host::{check_inputs, load_file, read_inputs, synth_inputs};
+use crate::registry;
+
+pub fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Result<()> {
+    let file = load_file(model)?;
+    let program = Program::load(file.as_slice())?;
+    let registry = registry();
+    let meta = MethodMeta::new(&program, "forward", &registry)?;
+    let tensors = if inputs.is_empty() {
+        synth_inputs(&meta)?
+    } else {
+        let (t, names) = read_inputs(inputs)?;
+        check_inputs(&meta, &t, &names)?;
+        t
+    };
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
+    let mut method = bufs.load(meta, &registry)?;
+    let mut times = Vec::new();
+    for it in 0..iters.max(1) {
+        for (i, t) in tensors.iter().enumerate() {
+            method.set_input(i, t.dtype, &t.shape()?, &t.bytes)?;
+        }
+        let t0 = Instant::now();
+        method.execute()?;
+        let dt = t0.elapsed().as_secs_f64();
+        if !json {
+            eprintln!("run {}: {:.4} s", it + 1, dt);
+        }
+        times.push(dt);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"model": model.display().to_string(), "iters": times.len(), "median_s": median,
+                               "min_s": times[0], "max_s": times[times.len() - 1]})
+        );
+    } else {
+        println!(
+            "{}: median {:.4} s over {} run(s) (min {:.4}, max {:.4})",
+            model.display(),
+            median,
+            times.len(),
+            times[0],
+            times[times.len() - 1]
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,10 @@
+//! One file per `cargo xtask` verb.
+
+pub mod bench_gemm;
+pub mod bench_run;
+pub mod boards;
+pub mod compare;
+pub mod deploy;
+pub mod inspect;
+pub mod qemu;
+pub mod run;

@@ -1,0 +1,236 @@
+//! `cargo xtask qemu`: builds the firmware for one model and board and runs it under
+//! `qemu-system-aarch64`, writing the outputs and printing the memory budget and counts.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::baremetal::*;
+
+/// `cargo xtask qemu`.
+#[derive(clap::Args)]
+pub struct QemuArgs {
+    /// The .pte to run; without it the bundled example (tests/fixtures/gpt2_portable.pte and its
+    /// inputs).
+    pub model: Option<PathBuf>,
+    /// qemu-virt, raspi4b, raspi3b or imx8mp-evk.
+    #[arg(long, default_value = "qemu-virt")]
+    pub board: String,
+    /// CPU model for qemu-virt (max, cortex-a53, cortex-a72, neoverse-v1, ...); the Pi and i.MX
+    /// machines have a fixed core.
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Input .npy files in method input order; default: MODEL.in0.npy, MODEL.in1.npy, ... next
+    /// to the model.
+    #[arg(long = "input")]
+    pub inputs: Vec<PathBuf>,
+    /// Directory for output-0.npy, output-1.npy, ...
+    #[arg(long, default_value = "out")]
+    pub output_dir: PathBuf,
+    /// Extra `-M` options, e.g. `virtualization=on` (qemu-virt then enters at EL2) or `secure=on`
+    /// (EL3); the boot stub drops to EL1 from either.
+    #[arg(long)]
+    pub machine_opts: Option<String>,
+    /// Deterministic run: `-icount shift=0,sleep=off`, one counter tick per instruction.
+    #[arg(long)]
+    pub icount: bool,
+    /// Seconds before QEMU is stopped and the run fails.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Leave the model out of the image: QEMU's loader places it at the board's load address,
+    /// as the Pi firmware or U-Boot would.
+    #[arg(long)]
+    pub load_model: bool,
+    /// Testing: the blob QEMU's loader places instead of MODEL (implies --load-model), e.g. a
+    /// corrupted copy.
+    #[arg(long, hide = true)]
+    pub blob: Option<PathBuf>,
+    /// Testing: build the firmware's panic self-test (it panics right after boot).
+    #[arg(long, hide = true)]
+    pub selftest_panic: bool,
+    /// Testing: build every arena this many bytes smaller than the program needs.
+    #[arg(long, hide = true)]
+    pub shrink_arenas: Option<u64>,
+}
+
+pub fn qemu(args: QemuArgs) -> Result<()> {
+    let board = Board::by_name(&args.board)?;
+    let cpu = board.cpu(args.cpu.as_deref())?;
+    let model = args
+        .model
+        .clone()
+        .unwrap_or_else(|| root().join("tests/fixtures/gpt2_portable.pte"));
+    let job = prepare(&model, &args.inputs)?;
+    let link_model = !(args.load_model || args.blob.is_some());
+    precheck(&job, board, link_model)?;
+    let dir = run_dir()?;
+    let elf_path = dir.join("firmware.elf");
+    let opts = BuildOptions {
+        board,
+        link_model,
+        semihosting: true,
+        shrink_arenas: args.shrink_arenas.unwrap_or(0),
+        selftest_panic: args.selftest_panic,
+    };
+    build_firmware(&job, &opts, &elf_path)?;
+    let elf_bytes = fs::read(&elf_path)?;
+    let b = budget(&elf_bytes, board)?;
+    check_fits(&job, &b, board, link_model)?;
+
+    let uart = dir.join("uart.bin");
+    let blob = match (&args.blob, link_model) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => {
+            let p = dir.join("model.pte");
+            fs::write(&p, &job.bytes)?;
+            Some(p)
+        }
+        (None, true) => None,
+    };
+    let mut cmd = Command::new("qemu-system-aarch64");
+    cmd.args(board.qemu_args(cpu.as_deref(), args.machine_opts.as_deref()))
+        .args([
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-semihosting-config",
+            "enable=on,target=native",
+        ]);
+    for _ in 0..board.qemu_serial {
+        cmd.args(["-serial", "null"]);
+    }
+    cmd.arg("-serial").arg(format!("file:{}", uart.display()));
+    if args.icount {
+        cmd.args(["-icount", "shift=0,sleep=off"]);
+    }
+    if let Some(p) = &blob {
+        cmd.arg("-device").arg(format!(
+            "loader,file={},addr={:#x},force-raw=on",
+            p.display(),
+            board.model_addr
+        ));
+    }
+    cmd.arg("-kernel").arg(&elf_path).stdin(Stdio::null());
+    let t0 = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .context("cannot start qemu-system-aarch64 (run scripts/setup-qemu.sh)")?;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        if t0.elapsed() > Duration::from_secs(args.timeout) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let wall = t0.elapsed();
+    let stream = fs::read(&uart).unwrap_or_default();
+    let run = console::decode(&stream, &elf_bytes)?;
+    for line in &run.log {
+        eprintln!("[fw] {line}");
+    }
+    for line in &run.text {
+        eprintln!("[fw] {line}");
+    }
+    let Some(status) = status else {
+        bail!(
+            "QEMU timed out after {} s on {} ({}); the firmware sent {} console bytes",
+            args.timeout,
+            board.name,
+            job.model.display(),
+            stream.len()
+        );
+    };
+    let report = run.report.as_ref();
+    print_budget(&job, &b, board, link_model, report.map(|r| r.stack_used));
+    let Some(report) = report else {
+        bail!(
+            "the firmware stopped without a report (QEMU {status}); console: {} [run files in {}]",
+            run.summary(),
+            dir.display()
+        );
+    };
+    if report.status != 0 || !status.success() {
+        bail!(
+            "the firmware failed on {} (status {}, QEMU exit code {}): {} [run files in {}]",
+            board.name,
+            report.status,
+            status.code().map_or("none".to_string(), |c| c.to_string()),
+            run.summary(),
+            dir.display()
+        );
+    }
+    if u64::from(report.stack_used) * 10 > b.stack * 9 {
+        eprintln!(
+            "warning: the run used {} of {} stack bytes; the stack has no guard page (raise STACK_PAGES in boards/firmware/src/main.rs)",
+            report.stack_used, b.stack
+        );
+    }
+    fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+    ensure!(
+        run.tensors.len() == job.outputs,
+        "the firmware sent {} outputs, the method has {}",
+        run.tensors.len(),
+        job.outputs
+    );
+    for (i, t) in run.tensors.iter().enumerate() {
+        let path = args.output_dir.join(format!("output-{i}.npy"));
+        t.write(&path)?;
+        println!(
+            "output {i}: {} {:?} -> {}",
+            t.dtype,
+            t.shape,
+            path.display()
+        );
+    }
+    println!(
+        "{} on {}{}: EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits, GEMM kernel {}",
+        job.model.display(),
+        board.name,
+        cpu.as_deref()
+            .map(|c| format!(" -cpu {c}"))
+            .unwrap_or_default(),
+        report.el,
+        report.midr,
+        report.sve_vl_bits,
+        report.sme_svl_bits,
+        report.isa
+    );
+    let freq = report.cntfrq.max(1);
+    let ms = |ticks: u64| ticks as f64 * 1e3 / freq as f64;
+    println!(
+        "load {} ticks ({:.3} ms), forward {} ticks ({:.3} ms) at CNTFRQ {} Hz; heap in use {} B; QEMU wall time {:.2} s",
+        report.load_ticks,
+        ms(report.load_ticks),
+        report.execute_ticks,
+        ms(report.execute_ticks),
+        freq,
+        report.heap_used,
+        wall.as_secs_f64()
+    );
+    if args.icount {
+        // shift=0: one instruction per nanosecond of virtual time.
+        let insns = |ticks: u64| u128::from(ticks) * 1_000_000_000 / u128::from(freq);
+        let granule = 1_000_000_000 / freq;
+        println!(
+            "instructions (icount): load {}, forward {}{}",
+            insns(report.load_ticks),
+            insns(report.execute_ticks),
+            if granule > 1 {
+                format!(" (counter granule {granule} instructions)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! What the host verbs share: reading a `.pte` into an aligned buffer, reading and checking
+//! `.npy` inputs against a method's signature, synthesising inputs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use ptera::host::AlignedBuf;
+use ptera::MethodMeta;
+
+use crate::npy::HostTensor;
+
+pub fn load_file(path: &Path) -> Result<AlignedBuf> {
+    AlignedBuf::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Checks inputs against the method's signature; one clear message on mismatch.
+pub fn check_inputs(meta: &MethodMeta<'_>, inputs: &[HostTensor], names: &[String]) -> Result<()> {
+    if inputs.len() != meta.num_inputs() {
+        bail!(
+            "method `{}` takes {} input(s), {} given",
+            meta.name(),
+            meta.num_inputs(),
+            inputs.len()
+        );
+    }
+    for (i, (t, name)) in inputs.iter().zip(names).enumerate() {
+        let info = meta
+            .input(i)
+            .with_context(|| format!("input {i} is not a tensor input"))?;
+        if info.dtype != t.dtype {
+            bail!(
+                "input {i} ({name}): expected dtype {}, got {}",
+                info.dtype,
+                t.dtype
+            );
+        }
+        if info.shape.dims() != t.shape.as_slice() {
+            bail!(
+                "input {i} ({name}): expected shape {}, got {}",
+                info.shape,
+                t.shape()?
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn read_inputs(paths: &[PathBuf]) -> Result<(Vec<HostTensor>, Vec<String>)> {
+    let tensors = paths
+        .iter()
+        .map(|p| HostTensor::read(p))
+        .collect::<Result<Vec<_>>>()?;
+    let names = paths.iter().map(|p| p.display().to_string()).collect();
+    Ok((tensors, names))
+}
+
+/// Deterministic inputs for a method (int tensors = 1, float tensors = small ramps).
+pub fn synth_inputs(meta: &MethodMeta<'_>) -> Result<Vec<HostTensor>> {
+    (0..meta.num_inputs())
+        .map(|i| {
+            let info = meta
+                .input(i)
+                .with_context(|| format!("input {i} is not a tensor"))?;
+            let n = info.shape.numel();
+            let mut bytes = vec![0u8; n * info.dtype.size()];
+            for k in 0..n {
+                if info.dtype.is_float() {
+                    ptera::tensor::write_f64(
+                        info.dtype,
+                        &mut bytes,
+                        k,
+                        ((k % 17) as f64 - 8.0) / 8.0,
+                    );
+                } else {
+                    ptera::tensor::write_i64(info.dtype, &mut bytes, k, 1);
+                }
+            }
+            Ok(HostTensor {
+                dtype: info.dtype,
+                shape: info.shape.dims().to_vec(),
+                bytes,
+            })
+        })
+        .collect()
+}
