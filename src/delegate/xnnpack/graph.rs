@@ -6,6 +6,7 @@
 
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
+use crate::shape::{broadcast_shapes, Shape};
 
 /// XNNPACK's "no value" id.
 pub const INVALID_ID: u32 = u32::MAX;
@@ -520,74 +521,19 @@ impl Op {
     }
 }
 
-/// Dims of a value (rank ≤ 6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Dims {
-    pub d: [usize; MAX_DIMS],
-    pub rank: usize,
-}
-
-impl Dims {
-    pub fn of(dims: &[usize]) -> Dims {
-        let mut d = [0; MAX_DIMS];
-        d[..dims.len()].copy_from_slice(dims);
-        Dims {
-            d,
-            rank: dims.len(),
-        }
-    }
-    pub fn s(&self) -> &[usize] {
-        &self.d[..self.rank]
-    }
-    pub fn numel(&self) -> usize {
-        self.s().iter().product()
-    }
-    pub fn last(&self) -> usize {
-        if self.rank == 0 {
-            1
-        } else {
-            self.d[self.rank - 1]
-        }
-    }
-}
-
-/// NumPy broadcast of two dims (right-aligned).
-pub fn broadcast(a: &Dims, b: &Dims) -> Option<Dims> {
-    let r = a.rank.max(b.rank);
-    let mut out = Dims {
-        d: [1; MAX_DIMS],
-        rank: r,
-    };
-    for i in 0..r {
-        let da = if i + a.rank >= r {
-            a.d[i + a.rank - r]
-        } else {
-            1
-        };
-        let db = if i + b.rank >= r {
-            b.d[i + b.rank - r]
-        } else {
-            1
-        };
-        out.d[i] = if da == db || db == 1 {
-            da
-        } else if da == 1 {
-            db
-        } else {
-            return None;
-        };
-    }
-    Some(out)
+/// Size of the last dim (1 for a scalar).
+pub fn last_dim(d: &Shape) -> usize {
+    d.dims().last().copied().unwrap_or(1)
 }
 
 /// Checks that `op`'s declared output dims follow from its inputs (`dims(id)`).
-pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelError> {
+pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Shape) -> Result<(), KernelError> {
     let mismatch = |what| Err(bad(what));
     let out = dims(op.output());
     match *op {
         Op::Binary { a, b, .. } => {
-            if broadcast(&dims(a), &dims(b)).map(|d| d.numel()) != Some(out.numel())
-                || broadcast(&dims(a), &dims(b)).is_none_or(|d| d.s() != out.s())
+            if broadcast_shapes(&dims(a), &dims(b)).map(|d| d.numel()) != Some(out.numel())
+                || broadcast_shapes(&dims(a), &dims(b)).is_none_or(|d| d.dims() != out.dims())
             {
                 return mismatch(
                     "binary node: output dims differ from the broadcast of its inputs",
@@ -595,7 +541,7 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             }
         }
         Op::Unary { x, .. } | Op::Softmax { x, .. } => {
-            if dims(x).s() != out.s() {
+            if dims(x).dims() != out.dims() {
                 return mismatch("elementwise node: output dims differ from input dims");
             }
         }
@@ -607,15 +553,19 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             ..
         } => {
             let (xd, wd) = (dims(x), dims(w));
-            if wd.rank != 2 {
+            if wd.rank() != 2 {
                 return mismatch("XNNFullyConnected: filter must be 2-D");
             }
             let (n, k) = if transpose_w {
-                (wd.d[1], wd.d[0])
+                (wd.dims()[1], wd.dims()[0])
             } else {
-                (wd.d[0], wd.d[1])
+                (wd.dims()[0], wd.dims()[1])
             };
-            if xd.last() != k || k == 0 || out.last() != n || xd.numel() / k * n != out.numel() {
+            if last_dim(&xd) != k
+                || k == 0
+                || last_dim(&out) != n
+                || xd.numel() / k * n != out.numel()
+            {
                 return mismatch("XNNFullyConnected: input, filter and output dims disagree");
             }
             if bias != INVALID_ID && dims(bias).numel() != n {
@@ -626,30 +576,30 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             a, b, transpose_b, ..
         } => {
             let (ad, bd) = (dims(a), dims(b));
-            if ad.rank < 2 || bd.rank != ad.rank || out.rank != ad.rank {
+            if ad.rank() < 2 || bd.rank() != ad.rank() || out.rank() != ad.rank() {
                 return mismatch("XNNBatchMatrixMultiply: ranks disagree");
             }
-            let r = ad.rank;
-            let (m, k) = (ad.d[r - 2], ad.d[r - 1]);
+            let r = ad.rank();
+            let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
             let (kb, n) = if transpose_b {
-                (bd.d[r - 1], bd.d[r - 2])
+                (bd.dims()[r - 1], bd.dims()[r - 2])
             } else {
-                (bd.d[r - 2], bd.d[r - 1])
+                (bd.dims()[r - 2], bd.dims()[r - 1])
             };
             if k != kb
-                || out.d[r - 2] != m
-                || out.d[r - 1] != n
-                || ad.s()[..r - 2] != bd.s()[..r - 2]
-                || ad.s()[..r - 2] != out.s()[..r - 2]
+                || out.dims()[r - 2] != m
+                || out.dims()[r - 1] != n
+                || ad.dims()[..r - 2] != bd.dims()[..r - 2]
+                || ad.dims()[..r - 2] != out.dims()[..r - 2]
             {
                 return mismatch("XNNBatchMatrixMultiply: dims disagree");
             }
         }
         Op::Transpose { x, perm, rank, .. } => {
             let xd = dims(x);
-            if xd.rank != rank as usize
-                || out.rank != xd.rank
-                || (0..xd.rank).any(|i| out.d[i] != xd.d[perm[i] as usize])
+            if xd.rank() != rank as usize
+                || out.rank() != xd.rank()
+                || (0..xd.rank()).any(|i| out.dims()[i] != xd.dims()[perm[i] as usize])
             {
                 return mismatch("XNNStaticTranspose: output dims are not the permuted input dims");
             }
@@ -661,8 +611,9 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         }
         Op::Slice { x, offsets, .. } => {
             let xd = dims(x);
-            if xd.rank != out.rank
-                || (0..xd.rank).any(|i| (offsets[i] as usize).saturating_add(out.d[i]) > xd.d[i])
+            if xd.rank() != out.rank()
+                || (0..xd.rank())
+                    .any(|i| (offsets[i] as usize).saturating_add(out.dims()[i]) > xd.dims()[i])
             {
                 return mismatch("XNNStaticSlice: slice exceeds the input");
             }
@@ -672,25 +623,28 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         } => {
             let axis = axis as usize;
             let first = dims(inputs[0]);
-            if axis >= first.rank || out.rank != first.rank {
+            if axis >= first.rank() || out.rank() != first.rank() {
                 return mismatch("concatenate: axis out of range");
             }
             let mut total = 0;
             for &id in &inputs[..n as usize] {
                 let d = dims(id);
-                if d.rank != first.rank || (0..d.rank).any(|i| i != axis && d.d[i] != out.d[i]) {
+                if d.rank() != first.rank()
+                    || (0..d.rank()).any(|i| i != axis && d.dims()[i] != out.dims()[i])
+                {
                     return mismatch("concatenate: input dims disagree");
                 }
-                total += d.d[axis];
+                total += d.dims()[axis];
             }
-            if total != out.d[axis] {
+            if total != out.dims()[axis] {
                 return mismatch("concatenate: output size along axis");
             }
         }
         Op::Pad { x, pre, .. } => {
             let xd = dims(x);
-            if xd.rank != out.rank
-                || (0..xd.rank).any(|i| out.d[i] < xd.d[i].saturating_add(pre[i] as usize))
+            if xd.rank() != out.rank()
+                || (0..xd.rank())
+                    .any(|i| out.dims()[i] < xd.dims()[i].saturating_add(pre[i] as usize))
             {
                 return mismatch("XNNStaticConstantPad: output smaller than padded input");
             }
@@ -705,17 +659,21 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
             ..
         } => {
             let (xd, wd) = (dims(x), dims(w));
-            if xd.rank != 4 || wd.rank != 4 || out.rank != 4 || groups == 0 {
+            if xd.rank() != 4 || wd.rank() != 4 || out.rank() != 4 || groups == 0 {
                 return mismatch("convolution: NHWC input, 4-D filter and output expected");
             }
-            let (c, oc) = (xd.d[3], out.d[3]);
+            let (c, oc) = (xd.dims()[3], out.dims()[3]);
             let ok_filter = if depthwise {
-                wd.s() == [1, win.kh, win.kw, oc] && groups == c && oc % c == 0
+                wd.dims() == [1, win.kh, win.kw, oc] && groups == c && oc % c == 0
             } else {
-                wd.s() == [oc, win.kh, win.kw, c / groups] && c % groups == 0 && oc % groups == 0
+                wd.dims() == [oc, win.kh, win.kw, c / groups] && c % groups == 0 && oc % groups == 0
             };
-            let (oh, ow) = win.out_hw(xd.d[1], xd.d[2]);
-            if !ok_filter || out.d[0] != xd.d[0] || oh != Some(out.d[1]) || ow != Some(out.d[2]) {
+            let (oh, ow) = win.out_hw(xd.dims()[1], xd.dims()[2]);
+            if !ok_filter
+                || out.dims()[0] != xd.dims()[0]
+                || oh != Some(out.dims()[1])
+                || ow != Some(out.dims()[2])
+            {
                 return mismatch("convolution: input, filter and output dims disagree");
             }
             if bias != INVALID_ID && dims(bias).numel() != oc {
@@ -724,20 +682,20 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Dims) -> Result<(), KernelErr
         }
         Op::Pool { x, win, .. } => {
             let xd = dims(x);
-            let (oh, ow) = win.out_hw(xd.d[1], xd.d[2]);
-            if xd.rank != 4
-                || out.rank != 4
-                || out.d[0] != xd.d[0]
-                || out.d[3] != xd.d[3]
-                || oh != Some(out.d[1])
-                || ow != Some(out.d[2])
+            let (oh, ow) = win.out_hw(xd.dims()[1], xd.dims()[2]);
+            if xd.rank() != 4
+                || out.rank() != 4
+                || out.dims()[0] != xd.dims()[0]
+                || out.dims()[3] != xd.dims()[3]
+                || oh != Some(out.dims()[1])
+                || ow != Some(out.dims()[2])
             {
                 return mismatch("pooling: input and output dims disagree");
             }
         }
         Op::GlobalAvgPool { x, .. } => {
             let xd = dims(x);
-            if xd.rank != 4 || out.numel() != xd.d[0] * xd.d[3] {
+            if xd.rank() != 4 || out.numel() != xd.dims()[0] * xd.dims()[3] {
                 return mismatch("global average pooling: dims disagree");
             }
         }

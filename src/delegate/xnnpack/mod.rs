@@ -23,7 +23,8 @@ use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
 use crate::planner::{self, Interval};
-use graph::{bad, Dims, Op, INVALID_ID, MAX_DIMS};
+use crate::shape::Shape;
+use graph::{bad, last_dim, Op, INVALID_ID, MAX_DIMS};
 
 /// The backend id programs use.
 pub const ID: &str = "XnnpackBackend";
@@ -70,13 +71,11 @@ pub struct Loc {
 const ROWS_LOCAL: u32 = 1;
 
 impl Loc {
-    fn dims(&self) -> Dims {
-        let mut d = Dims {
-            d: [0; MAX_DIMS],
-            rank: self.rank as usize,
-        };
-        for i in 0..self.rank as usize {
-            d.d[i] = self.dims[i] as usize;
+    fn dims(&self) -> Shape {
+        let mut d = Shape::scalar();
+        for &x in &self.dims[..(self.rank as usize).min(MAX_DIMS)] {
+            // rank ≤ MAX_DIMS < MAX_RANK: the push cannot fail.
+            let _ = d.push(x as usize);
         }
         d
     }
@@ -204,7 +203,7 @@ fn analyze(
         });
     }
     // Pass 1: values.
-    let mut dims_tab = heapless::Vec::<Dims, MAX_VALUES>::new();
+    let mut dims_tab = heapless::Vec::<Shape, MAX_VALUES>::new();
     let mut kinds = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
     for xv in values.iter() {
         let t = match xv.xvalue_union_type() {
@@ -229,13 +228,11 @@ fn analyze(
                 "XNNPACK value: num_dims disagrees with dims or exceeds 6",
             ));
         }
-        let mut d = Dims {
-            d: [0; MAX_DIMS],
-            rank: dl.len(),
-        };
+        let mut d = Shape::scalar();
         let mut numel: usize = 1;
-        for (k, x) in dl.iter().enumerate() {
-            d.d[k] = x as usize;
+        for x in dl.iter() {
+            d.push(x as usize)
+                .ok_or(bad("XNNPACK value: rank exceeds 6"))?;
             numel = numel
                 .checked_mul(x as usize)
                 .ok_or(bad("XNNPACK value size overflows"))?;
@@ -408,7 +405,7 @@ fn analyze(
             let (kind, ext, offset) = kinds[i];
             let d = dims_tab[i];
             let mut dims = [0u32; MAX_DIMS];
-            for (dk, &v) in dims.iter_mut().zip(d.s()) {
+            for (dk, &v) in dims.iter_mut().zip(d.dims()) {
                 *dk = v as u32;
             }
             locs[i] = Loc {
@@ -419,7 +416,7 @@ fn analyze(
                 } else {
                     offset
                 },
-                rank: d.rank as u32,
+                rank: d.rank() as u32,
                 dims,
                 flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 },
             };
@@ -629,7 +626,7 @@ impl Backend for XnnpackBackend {
                     run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
                 }
                 Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
-                Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, od.last()),
+                Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, last_dim(&od)),
                 Op::FullyConnected {
                     x,
                     w,
@@ -639,9 +636,9 @@ impl Backend for XnnpackBackend {
                 } => {
                     let wd = dims(w);
                     let (n, k) = if transpose_w {
-                        (wd.d[1], wd.d[0])
+                        (wd.dims()[1], wd.dims()[0])
                     } else {
-                        (wd.d[0], wd.d[1])
+                        (wd.dims()[0], wd.dims()[1])
                     };
                     let b = if bias == INVALID_ID {
                         None
@@ -664,10 +661,10 @@ impl Backend for XnnpackBackend {
                     a, b, transpose_b, ..
                 } => {
                     let ad = dims(a);
-                    let r = ad.rank;
-                    let (m, k) = (ad.d[r - 2], ad.d[r - 1]);
-                    let n = od.d[r - 1];
-                    let batch = ad.d[..r - 2].iter().product();
+                    let r = ad.rank();
+                    let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
+                    let n = od.dims()[r - 1];
+                    let batch = ad.dims()[..r - 2].iter().product();
                     run::batch_matmul(
                         rd(a)?,
                         rd(b)?,
@@ -688,7 +685,7 @@ impl Backend for XnnpackBackend {
                 Op::Concat {
                     inputs, n, axis, ..
                 } => {
-                    let mut parts: heapless::Vec<(&[f32], Dims), 5> = heapless::Vec::new();
+                    let mut parts: heapless::Vec<(&[f32], Shape), 5> = heapless::Vec::new();
                     for &id in &inputs[..n as usize] {
                         let _ = parts.push((rd(id)?, dims(id)));
                     }
@@ -762,18 +759,14 @@ impl<'p> RegionSummary<'p> {
     }
 
     /// External values: (DelegateCall argument index, is_input, dims), in argument order.
-    pub fn externals(&self) -> impl Iterator<Item = (u32, bool, Dims)> + '_ {
-        let mut v: heapless::Vec<(u32, bool, Dims), MAX_EXTERNS> = heapless::Vec::new();
+    pub fn externals(&self) -> impl Iterator<Item = (u32, bool, Shape)> + '_ {
+        let mut v: heapless::Vec<(u32, bool, Shape), MAX_EXTERNS> = heapless::Vec::new();
         for xv in self.graph.xvalues().into_iter().flatten() {
             if let Some(t) = xv.xvalue_union_as_xnntensor_value() {
                 if t.flags() & 3 != 0 && t.constant_buffer_idx() == 0 {
-                    let mut d = Dims {
-                        d: [0; MAX_DIMS],
-                        rank: 0,
-                    };
-                    for (k, x) in t.dims().into_iter().flatten().take(MAX_DIMS).enumerate() {
-                        d.d[k] = x as usize;
-                        d.rank = k + 1;
+                    let mut d = Shape::scalar();
+                    for x in t.dims().into_iter().flatten().take(MAX_DIMS) {
+                        let _ = d.push(x as usize); // ≤ MAX_DIMS < MAX_RANK dims
                     }
                     let _ = v.push((t.external_id(), t.flags() & 1 != 0, d));
                 }

@@ -1,19 +1,20 @@
 //! f32 compute for XNNPACK graph nodes over plain slices (contiguous, row-major; NHWC for
 //! convolution and pooling, as the XNNPACK graph stores them).
 
-use super::graph::{Binary, Dims, Unary, Window, MAX_DIMS};
+use super::graph::{last_dim, Binary, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef};
 use crate::linalg::vecmath as vec;
+use crate::shape::Shape;
 
 /// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
-fn bcast_strides(d: &Dims, out: &Dims) -> [usize; MAX_DIMS] {
+fn bcast_strides(d: &Shape, out: &Shape) -> [usize; MAX_DIMS] {
     let mut st = [0usize; MAX_DIMS];
-    let off = out.rank - d.rank;
+    let off = out.rank() - d.rank();
     let mut acc = 1;
-    for i in (0..d.rank).rev() {
-        st[off + i] = if d.d[i] == 1 { 0 } else { acc };
-        acc *= d.d[i];
+    for i in (0..d.rank()).rev() {
+        st[off + i] = if d.dims()[i] == 1 { 0 } else { acc };
+        acc *= d.dims()[i];
     }
     st
 }
@@ -83,11 +84,11 @@ fn zip_scalar(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
 }
 
 /// Are `small`'s dims (leading 1s ignored) the trailing dims of `big`?
-fn is_trailing(small: &Dims, big: &Dims) -> bool {
-    let s = small.s();
+fn is_trailing(small: &Shape, big: &Shape) -> bool {
+    let s = small.dims();
     let lead = s.iter().take_while(|&&d| d == 1).count();
     let s = &s[lead..];
-    let b = big.s();
+    let b = big.dims();
     s.len() <= b.len() && s == &b[b.len() - s.len()..]
 }
 
@@ -117,7 +118,15 @@ fn rows_with(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
 }
 
 /// `out = a op b` with NumPy broadcasting; `od` is the broadcast shape.
-pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut [f32], od: &Dims) {
+pub fn binary(
+    op: Binary,
+    a: &[f32],
+    ad: &Shape,
+    b: &[f32],
+    bd: &Shape,
+    out: &mut [f32],
+    od: &Shape,
+) {
     let n = out.len();
     if a.len() == n && b.len() == n {
         return zip_with(op, a, b, out);
@@ -142,11 +151,11 @@ pub fn binary(op: Binary, a: &[f32], ad: &Dims, b: &[f32], bd: &Dims, out: &mut 
     let (mut ia, mut ib) = (0usize, 0usize);
     for o in out.iter_mut() {
         *o = apply(op, a[ia], b[ib]);
-        for d in (0..od.rank).rev() {
+        for d in (0..od.rank()).rev() {
             idx[d] += 1;
             ia += sa[d];
             ib += sb[d];
-            if idx[d] < od.d[d] {
+            if idx[d] < od.dims()[d] {
                 break;
             }
             ia -= sa[d] * idx[d];
@@ -278,24 +287,24 @@ pub fn batch_matmul(
     Ok(())
 }
 
-/// `out.dims[i] = x.dims[perm[i]]`. Dims are simplified first (size-1 dims dropped, dims
+/// `out.dims[i] = x.dims[perm[i]]`. Shape are simplified first (size-1 dims dropped, dims
 /// adjacent in both orders merged); then an innermost run contiguous in the input is copied
 /// row by row, a swap of the last two dims goes through the blocked `vec::transpose32`, and
 /// anything else is gathered element by element.
-pub fn transpose(x: &[f32], xd: &Dims, perm: &[u8], out: &mut [f32]) {
-    let r = xd.rank.min(perm.len());
+pub fn transpose(x: &[f32], xd: &Shape, perm: &[u8], out: &mut [f32]) {
+    let r = xd.rank().min(perm.len());
     let mut xs = [0usize; MAX_DIMS];
     let mut acc = 1;
     for i in (0..r).rev() {
         xs[i] = acc;
-        acc *= xd.d[i];
+        acc *= xd.dims()[i];
     }
     // Output dims and input strides, simplified.
     let mut od = [0usize; MAX_DIMS];
     let mut st = [0usize; MAX_DIMS];
     let mut k = 0;
     for &p in &perm[..r] {
-        let (d, s) = (xd.d[p as usize], xs[p as usize]);
+        let (d, s) = (xd.dims()[p as usize], xs[p as usize]);
         if d == 1 {
             continue;
         }
@@ -374,15 +383,15 @@ fn gather_blocks(
 /// Walks the rows (innermost runs) of a `block` placed at `offsets` inside a row-major
 /// `outer` tensor: calls `f(row, start)` with the row's index in the block and the element
 /// offset of its first element in `outer`.
-fn block_rows(block: &Dims, outer: &Dims, offsets: &[u32], mut f: impl FnMut(usize, usize)) {
-    let r = block.rank;
+fn block_rows(block: &Shape, outer: &Shape, offsets: &[u32], mut f: impl FnMut(usize, usize)) {
+    let r = block.rank();
     let mut st = [0usize; MAX_DIMS];
     let mut acc = 1;
     for i in (0..r).rev() {
         st[i] = acc;
-        acc *= outer.d[i];
+        acc *= outer.dims()[i];
     }
-    let inner = block.last();
+    let inner = last_dim(block);
     let rows = block.numel().checked_div(inner).unwrap_or(0);
     let mut idx = [0usize; MAX_DIMS];
     for row in 0..rows {
@@ -392,7 +401,7 @@ fn block_rows(block: &Dims, outer: &Dims, offsets: &[u32], mut f: impl FnMut(usi
         f(row, start);
         for d in (0..r.saturating_sub(1)).rev() {
             idx[d] += 1;
-            if idx[d] < block.d[d] {
+            if idx[d] < block.dims()[d] {
                 break;
             }
             idx[d] = 0;
@@ -401,21 +410,21 @@ fn block_rows(block: &Dims, outer: &Dims, offsets: &[u32], mut f: impl FnMut(usi
 }
 
 /// Copies the block at `offsets` with the output's dims.
-pub fn slice(x: &[f32], xd: &Dims, offsets: &[u32], out: &mut [f32], od: &Dims) {
-    let inner = od.last();
+pub fn slice(x: &[f32], xd: &Shape, offsets: &[u32], out: &mut [f32], od: &Shape) {
+    let inner = last_dim(od);
     block_rows(od, xd, offsets, |row, src| {
         out[row * inner..(row + 1) * inner].copy_from_slice(&x[src..src + inner])
     });
 }
 
 /// Concatenation along `axis`: inputs are copied block-wise.
-pub fn concat(inputs: &[(&[f32], Dims)], axis: usize, out: &mut [f32], od: &Dims) {
-    let outer: usize = od.d[..axis].iter().product();
-    let inner: usize = od.d[axis + 1..od.rank].iter().product();
-    let row = od.d[axis] * inner;
+pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Shape) {
+    let outer: usize = od.dims()[..axis].iter().product();
+    let inner: usize = od.dims()[axis + 1..].iter().product();
+    let row = od.dims()[axis] * inner;
     let mut at = 0;
     for (x, d) in inputs {
-        let chunk = d.d[axis] * inner;
+        let chunk = d.dims()[axis] * inner;
         for o in 0..outer {
             out[o * row + at..o * row + at + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
         }
@@ -424,9 +433,9 @@ pub fn concat(inputs: &[(&[f32], Dims)], axis: usize, out: &mut [f32], od: &Dims
 }
 
 /// Constant padding: `out` filled with `value`, `x` placed at offsets `pre`.
-pub fn pad(x: &[f32], xd: &Dims, pre: &[u32], value: f32, out: &mut [f32], od: &Dims) {
+pub fn pad(x: &[f32], xd: &Shape, pre: &[u32], value: f32, out: &mut [f32], od: &Shape) {
     out.fill(value);
-    let inner = xd.last();
+    let inner = last_dim(xd);
     block_rows(xd, od, pre, |row, dst| {
         out[dst..dst + inner].copy_from_slice(&x[row * inner..(row + 1) * inner])
     });
@@ -436,17 +445,17 @@ pub fn pad(x: &[f32], xd: &Dims, pre: &[u32], value: f32, out: &mut [f32], od: &
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_nhwc(
     x: &[f32],
-    xd: &Dims,
+    xd: &Shape,
     w: &[f32],
     bias: Option<&[f32]>,
     out: &mut [f32],
-    od: &Dims,
+    od: &Shape,
     win: &Window,
     groups: usize,
     depthwise: bool,
 ) {
-    let (nb, h, wi, c) = (xd.d[0], xd.d[1], xd.d[2], xd.d[3]);
-    let (oh, ow, oc) = (od.d[1], od.d[2], od.d[3]);
+    let (nb, h, wi, c) = (xd.dims()[0], xd.dims()[1], xd.dims()[2], xd.dims()[3]);
+    let (oh, ow, oc) = (od.dims()[1], od.dims()[2], od.dims()[3]);
     let icg = c / groups;
     let ocg = oc / groups;
     for b in 0..nb {
@@ -490,9 +499,9 @@ pub fn conv2d_nhwc(
 }
 
 /// NHWC max or average pooling (average counts only elements inside the input).
-pub fn pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32], od: &Dims, win: &Window, max: bool) {
-    let (nb, h, wi, c) = (xd.d[0], xd.d[1], xd.d[2], xd.d[3]);
-    let (oh, ow) = (od.d[1], od.d[2]);
+pub fn pool_nhwc(x: &[f32], xd: &Shape, out: &mut [f32], od: &Shape, win: &Window, max: bool) {
+    let (nb, h, wi, c) = (xd.dims()[0], xd.dims()[1], xd.dims()[2], xd.dims()[3]);
+    let (oh, ow) = (od.dims()[1], od.dims()[2]);
     for b in 0..nb {
         for y in 0..oh {
             for xo in 0..ow {
@@ -528,8 +537,8 @@ pub fn pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32], od: &Dims, win: &Window,
 }
 
 /// Mean over H and W of an NHWC tensor → `[N, C]`.
-pub fn global_avg_pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32]) {
-    let (nb, hw, c) = (xd.d[0], xd.d[1] * xd.d[2], xd.d[3]);
+pub fn global_avg_pool_nhwc(x: &[f32], xd: &Shape, out: &mut [f32]) {
+    let (nb, hw, c) = (xd.dims()[0], xd.dims()[1] * xd.dims()[2], xd.dims()[3]);
     for b in 0..nb {
         let o = &mut out[b * c..(b + 1) * c];
         o.fill(0.0);
@@ -548,6 +557,10 @@ pub fn global_avg_pool_nhwc(x: &[f32], xd: &Dims, out: &mut [f32]) {
 mod tests {
     use super::*;
     use crate::testing::{broadcast_dims, broadcast_index};
+
+    fn shape_of(d: &[usize]) -> Shape {
+        Shape::new(d).expect("test shapes have rank <= 16")
+    }
     use std::vec::Vec;
 
     fn ramp(n: usize, scale: f32) -> Vec<f32> {
@@ -587,11 +600,11 @@ mod tests {
                 binary(
                     op,
                     &a,
-                    &Dims::of(as_),
+                    &shape_of(as_),
                     &b,
-                    &Dims::of(bs),
+                    &shape_of(bs),
                     &mut out,
-                    &Dims::of(&os),
+                    &shape_of(&os),
                 );
                 for (o, &g) in out.iter().enumerate() {
                     let w = apply(
@@ -663,7 +676,7 @@ mod tests {
             let x = ramp(d.iter().product(), 1.0);
             let od: Vec<usize> = perm.iter().map(|&p| d[p as usize]).collect();
             let mut out = std::vec![f32::NAN; x.len()];
-            transpose(&x, &Dims::of(d), perm, &mut out);
+            transpose(&x, &shape_of(d), perm, &mut out);
             // Reference: walk output multi-indices.
             for (o, &g) in out.iter().enumerate() {
                 let mut rem = o;
