@@ -5,7 +5,7 @@ use super::graph::{last_dim, Binary, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef};
 use crate::linalg::vecmath as vec;
-use crate::shape::Shape;
+use crate::shape::{NdIndex, Shape};
 
 /// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
 fn bcast_strides(d: &Shape, out: &Shape) -> [usize; MAX_DIMS] {
@@ -147,20 +147,14 @@ pub fn binary(
         return zip_scalar(op, b, a[0], true, out);
     }
     let (sa, sb) = (bcast_strides(ad, od), bcast_strides(bd, od));
-    let mut idx = [0usize; MAX_DIMS];
+    let mut it = NdIndex::new(od.dims());
+    let (ja, jb) = (it.jumps(&sa), it.jumps(&sb));
     let (mut ia, mut ib) = (0usize, 0usize);
     for o in out.iter_mut() {
         *o = apply(op, a[ia], b[ib]);
-        for d in (0..od.rank()).rev() {
-            idx[d] += 1;
-            ia += sa[d];
-            ib += sb[d];
-            if idx[d] < od.dims()[d] {
-                break;
-            }
-            ia -= sa[d] * idx[d];
-            ib -= sb[d] * idx[d];
-            idx[d] = 0;
+        if let Some(d) = it.advance() {
+            ia = ia.wrapping_add(ja[d]);
+            ib = ib.wrapping_add(jb[d]);
         }
     }
 }
@@ -363,19 +357,14 @@ fn gather_blocks(
     out: &mut [f32],
     mut f: impl FnMut(Option<&mut [f32]>, usize),
 ) {
-    let mut idx = [0usize; MAX_DIMS];
+    let mut it = NdIndex::new(od);
+    let jumps = it.jumps(st);
     let mut src = 0usize;
     let outer: usize = od.iter().product();
     for b in 0..outer {
         f(out.get_mut(b * block..(b + 1) * block), src);
-        for d in (0..od.len()).rev() {
-            idx[d] += 1;
-            src += st[d];
-            if idx[d] < od[d] {
-                break;
-            }
-            src -= st[d] * idx[d];
-            idx[d] = 0;
+        if let Some(d) = it.advance() {
+            src = src.wrapping_add(jumps[d]);
         }
     }
 }
@@ -393,19 +382,15 @@ fn block_rows(block: &Shape, outer: &Shape, offsets: &[u32], mut f: impl FnMut(u
     }
     let inner = last_dim(block);
     let rows = block.numel().checked_div(inner).unwrap_or(0);
-    let mut idx = [0usize; MAX_DIMS];
+    // The rows: every index of the block's outer dims (the last dim is the row itself).
+    let mut it = NdIndex::new(&block.dims()[..r.saturating_sub(1)]);
     for row in 0..rows {
+        let idx = it.index();
         let start = (0..r)
-            .map(|d| (if d + 1 == r { 0 } else { idx[d] } + offsets[d] as usize) * st[d])
+            .map(|d| (idx.get(d).copied().unwrap_or(0) + offsets[d] as usize) * st[d])
             .sum();
         f(row, start);
-        for d in (0..r.saturating_sub(1)).rev() {
-            idx[d] += 1;
-            if idx[d] < block.dims()[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+        it.advance();
     }
 }
 
