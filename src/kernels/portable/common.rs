@@ -1,0 +1,214 @@
+//! Helpers shared by the portable kernel families: the `Ctx`/`Res` aliases of every kernel
+//! signature, error constructors, argument checks (dims, sizes, dtypes), typed element reading
+//! in f64/i64 (`Src`), f64 accumulation over f32 rows, and sliding-window geometry
+//! (convolution and pooling parameters).
+
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::kernel_api::KernelCtx;
+use crate::tensor::{Shape, TensorRef};
+
+/// The kernel context every kernel function receives.
+pub(super) type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
+/// What a kernel function returns.
+pub(super) type Res = Result<(), KernelError>;
+
+pub(super) fn shape_err(arg: usize, detail: &'static str) -> KernelError {
+    KernelError::Shape { arg, detail }
+}
+
+pub(super) fn value_err(arg: usize, detail: &'static str) -> KernelError {
+    KernelError::Value { arg, detail }
+}
+
+pub(super) fn make_shape(dims: &[usize], arg: usize) -> Result<Shape, KernelError> {
+    Shape::new(dims).ok_or(shape_err(arg, "rank exceeds 16"))
+}
+
+/// Product of dims with overflow checking.
+pub(super) fn checked_prod(dims: &[usize], arg: usize) -> Result<usize, KernelError> {
+    dims.iter().try_fold(1usize, |a, &d| {
+        a.checked_mul(d)
+            .ok_or(shape_err(arg, "size product overflows"))
+    })
+}
+
+pub(super) fn need_dtype(got: DType, expected: DType, arg: usize) -> Res {
+    if got != expected {
+        return Err(KernelError::DTypeMismatch { arg, expected, got });
+    }
+    Ok(())
+}
+
+pub(super) fn need_float(d: DType, arg: usize) -> Res {
+    if !d.is_float() {
+        return Err(KernelError::UnsupportedDType { arg, dtype: d });
+    }
+    Ok(())
+}
+
+/// The f32 elements of `t`; `UnsupportedDType` for any other dtype.
+pub(super) fn f32_of<'a>(t: &TensorRef<'a>) -> Result<&'a [f32], KernelError> {
+    if t.dtype() != DType::F32 {
+        return Err(KernelError::UnsupportedDType {
+            arg: t.arg(),
+            dtype: t.dtype(),
+        });
+    }
+    t.as_slice::<f32>()
+}
+
+pub(super) fn wrap(dim: i64, rank: usize, arg: usize) -> Result<usize, KernelError> {
+    crate::shape::wrap_dim(dim, rank).ok_or(KernelError::IndexOutOfBounds {
+        arg,
+        index: dim,
+        size: rank,
+    })
+}
+
+/// An `int` argument that must be ≥ `min`, as usize.
+pub(super) fn int_at_least(
+    v: i64,
+    min: i64,
+    arg: usize,
+    detail: &'static str,
+) -> Result<usize, KernelError> {
+    if v < min {
+        return Err(value_err(arg, detail));
+    }
+    usize::try_from(v).map_err(|_| value_err(arg, detail))
+}
+
+/// `ScalarType?` argument → dtype (None when absent).
+pub(super) fn opt_dtype(ctx: &Ctx<'_, '_, '_>, arg: usize) -> Result<Option<DType>, KernelError> {
+    match ctx.opt_int(arg)? {
+        None => Ok(None),
+        Some(code) => i8::try_from(code)
+            .ok()
+            .and_then(DType::from_scalar_type)
+            .map(Some)
+            .ok_or(value_err(arg, "unknown ScalarType code")),
+    }
+}
+
+/// Elements of an input read as f64 / i64, with typed fast cases.
+#[derive(Clone, Copy)]
+pub(super) enum Src<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    I64(&'a [i64]),
+    Any(TensorRef<'a>),
+}
+
+impl<'a> Src<'a> {
+    pub(super) fn new(t: &TensorRef<'a>) -> Result<Src<'a>, KernelError> {
+        Ok(match t.dtype() {
+            DType::F32 => Src::F32(t.as_slice()?),
+            DType::F64 => Src::F64(t.as_slice()?),
+            DType::I64 => Src::I64(t.as_slice()?),
+            _ => Src::Any(*t),
+        })
+    }
+    #[inline]
+    pub(super) fn f64(&self, i: usize) -> f64 {
+        match self {
+            Src::F32(s) => s[i] as f64,
+            Src::F64(s) => s[i],
+            Src::I64(s) => s[i] as f64,
+            Src::Any(t) => t.get_f64(i),
+        }
+    }
+    #[inline]
+    pub(super) fn i64(&self, i: usize) -> i64 {
+        match self {
+            Src::F32(s) => s[i] as i64,
+            Src::F64(s) => s[i] as i64,
+            Src::I64(s) => s[i],
+            Src::Any(t) => t.get_i64(i),
+        }
+    }
+}
+
+/// Sum of `x` in f64 (four independent lanes, so the loop vectorises).
+pub(super) fn sum_f64(x: &[f32]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut chunks = x.chunks_exact(4);
+    for c in &mut chunks {
+        for l in 0..4 {
+            acc[l] += c[l] as f64;
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for &v in chunks.remainder() {
+        s += v as f64;
+    }
+    s
+}
+
+/// Σ (x - mean)² in f64.
+pub(super) fn sq_dev_f64(x: &[f32], mean: f64) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let mut chunks = x.chunks_exact(4);
+    for c in &mut chunks {
+        for l in 0..4 {
+            let d = c[l] as f64 - mean;
+            acc[l] += d * d;
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for &v in chunks.remainder() {
+        let d = v as f64 - mean;
+        s += d * d;
+    }
+    s
+}
+
+/// Per-spatial-dim parameter from an int list of length 1 (shared) or `nd`; `None` when empty
+/// (the caller's default applies).
+pub(super) fn param(
+    list: &[i64],
+    i: usize,
+    nd: usize,
+    arg: usize,
+    min: i64,
+) -> Result<Option<usize>, KernelError> {
+    let v = match list.len() {
+        0 => return Ok(None),
+        1 => list[0],
+        n if n == nd => list[i],
+        _ => {
+            return Err(value_err(
+                arg,
+                "parameter list must have 1 or one-per-spatial-dim items",
+            ))
+        }
+    };
+    if v < min {
+        return Err(value_err(arg, "parameter out of range"));
+    }
+    usize::try_from(v)
+        .map(Some)
+        .map_err(|_| value_err(arg, "parameter out of range"))
+}
+
+/// Output length of a sliding window (ATen `pooling_output_shape` / conv formula).
+pub(super) fn window_out(
+    input: usize,
+    k: usize,
+    pad: usize,
+    stride: usize,
+    dil: usize,
+    ceil: bool,
+) -> Option<usize> {
+    let input = input as i128;
+    let (k, pad, stride, dil) = (k as i128, pad as i128, stride as i128, dil as i128);
+    let num = input + 2 * pad - dil * (k - 1) - 1 + if ceil { stride - 1 } else { 0 };
+    if num < 0 {
+        return None;
+    }
+    let mut out = num / stride + 1;
+    if ceil && (out - 1) * stride >= input + pad {
+        out -= 1;
+    }
+    usize::try_from(out).ok().filter(|&o| o > 0)
+}
