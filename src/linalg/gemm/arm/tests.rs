@@ -7,6 +7,7 @@ use crate::linalg::gemm::select::*;
 use crate::linalg::gemm::{sgemm, sgemm_with, MatRef, MicroKernel, GEMM_SCRATCH_F32};
 use crate::testing::Rng;
 use std::vec;
+#[cfg_attr(not(target_arch = "aarch64"), allow(unused_imports))]
 use std::vec::Vec;
 
 /// Serialises the tests that read or change the process-wide selection.
