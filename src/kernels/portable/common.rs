@@ -6,23 +6,34 @@
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelCtx;
-use crate::tensor::{Shape, TensorRef};
+use crate::tensor::{Shape, TensorRef, MAX_RANK};
 
 /// The kernel context every kernel function receives.
 pub(super) type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
 /// What a kernel function returns.
 pub(super) type Res = Result<(), KernelError>;
 
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// A `Shape` error on argument `arg`.
 pub(super) fn shape_err(arg: usize, detail: &'static str) -> KernelError {
     KernelError::Shape { arg, detail }
 }
 
+/// A `Value` error on argument `arg`.
 pub(super) fn value_err(arg: usize, detail: &'static str) -> KernelError {
     KernelError::Value { arg, detail }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sizes and shapes
+// ---------------------------------------------------------------------------------------------
+
+/// `dims` as a [`Shape`]; an error past [`MAX_RANK`] dims.
 pub(super) fn make_shape(dims: &[usize], arg: usize) -> Result<Shape, KernelError> {
-    Shape::new(dims).ok_or(shape_err(arg, "rank exceeds 16"))
+    Shape::new(dims).ok_or(shape_err(arg, "result rank exceeds 16"))
 }
 
 /// Product of dims with overflow checking.
@@ -33,37 +44,52 @@ pub(super) fn checked_prod(dims: &[usize], arg: usize) -> Result<usize, KernelEr
     })
 }
 
-pub(super) fn need_dtype(got: DType, expected: DType, arg: usize) -> Res {
-    if got != expected {
-        return Err(KernelError::DTypeMismatch { arg, expected, got });
+/// Product of `dims`, failing if it (or its byte count for 8-byte elements) overflows.
+pub(super) fn checked_numel(dims: &[usize], arg: usize) -> Result<usize, KernelError> {
+    let mut n: usize = 1;
+    for &d in dims {
+        n = n
+            .checked_mul(d)
+            .ok_or(shape_err(arg, "tensor size overflows"))?;
     }
-    Ok(())
+    if n > isize::MAX as usize / 8 {
+        return Err(shape_err(arg, "tensor size overflows"));
+    }
+    Ok(n)
 }
 
-pub(super) fn need_float(d: DType, arg: usize) -> Res {
-    if !d.is_float() {
-        return Err(KernelError::UnsupportedDType { arg, dtype: d });
-    }
-    Ok(())
+/// Product of dims of an existing tensor (cannot overflow: the tensor exists in memory).
+pub(super) fn prod(dims: &[usize]) -> usize {
+    dims.iter().product()
 }
 
-/// The f32 elements of `t`; `UnsupportedDType` for any other dtype.
-pub(super) fn f32_of<'a>(t: &TensorRef<'a>) -> Result<&'a [f32], KernelError> {
-    if t.dtype() != DType::F32 {
-        return Err(KernelError::UnsupportedDType {
-            arg: t.arg(),
-            dtype: t.dtype(),
-        });
+/// Row-major strides in elements.
+pub(super) fn contig_strides(dims: &[usize]) -> [isize; MAX_RANK] {
+    let mut st = [0isize; MAX_RANK];
+    let mut acc: isize = 1;
+    for i in (0..dims.len()).rev() {
+        st[i] = acc;
+        acc = acc.saturating_mul(dims[i].min(isize::MAX as usize) as isize);
     }
-    t.as_slice::<f32>()
+    st
 }
 
+// ---------------------------------------------------------------------------------------------
+// Arguments
+// ---------------------------------------------------------------------------------------------
+
+/// ATen `maybe_wrap_dim` with the error naming argument `arg`.
 pub(super) fn wrap(dim: i64, rank: usize, arg: usize) -> Result<usize, KernelError> {
     crate::shape::wrap_dim(dim, rank).ok_or(KernelError::IndexOutOfBounds {
         arg,
         index: dim,
         size: rank,
     })
+}
+
+/// A non-negative `i64` argument value as `usize`.
+pub(super) fn to_size(v: i64, arg: usize, detail: &'static str) -> Result<usize, KernelError> {
+    usize::try_from(v).map_err(|_| value_err(arg, detail))
 }
 
 /// An `int` argument that must be ≥ `min`, as usize.
@@ -90,6 +116,52 @@ pub(super) fn opt_dtype(ctx: &Ctx<'_, '_, '_>, arg: usize) -> Result<Option<DTyp
             .ok_or(value_err(arg, "unknown ScalarType code")),
     }
 }
+
+/// `got` must be `expected` (`DTypeMismatch` on argument `arg` otherwise).
+pub(super) fn need_dtype(got: DType, expected: DType, arg: usize) -> Res {
+    if got != expected {
+        return Err(KernelError::DTypeMismatch { arg, expected, got });
+    }
+    Ok(())
+}
+
+/// `d` must be a floating dtype (`UnsupportedDType` on argument `arg` otherwise).
+pub(super) fn need_float(d: DType, arg: usize) -> Res {
+    if !d.is_float() {
+        return Err(KernelError::UnsupportedDType { arg, dtype: d });
+    }
+    Ok(())
+}
+
+/// The out dtype of argument `arg` must be `expected`.
+pub(super) fn check_out_dtype(ctx: &Ctx, arg: usize, expected: DType) -> Res {
+    need_dtype(ctx.out_dtype(arg)?, expected, arg)
+}
+
+/// A tensor-list item that must be present.
+pub(super) fn list_item<'a>(
+    ctx: &Ctx<'_, 'a, '_>,
+    arg: usize,
+    k: usize,
+) -> Result<TensorRef<'a>, KernelError> {
+    ctx.list_input(arg, k)?
+        .ok_or(value_err(arg, "None in a tensor list"))
+}
+
+/// The f32 elements of `t`; `UnsupportedDType` for any other dtype.
+pub(super) fn f32_of<'a>(t: &TensorRef<'a>) -> Result<&'a [f32], KernelError> {
+    if t.dtype() != DType::F32 {
+        return Err(KernelError::UnsupportedDType {
+            arg: t.arg(),
+            dtype: t.dtype(),
+        });
+    }
+    t.as_slice::<f32>()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Element reading and f64 accumulation
+// ---------------------------------------------------------------------------------------------
 
 /// Elements of an input read as f64 / i64, with typed fast cases.
 #[derive(Clone, Copy)]
@@ -163,6 +235,10 @@ pub(super) fn sq_dev_f64(x: &[f32], mean: f64) -> f64 {
     s
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sliding windows (convolution, pooling)
+// ---------------------------------------------------------------------------------------------
+
 /// Per-spatial-dim parameter from an int list of length 1 (shared) or `nd`; `None` when empty
 /// (the caller's default applies).
 pub(super) fn param(
@@ -211,4 +287,17 @@ pub(super) fn window_out(
         out -= 1;
     }
     usize::try_from(out).ok().filter(|&o| o > 0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies
+// ---------------------------------------------------------------------------------------------
+
+/// Copies `src` into `dst`; both must have the same length.
+pub(super) fn copy_all(dst: &mut [u8], src: &[u8], arg: usize) -> Res {
+    if dst.len() != src.len() {
+        return Err(shape_err(arg, "output byte size does not match the input"));
+    }
+    dst.copy_from_slice(src);
+    Ok(())
 }

@@ -1,8 +1,16 @@
 //! The portable kernel library: ATen out-variant semantics in plain Rust.
 //!
 //! - [`elementwise`]: arithmetic, comparisons, logic, unary math, `where`, fills, casts;
-//! - [`shape`]: views-as-copies, permutes, slicing, concatenation, splitting, indexing,
-//!   embedding, cumulative sums, masks (`tril`), padding, dim-order conversion;
+//! - [`view`]: views as copies (`view_copy`, `squeeze`/`unsqueeze`), permutes and transposes,
+//!   `expand_copy`, `repeat`;
+//! - [`slice`]: `slice_copy`, `select_copy`, `narrow_copy`;
+//! - [`concat`]: `cat`, `stack`, `split_*_copy`, `unbind_copy`;
+//! - [`index`]: `index.Tensor`, `index_put`, `index_select`, `gather`, `embedding`;
+//! - [`cumsum`]: cumulative sums (`cumsum`);
+//! - [`tril`]: triangular masks (`tril`, `triu`);
+//! - [`pad`]: constant padding (`constant_pad_nd`);
+//! - [`flip_roll`]: reversing and rotating along dims (`flip`, `roll`);
+//! - [`cast`]: dim-order conversion (`_clone_dim_order`, `_to_dim_order_copy`);
 //! - [`matmul`]: `mm`, `bmm`, `addmm`, `baddbmm`, `linear` (on [`crate::linalg::gemm`]);
 //! - [`norm`]: layer, group and batch normalisation;
 //! - [`softmax`]: `_softmax`, `_log_softmax`;
@@ -11,21 +19,33 @@
 //! - [`reduce`]: sum, mean, prod, extremes, arg-extremes, any/all, var;
 //! - [`prim`]: symbolic sizes and scalar arithmetic, `et_view`, `copy_`.
 //!
-//! Shared helpers: `common` (argument checks, errors, f64 reading), `broadcast`.
+//! Shared helpers: `common` (argument checks, errors, f64 reading), `broadcast`, `promote`,
+//! `convert` (element conversion), `copy_engine` (strided copies).
 
 use crate::kernel_api::KernelDef;
 
 mod broadcast;
+pub mod cast;
 mod common;
+pub mod concat;
 pub mod conv;
+mod convert;
+mod copy_engine;
+pub mod cumsum;
 pub mod elementwise;
+pub mod flip_roll;
+pub mod index;
 pub mod matmul;
 pub mod norm;
+pub mod pad;
 pub mod pool;
 pub mod prim;
+mod promote;
 pub mod reduce;
-pub mod shape;
+pub mod slice;
 pub mod softmax;
+pub mod tril;
+pub mod view;
 
 #[cfg(test)]
 mod test_util;
@@ -33,7 +53,15 @@ mod test_util;
 /// Every portable kernel table, in lookup order.
 pub static KERNELS: &[&[KernelDef]] = &[
     elementwise::KERNELS,
-    shape::KERNELS,
+    view::KERNELS,
+    slice::KERNELS,
+    concat::KERNELS,
+    index::KERNELS,
+    cumsum::KERNELS,
+    tril::KERNELS,
+    pad::KERNELS,
+    flip_roll::KERNELS,
+    cast::KERNELS,
     matmul::KERNELS,
     norm::KERNELS,
     softmax::KERNELS,

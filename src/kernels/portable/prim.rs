@@ -9,7 +9,7 @@ use crate::error::KernelError;
 use crate::kernel_api::Value;
 use crate::kernel_api::{KernelCtx, KernelDef};
 use crate::shape::broadcast_shapes;
-use crate::tensor::{read_f64, read_i64, write_f64, write_i64, Shape};
+use crate::tensor::{read_f64, read_i64, write_f64, write_i64, NdIndex, Shape};
 
 type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
 
@@ -286,12 +286,10 @@ fn copy_(ctx: &mut Ctx) -> Result<(), KernelError> {
         sstride[off + i] = if src_dims[i] == 1 { 0 } else { acc };
         acc *= src_dims[i];
     }
-    let mut idx = [0usize; 16];
+    let mut idx = NdIndex::new(dst_shape.dims());
+    let jumps = idx.jumps(&sstride[..rank]);
+    let mut s = 0usize;
     for o in 0..n {
-        let mut s = 0;
-        for d in 0..rank {
-            s += idx[d] * sstride[d];
-        }
         if dt == st {
             let w = dt.size();
             db[o * w..o * w + w].copy_from_slice(&sb[s * w..s * w + w]);
@@ -300,12 +298,8 @@ fn copy_(ctx: &mut Ctx) -> Result<(), KernelError> {
         } else {
             write_i64(dt, db, o, read_i64(st, sb, s));
         }
-        for d in (0..rank).rev() {
-            idx[d] += 1;
-            if idx[d] < dst_shape.dims()[d] {
-                break;
-            }
-            idx[d] = 0;
+        if let Some(d) = idx.advance() {
+            s = s.wrapping_add(jumps[d]);
         }
     }
     Ok(())

@@ -1,0 +1,106 @@
+//! Tests of the dim-order ops (channels-last sources, dtype conversion).
+
+use crate::dtype::DType;
+use crate::kernels::portable::test_util::{data, ravel, run_first, unravel};
+use crate::testing::{OpTest, TestTensor};
+use crate::KernelError;
+use std::vec::Vec;
+
+#[test]
+fn dim_order_copy_from_channels_last() {
+    // logical NCHW [2, 3, 2, 4]; memory order NHWC
+    let d = [2usize, 3, 2, 4];
+    let nhwc = [2usize, 2, 4, 3];
+    let mem = data(48, 28);
+    let mem_bytes: Vec<u8> = mem.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<f32> = (0..48)
+        .map(|i| {
+            let o = unravel(i, &d);
+            mem[ravel(&[o[0], o[2], o[3], o[1]], &nhwc)]
+        })
+        .collect();
+    for op in [
+        "dim_order_ops::_clone_dim_order.out",
+        "dim_order_ops::_to_dim_order_copy.out",
+    ] {
+        let mut t = OpTest::new(op);
+        let a = t.input_dim_order(DType::F32, &d, &[0, 2, 3, 1], &mem_bytes);
+        let nb = t.boolean(false);
+        let dord = t.int_list(&[0, 1, 2, 3]);
+        let o = t.output(DType::F32, &d);
+        t.call(&[a, nb, dord, o, o]);
+        assert_eq!(run_first(&t).f32(), want, "{op}");
+    }
+    // with a cast to f64 and a None dim_order
+    let mut t = OpTest::new("dim_order_ops::_to_dim_order_copy.out");
+    let a = t.input_dim_order(DType::F32, &d, &[0, 2, 3, 1], &mem_bytes);
+    let nb = t.boolean(false);
+    let dord = t.none();
+    let o = t.output(DType::F64, &d);
+    t.call(&[a, nb, dord, o, o]);
+    let r = run_first(&t);
+    assert_eq!(r.f64(), want.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    // a channels-last out is refused
+    let mut t = OpTest::new("dim_order_ops::_clone_dim_order.out");
+    let a = t.input_f32(&d, &mem);
+    let nb = t.boolean(false);
+    let dord = t.int_list(&[0, 2, 3, 1]);
+    let o = t.output(DType::F32, &d);
+    t.call(&[a, nb, dord, o, o]);
+    assert_eq!(t.run_kernel_err(), KernelError::NonContiguous { arg: 3 });
+    // clone does not cast
+    let mut t = OpTest::new("dim_order_ops::_clone_dim_order.out");
+    let a = t.input_f32(&d, &mem);
+    let nb = t.boolean(false);
+    let dord = t.none();
+    let o = t.output(DType::F64, &d);
+    t.call(&[a, nb, dord, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::DTypeMismatch { arg: 3, .. }
+    ));
+}
+
+#[test]
+fn to_dim_order_copy_casts() {
+    let v = vec![-3i64, 0, 7, 1 << 40, 5];
+    // i64 -> f32, i64 -> i32 (wraps), i64 -> bool, bool -> f32, f32 -> i64 (truncates)
+    let run = |dt_in: DType, bytes: Vec<u8>, n: usize, dt_out: DType| -> TestTensor {
+        let mut t = OpTest::new("dim_order_ops::_to_dim_order_copy.out");
+        let a = t.input(dt_in, &[n], &bytes);
+        let nb = t.boolean(false);
+        let dord = t.none();
+        let o = t.output(dt_out, &[n]);
+        t.call(&[a, nb, dord, o, o]);
+        run_first(&t)
+    };
+    let vb: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(
+        run(DType::I64, vb.clone(), 5, DType::F32).f32(),
+        v.iter().map(|&x| x as f32).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        run(DType::I64, vb.clone(), 5, DType::I32).i64(),
+        v.iter().map(|&x| x as i32 as i64).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        run(DType::I64, vb.clone(), 5, DType::Bool).bools(),
+        vec![true, false, true, true, true]
+    );
+    assert_eq!(run(DType::I64, vb, 5, DType::I64).i64(), v);
+    let f = [-1.7f32, 2.5, 0.0];
+    let fb: Vec<u8> = f.iter().flat_map(|x| x.to_le_bytes()).collect();
+    assert_eq!(
+        run(DType::F32, fb.clone(), 3, DType::I64).i64(),
+        vec![-1, 2, 0]
+    );
+    assert_eq!(
+        run(DType::F32, fb.clone(), 3, DType::F16).f64(),
+        vec![-1.7001953125, 2.5, 0.0]
+    );
+    assert_eq!(run(DType::F32, fb, 3, DType::U8).i64(), vec![255, 2, 0]);
+    assert_eq!(
+        run(DType::Bool, vec![1, 0, 1], 3, DType::F32).f32(),
+        vec![1.0, 0.0, 1.0]
+    );
+}

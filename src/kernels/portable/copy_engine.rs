@@ -1,0 +1,321 @@
+//! The strided copy engine: [`copy_view`] copies a strided [`View`] of a source into a
+//! contiguous destination. It drops size-1 dims and merges dims that are contiguous with each
+//! other, then copies whole contiguous runs with `copy_from_slice`; when the innermost source
+//! stride is not 1 it copies element by element, in a loop specialised on the element size
+//! (transposes of the last two dims go through tiles, and 4×4 register blocks for 4-byte
+//! elements). Every view is bounds-checked against its source before anything is copied.
+//! [`convert_view`] is the converting variant.
+// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
+#![allow(clippy::result_large_err)]
+
+use super::common::{checked_numel, shape_err, Res};
+use super::convert::{convert_elem, convert_run};
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::linalg::vecmath as vec;
+use crate::tensor::MAX_RANK;
+
+/// Views may have twice the tensor rank (`repeat` splits every dim in two).
+const VIEW_RANK: usize = 2 * MAX_RANK;
+
+/// A strided view of a source buffer, in elements: element `(i0, .., ik)` of the view is
+/// source element `base + Σ i_j * strides[j]`. Strides may be 0 (broadcast) or negative (flip).
+#[derive(Clone, Copy)]
+pub(super) struct View {
+    rank: usize,
+    dims: [usize; VIEW_RANK],
+    strides: [isize; VIEW_RANK],
+    /// Source element of the all-zero index.
+    pub(super) base: isize,
+}
+
+impl View {
+    /// The rank-0 view of source element `base`; dims are added with [`View::push`].
+    pub(super) fn new(base: isize) -> View {
+        View {
+            rank: 0,
+            dims: [0; VIEW_RANK],
+            strides: [0; VIEW_RANK],
+            base,
+        }
+    }
+
+    /// Appends an innermost dim of size `d` and element stride `s`.
+    pub(super) fn push(&mut self, d: usize, s: isize, arg: usize) -> Res {
+        if self.rank == VIEW_RANK {
+            return Err(shape_err(arg, "view rank exceeds 32"));
+        }
+        self.dims[self.rank] = d;
+        self.strides[self.rank] = s;
+        self.rank += 1;
+        Ok(())
+    }
+
+    /// The whole of a tensor with the given dims and strides.
+    pub(super) fn of(dims: &[usize], strides: &[isize], arg: usize) -> Result<View, KernelError> {
+        let mut v = View::new(0);
+        for (&d, &s) in dims.iter().zip(strides) {
+            v.push(d, s, arg)?;
+        }
+        Ok(v)
+    }
+}
+
+/// A view after bounds checking and simplification: size-1 dims dropped and every outer dim
+/// merged into the next inner one when the two are contiguous with each other.
+struct Simple {
+    rank: usize,
+    dims: [usize; VIEW_RANK],
+    strides: [isize; VIEW_RANK],
+    base: isize,
+}
+
+/// Checks that every source element of `v` lies in `0..src_len` and simplifies it.
+/// `None` when the view is empty.
+fn simplify(v: &View, src_len: usize, arg: usize) -> Result<Option<Simple>, KernelError> {
+    let n = checked_numel(&v.dims[..v.rank], arg)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let oob = || shape_err(arg, "view reaches outside its source tensor");
+    let (mut lo, mut hi) = (v.base, v.base);
+    for i in 0..v.rank {
+        // n fits isize, so every dim does too.
+        let ext = (v.dims[i] as isize - 1)
+            .checked_mul(v.strides[i])
+            .ok_or_else(oob)?;
+        if ext < 0 {
+            lo = lo.checked_add(ext).ok_or_else(oob)?;
+        } else {
+            hi = hi.checked_add(ext).ok_or_else(oob)?;
+        }
+    }
+    if lo < 0 || hi as usize >= src_len {
+        return Err(oob());
+    }
+    let mut out = Simple {
+        rank: 0,
+        dims: [0; VIEW_RANK],
+        strides: [0; VIEW_RANK],
+        base: v.base,
+    };
+    for i in 0..v.rank {
+        let (di, si) = (v.dims[i], v.strides[i]);
+        if di == 1 {
+            continue;
+        }
+        let r = out.rank;
+        if r > 0 && si.checked_mul(di as isize) == Some(out.strides[r - 1]) {
+            out.dims[r - 1] *= di;
+            out.strides[r - 1] = si;
+        } else {
+            out.dims[r] = di;
+            out.strides[r] = si;
+            out.rank += 1;
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Walks the outer `v.rank - levels` dims of `v` in row-major order and calls
+/// `f(dst_start, src_start)` for each block formed by the innermost `levels` dims
+/// (`block` elements each).
+fn walk_blocks(v: &Simple, levels: usize, block: usize, mut f: impl FnMut(usize, usize)) {
+    let outer_rank = v.rank - levels;
+    let mut idx = [0usize; VIEW_RANK];
+    let mut off = v.base;
+    let mut dst = 0usize;
+    loop {
+        // Offsets at block starts are within the checked bounds, so non-negative.
+        f(dst, off as usize);
+        dst += block;
+        let mut k = outer_rank;
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            idx[k] += 1;
+            off += v.strides[k];
+            if idx[k] < v.dims[k] {
+                break;
+            }
+            off -= v.strides[k] * v.dims[k] as isize;
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Walks `v` in row-major order and calls `f(dst_start, src_start, count, src_stride)` for every
+/// innermost run of the simplified view, after checking every source element lies in
+/// `0..src_len`.
+pub(super) fn for_each_run(
+    v: &View,
+    src_len: usize,
+    arg: usize,
+    mut f: impl FnMut(usize, usize, usize, isize),
+) -> Res {
+    let Some(sv) = simplify(v, src_len, arg)? else {
+        return Ok(());
+    };
+    if sv.rank == 0 {
+        f(0, sv.base as usize, 1, 1);
+        return Ok(());
+    }
+    let (inner, istride) = (sv.dims[sv.rank - 1], sv.strides[sv.rank - 1]);
+    walk_blocks(&sv, 1, inner, |d0, s0| f(d0, s0, inner, istride));
+    Ok(())
+}
+
+/// `bytes` as f32 (every bit pattern is valid; used only to move 4-byte elements), if aligned.
+fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
+    // SAFETY: f32 is plain old data (no padding, every bit pattern valid, align 4); `align_to`
+    // only yields a middle part that is correctly aligned and inside `bytes`.
+    let (pre, mid, post) = unsafe { bytes.align_to::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
+/// Mutable twin of [`as_f32`].
+fn as_f32_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
+    // SAFETY: as in `as_f32`; any bytes written through the f32 view are valid u8s.
+    let (pre, mid, post) = unsafe { bytes.align_to_mut::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
+/// Tile edge of the blocked transpose.
+const TILE: usize = 16;
+
+fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -> Res {
+    let Some(sv) = simplify(v, src.len() / N, arg)? else {
+        return Ok(());
+    };
+    let r = sv.rank;
+    if r == 0 {
+        let s0 = sv.base as usize * N;
+        dst[..N].copy_from_slice(&src[s0..s0 + N]);
+        return Ok(());
+    }
+    let (rows, cols) = (if r >= 2 { sv.dims[r - 2] } else { 1 }, sv.dims[r - 1]);
+    let cs = sv.strides[r - 1];
+    if N == 4
+        && r >= 2
+        && sv.strides[r - 2] == 1
+        && cs > 0
+        && cs as usize >= rows
+        && rows >= 4
+        && cols >= 4
+    {
+        if let (Some(s32), Some(d32)) = (as_f32(src), as_f32_mut(dst)) {
+            // A transpose of the last two dims of 4-byte elements: 4×4 register blocks
+            // (bits copied unchanged, so this serves every 4-byte dtype).
+            let cs = cs as usize;
+            let mut res = Ok(());
+            walk_blocks(&sv, 2, rows * cols, |d0, s0| {
+                let r = match (s32.get(s0..), d32.get_mut(d0..)) {
+                    (Some(s), Some(d)) => vec::transpose32(s, cs, d, cols, rows, cols),
+                    _ => Err(shape_err(arg, "view out of bounds")),
+                };
+                if r.is_err() {
+                    res = Err(shape_err(arg, "view out of bounds"));
+                }
+            });
+            return res;
+        }
+    }
+    if r >= 2 && sv.strides[r - 2] == 1 && cs > 1 && rows >= TILE && cols >= TILE {
+        // A transpose of the last two dims: dst[a][b] = src[a + b * cs]. Copy it in square
+        // tiles so that both sides stay in cache.
+        let cs = cs as usize;
+        walk_blocks(&sv, 2, rows * cols, |d0, s0| {
+            for a0 in (0..rows).step_by(TILE) {
+                let a1 = (a0 + TILE).min(rows);
+                for b0 in (0..cols).step_by(TILE) {
+                    let b1 = (b0 + TILE).min(cols);
+                    for b in b0..b1 {
+                        // Source column b of the tile is contiguous (rows a0..a1).
+                        let sb = s0 + b * cs;
+                        let mut p = (d0 + a0 * cols + b) * N;
+                        for e in src[(sb + a0) * N..(sb + a1) * N].chunks_exact(N) {
+                            dst[p..p + N].copy_from_slice(e);
+                            p += cols * N;
+                        }
+                    }
+                }
+            }
+        });
+        return Ok(());
+    }
+    walk_blocks(&sv, 1, cols, |d0, s0| {
+        let out = &mut dst[d0 * N..(d0 + cols) * N];
+        if cs == 1 {
+            out.copy_from_slice(&src[s0 * N..(s0 + cols) * N]);
+        } else if cs == 0 {
+            let e = &src[s0 * N..s0 * N + N];
+            for c in out.chunks_exact_mut(N) {
+                c.copy_from_slice(e);
+            }
+        } else {
+            let mut p = s0 as isize;
+            for c in out.chunks_exact_mut(N) {
+                let q = p as usize * N;
+                c.copy_from_slice(&src[q..q + N]);
+                p += cs;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Copies the view `v` of `src` (elements of `es` bytes) into the contiguous `dst`.
+pub(super) fn copy_view(es: usize, src: &[u8], v: &View, dst: &mut [u8], arg: usize) -> Res {
+    let n = checked_numel(&v.dims[..v.rank], arg)?;
+    if dst.len() != n * es {
+        return Err(shape_err(arg, "output size does not match the copied view"));
+    }
+    match es {
+        1 => copy_runs::<1>(src, v, dst, arg),
+        2 => copy_runs::<2>(src, v, dst, arg),
+        4 => copy_runs::<4>(src, v, dst, arg),
+        8 => copy_runs::<8>(src, v, dst, arg),
+        _ => Err(KernelError::Unsupported {
+            detail: "element size",
+        }),
+    }
+}
+
+/// Like [`copy_view`], converting each element from `sdt` to `ddt`.
+pub(super) fn convert_view(
+    sdt: DType,
+    src: &[u8],
+    v: &View,
+    ddt: DType,
+    dst: &mut [u8],
+    arg: usize,
+) -> Res {
+    let (ss, ds) = (sdt.size(), ddt.size());
+    let n = checked_numel(&v.dims[..v.rank], arg)?;
+    if dst.len() != n * ds {
+        return Err(shape_err(arg, "output size does not match the copied view"));
+    }
+    for_each_run(v, src.len() / ss, arg, |d0, s0, cnt, st| {
+        if st == 1 {
+            convert_run(
+                sdt,
+                &src[s0 * ss..(s0 + cnt) * ss],
+                ddt,
+                &mut dst[d0 * ds..(d0 + cnt) * ds],
+            );
+        } else {
+            let mut p = s0 as isize;
+            for j in 0..cnt {
+                convert_elem(sdt, src, p as usize, ddt, dst, d0 + j);
+                p += st;
+            }
+        }
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "copy_engine_tests.rs"]
+mod tests;

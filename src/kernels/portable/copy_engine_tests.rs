@@ -1,0 +1,88 @@
+//! Tests of the strided copy engine through permutes and slices: odd sizes, every element size, blocked 4-byte transposes.
+
+use crate::dtype::DType;
+use crate::kernels::portable::test_util::{data, numel, permute_ref, run_first, unary_f32};
+use crate::testing::OpTest;
+use std::vec::Vec;
+
+#[test]
+fn odd_sizes_and_dtypes_through_permute_and_slice() {
+    // sizes 1, 3, 17, 129 and several dtypes through the strided engine
+    for (n, dt) in [
+        (1usize, DType::U8),
+        (3, DType::I16),
+        (17, DType::F64),
+        (129, DType::I32),
+    ] {
+        let es = dt.size();
+        let bytes: Vec<u8> = (0..2 * n * es).map(|i| (i * 37 % 251) as u8).collect();
+        let mut t = OpTest::new("aten::permute_copy.out");
+        let a = t.input(dt, &[2, n], &bytes);
+        let p = t.int_list(&[1, 0]);
+        let o = t.output(dt, &[n, 2]);
+        t.call(&[a, p, o, o]);
+        let r = run_first(&t);
+        let mut want = vec![0u8; bytes.len()];
+        for i in 0..2 {
+            for j in 0..n {
+                let s = (i * n + j) * es;
+                let d = (j * 2 + i) * es;
+                want[d..d + es].copy_from_slice(&bytes[s..s + es]);
+            }
+        }
+        assert_eq!(r.bytes, want, "{n} {dt}");
+        // every other element of the flattened tensor
+        let mut t = OpTest::new("aten::slice_copy.Tensor_out");
+        let a = t.input(dt, &[2 * n], &bytes);
+        let (dm, s, e, st) = (t.int(0), t.int(1), t.none(), t.int(2));
+        let o = t.output(dt, &[n]);
+        t.call(&[a, dm, s, e, st, o, o]);
+        let r = run_first(&t);
+        let want: Vec<u8> = (0..n)
+            .flat_map(|j| bytes[(2 * j + 1) * es..(2 * j + 2) * es].to_vec())
+            .collect();
+        assert_eq!(r.bytes, want, "{n} {dt}");
+    }
+}
+
+#[test]
+fn blocked_transposes_4_byte() {
+    // Last-two-dims swaps of 4-byte elements go through kernels::vec::transpose32 (4x4
+    // blocks, edges element-wise): sizes 4, 5, 17, 129 and batched, plus int32 bit patterns.
+    for (d, p) in [
+        (vec![4usize, 4], vec![1usize, 0]),
+        (vec![5, 4], vec![1, 0]),
+        (vec![4, 5], vec![1, 0]),
+        (vec![17, 129], vec![1, 0]),
+        (vec![129, 17], vec![1, 0]),
+        (vec![64, 128], vec![1, 0]),
+        (vec![1, 4, 16, 16], vec![0, 1, 3, 2]),
+        (vec![3, 7, 5], vec![0, 2, 1]),
+        (vec![2, 6, 3, 9], vec![0, 3, 2, 1]),
+    ] {
+        let x = data(numel(&d), 77);
+        let (od, want) = permute_ref(&x, &d, &p);
+        let dims: Vec<i64> = p.iter().map(|&v| v as i64).collect();
+        let o = unary_f32("aten::permute_copy.out", &d, &x, &od, |t| {
+            vec![t.int_list(&dims)]
+        });
+        assert_eq!(o.shape, od);
+        assert_eq!(o.f32(), want, "{d:?} {p:?}");
+    }
+    // int32 with arbitrary bits (incl. NaN-like patterns) is moved bit for bit.
+    let (r, c) = (9usize, 6usize);
+    let vals: Vec<i32> = (0..(r * c) as i32)
+        .map(|k| (0x7fc0_0001u32 as i32).wrapping_add(k * 0x0101))
+        .collect();
+    let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut t = OpTest::new("aten::permute_copy.out");
+    let a = t.input(DType::I32, &[r, c], &bytes);
+    let pl = t.int_list(&[1, 0]);
+    let o = t.output(DType::I32, &[c, r]);
+    t.call(&[a, pl, o, o]);
+    let got = run_first(&t).i64();
+    let want: Vec<i64> = (0..r * c)
+        .map(|k| vals[(k % r) * c + k / r] as i64)
+        .collect();
+    assert_eq!(got, want);
+}

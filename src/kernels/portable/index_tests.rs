@@ -1,0 +1,478 @@
+//! Tests of advanced indexing, plus rank-0, dynamic-shape and argument-error edges of the data-movement kernels.
+
+use crate::dtype::DType;
+use crate::kernels::portable::test_util::{
+    data, iota_i64, numel, ravel, run_first, unary_f32, unravel,
+};
+use crate::testing::{OpTest, TestTensor};
+use crate::KernelError;
+use std::vec::Vec;
+
+fn index_run(
+    x_dims: &[usize],
+    x: &[f32],
+    idx: &[Option<(Vec<usize>, Vec<i64>)>],
+    od: &[usize],
+) -> Result<TestTensor, KernelError> {
+    let mut t = OpTest::new("aten::index.Tensor_out");
+    let a = t.input_f32(x_dims, x);
+    let items: Vec<Option<i32>> = idx
+        .iter()
+        .map(|e| e.as_ref().map(|(d, v)| t.input_i64(d, v)))
+        .collect();
+    let l = t.opt_tensor_list(&items);
+    let o = t.output(DType::F32, od);
+    t.call(&[a, l, o, o]);
+    match t.run() {
+        Ok(mut v) => Ok(v.remove(0)),
+        Err(crate::Error::Kernel { source, .. }) => Err(source),
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn index_single_int_tensor() {
+    let d = [4, 5, 3];
+    let x = data(60, 17);
+    // x[:, idx] with idx of shape [2, 3] and negative values
+    let iv = vec![0i64, -1, 2, 4, -5, 1];
+    let od = [4, 2, 3, 3];
+    let r = index_run(&d, &x, &[None, Some((vec![2, 3], iv.clone()))], &od).unwrap();
+    let want: Vec<f32> = (0..numel(&od))
+        .map(|i| {
+            let oi = unravel(i, &od);
+            let j = iv[oi[1] * 3 + oi[2]];
+            let j = if j < 0 { j + 5 } else { j } as usize;
+            x[ravel(&[oi[0], j, oi[3]], &d)]
+        })
+        .collect();
+    assert_eq!(r.shape, od.to_vec());
+    assert_eq!(r.f32(), want);
+    // out of range
+    let e = index_run(&d, &x, &[Some((vec![1], vec![4]))], &[1, 5, 3]).unwrap_err();
+    assert_eq!(
+        e,
+        KernelError::IndexOutOfBounds {
+            arg: 1,
+            index: 4,
+            size: 4
+        }
+    );
+    // too many indices
+    let e = index_run(
+        &[2],
+        &[1.0, 2.0],
+        &[Some((vec![1], vec![0])), Some((vec![1], vec![0]))],
+        &[1],
+    )
+    .unwrap_err();
+    assert!(matches!(e, KernelError::Shape { arg: 1, .. }));
+}
+
+#[test]
+fn index_adjacent_and_separated_broadcast() {
+    let d = [3, 4, 5, 2];
+    let x = data(numel(&d), 18);
+    let i1 = vec![0i64, 3, 1]; // [3, 1] -> broadcasts with [2]
+    let i2 = vec![4i64, -2]; // [2]
+                             // adjacent: x[:, i1, i2] -> [3, 3, 2, 2]
+    let od = [3, 3, 2, 2];
+    let r = index_run(
+        &d,
+        &x,
+        &[
+            None,
+            Some((vec![3, 1], i1.clone())),
+            Some((vec![2], i2.clone())),
+        ],
+        &od,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..numel(&od))
+        .map(|i| {
+            let o = unravel(i, &od);
+            let a = i1[o[1]] as usize;
+            let b = if i2[o[2]] < 0 { i2[o[2]] + 5 } else { i2[o[2]] } as usize;
+            x[ravel(&[o[0], a, b, o[3]], &d)]
+        })
+        .collect();
+    assert_eq!(r.f32(), want);
+    // separated: x[i1', :, i2'] -> broadcast dims first: [3, 2, 4, 2]
+    let j1 = vec![2i64, 0, -1];
+    let j2 = vec![1i64, 3];
+    let od = [3, 2, 4, 2];
+    let r = index_run(
+        &d,
+        &x,
+        &[
+            Some((vec![3, 1], j1.clone())),
+            None,
+            Some((vec![1, 2], j2.clone())),
+        ],
+        &od,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..numel(&od))
+        .map(|i| {
+            let o = unravel(i, &od);
+            let a = if j1[o[0]] < 0 { j1[o[0]] + 3 } else { j1[o[0]] } as usize;
+            let c = j2[o[1]] as usize;
+            x[ravel(&[a, o[2], c, o[3]], &d)]
+        })
+        .collect();
+    assert_eq!(r.shape, od.to_vec());
+    assert_eq!(r.f32(), want);
+    // 0-dim index removes the dim: x[:, 2] -> [3, 5, 2]
+    let r = index_run(&d, &x, &[None, Some((vec![], vec![2]))], &[3, 5, 2]).unwrap();
+    let want: Vec<f32> = (0..30)
+        .map(|i| {
+            let o = unravel(i, &[3, 5, 2]);
+            x[ravel(&[o[0], 2, o[1], o[2]], &d)]
+        })
+        .collect();
+    assert_eq!(r.f32(), want);
+    // broadcast failure
+    let e = index_run(
+        &d,
+        &x,
+        &[Some((vec![3], vec![0, 1, 2])), Some((vec![2], vec![0, 1]))],
+        &[3, 5, 2],
+    )
+    .unwrap_err();
+    assert!(matches!(e, KernelError::Shape { arg: 1, .. }));
+    // all None: a copy
+    let r = index_run(&d, &x, &[None], &d).unwrap();
+    assert_eq!(r.f32(), x);
+}
+
+#[test]
+fn index_bool_masks() {
+    let d = [3, 4, 2];
+    let x = data(24, 19);
+    let mask: Vec<bool> = (0..12).map(|i| (i * 7) % 5 < 2).collect();
+    let trues: Vec<(usize, usize)> = (0..12)
+        .filter(|&i| mask[i])
+        .map(|i| (i / 4, i % 4))
+        .collect();
+    // x[mask2d] -> [count, 2]
+    let mut t = OpTest::new("aten::index.Tensor_out");
+    let a = t.input_f32(&d, &x);
+    let m = t.input_bool(&[3, 4], &mask);
+    let l = t.opt_tensor_list(&[Some(m)]);
+    let o = t.output(DType::F32, &[trues.len(), 2]);
+    t.call(&[a, l, o, o]);
+    let r = run_first(&t);
+    let want: Vec<f32> = trues
+        .iter()
+        .flat_map(|&(i, j)| [x[(i * 4 + j) * 2], x[(i * 4 + j) * 2 + 1]])
+        .collect();
+    assert_eq!(r.f32(), want);
+    // x[:, mask1d, int] with int broadcasting against the mask count
+    let m1 = [true, false, true, true];
+    let iv = [1i64];
+    let mut t = OpTest::new("aten::index.Tensor_out");
+    let a = t.input_f32(&d, &x);
+    let m = t.input_bool(&[4], &m1);
+    let k = t.input_i64(&[1], &iv);
+    let l = t.opt_tensor_list(&[None, Some(m), Some(k)]);
+    let o = t.output(DType::F32, &[3, 3]);
+    t.call(&[a, l, o, o]);
+    let r = run_first(&t);
+    let sel = [0usize, 2, 3];
+    let want: Vec<f32> = (0..9)
+        .map(|i| x[ravel(&[i / 3, sel[i % 3], 1], &d)])
+        .collect();
+    assert_eq!(r.f32(), want);
+    // mask with the wrong shape
+    let mut t = OpTest::new("aten::index.Tensor_out");
+    let a = t.input_f32(&d, &x);
+    let m = t.input_bool(&[3, 3], &[true; 9]);
+    let l = t.opt_tensor_list(&[Some(m)]);
+    let o = t.output(DType::F32, &[9, 2]);
+    t.call(&[a, l, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Shape { arg: 1, .. }
+    ));
+    // float index dtype
+    let mut t = OpTest::new("aten::index.Tensor_out");
+    let a = t.input_f32(&d, &x);
+    let m = t.input_f32(&[1], &[0.0]);
+    let l = t.opt_tensor_list(&[Some(m)]);
+    let o = t.output(DType::F32, &[1, 4, 2]);
+    t.call(&[a, l, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::UnsupportedDType { arg: 1, .. }
+    ));
+}
+
+#[test]
+fn index_put_set_and_accumulate() {
+    let d = [4, 3];
+    let x = data(12, 20);
+    let iv = [2i64, 0, 2, -1];
+    for acc in [false, true] {
+        let vals = data(4 * 3, 21);
+        let mut t = OpTest::new("aten::index_put.out");
+        let a = t.input_f32(&d, &x);
+        let k = t.input_i64(&[4], &iv);
+        let l = t.opt_tensor_list(&[Some(k)]);
+        let v = t.input_f32(&[4, 3], &vals);
+        let ac = t.boolean(acc);
+        let o = t.output(DType::F32, &d);
+        t.call(&[a, l, v, ac, o, o]);
+        let r = run_first(&t);
+        let mut want = x.clone();
+        for (n, &i) in iv.iter().enumerate() {
+            let row = if i < 0 { i + 4 } else { i } as usize;
+            for j in 0..3 {
+                if acc {
+                    want[row * 3 + j] += vals[n * 3 + j];
+                } else {
+                    want[row * 3 + j] = vals[n * 3 + j];
+                }
+            }
+        }
+        assert_eq!(r.f32(), want, "acc={acc}");
+    }
+    // values broadcast ([3] against result [2, 3]) with a bool mask, int64 data
+    let xi = iota_i64(12);
+    let mut t = OpTest::new("aten::index_put.out");
+    let a = t.input_i64(&d, &xi);
+    let m = t.input_bool(&[4], &[false, true, false, true]);
+    let l = t.opt_tensor_list(&[Some(m)]);
+    let v = t.input_i64(&[3], &[100, 200, 300]);
+    let ac = t.boolean(true);
+    let o = t.output(DType::I64, &d);
+    t.call(&[a, l, v, ac, o, o]);
+    let r = run_first(&t);
+    let mut want = xi.clone();
+    for row in [1, 3] {
+        for j in 0..3 {
+            want[row * 3 + j] += 100 * (j as i64 + 1);
+        }
+    }
+    assert_eq!(r.i64(), want);
+    // 2 int indices (element scatter), scalar value
+    let mut t = OpTest::new("aten::index_put.out");
+    let a = t.input_f32(&d, &x);
+    let k0 = t.input_i64(&[2], &[0, 3]);
+    let k1 = t.input_i64(&[2], &[2, -3]);
+    let l = t.opt_tensor_list(&[Some(k0), Some(k1)]);
+    let v = t.input_f32(&[], &[-1.0]);
+    let ac = t.boolean(false);
+    let o = t.output(DType::F32, &d);
+    t.call(&[a, l, v, ac, o, o]);
+    let mut want = x.clone();
+    want[2] = -1.0;
+    want[9] = -1.0;
+    assert_eq!(run_first(&t).f32(), want);
+    // values that do not broadcast
+    let mut t = OpTest::new("aten::index_put.out");
+    let a = t.input_f32(&d, &x);
+    let k = t.input_i64(&[2], &[0, 1]);
+    let l = t.opt_tensor_list(&[Some(k)]);
+    let v = t.input_f32(&[2], &[1.0, 2.0]);
+    let ac = t.boolean(false);
+    let o = t.output(DType::F32, &d);
+    t.call(&[a, l, v, ac, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Shape { arg: 2, .. }
+    ));
+}
+
+#[test]
+fn index_select_gather_embedding() {
+    let d = [3, 5, 2];
+    let x = data(30, 22);
+    // index_select dim 1 with int32 indices
+    let iv = [4i32, 0, 4];
+    let mut t = OpTest::new("aten::index_select.out");
+    let a = t.input_f32(&d, &x);
+    let dm = t.int(-2);
+    let k = t.input_i32(&[3], &iv);
+    let o = t.output(DType::F32, &[3, 3, 2]);
+    t.call(&[a, dm, k, o, o]);
+    let want: Vec<f32> = (0..18)
+        .map(|i| {
+            let o = unravel(i, &[3, 3, 2]);
+            x[ravel(&[o[0], iv[o[1]] as usize, o[2]], &d)]
+        })
+        .collect();
+    assert_eq!(run_first(&t).f32(), want);
+    let mut t = OpTest::new("aten::index_select.out");
+    let a = t.input_f32(&d, &x);
+    let dm = t.int(0);
+    let k = t.input_i64(&[1], &[-1]);
+    let o = t.output(DType::F32, &[1, 5, 2]);
+    t.call(&[a, dm, k, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::IndexOutOfBounds { arg: 2, .. }
+    ));
+
+    // gather dim 1: index [3, 4, 1]
+    let gd = [3usize, 4, 1];
+    let gi: Vec<i64> = (0..12).map(|i| (i * 3 % 5) as i64).collect();
+    let mut t = OpTest::new("aten::gather.out");
+    let a = t.input_f32(&d, &x);
+    let dm = t.int(1);
+    let k = t.input_i64(&gd, &gi);
+    let sg = t.boolean(false);
+    let o = t.output(DType::F32, &gd);
+    t.call(&[a, dm, k, sg, o, o]);
+    let want: Vec<f32> = (0..12)
+        .map(|i| {
+            let o = unravel(i, &gd);
+            x[ravel(&[o[0], gi[i] as usize, o[2]], &d)]
+        })
+        .collect();
+    assert_eq!(run_first(&t).f32(), want);
+    // gather with an index larger than self outside dim
+    let mut t = OpTest::new("aten::gather.out");
+    let a = t.input_f32(&d, &x);
+    let dm = t.int(1);
+    let k = t.input_i64(&[3, 1, 3], &[0; 9]);
+    let sg = t.boolean(false);
+    let o = t.output(DType::F32, &[3, 1, 3]);
+    t.call(&[a, dm, k, sg, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Shape { arg: 2, .. }
+    ));
+
+    // embedding: weight [7, 3], indices [2, 2] int64 and int32
+    let w = data(21, 23);
+    for i32_idx in [false, true] {
+        let ids = [6i64, 0, 3, 3];
+        let mut t = OpTest::new("aten::embedding.out");
+        let wt = t.constant_f32(&[7, 3], &w);
+        let k = if i32_idx {
+            let v: Vec<i32> = ids.iter().map(|&v| v as i32).collect();
+            t.input_i32(&[2, 2], &v)
+        } else {
+            t.input_i64(&[2, 2], &ids)
+        };
+        let (p, s1, s2) = (t.int(-1), t.boolean(false), t.boolean(false));
+        let o = t.output(DType::F32, &[2, 2, 3]);
+        t.call(&[wt, k, p, s1, s2, o, o]);
+        let want: Vec<f32> = ids
+            .iter()
+            .flat_map(|&r| w[r as usize * 3..r as usize * 3 + 3].to_vec())
+            .collect();
+        assert_eq!(run_first(&t).f32(), want);
+    }
+    let mut t = OpTest::new("aten::embedding.out");
+    let wt = t.constant_f32(&[7, 3], &w);
+    let k = t.input_i64(&[2], &[1, 7]);
+    let (p, s1, s2) = (t.int(-1), t.boolean(false), t.boolean(false));
+    let o = t.output(DType::F32, &[2, 3]);
+    t.call(&[wt, k, p, s1, s2, o, o]);
+    assert_eq!(
+        t.run_kernel_err(),
+        KernelError::IndexOutOfBounds {
+            arg: 1,
+            index: 7,
+            size: 7
+        }
+    );
+}
+
+#[test]
+fn rank0_and_dynamic_and_error_edges() {
+    // rank-0 inputs: permute [], repeat [], flip [0], transpose (0, -1)
+    let o = unary_f32("aten::permute_copy.out", &[], &[3.0], &[], |t| {
+        vec![t.int_list(&[])]
+    });
+    assert_eq!((o.shape.clone(), o.f32()), (vec![], vec![3.0]));
+    let o = unary_f32("aten::repeat.out", &[], &[3.0], &[2, 2], |t| {
+        vec![t.int_list(&[2, 2])]
+    });
+    assert_eq!(o.f32(), vec![3.0; 4]);
+    let o = unary_f32("aten::flip.out", &[], &[3.0], &[], |t| {
+        vec![t.int_list(&[0])]
+    });
+    assert_eq!(o.f32(), vec![3.0]);
+    let o = unary_f32("aten::transpose_copy.int_out", &[], &[3.0], &[], |t| {
+        vec![t.int(0), t.int(-1)]
+    });
+    assert_eq!(o.f32(), vec![3.0]);
+    // cat of a rank-0 tensor is an error
+    let mut t = OpTest::new("aten::cat.out");
+    let x = t.input_f32(&[], &[1.0]);
+    let l = t.tensor_list(&[x]);
+    let dm = t.int(0);
+    let o = t.output(DType::F32, &[1]);
+    t.call(&[l, dm, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Shape { arg: 0, .. }
+    ));
+    // data-dependent result shape into a dynamic-bound output (uint8 mask)
+    let x = data(6, 29);
+    let mut t = OpTest::new("aten::index.Tensor_out");
+    let a = t.input_f32(&[6], &x);
+    let m = t.input(DType::U8, &[6], &[0, 3, 0, 1, 1, 0]);
+    let l = t.opt_tensor_list(&[Some(m)]);
+    let o = t.output_dynamic(DType::F32, &[6]);
+    t.call(&[a, l, o, o]);
+    let r = run_first(&t);
+    assert_eq!(
+        (r.shape.clone(), r.f32()),
+        (vec![3], vec![x[1], x[3], x[4]])
+    );
+    // a static output of the wrong shape cannot be resized
+    let mut t = OpTest::new("aten::view_copy.out");
+    let a = t.input_f32(&[6], &x);
+    let s = t.int_list(&[2, 3]);
+    let o = t.output(DType::F32, &[5]);
+    t.call(&[a, s, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Resize { arg: 2, .. }
+    ));
+    // index dtype errors
+    let mut t = OpTest::new("aten::index_select.out");
+    let a = t.input_f32(&[6], &x);
+    let dm = t.int(0);
+    let k = t.input_f32(&[1], &[0.0]);
+    let o = t.output(DType::F32, &[1]);
+    t.call(&[a, dm, k, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::UnsupportedDType { arg: 2, .. }
+    ));
+    let mut t = OpTest::new("aten::gather.out");
+    let a = t.input_f32(&[6], &x);
+    let dm = t.int(0);
+    let k = t.input_i32(&[1], &[0]);
+    let sg = t.boolean(false);
+    let o = t.output(DType::F32, &[1]);
+    t.call(&[a, dm, k, sg, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::DTypeMismatch { arg: 2, .. }
+    ));
+    // embedding needs a 2-D weight
+    let mut t = OpTest::new("aten::embedding.out");
+    let wt = t.constant_f32(&[6], &x);
+    let k = t.input_i64(&[1], &[0]);
+    let (p, s1, s2) = (t.int(-1), t.boolean(false), t.boolean(false));
+    let o = t.output(DType::F32, &[1, 1]);
+    t.call(&[wt, k, p, s1, s2, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Shape { arg: 0, .. }
+    ));
+    // gather on a rank-0 self with a rank-0 index
+    let mut t = OpTest::new("aten::gather.out");
+    let a = t.input_f32(&[], &[4.5]);
+    let dm = t.int(0);
+    let k = t.input_i64(&[], &[0]);
+    let sg = t.boolean(false);
+    let o = t.output(DType::F32, &[]);
+    t.call(&[a, dm, k, sg, o, o]);
+    assert_eq!(run_first(&t).f32(), vec![4.5]);
+}
