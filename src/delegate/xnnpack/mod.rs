@@ -305,10 +305,30 @@ fn analyze(
     for _ in 0..nv {
         let _ = ext_use.push(0);
     }
-    let mut uses_gemm = false;
+    // Floats of the area behind the intermediates: GEMM packing, convolution patches.
+    let mut work_f32 = 0usize;
     for (step, node) in nodes.iter().enumerate() {
         let (op, _) = graph::decode(node)?;
-        uses_gemm |= matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. });
+        if matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. }) {
+            work_f32 = work_f32.max(gemm::GEMM_SCRATCH_F32);
+        }
+        if let Op::Conv {
+            x,
+            out,
+            win,
+            groups,
+            depthwise,
+            ..
+        } = op
+        {
+            let (xd, od) = (dims_tab.get(x as usize), dims_tab.get(out as usize));
+            if let Some(p) = xd
+                .zip(od)
+                .and_then(|(xd, od)| run::conv_geometry(xd, od, &win, groups))
+            {
+                work_f32 = work_f32.max(run::conv_scratch_f32(&p, depthwise));
+            }
+        }
         let (ins, n) = op.inputs();
         let out = op.output();
         let optional_ok =
@@ -387,12 +407,7 @@ fn analyze(
     }
     let planned = planner::plan(&mut life, &mut order, 16);
     let gemm_off = planned.div_ceil(64) * 64;
-    let scratch = gemm_off
-        + if uses_gemm {
-            gemm::GEMM_SCRATCH_F32 * 4
-        } else {
-            0
-        };
+    let scratch = gemm_off + work_f32 * 4;
     let head = Head {
         n_values: nv as u32,
         num_externs: num_externs as u32,
@@ -537,8 +552,7 @@ impl Backend for XnnpackBackend {
             let s = ctx.scratch();
             (s.as_mut_ptr(), s.len())
         };
-        let gemm_len =
-            (slen.saturating_sub(head.gemm_off as usize) / 4).min(gemm::GEMM_SCRATCH_F32);
+        let gemm_len = slen.saturating_sub(head.gemm_off as usize) / 4;
         if (sp as usize) % 16 != 0 || slen < head.gemm_off as usize {
             return Err(KernelError::Scratch {
                 needed: head.gemm_off as usize,
@@ -706,17 +720,10 @@ impl Backend for XnnpackBackend {
                     } else {
                         Some(rd(bias)?)
                     };
-                    run::conv2d_nhwc(
-                        rd(x)?,
-                        &dims(x),
-                        rd(w)?,
-                        b,
-                        out,
-                        &od,
-                        &win,
-                        groups,
-                        depthwise,
-                    )
+                    let p = run::conv_geometry(&dims(x), &od, &win, groups)
+                        .ok_or(bad("convolution: input or output is not rank 4"))?;
+                    run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
+                    continue;
                 }
                 Op::Pool { x, win, max, .. } => {
                     run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max)

@@ -3,6 +3,7 @@
 
 use super::graph::{last_dim, Binary, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
+use crate::linalg::conv::{self, Conv2d};
 use crate::linalg::gemm::{self, MatRef};
 use crate::linalg::vecmath as vec;
 use crate::shape::{NdIndex, Shape};
@@ -426,60 +427,58 @@ pub fn pad(x: &[f32], xd: &Shape, pre: &[u32], value: f32, out: &mut [f32], od: 
     });
 }
 
-/// NHWC convolution. `w` is `[OC, KH, KW, IC/groups]` (or `[1, KH, KW, OC]` depthwise).
+/// The convolution geometry of an NHWC node: input `xd` `[N, H, W, C]`, output `od`
+/// `[N, OH, OW, OC]` (`None` unless both have rank 4).
+pub fn conv_geometry(xd: &Shape, od: &Shape, win: &Window, groups: usize) -> Option<Conv2d> {
+    let (&[n, h, w, c], &[_, oh, ow, oc]) = (xd.dims(), od.dims()) else {
+        return None;
+    };
+    Some(Conv2d {
+        batch: n,
+        in_h: h,
+        in_w: w,
+        in_c: c,
+        out_h: oh,
+        out_w: ow,
+        out_c: oc,
+        kh: win.kh,
+        kw: win.kw,
+        stride_h: win.stride_h,
+        stride_w: win.stride_w,
+        dil_h: win.dil_h,
+        dil_w: win.dil_w,
+        pad_top: win.pad_top,
+        pad_left: win.pad_left,
+        groups,
+    })
+}
+
+/// Scratch floats a convolution node needs ([`conv2d_nhwc`]).
+pub fn conv_scratch_f32(p: &Conv2d, depthwise: bool) -> usize {
+    if depthwise {
+        0
+    } else {
+        conv::nhwc::scratch_f32(p)
+    }
+}
+
+/// An XNNPACK `Conv2d` (filter `[OC, KH, KW, C/groups]`) or `DepthwiseConv2d` (filter
+/// `[1, KH, KW, OC]`) node on `linalg::conv`, bias and output clamp fused.
 #[allow(clippy::too_many_arguments)]
 pub fn conv2d_nhwc(
+    p: &Conv2d,
     x: &[f32],
-    xd: &Shape,
     w: &[f32],
     bias: Option<&[f32]>,
     out: &mut [f32],
-    od: &Shape,
-    win: &Window,
-    groups: usize,
     depthwise: bool,
-) {
-    let (nb, h, wi, c) = (xd.dims()[0], xd.dims()[1], xd.dims()[2], xd.dims()[3]);
-    let (oh, ow, oc) = (od.dims()[1], od.dims()[2], od.dims()[3]);
-    let icg = c / groups;
-    let ocg = oc / groups;
-    for b in 0..nb {
-        for y in 0..oh {
-            for xo in 0..ow {
-                let obase = ((b * oh + y) * ow + xo) * oc;
-                for o in 0..oc {
-                    let g = o / ocg;
-                    let mut acc = bias.map_or(0.0, |bv| bv[o]);
-                    for ky in 0..win.kh {
-                        let iy =
-                            (y * win.stride_h + ky * win.dil_h) as isize - win.pad_top as isize;
-                        if iy < 0 || iy as usize >= h {
-                            continue;
-                        }
-                        for kx in 0..win.kw {
-                            let ix = (xo * win.stride_w + kx * win.dil_w) as isize
-                                - win.pad_left as isize;
-                            if ix < 0 || ix as usize >= wi {
-                                continue;
-                            }
-                            let ibase = ((b * h + iy as usize) * wi + ix as usize) * c;
-                            if depthwise {
-                                acc += x[ibase + g] * w[(ky * win.kw + kx) * oc + o];
-                            } else {
-                                let wbase = ((o * win.kh + ky) * win.kw + kx) * icg;
-                                let xs = &x[ibase + g * icg..ibase + (g + 1) * icg];
-                                acc += xs
-                                    .iter()
-                                    .zip(&w[wbase..wbase + icg])
-                                    .map(|(a, b)| a * b)
-                                    .sum::<f32>();
-                            }
-                        }
-                    }
-                    out[obase + o] = acc;
-                }
-            }
-        }
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    if depthwise {
+        conv::depthwise::depthwise_nhwc(p, x, w, bias, out, range)
+    } else {
+        conv::nhwc::conv2d(p, x, w, bias, out, range, scratch)
     }
 }
 

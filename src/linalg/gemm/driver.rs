@@ -46,7 +46,9 @@ pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: boo
         let kc = split_depth(k, uk.kc_max.min(BUDGET_F32 / (mr + nr)));
         let tail = if n % nr != 0 { kc * nr } else { 0 };
         let strips = ((BUDGET_F32 - tail) / (kc * mr)).max(1);
-        let mc = (strips * mr).min(round_up(m, mr)).min(MC_DIRECT.max(mr));
+        // Whole MR panels only: the A block holds `mc / mr` of them.
+        let mc_cap = (MC_DIRECT - MC_DIRECT % mr).max(mr);
+        let mc = (strips * mr).min(round_up(m, mr)).min(mc_cap);
         Plan {
             kc,
             mc,

@@ -260,6 +260,21 @@ fn edge_panels_through_kernel_packers() {
 }
 
 #[test]
+fn tall_products_in_whole_row_panels() {
+    // More rows than one A block of the in-place loop nest (256): the block must hold whole
+    // MR panels for every kernel (the AVX2 kernel's MR = 6 does not divide 256), with B in
+    // place, transposed and pre-packed.
+    let mut rng = Rng(0x7a11);
+    for uk in kernels() {
+        for &(m, n, k) in &[(300, 20, 27), (257, 16, 5), (600, 7, 33)] {
+            check(uk, &mut rng, m, n, k, 0, 0, 1.0, 0.0, true, 0);
+            check(uk, &mut rng, m, n, k, 0, 1, 1.0, 0.0, false, 0);
+            check_with(uk, &mut rng, (m, n, k), 0, 0, 1.0, 0.0, true, 0, 1);
+        }
+    }
+}
+
+#[test]
 fn prepacked_b() {
     // Pre-packed B on every kernel: odd edges, one and several depth blocks, tails in M
     // and N, alpha/beta/bias, padded C; then the per-panel fallback for a width no kernel
