@@ -41,6 +41,11 @@ pub struct GemmArgs {
     /// the ISA forced (benches/gemm-count `pte-count`).
     #[arg(long)]
     pte: Option<PathBuf>,
+    /// Instead of one GEMM, count one convolution of `linalg::conv` (benches/gemm-count
+    /// `conv-count`, trace method): `LAYOUT,H,W,C,OC,KH,KW,STRIDE,PAD,GROUPS` with LAYOUT
+    /// `nhwc` or `nchw` (GROUPS = C: depthwise). Density = MACs / (lanes × instructions).
+    #[arg(long)]
+    conv: Option<String>,
     /// SVE / SME vector length in bits. icount: the firmware writes ZCR_EL1.LEN / SMCR_EL1.LEN
     /// (default 512 for both); trace: qemu `sve-`/`sme-default-vector-length` (default: qemu's,
     /// SVE 512, SME 256 in user mode).
@@ -177,8 +182,15 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     if !["generic", "neon", "sve2", "sme", "sme2"].contains(&isa.as_str()) {
         bail!("--isa must be one of generic, neon, sve2, sme, sme2");
     }
-    if args.pte.is_none() && (args.m == 0 || args.k == 0 || args.n == 0) {
-        bail!("--m, --k and --n are required (and > 0) unless --pte is given");
+    if args.pte.is_none() && args.conv.is_none() && (args.m == 0 || args.k == 0 || args.n == 0) {
+        bail!("--m, --k and --n are required (and > 0) unless --pte or --conv is given");
+    }
+    let conv: Option<Vec<String>> = args
+        .conv
+        .as_ref()
+        .map(|c| c.split(',').map(str::to_string).collect());
+    if conv.as_ref().is_some_and(|c| c.len() != 10) {
+        bail!("--conv takes LAYOUT,H,W,C,OC,KH,KW,STRIDE,PAD,GROUPS");
     }
     if let Some(vl) = args.vl {
         if vl % 128 != 0 || vl == 0 || vl > 2048 {
@@ -187,8 +199,8 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     }
     let method = match args.method.as_deref() {
         Some("icount") => {
-            if args.pte.is_some() {
-                bail!("--pte is measured with --method trace only");
+            if args.pte.is_some() || args.conv.is_some() {
+                bail!("--pte and --conv are measured with --method trace only");
             }
             if isa == "sme2" {
                 bail!("sme2 under qemu-system needs QEMU >= 10.1 (system QEMU is older): use --method trace");
@@ -197,7 +209,7 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         }
         Some("trace") => "trace",
         Some(other) => bail!("--method must be icount or trace, not {other}"),
-        None if isa == "sme2" || args.pte.is_some() => "trace",
+        None if isa == "sme2" || args.pte.is_some() || args.conv.is_some() => "trace",
         None => "icount",
     };
     if method == "icount" {
@@ -233,15 +245,20 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", &cpu])
         .args(["-d", "in_asm,exec,nochain", "-D"])
         .arg(&fifo)
-        .args(match &args.pte {
-            Some(p) => vec![
+        .args(match (&args.pte, &conv) {
+            (None, Some(c)) => {
+                let mut v = vec![dir.join("conv-count").into_os_string(), isa.clone().into()];
+                v.extend(c.iter().map(|s| s.clone().into()));
+                v
+            }
+            (Some(p), _) => vec![
                 dir.join("pte-count").into_os_string(),
                 isa.clone().into(),
                 std::fs::canonicalize(p)
                     .with_context(|| format!("cannot find {}", p.display()))?
                     .into_os_string(),
             ],
-            None => vec![
+            (None, None) => vec![
                 dir.join("gemm-count").into_os_string(),
                 isa.clone().into(),
                 args.m.to_string().into(),
@@ -297,6 +314,44 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         return Ok(());
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
+    if let Some(c) = &conv {
+        let field = |k: &str| -> Result<u128> {
+            Ok(stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .with_context(|| format!("no {k} from conv-count"))?
+                .trim()
+                .parse()?)
+        };
+        let (macs, bits) = (field("macs=")?, field("vector_bits=")?);
+        let ideal = macs.div_ceil((bits / 32).max(1));
+        let density = ideal as f64 / tc.count as f64;
+        if args.json {
+            let v = serde_json::json!({
+                "isa": isa, "conv": c.join(","), "macs": macs as u64, "vector_bits": bits as u64,
+                "instructions": tc.count, "fma_instructions_ideal": ideal as u64,
+                "density": (density * 10000.0).round() / 10000.0,
+                "method": "qemu-user exec trace",
+            });
+            println!("{v}");
+        } else {
+            println!(
+                "{isa} conv {} at {bits} bits: {} MACs, {} instructions, ideal FMA {ideal}, density {density:.4}",
+                c.join(","), macs, tc.count
+            );
+            let mut v: Vec<_> = tc.by_symbol.iter().collect();
+            v.sort_by(|a, b| b.1.cmp(a.1));
+            for (sym, n) in v.into_iter().take(8) {
+                let short: String = sym.chars().take(90).collect();
+                println!(
+                    "  {:>12} {:5.1}%  {short}",
+                    n,
+                    *n as f64 * 100.0 / tc.count as f64
+                );
+            }
+        }
+        return Ok(());
+    }
     let bits: usize = stdout
         .lines()
         .find_map(|l| l.strip_prefix("vector_bits="))

@@ -75,7 +75,7 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
                     let ext = |input: bool| -> Vec<Value> {
                         sum.externals()
                             .filter(|e| e.1 == input)
-                            .map(|(arg, _, dims)| json!({"arg": arg, "dtype": "float32", "shape": dims.s()}))
+                            .map(|(arg, _, dims)| json!({"arg": arg, "dtype": "float32", "shape": dims.dims()}))
                             .collect()
                     };
                     region["payload_bytes"] = json!(payload.len());
