@@ -1,23 +1,96 @@
-//! Dim-order ops: `_clone_dim_order` and `_to_dim_order_copy` (dtype-converting), from any dim
-//! order of `self` into the requested (default or channels-last) order, through the strided
-//! copy engine.
-// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
+//! Dtype-converting copies and dim-order ops: `_to_copy`, `clone`, `alias_copy`,
+//! `detach_copy`, `lift_fresh_copy` (elementwise C++ `static_cast` conversion to the out dtype),
+//! and `_clone_dim_order` / `_to_dim_order_copy` (from any dim order of `self` into the
+//! requested default or channels-last order, through the strided copy engine, converting the
+//! dtype for `_to_dim_order_copy`).
+//!
+//! Layout contract: inputs and outputs are contiguous (the default dim order), except the `self`
+//! input of the dim-order ops, which may use any dim order; every output element is written.
+// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
 #![allow(clippy::result_large_err)]
 
+use super::broadcast::map1;
 use super::common::{value_err, Ctx, Res};
+use super::compute::{kind, with_ct, Ct};
 use super::copy_engine::{convert_view, copy_view, View};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
-use crate::tensor::{TensorRef, MAX_RANK};
+use crate::tensor::{TensorMut, TensorRef, MAX_RANK};
 
-/// The dim-order kernels, by operator key.
+/// The cast, copy and dim-order kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
+    KernelDef::new("aten::_to_copy.out", to_copy_out),
+    KernelDef::new("aten::clone.out", clone_out),
+    KernelDef::new("aten::alias_copy.out", alias_copy_out),
+    KernelDef::new("aten::detach_copy.out", detach_copy_out),
+    KernelDef::new("aten::lift_fresh_copy.out", lift_fresh_copy_out),
     KernelDef::new("dim_order_ops::_clone_dim_order.out", clone_dim_order_out),
     KernelDef::new(
         "dim_order_ops::_to_dim_order_copy.out",
         to_dim_order_copy_out,
     ),
 ];
+
+/// Elementwise copy of `x` into `out` (same numel) converting to out's dtype like C++
+/// `static_cast` (float → int truncates, nonzero/NaN → true).
+fn cast_copy(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Res {
+    if x.dtype() == out.dtype() {
+        let src = x.bytes();
+        let dst = out.bytes_mut();
+        if src.len() != dst.len() {
+            return Err(KernelError::Shape {
+                arg: out.arg(),
+                detail: "output shape differs from input",
+            });
+        }
+        dst.copy_from_slice(src);
+        return Ok(());
+    }
+    with_ct!(
+        kind(x.dtype()),
+        A,
+        with_ct!(
+            kind(out.dtype()),
+            U,
+            map1::<A, U>(x, out, |v| v.cast::<U>())
+        )
+    )
+}
+
+/// Copy kernels: `[self, (ignored args...), out, out]` with the out at `out_arg`.
+fn copy_kernel(ctx: &mut Ctx<'_, '_, '_>, out_arg: usize) -> Res {
+    ctx.expect_args(out_arg + 2)?;
+    let x = ctx.input(0)?;
+    let mut out = ctx.output(out_arg, x.shape())?;
+    cast_copy(&x, &mut out)
+}
+
+/// `aten::_to_copy.out(self, *, bool non_blocking=False, MemoryFormat? memory_format=None,
+/// out)`: copy converted to out's dtype (any dtypes). Contiguous.
+fn to_copy_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
+    copy_kernel(ctx, 3)
+}
+
+/// `aten::clone.out(self, *, MemoryFormat? memory_format=None, out)`: copy (converted to
+/// out's dtype). Contiguous.
+fn clone_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
+    copy_kernel(ctx, 2)
+}
+
+/// `aten::alias_copy.out(self, *, out)`: copy (converted to out's dtype). Contiguous.
+fn alias_copy_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
+    copy_kernel(ctx, 1)
+}
+
+/// `aten::detach_copy.out(self, *, out)`: copy (converted to out's dtype). Contiguous.
+fn detach_copy_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
+    copy_kernel(ctx, 1)
+}
+
+/// `aten::lift_fresh_copy.out(self, *, out)`: copy (converted to out's dtype). Contiguous.
+fn lift_fresh_copy_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
+    copy_kernel(ctx, 1)
+}
 
 /// Element strides of `x` from its dim order (notes 3.3): innermost dim stride 1, then outward;
 /// a size-0 dim reuses the previous stride.

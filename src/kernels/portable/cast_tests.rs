@@ -1,10 +1,123 @@
-//! Tests of the dim-order ops (channels-last sources, dtype conversion).
+//! Tests of the dtype-converting copies (every dtype pair, half types, bool) and of the
+//! dim-order ops (channels-last sources, dtype conversion).
 
 use crate::dtype::DType;
-use crate::kernels::portable::test_util::{data, ravel, run_first, unravel};
-use crate::testing::{OpTest, TestTensor};
+use crate::kernels::portable::test_util::{
+    b, data, f, i, kerr, out, ravel, run1, run_first, same, unravel, A,
+};
+use crate::tensor::{f16_to_f32, f32_to_f16};
+use crate::testing::{OpTest, Rng, TestTensor};
 use crate::KernelError;
 use std::vec::Vec;
+
+#[test]
+fn casts_and_copies() {
+    let x = [2.7f32, -2.7, 0.0, -1.5, 300.7, f32::NAN];
+    let got = run1(
+        "aten::_to_copy.out",
+        &[f(&[6], &x), A::Bo(false), A::Non, out(DType::I64, &[6])],
+    );
+    assert_eq!(&got.i64()[..5], &[2, -2, 0, -1, 300]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[f(&[5], &x[..5]), A::Bo(false), A::Non, out(DType::U8, &[5])],
+    );
+    assert_eq!(got.i64(), [2, 254, 0, 255, 44]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[f(&[6], &x), A::Bo(false), A::Non, out(DType::Bool, &[6])],
+    );
+    assert_eq!(got.bools(), [true, true, false, true, true, true]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[
+            i(&[3], &[16777217, -5, 0]),
+            A::Bo(false),
+            A::Non,
+            out(DType::F32, &[3]),
+        ],
+    );
+    assert_eq!(got.f32(), [16777216.0, -5.0, 0.0]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[
+            b(&[2], &[true, false]),
+            A::Bo(false),
+            A::Non,
+            out(DType::F32, &[2]),
+        ],
+    );
+    assert_eq!(got.f32(), [1.0, 0.0]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[
+            f(&[3], &[0.1, 65504.0, 1e6]),
+            A::Bo(false),
+            A::Non,
+            out(DType::F16, &[3]),
+        ],
+    );
+    assert_eq!(
+        got.f64(),
+        [f16_to_f32(f32_to_f16(0.1)) as f64, 65504.0, f64::INFINITY]
+    );
+    let got = run1(
+        "aten::_to_copy.out",
+        &[f(&[1], &[0.1]), A::Bo(false), A::Non, out(DType::F64, &[1])],
+    );
+    assert_eq!(got.f64(), [0.1f32 as f64]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[
+            A::D(std::vec![1], std::vec![0.1]),
+            A::Bo(false),
+            A::Non,
+            out(DType::F32, &[1]),
+        ],
+    );
+    assert_eq!(got.f32(), [0.1f32]);
+    let got = run1(
+        "aten::_to_copy.out",
+        &[
+            i(&[2], &[300, -1]),
+            A::Bo(false),
+            A::Non,
+            out(DType::I32, &[2]),
+        ],
+    );
+    assert_eq!(got.i64(), [300, -1]);
+    let mut rng = Rng(17);
+    let v = rng.f32s(129, -9.0, 9.0);
+    for (key, nargs) in [
+        ("aten::clone.out", 1),
+        ("aten::alias_copy.out", 0),
+        ("aten::detach_copy.out", 0),
+        ("aten::lift_fresh_copy.out", 0),
+    ] {
+        let mut args = std::vec![f(&[3, 43], &v)];
+        if nargs == 1 {
+            args.push(A::Non);
+        }
+        args.push(out(DType::F32, &[3, 43]));
+        let got = run1(key, &args);
+        assert_eq!(got.shape, [3, 43]);
+        assert!(same(&got.f32(), &v), "{key}");
+        args.pop();
+        args.push(out(DType::F64, &[3, 43]));
+        let got = run1(key, &args);
+        assert_eq!(got.f64(), v.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    }
+    let e = kerr(
+        "aten::clone.out",
+        &[f(&[2], &[1.0, 2.0]), out(DType::F32, &[2])],
+    );
+    assert!(matches!(e, KernelError::ArgCount { expected: 4, .. }));
+    let e = kerr(
+        "aten::alias_copy.out",
+        &[f(&[2], &[1.0, 2.0]), out(DType::F32, &[3])],
+    );
+    assert!(matches!(e, KernelError::Resize { .. }));
+}
 
 #[test]
 fn dim_order_copy_from_channels_last() {

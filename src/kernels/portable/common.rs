@@ -301,3 +301,14 @@ pub(super) fn copy_all(dst: &mut [u8], src: &[u8], arg: usize) -> Res {
     dst.copy_from_slice(src);
     Ok(())
 }
+
+/// Fills `dst` with copies of the element `pat` (`dst.len()` a multiple of `pat.len() > 0`).
+pub(super) fn fill_pattern(dst: &mut [u8], pat: &[u8]) {
+    if pat.iter().all(|&b| b == 0) {
+        dst.fill(0);
+    } else {
+        for c in dst.chunks_exact_mut(pat.len()) {
+            c.copy_from_slice(pat);
+        }
+    }
+}

@@ -1,6 +1,12 @@
 //! The portable kernel library: ATen out-variant semantics in plain Rust.
 //!
-//! - [`elementwise`]: arithmetic, comparisons, logic, unary math, `where`, fills, casts;
+//! - [`binary`]: arithmetic with broadcasting and type promotion (`add`, `sub`, `mul`, `div`,
+//!   `pow`, `maximum`, `remainder`, ...);
+//! - [`compare`]: comparisons, bitwise and logical ops, `where`, `masked_fill`;
+//! - [`unary`]: unary math and activations (`exp`, `tanh`, `gelu`, `relu`, `clamp`, ...);
+//! - [`fill`]: fills (`full`, `zeros`, `ones`, `fill`, `scalar_tensor`) and `arange`;
+//! - [`cast`]: dtype-converting copies (`_to_copy`, `clone`, ...) and dim-order conversion
+//!   (`_clone_dim_order`, `_to_dim_order_copy`);
 //! - [`view`]: views as copies (`view_copy`, `squeeze`/`unsqueeze`), permutes and transposes,
 //!   `expand_copy`, `repeat`;
 //! - [`slice`]: `slice_copy`, `select_copy`, `narrow_copy`;
@@ -10,7 +16,6 @@
 //! - [`tril`]: triangular masks (`tril`, `triu`);
 //! - [`pad`]: constant padding (`constant_pad_nd`);
 //! - [`flip_roll`]: reversing and rotating along dims (`flip`, `roll`);
-//! - [`cast`]: dim-order conversion (`_clone_dim_order`, `_to_dim_order_copy`);
 //! - [`matmul`]: `mm`, `bmm`, `addmm`, `baddbmm`, `linear` (on [`crate::linalg::gemm`]);
 //! - [`norm`]: layer, group and batch normalisation;
 //! - [`softmax`]: `_softmax`, `_log_softmax`;
@@ -19,20 +24,25 @@
 //! - [`reduce`]: sum, mean, prod, extremes, arg-extremes, any/all, var;
 //! - [`prim`]: symbolic sizes and scalar arithmetic, `et_view`, `copy_`.
 //!
-//! Shared helpers: `common` (argument checks, errors, f64 reading), `broadcast`, `promote`,
-//! `convert` (element conversion), `copy_engine` (strided copies).
+//! Shared helpers (not public): `common` (the `Ctx`/`Res` aliases, errors, argument checks,
+//! f64 reading), `compute` (the elementwise compute types), `promote` (ATen type promotion),
+//! `broadcast` (the broadcast iterator and loops), `convert` (element conversion between
+//! dtypes), `copy_engine` (strided copies of views).
 
 use crate::kernel_api::KernelDef;
 
+pub mod binary;
 mod broadcast;
 pub mod cast;
 mod common;
+pub mod compare;
+mod compute;
 pub mod concat;
 pub mod conv;
 mod convert;
 mod copy_engine;
 pub mod cumsum;
-pub mod elementwise;
+pub mod fill;
 pub mod flip_roll;
 pub mod index;
 pub mod matmul;
@@ -45,14 +55,21 @@ pub mod reduce;
 pub mod slice;
 pub mod softmax;
 pub mod tril;
+pub mod unary;
 pub mod view;
 
+#[cfg(test)]
+mod registry_tests;
 #[cfg(test)]
 mod test_util;
 
 /// Every portable kernel table, in lookup order.
 pub static KERNELS: &[&[KernelDef]] = &[
-    elementwise::KERNELS,
+    binary::KERNELS,
+    compare::KERNELS,
+    unary::KERNELS,
+    fill::KERNELS,
+    cast::KERNELS,
     view::KERNELS,
     slice::KERNELS,
     concat::KERNELS,
@@ -61,7 +78,6 @@ pub static KERNELS: &[&[KernelDef]] = &[
     tril::KERNELS,
     pad::KERNELS,
     flip_roll::KERNELS,
-    cast::KERNELS,
     matmul::KERNELS,
     norm::KERNELS,
     softmax::KERNELS,

@@ -6,8 +6,8 @@
 #![allow(clippy::result_large_err)]
 
 use super::common::{
-    check_out_dtype, checked_numel, contig_strides, copy_all, make_shape, shape_err, to_size,
-    value_err, Ctx, Res,
+    check_out_dtype, checked_numel, contig_strides, copy_all, fill_pattern, make_shape, shape_err,
+    to_size, value_err, Ctx, Res,
 };
 use crate::dtype::{DType, Scalar};
 use crate::kernel_api::KernelDef;
@@ -19,8 +19,9 @@ pub static KERNELS: &[KernelDef] = &[KernelDef::new(
     constant_pad_nd_out,
 )];
 
-/// One element of `s` converted to `dtype`, as little-endian bytes (first `dtype.size()`).
-fn scalar_bytes(dtype: DType, s: Scalar) -> [u8; 8] {
+/// One element of `s` converted to `dtype` through `write_i64`/`write_f64`, as little-endian
+/// bytes (first `dtype.size()`).
+fn value_bytes(dtype: DType, s: Scalar) -> [u8; 8] {
     let mut b = [0u8; 8];
     match s {
         Scalar::Int(v) => write_i64(dtype, &mut b, 0, v),
@@ -28,17 +29,6 @@ fn scalar_bytes(dtype: DType, s: Scalar) -> [u8; 8] {
         Scalar::Bool(v) => write_i64(dtype, &mut b, 0, v as i64),
     }
     b
-}
-
-/// Fills `dst` with copies of the element `pat`.
-fn fill(dst: &mut [u8], pat: &[u8]) {
-    if pat.iter().all(|&b| b == 0) {
-        dst.fill(0);
-    } else {
-        for c in dst.chunks_exact_mut(pat.len()) {
-            c.copy_from_slice(pat);
-        }
-    }
 }
 
 /// `aten::constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out)`:
@@ -87,7 +77,7 @@ fn constant_pad_nd_out(ctx: &mut Ctx) -> Res {
     let shape = make_shape(&od[..r], 1)?;
     let dt = x.dtype();
     let es = dt.size();
-    let pat = scalar_bytes(dt, value);
+    let pat = value_bytes(dt, value);
     let pat = &pat[..es];
     let mut out = ctx.output(3, &shape)?;
     let src = x.bytes();
@@ -119,12 +109,12 @@ fn constant_pad_nd_out(ctx: &mut Ctx) -> Res {
             src_row += ic as usize * xs[d] as usize;
         }
         if valid && j1 > j0 {
-            fill(&mut row[..j0 * es], pat);
+            fill_pattern(&mut row[..j0 * es], pat);
             let s0 = (src_row as i64 + j0 as i64 - bl) as usize;
             row[j0 * es..j1 * es].copy_from_slice(&src[s0 * es..(s0 + j1 - j0) * es]);
-            fill(&mut row[j1 * es..], pat);
+            fill_pattern(&mut row[j1 * es..], pat);
         } else {
-            fill(row, pat);
+            fill_pattern(row, pat);
         }
         rows.advance();
     }
