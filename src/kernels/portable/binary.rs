@@ -15,8 +15,6 @@
 //! Performance: broadcasting goes through the coalescing `Bcast` iterator (same-shape,
 //! row-vector and scalar operands become flat loops); f32 operands have dedicated vectorised
 //! paths, and when every operand already has the compute dtype the loops run over typed slices.
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use super::broadcast::{bcast_err, bshape, map1, zip2};
 use super::common::{Ctx, Res};

@@ -6,8 +6,6 @@
 //! `Bcast` coalesces contiguous dims, so same-shape, row-vector and scalar operands become flat
 //! loops; when every operand already has the compute dtype the loops run over typed slices (no
 //! per-element dtype dispatch), and otherwise a generic path converts element by element.
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use super::common::{checked_prod, shape_err, Res};
 use super::compute::Ct;

@@ -6,8 +6,6 @@
 //!
 //! Layout contract: inputs and outputs are contiguous (the default dim order), except the `self`
 //! input of the dim-order ops, which may use any dim order; every output element is written.
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use super::broadcast::map1;
 use super::common::{value_err, Ctx, Res};

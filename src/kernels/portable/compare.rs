@@ -10,8 +10,6 @@
 //! castable to the out dtype (no float → integer, no non-bool → bool); the result is then
 //! converted to the out dtype. float32 is computed in f32, float64 in f64, float16/bfloat16 in
 //! f32 rounded to the half type, integers in i64 wrapped to their common type, bool as bool.
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use super::broadcast::{bcast_err, bshape, map1, zip2, zip3};
 use super::common::{Ctx, Res};

@@ -3,8 +3,6 @@
 //! and bitwise ([`Bits`]) operations on them, and the dtype → compute type dispatch ([`Kind`],
 //! `with_ct!`, `with_num!`). float32/float16/bfloat16 compute in f32, float64 in f64, integers in
 //! wrapping i64, bool as bool.
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use crate::dtype::{DType, Scalar};
 use crate::tensor::{read_f64, read_i64, write_f64, write_i64, Element};

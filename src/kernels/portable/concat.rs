@@ -3,8 +3,6 @@
 //!
 //! Dtype-generic: elements move as raw `dtype.size()`-byte values, without arithmetic.
 //! Layout contract: inputs and outputs are contiguous (the default dim order).
-// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
-#![allow(clippy::result_large_err)]
 
 use super::common::{
     checked_numel, list_item, make_shape, prod, shape_err, to_size, value_err, wrap, Ctx, Res,

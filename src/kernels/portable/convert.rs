@@ -1,8 +1,6 @@
 //! Element conversion between dtypes on little-endian byte buffers (C++ `static_cast`
 //! semantics: integers wrap, floats truncate toward zero, bool is `!= 0`), with typed loops for
 //! the common pairs. Used by the copy engine's converting copies and by `cat` of mixed dtypes.
-// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
-#![allow(clippy::result_large_err)]
 
 use crate::dtype::DType;
 use crate::tensor::{read_f64, read_i64, write_f64, write_i64};

@@ -5,8 +5,6 @@
 //! (transposes of the last two dims go through tiles, and 4×4 register blocks for 4-byte
 //! elements). Every view is bounds-checked against its source before anything is copied.
 //! [`convert_view`] is the converting variant.
-// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
-#![allow(clippy::result_large_err)]
 
 use super::common::{checked_numel, shape_err, Res};
 use super::convert::{convert_elem, convert_run};

@@ -2,8 +2,6 @@
 //! (integers) and rounded to the out dtype at every step, as ATen.
 //!
 //! Layout contract: inputs and outputs are contiguous (the default dim order).
-// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
-#![allow(clippy::result_large_err)]
 
 use super::common::{check_out_dtype, prod, value_err, wrap, Ctx, Res};
 use crate::dtype::DType;

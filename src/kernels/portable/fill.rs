@@ -3,8 +3,6 @@
 //! out dtype as C++ `static_cast` does.
 //!
 //! Layout contract: outputs are contiguous and every element is written.
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use super::common::{fill_pattern, Ctx, Res};
 use super::compute::{kind, with_ct, Ct};

@@ -3,7 +3,6 @@
 //! f32 only; every tensor is contiguous; the output is resized to the product shape and every
 //! element is written (only the demanded rows when the program reads a subset of rows, as for
 //! last-position logits). `addmm`/`baddbmm`/`linear` broadcast their bias to the output first.
-#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 use super::broadcast::{bcast_strides, broadcast_into};
 use super::common::{checked_prod, make_shape, need_dtype, shape_err, Ctx, Res};
@@ -114,6 +113,7 @@ fn bmm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
 }
 
 /// `c[i] = alpha·a[i]·b[i] + beta·c[i]` for `nb` row-major batches.
+#[allow(clippy::too_many_arguments)]
 fn batched(
     ad: &[f32],
     bd: &[f32],

@@ -7,7 +7,6 @@
 //! other dtypes, where a kernel accepts them, go through a generic path computing in f64
 //! (floats) or i64 (integers); every output element is written, and every size product is
 //! checked for overflow.
-#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 use super::common::{
     checked_prod, int_at_least, make_shape, need_dtype, need_float, shape_err, sq_dev_f64, sum_f64,

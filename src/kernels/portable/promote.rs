@@ -3,8 +3,6 @@
 //! from the computation dtype to the out dtype (`can_cast`, `check_cast`), the rounding of a
 //! wider computation back through the common dtype (`renormalize`), and the right operand of a
 //! binary op, tensor or Scalar (`Rhs`).
-// `KernelError` (shared) is large because `Resize` carries a `Shape`; every kernel returns it.
-#![allow(clippy::result_large_err)]
 
 use super::common::Res;
 use crate::dtype::{DType, Scalar};

@@ -6,7 +6,6 @@
 //! other dtypes, where a kernel accepts them, go through a generic path computing in f64
 //! (floats) or i64 (integers); every output element is written, and every size product is
 //! checked for overflow.
-#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 
 use super::common::{checked_prod, need_dtype, need_float, shape_err, wrap, Ctx, Res, Src};
 use crate::dtype::DType;

@@ -2,8 +2,6 @@
 //!
 //! Dtype-generic: elements move as raw `dtype.size()`-byte values, without arithmetic.
 //! Layout contract: inputs and outputs are contiguous (the default dim order).
-// `KernelError` is the crate-wide kernel error type; its size is not this module's choice.
-#![allow(clippy::result_large_err)]
 
 use super::common::{check_out_dtype, shape_err, Ctx, Res};
 use crate::kernel_api::KernelDef;
