@@ -309,7 +309,7 @@ mod tests {
     fn nd_index_walks_row_major() {
         // rank 0: one (empty) index
         let (seen, changed) = walk(&[]);
-        assert_eq!(seen, [std::vec![]]);
+        assert_eq!(seen, [std::vec::Vec::<usize>::new()]);
         assert!(changed.is_empty());
         // rank 1
         let (seen, changed) = walk(&[3]);

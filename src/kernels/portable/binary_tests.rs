@@ -1,4 +1,5 @@
-//! Tests of binary arithmetic: broadcasting, promotion, rounding modes, errors and the f32 fast paths.
+//! Tests of binary arithmetic: broadcasting, promotion, rounding modes, errors and the f32 fast
+//! paths.
 
 use super::*;
 use crate::kernels::portable::test_util::{

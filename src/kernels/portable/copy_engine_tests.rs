@@ -1,4 +1,5 @@
-//! Tests of the strided copy engine through permutes and slices: odd sizes, every element size, blocked 4-byte transposes.
+//! Tests of the strided copy engine through permutes and slices: odd sizes, every element size,
+//! blocked 4-byte transposes.
 
 use crate::dtype::DType;
 use crate::kernels::portable::test_util::{data, numel, permute_ref, run_first, unary_f32};
@@ -47,7 +48,7 @@ fn odd_sizes_and_dtypes_through_permute_and_slice() {
 
 #[test]
 fn blocked_transposes_4_byte() {
-    // Last-two-dims swaps of 4-byte elements go through kernels::vec::transpose32 (4x4
+    // Last-two-dims swaps of 4-byte elements go through linalg::vecmath::transpose32 (4x4
     // blocks, edges element-wise): sizes 4, 5, 17, 129 and batched, plus int32 bit patterns.
     for (d, p) in [
         (vec![4usize, 4], vec![1usize, 0]),

@@ -1,4 +1,5 @@
-//! Tests of advanced indexing, plus rank-0, dynamic-shape and argument-error edges of the data-movement kernels.
+//! Tests of advanced indexing, plus rank-0, dynamic-shape and argument-error edges of the
+//! data-movement kernels.
 
 use crate::dtype::DType;
 use crate::kernels::portable::test_util::{

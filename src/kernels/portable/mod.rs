@@ -9,8 +9,8 @@
 //!   (`_clone_dim_order`, `_to_dim_order_copy`);
 //! - [`view`]: views as copies (`view_copy`, `squeeze`/`unsqueeze`), permutes and transposes,
 //!   `expand_copy`, `repeat`;
-//! - [`slice`]: `slice_copy`, `select_copy`, `narrow_copy`;
-//! - [`concat`]: `cat`, `stack`, `split_*_copy`, `unbind_copy`;
+//! - [`slice`](mod@slice): `slice_copy`, `select_copy`, `narrow_copy`;
+//! - [`concat`](mod@concat): `cat`, `stack`, `split_*_copy`, `unbind_copy`;
 //! - [`index`]: `index.Tensor`, `index_put`, `index_select`, `gather`, `embedding`;
 //! - [`cumsum`]: cumulative sums (`cumsum`);
 //! - [`tril`]: triangular masks (`tril`, `triu`);

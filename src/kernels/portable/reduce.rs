@@ -17,7 +17,7 @@ use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::linalg::vecmath as vec;
-use crate::tensor::{NdIndex, Shape, TensorMut, MAX_RANK};
+use crate::tensor::{Shape, TensorMut, MAX_RANK};
 
 /// The reduction kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
@@ -132,36 +132,40 @@ fn plan(
 }
 
 /// Calls `f(offset)` for every offset of the nested `loops` starting at `base`, row-major.
+///
+/// Runs once per output element, so it keeps its own allocation-free odometer instead of an
+/// `NdIndex`: building one (and its offset jumps) per group would cost more than walking a
+/// small group.
 #[inline]
 fn walk(loops: &[(usize, usize)], base: usize, mut f: impl FnMut(usize)) {
     if loops.iter().any(|l| l.0 == 0) {
         return;
     }
-    let Some((&(last_n, last_s), outer)) = loops.split_last() else {
+    let n = loops.len();
+    if n == 0 {
         f(base);
         return;
-    };
-    if outer.is_empty() {
-        // One loop (the common case once contiguous dims are merged): no index to keep.
-        for j in 0..last_n {
-            f(base + j * last_s);
-        }
-        return;
     }
-    let (mut dims, mut strides) = ([0usize; MAX_RANK], [0usize; MAX_RANK]);
-    for ((d, s), &(n, st)) in dims.iter_mut().zip(&mut strides).zip(outer) {
-        (*d, *s) = (n, st);
-    }
-    let mut it = NdIndex::new(&dims[..outer.len()]);
-    let jumps = it.jumps(&strides[..outer.len()]);
+    let (last_n, last_s) = loops[n - 1];
+    let mut idx = [0usize; MAX_RANK];
     let mut off = base;
     loop {
         for j in 0..last_n {
             f(off + j * last_s);
         }
-        match it.advance() {
-            Some(d) => off = off.wrapping_add(jumps[d]),
-            None => return,
+        let mut d = n - 1;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            off += loops[d].1;
+            if idx[d] < loops[d].0 {
+                break;
+            }
+            off -= loops[d].0 * loops[d].1;
+            idx[d] = 0;
         }
     }
 }

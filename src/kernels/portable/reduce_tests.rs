@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::kernels::portable::test_util::{close, run};
+use crate::tensor::NdIndex;
 use crate::testing::{OpTest, Rng};
 use std::vec;
 use std::vec::Vec;

@@ -19,14 +19,14 @@ pub static KERNELS: &[KernelDef] = &[
     KernelDef::new("aten::_log_softmax.out", log_softmax_out),
 ];
 
-/// exp(x): the shared polynomial of `kernels::vec` (relative error ≤ 2.5e-7; flushes to 0
+/// exp(x): the shared polynomial of `linalg::vecmath` (relative error ≤ 2.5e-7; flushes to 0
 /// below ln(FLT_MIN); NaN stays NaN).
 #[inline(always)]
 fn exp_fast(x: f32) -> f32 {
     vec::generic::exp1(x)
 }
 
-/// Softmax (or log-softmax) of one contiguous f32 row (`kernels::vec`; the row and its output
+/// Softmax (or log-softmax) of one contiguous f32 row (`linalg::vecmath`; the row and its output
 /// have the same length by construction).
 fn softmax_row(x: &[f32], y: &mut [f32], log: bool) {
     let r = if log {

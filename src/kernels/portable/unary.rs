@@ -175,7 +175,7 @@ fn float_unary_t<T: Float>(op: Uf, x: &TensorRef<'_>, out: &mut TensorMut<'_>) -
     }
 }
 
-/// f32 → f32 fast path on the shared polynomial slice kernels (`kernels::vec`, accuracy table
+/// f32 → f32 fast path on the shared polynomial slice kernels (`linalg::vecmath`, accuracy table
 /// there). Returns `false` when `op` has no such kernel.
 fn vec_unary(op: Uf, x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<bool, KernelError> {
     let f: fn(&[f32], &mut [f32]) -> Res = match op {
