@@ -101,6 +101,11 @@ impl<const N: usize> Bcast<N> {
         if self.empty {
             return;
         }
+        if self.outer == 0 {
+            // One run: same-shape and scalar operands.
+            f([0; N], 0, self.inner);
+            return;
+        }
         let mut idx = NdIndex::new(&self.dims[..self.outer]);
         let mut off = [0usize; N];
         let mut o = 0usize;
@@ -117,6 +122,7 @@ impl<const N: usize> Bcast<N> {
     }
 }
 
+/// The error for operand `arg` when the operands' shapes do not broadcast.
 pub(super) fn bcast_err(arg: usize) -> KernelError {
     KernelError::Shape {
         arg,
@@ -124,6 +130,7 @@ pub(super) fn bcast_err(arg: usize) -> KernelError {
     }
 }
 
+/// The broadcast shape of two operands (the error names `b`).
 pub(super) fn bshape(a: &TensorRef<'_>, b: &TensorRef<'_>) -> Result<Shape, KernelError> {
     broadcast_shapes(a.shape(), b.shape()).ok_or(bcast_err(b.arg()))
 }

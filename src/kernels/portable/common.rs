@@ -1,7 +1,7 @@
 //! Helpers shared by the portable kernel families: the `Ctx`/`Res` aliases of every kernel
 //! signature, error constructors, argument checks (dims, sizes, dtypes), typed element reading
-//! in f64/i64 (`Src`), f64 accumulation over f32 rows, and sliding-window geometry
-//! (convolution and pooling parameters).
+//! in f64/i64 (`Src`), f64 accumulation over f32 rows, sliding-window geometry (convolution and
+//! pooling parameters), and byte-level copies and pattern fills.
 
 use crate::dtype::DType;
 use crate::error::KernelError;
@@ -290,7 +290,7 @@ pub(super) fn window_out(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Copies
+// Copies and fills
 // ---------------------------------------------------------------------------------------------
 
 /// Copies `src` into `dst`; both must have the same length.

@@ -4,14 +4,13 @@
 //! Convention (notes 6.3): `args = [inputs..., out]`, and the kernel overwrites the `out`
 //! EValue with its result (Int, Double or Bool).
 
+use super::common::Ctx;
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
+use crate::kernel_api::KernelDef;
 use crate::kernel_api::Value;
-use crate::kernel_api::{KernelCtx, KernelDef};
 use crate::shape::broadcast_shapes;
 use crate::tensor::{read_f64, read_i64, write_f64, write_i64, NdIndex, Shape};
-
-type Ctx<'c, 'a, 'p> = KernelCtx<'c, 'a, 'p>;
 
 fn put<'p>(ctx: &mut Ctx<'_, '_, 'p>, s: Scalar) -> Result<(), KernelError> {
     let last = ctx.nargs() - 1;

@@ -71,6 +71,7 @@ pub(super) fn can_cast(from: DType, to: DType) -> bool {
     !float_to_int && !to_bool
 }
 
+/// [`can_cast`] as a check: `DTypeMismatch` on argument `arg` when `from` may not be cast to `to`.
 pub(super) fn check_cast(from: DType, to: DType, arg: usize) -> Res {
     if can_cast(from, to) {
         Ok(())

@@ -2,14 +2,15 @@
 //! over [`crate::testing::OpTest`] (built programs, or a key and a list of [`A`] arguments),
 //! tolerance and bit-equality checks, reference index maps and deterministic data.
 
-// The module is declared `#[cfg(test)]` in `mod.rs`; the attribute repeated here marks the
-// import as test code for `tests/architecture.rs`, which reads each file on its own.
 use crate::dtype::DType;
 use crate::error::{Error, KernelError};
-#[cfg(test)]
-use crate::testing::{OpTest, Rng, TestTensor};
 use std::vec;
 use std::vec::Vec;
+
+// The module is declared `#[cfg(test)]` in `mod.rs`; the attribute repeated here marks the
+// import as test code for `tests/architecture.rs`, which reads each file on its own.
+#[cfg(test)]
+use crate::testing::{OpTest, Rng, TestTensor};
 
 /// Number of elements of a shape (1 for rank 0).
 pub(super) fn numel(d: &[usize]) -> usize {
