@@ -9,15 +9,22 @@
 //!
 //! A's row for one output pixel is its receptive field, `KH·KW` runs of `Cg` channels (zero
 //! where a tap falls in the padding). A 1×1, stride-1, unpadded convolution uses the input as A
-//! directly (row stride C). Otherwise A is gathered into scratch in chunks of
-//! [`chunk_rows`] pixels (at least 64, so packing the filter once per chunk costs at most
-//! 1/64 of the product), and the filter is packed once per call ahead of the chunks when it is
-//! small enough ([`PREPACK_F32`]), so the chunks read it in place
-//! ([`gemm::sgemm_prepacked`]).
+//! directly (row stride C). Otherwise:
+//!
+//! - when the filter is small enough to be packed once per call ([`PREPACK_F32`]), A is never
+//!   formed (implicit GEMM): each image is copied once into a zero-bordered buffer (if it has
+//!   padding), and chunks of [`chunk_rows`] pixels are written straight into the micro-kernel's
+//!   packed A layout ([`gemm::PackedA`]), one run of `KW·C` contiguous input floats per kernel
+//!   row and pixel group, by the kernel's own packer; the product then reads both operands in
+//!   place ([`gemm::sgemm_packed_with`]);
+//! - otherwise A is gathered row-major into scratch in chunks (im2col, at least 64 pixels, so
+//!   packing the filter once per chunk costs at most 1/64 of the product) and multiplied by
+//!   [`gemm::sgemm`].
 
 use super::{clamp, shape_err, Conv2d};
 use crate::error::KernelError;
-use crate::linalg::gemm::{self, MatRef, PackedB, GEMM_SCRATCH_F32, MAX_NR};
+use crate::linalg::gemm::{self, MatRef, MicroKernel, PackedA, PackedB, GEMM_SCRATCH_F32};
+use crate::linalg::gemm::{MAX_MR, MAX_NR};
 
 /// Floats of gathered patch rows per chunk (the pixel count adapts to the depth).
 pub const IM2COL_F32: usize = 64 * 1024;
@@ -43,12 +50,39 @@ fn prepacked_bound(p: &Conv2d) -> Option<usize> {
     (!p.is_pointwise() && bound <= PREPACK_F32).then_some(bound)
 }
 
+/// Rows and columns of the zero-bordered copy of one image the implicit path reads: every
+/// tap of every output pixel lies inside it.
+fn padded_hw(p: &Conv2d) -> (usize, usize) {
+    (
+        (p.out_h - 1) * p.stride_h + (p.kh - 1) * p.dil_h + 1,
+        (p.out_w - 1) * p.stride_w + (p.kw - 1) * p.dil_w + 1,
+    )
+}
+
+/// Whether the implicit path reads the input image in place (no border to add).
+fn reads_in_place(p: &Conv2d) -> bool {
+    let (hp, wp) = padded_hw(p);
+    p.pad_top == 0 && p.pad_left == 0 && hp <= p.in_h && wp <= p.in_w
+}
+
 /// Scratch floats [`conv2d`] needs for `p`, on any CPU.
 pub fn scratch_f32(p: &Conv2d) -> usize {
-    if p.is_pointwise() {
+    if p.is_pointwise() || p.out_h == 0 || p.out_w == 0 {
         return GEMM_SCRATCH_F32;
     }
-    chunk_rows(p) * p.depth() + prepacked_bound(p).unwrap_or(0) + GEMM_SCRATCH_F32
+    let k = p.depth();
+    match prepacked_bound(p) {
+        Some(packed_b) => {
+            let (hp, wp) = padded_hw(p);
+            let image = if reads_in_place(p) {
+                0
+            } else {
+                hp * wp * p.in_c
+            };
+            image + (chunk_rows(p) + MAX_MR) * k + packed_b + GEMM_SCRATCH_F32
+        }
+        None => chunk_rows(p) * k + GEMM_SCRATCH_F32,
+    }
 }
 
 /// `out = clamp(conv(x, w) + bias)` for NHWC `x` (`[N, H, W, C]`), filter `w`
@@ -89,6 +123,10 @@ pub fn conv2d(
             gemm::sgemm(a, b, &mut out[g * n..], oc, 1.0, 0.0, bias_g, scratch)?;
             continue;
         }
+        if prepacked_bound(p).is_some() {
+            implicit(p, x, b, bias_g, g, out, range, scratch)?;
+            continue;
+        }
         let rows = chunk_rows(p);
         let (col, rest) = scratch.split_at_mut(rows * k);
         let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
@@ -122,6 +160,133 @@ pub fn conv2d(
     }
     if p.groups != 1 || p.is_pointwise() {
         clamp(out, range);
+    }
+    Ok(())
+}
+
+/// The implicit-GEMM path for group `g` (filter `b` small enough to pack once): see the module
+/// documentation. Clamps each chunk when there is one group (the caller clamps otherwise).
+#[allow(clippy::too_many_arguments)]
+fn implicit(
+    p: &Conv2d,
+    x: &[f32],
+    b: MatRef<'_>,
+    bias_g: Option<&[f32]>,
+    g: usize,
+    out: &mut [f32],
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (k, n, oc) = (p.depth(), p.ocg(), p.out_c);
+    let (pix, ipix) = (p.pixels(), p.in_h * p.in_w * p.in_c);
+    let rows = chunk_rows(p).min(pix);
+    let (hp, wp) = padded_hw(p);
+    let in_place = reads_in_place(p);
+    let image_len = if in_place { 0 } else { hp * wp * p.in_c };
+    let (image, rest) = scratch.split_at_mut(image_len);
+    let (a_area, rest) = rest.split_at_mut((chunk_rows(p) + MAX_MR) * k);
+    let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
+    let nr = gemm::prepack_nr(rows, n, k);
+    let uk = gemm::kernel_for_prepacked(rows, n, k, nr)
+        .ok_or(shape_err("conv: no micro-kernel for the packed filter"))?;
+    let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
+    let dst = packed_area
+        .get_mut(..len)
+        .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
+    gemm::pack_b_ahead(b, nr, dst)?;
+    let pb = PackedB::new(dst, k, n, nr)?;
+    for bi in 0..p.batch {
+        let xb = &x[bi * ipix..(bi + 1) * ipix];
+        let (src, wsrc): (&[f32], usize) = if in_place {
+            (xb, p.in_w)
+        } else {
+            pad_image(p, xb, hp, wp, image);
+            (&image[..], wp)
+        };
+        for q0 in (0..pix).step_by(rows) {
+            let m = rows.min(pix - q0);
+            let alen = PackedA::len_for(m, k, uk.mr()).ok_or(shape_err("conv: size overflows"))?;
+            let a = a_area
+                .get_mut(..alen)
+                .ok_or(shape_err("conv: packed patches exceed their bound"))?;
+            gather_packed(p, src, wsrc, g, q0, m, uk, a)?;
+            let pa = PackedA::new(a, m, k, uk.mr())?;
+            let c = &mut out[(bi * pix + q0) * oc + g * n..];
+            gemm::sgemm_packed_with(uk, pa, pb, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?;
+            if p.groups == 1 {
+                let start = (bi * pix + q0) * oc;
+                clamp(&mut out[start..start + m * oc], range);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies image `xb` (`[H, W, C]`) into `dst` as `[hp, wp, C]` shifted by the top/left padding,
+/// zero elsewhere.
+fn pad_image(p: &Conv2d, xb: &[f32], hp: usize, wp: usize, dst: &mut [f32]) {
+    let c = p.in_c;
+    let (x0, x1) = (p.pad_left.min(wp), (p.pad_left + p.in_w).min(wp));
+    for (y, row) in dst[..hp * wp * c].chunks_exact_mut(wp * c).enumerate() {
+        match y.checked_sub(p.pad_top).filter(|&iy| iy < p.in_h) {
+            Some(iy) if x0 < x1 => {
+                row[..x0 * c].fill(0.0);
+                row[x1 * c..].fill(0.0);
+                let src = &xb[iy * p.in_w * c..][..(x1 - x0) * c];
+                row[x0 * c..x1 * c].copy_from_slice(src);
+            }
+            _ => row.fill(0.0),
+        }
+    }
+}
+
+/// Writes the patch rows of output pixels `q0 .. q0 + m` of one image, group `g`, into packed
+/// A panels (`uk.mr()` rows each, whole depth `K = KH·KW·Cg`). `src` is the image with every
+/// tap inside it (`[.., wsrc, C]`: the padded copy or the input itself). Pixels of one output
+/// row are evenly spaced runs of the source, handed to the kernel's packer together.
+#[allow(clippy::too_many_arguments)]
+fn gather_packed(
+    p: &Conv2d,
+    src: &[f32],
+    wsrc: usize,
+    g: usize,
+    q0: usize,
+    m: usize,
+    uk: &MicroKernel,
+    a: &mut [f32],
+) -> Result<(), KernelError> {
+    let (mr, k, cg, c) = (uk.mr(), p.depth(), p.icg(), p.in_c);
+    if k == 0 {
+        return Ok(());
+    }
+    let ld = p.stride_w * c;
+    let contiguous = cg == c && p.dil_w == 1;
+    for (qi, panel) in a.chunks_exact_mut(k * mr).enumerate() {
+        let first = q0 + qi * mr;
+        let count = mr.min(q0 + m - first);
+        if count < mr {
+            panel.fill(0.0);
+        }
+        let mut lane = 0;
+        while lane < count {
+            let q = first + lane;
+            let (oy, ox) = (q / p.out_w, q % p.out_w);
+            let runs = (p.out_w - ox).min(count - lane);
+            for ky in 0..p.kh {
+                let row = (oy * p.stride_h + ky * p.dil_h) * wsrc + ox * p.stride_w;
+                if contiguous {
+                    let (base, p0) = (row * c, ky * p.kw * cg);
+                    gemm::pack_a_runs(uk, src, base, ld, runs, lane, p0, p.kw * cg, panel)?;
+                } else {
+                    for kx in 0..p.kw {
+                        let base = (row + kx * p.dil_w) * c + g * cg;
+                        let p0 = (ky * p.kw + kx) * cg;
+                        gemm::pack_a_runs(uk, src, base, ld, runs, lane, p0, cg, panel)?;
+                    }
+                }
+            }
+            lane += runs;
+        }
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use super::contract::*;
 use super::gemv;
 use super::matref::{shape_err, MatRef};
 use super::pack_lhs_mr::pack_a;
+use super::pack_lhs_mr_whole_k::PackedA;
 use super::pack_rhs_nr::pack_b;
 use super::pack_rhs_nr_whole_k::PackedB;
 use super::portable::PORTABLE;
@@ -145,7 +146,16 @@ pub fn sgemm_with(
     }
     let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
     if b.cs == 1 {
-        direct(&mut t, &a, BSource::InPlace(b), m, n, k, beta, scratch);
+        direct(
+            &mut t,
+            ASource::Mat(a),
+            BSource::InPlace(b),
+            m,
+            n,
+            k,
+            beta,
+            scratch,
+        );
     } else {
         packed(&mut t, &a, &b, m, n, k, beta, scratch);
     }
@@ -205,6 +215,15 @@ fn check_call(
     Ok(true)
 }
 
+/// Where the direct loop nest reads A from.
+#[derive(Clone, Copy)]
+enum ASource<'a> {
+    /// A strided matrix, packed block by block into the scratch.
+    Mat(MatRef<'a>),
+    /// Whole-depth panels packed ahead of time ([`PackedA`], `mr` = the kernel's).
+    Packed(PackedA<'a>),
+}
+
 /// Where the direct loop nest reads B from.
 #[derive(Clone, Copy)]
 enum BSource<'b> {
@@ -219,7 +238,7 @@ enum BSource<'b> {
 #[allow(clippy::too_many_arguments)]
 fn direct(
     t: &mut Tiles<'_, '_>,
-    a: &MatRef<'_>,
+    a: ASource<'_>,
     b: BSource<'_>,
     m: usize,
     n: usize,
@@ -251,12 +270,21 @@ fn direct(
         let mut ic = 0;
         while ic < m {
             let mcb = plan.mc.min(m - ic);
-            pack_a(uk, a, ic, mcb, pc, kcb, apack);
+            if let ASource::Mat(am) = &a {
+                pack_a(uk, am, ic, mcb, pc, kcb, apack);
+            }
             let mut jc = 0;
             while jc < n {
                 let ncb = plan.nc.min(n - jc);
                 for ir in (0..mcb).step_by(mr) {
-                    let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                    let ap = match &a {
+                        ASource::Mat(_) => &apack[(ir / mr) * kcb * mr..][..kcb * mr],
+                        // Panel (ic + ir)/mr (ic is a multiple of mr), depths pc.. of a
+                        // validated PackedA with this kernel's mr.
+                        ASource::Packed(pa) => {
+                            &pa.data[(ic + ir) / mr * k * mr + pc * mr..][..kcb * mr]
+                        }
+                    };
                     for jr in (jc..jc + ncb).step_by(nr) {
                         let (bptr, ldb) = match b {
                             // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of a
@@ -558,6 +586,69 @@ pub fn sgemm_prepacked_with(
         return Ok(());
     }
     let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
-    direct(&mut t, &a, BSource::Prepacked(b), m, n, k, beta, scratch);
+    direct(
+        &mut t,
+        ASource::Mat(a),
+        BSource::Prepacked(b),
+        m,
+        n,
+        k,
+        beta,
+        scratch,
+    );
     Ok(())
+}
+
+/// `C = alpha·A·B + beta·C + bias` with both operands packed ahead ([`PackedA`] for this
+/// kernel's `mr`, [`PackedB`] for its `nr`): nothing is packed during the call, the panels are
+/// read in place. Same contract for C, bias, alpha, beta and `scratch` as [`sgemm`].
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_packed_with(
+    uk: &MicroKernel,
+    a: PackedA<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (m, k, n) = (a.m, a.k, b.n);
+    if b.k != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
+    if uk.nr != b.nr || uk.mr != a.mr {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: packed tile sizes differ from the micro-kernel's",
+        });
+    }
+    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+        return Ok(());
+    }
+    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
+    direct(
+        &mut t,
+        ASource::Packed(a),
+        BSource::Prepacked(b),
+        m,
+        n,
+        k,
+        beta,
+        scratch,
+    );
+    Ok(())
+}
+
+/// The micro-kernel [`sgemm_prepacked`] uses for an `m × n × k` product with B packed for
+/// tile width `nr` (`None`: no kernel of this ISA has that width), e.g. to pack A for it.
+pub fn kernel_for_prepacked(
+    m: usize,
+    n: usize,
+    k: usize,
+    nr: usize,
+) -> Option<&'static MicroKernel> {
+    Some(micro_kernel_for(m, n, k))
+        .filter(|uk| uk.nr == nr)
+        .or_else(|| kernel_with_nr(nr))
 }

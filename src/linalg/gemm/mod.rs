@@ -40,7 +40,7 @@
 //! Files: [`contract`] (the micro-kernel contract and blocking constants), [`matref`] (strided
 //! operand views), [`driver`] (the two loop nests, tile writer), [`pack_lhs_mr`] /
 //! [`pack_rhs_nr`] (the panel packers, named after the layout they produce),
-//! [`pack_rhs_nr_whole_k`] (B packed ahead of time), [`gemv`] (the explicit `M = 1` path),
+//! [`pack_rhs_nr_whole_k`] / [`pack_lhs_mr_whole_k`] (B and A packed ahead of time), [`gemv`] (the explicit `M = 1` path),
 //! [`select`] (which kernel for this CPU and shape, every architecture), [`portable`] and
 //! [`body`] (the plain-Rust kernel), [`arm`] and [`x86`] (hand-written kernels).
 
@@ -50,6 +50,7 @@ pub mod driver;
 pub mod gemv;
 pub mod matref;
 pub mod pack_lhs_mr;
+pub mod pack_lhs_mr_whole_k;
 pub mod pack_panel;
 pub mod pack_rhs_nr;
 pub mod pack_rhs_nr_whole_k;
@@ -63,9 +64,13 @@ pub mod x86;
 pub use contract::{
     MicroKernel, MicroKernelFn, PackFn, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
-pub use driver::{sgemm, sgemm_prepacked, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with};
+pub use driver::{
+    kernel_for_prepacked, sgemm, sgemm_packed_with, sgemm_prepacked, sgemm_prepacked_with,
+    sgemm_scratch_len, sgemm_with,
+};
 pub use gemv::sgemv;
 pub use matref::MatRef;
+pub use pack_lhs_mr_whole_k::{pack_a_runs, PackedA};
 pub use pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 pub use portable::PORTABLE;
 pub use select::{micro_kernel, micro_kernel_for, prepack_nr};
