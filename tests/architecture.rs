@@ -10,8 +10,9 @@
 //!    import each other directly, never through their parent's re-exports;
 //! 3. a hand-written file in `src/` longer than [`MAX_LINES`].
 //!
-//! Test code (files named `tests.rs` or `*_tests.rs`, items under `#[cfg(test)]`) is exempt
-//! from rules 1 and 2: a kernel test may build a whole program with `crate::testing`.
+//! Test code (files named `tests.rs` or `*_tests.rs`, items under `#[cfg(test)]`, and the files
+//! of modules declared under `#[cfg(test)]`) is exempt from rules 1 and 2: a kernel test may
+//! build a whole program with `crate::testing`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -363,6 +364,50 @@ fn scan(here: &[String], toks: &[Tok], children: &BTreeSet<String>) -> Vec<Vec<S
         .collect()
 }
 
+/// Files of modules declared `#[cfg(test)] mod name;` in `file` (other attributes may sit
+/// between; a `#[path]` module must be named `*_tests.rs`, which is test code by name).
+fn test_module_files(file: &Path, toks: &[Tok]) -> Vec<PathBuf> {
+    let cfg_test = [
+        Tok::Other('#'),
+        Tok::Other('['),
+        Tok::Ident("cfg".into()),
+        Tok::Other('('),
+        Tok::Ident("test".into()),
+        Tok::Other(')'),
+        Tok::Other(']'),
+    ];
+    let dir = match file.file_stem().unwrap().to_str().unwrap() {
+        "mod" | "lib" => file.parent().unwrap().to_path_buf(),
+        stem => file.parent().unwrap().join(stem),
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + cfg_test.len() <= toks.len() {
+        if toks[i..i + cfg_test.len()] != cfg_test {
+            i += 1;
+            continue;
+        }
+        let mut j = i + cfg_test.len();
+        // Skip further attributes `#[...]`.
+        while toks.get(j) == Some(&Tok::Other('#')) {
+            while j < toks.len() && toks[j] != Tok::Other(']') {
+                j += 1;
+            }
+            j += 1;
+        }
+        if let (Some(Tok::Ident(m)), Some(Tok::Ident(name)), Some(Tok::Semi)) =
+            (toks.get(j), toks.get(j + 1), toks.get(j + 2))
+        {
+            if m == "mod" {
+                out.push(dir.join(format!("{name}.rs")));
+                out.push(dir.join(name).join("mod.rs"));
+            }
+        }
+        i = j;
+    }
+    out
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -381,6 +426,11 @@ fn load() -> (BTreeMap<Vec<String>, Module>, Vec<String>) {
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
+    let mut test_files = BTreeSet::new();
+    for f in &files {
+        let toks = tokenize(&strip(&fs::read_to_string(f).unwrap()));
+        test_files.extend(test_module_files(f, &toks));
+    }
     let mut modules = BTreeMap::new();
     let mut too_long = Vec::new();
     for f in &files {
@@ -393,7 +443,7 @@ fn load() -> (BTreeMap<Vec<String>, Module>, Vec<String>) {
                 f.strip_prefix(&src).unwrap().display()
             ));
         }
-        if is_test_file(f) {
+        if is_test_file(f) || test_files.contains(f) {
             continue;
         }
         let toks = drop_test_items(tokenize(&strip(&text)));
@@ -612,6 +662,23 @@ fn checker_sees_paths() {
     ]
     .iter()
     .map(|s| s.to_string())
+    .collect();
+    assert_eq!(got, want);
+}
+
+/// Modules declared under `#[cfg(test)]` (with or without further attributes) are test files.
+#[test]
+fn checker_finds_test_modules() {
+    let src = "#[cfg(test)]\nmod test_util;\n#[cfg(test)]\n#[allow(dead_code)]\nmod helpers;\nmod real;\n";
+    let got = test_module_files(Path::new("src/kernels/portable/mod.rs"), &tokenize(&strip(src)));
+    let want: Vec<PathBuf> = [
+        "src/kernels/portable/test_util.rs",
+        "src/kernels/portable/test_util/mod.rs",
+        "src/kernels/portable/helpers.rs",
+        "src/kernels/portable/helpers/mod.rs",
+    ]
+    .iter()
+    .map(PathBuf::from)
     .collect();
     assert_eq!(got, want);
 }

@@ -7,9 +7,6 @@ use crate::error::{Error, KernelError};
 use std::vec;
 use std::vec::Vec;
 
-// The module is declared `#[cfg(test)]` in `mod.rs`; the attribute repeated here marks the
-// import as test code for `tests/architecture.rs`, which reads each file on its own.
-#[cfg(test)]
 use crate::testing::{OpTest, Rng, TestTensor};
 
 /// Number of elements of a shape (1 for rank 0).
