@@ -312,6 +312,17 @@ fn specialised_shapes() {
     assert!(nhwc::chunk_rows(&chunked) < 30 * 29, "several chunks");
     assert!(nchw::chunk_cols(&chunked) < 30 * 29, "several chunks");
     run_case(&mut rng, &chunked);
+    // A filter deeper than one gathered chunk holds: NCHW splits the depth.
+    let deep = Conv2d {
+        in_h: 5,
+        in_w: 6,
+        in_c: 800,
+        out_h: 5,
+        out_w: 6,
+        out_c: 3,
+        ..base
+    };
+    run_case(&mut rng, &deep);
     for (kh, kw) in [(1, 7), (7, 1)] {
         let p = Conv2d {
             in_c: 5,
