@@ -4,10 +4,10 @@
 //!
 //! - [`depthwise_nhwc`] (XNNPACK's `DepthwiseConv2d`, filter `[1, KH, KW, OC]`): channels are
 //!   contiguous, so the loops run over blocks of channels, accumulators in registers across the
-//!   taps. On AArch64 with `m = 1`, 3×3 filters with stride 1 or 2 over the interior of the
-//!   image (no padding tap) take the Neon kernel [`neon_3x3`], which keeps the nine filter
-//!   vectors of a 4-channel block in registers and shares input columns between neighbouring
-//!   outputs.
+//!   taps. On AArch64 with `m = 1`, 3×3 filters with stride 1 or 2 take the Neon kernel
+//!   `neon_3x3`, which keeps the nine filter vectors of a 4-channel block in registers and,
+//!   over the interior of each row, shares input columns between neighbouring outputs (4 per
+//!   block at stride 1, 3 at stride 2); border outputs use only their valid taps.
 //! - [`depthwise_nchw`] (ATen, filter `[OC, 1, KH, KW]`): each output plane is a sum of shifted
 //!   input rows scaled by one weight, a loop over contiguous output columns.
 
@@ -51,16 +51,13 @@ pub fn depthwise_nhwc(
     for (row, orow) in out[..nout].chunks_exact_mut(p.out_w * oc).enumerate() {
         let (b, oy) = (row / p.out_h, row % p.out_h);
         #[cfg(target_arch = "aarch64")]
-        let done = if mult == 1 {
-            neon_3x3::row(p, x, w, bias, orow, b, oy)
-        } else {
-            (0, 0)
-        };
+        let done = mult == 1 && neon_3x3::row(p, x, w, bias, orow, b, oy);
         #[cfg(not(target_arch = "aarch64"))]
-        let done = (0, 0);
-        for ox in (0..done.0).chain(done.1..p.out_w) {
-            let o = &mut orow[ox * oc..(ox + 1) * oc];
-            pixel(p, x, w, bias, o, b, oy, ox, mult);
+        let done = false;
+        if !done {
+            for (ox, o) in orow.chunks_exact_mut(oc).enumerate() {
+                pixel(p, x, w, bias, o, b, oy, ox, mult);
+            }
         }
         clamp(orow, range);
     }
@@ -173,11 +170,93 @@ mod neon_3x3 {
     use super::Conv2d;
     use core::arch::aarch64::*;
 
-    /// Computes the interior output pixels of row `oy` of image `b` (every tap inside the
-    /// input) into `orow` (`[OW, OC]`), whole 4-channel blocks; returns the range `lo..hi` of
-    /// output columns it wrote (`(0, 0)` when the geometry is not its case). The caller
-    /// computes the other columns, and the channel tail `OC mod 4` of these columns is also
-    /// computed here with scalar code.
+    /// Most input columns one block reads per row: stride 2, 8 outputs.
+    const MAX_COLS: usize = 2 * 7 + 3;
+
+    /// `N` neighbouring outputs (4 channels each) from the `R` valid input rows, every column
+    /// tap inside the input: output `j` reads columns `S·j .. S·j + 3` of each row (`rows[r]`
+    /// points at the block's first column, `cb[j]` = byte offset of column `j`, input and
+    /// output columns alike), filter row `wr[r]`. Advances the row pointers by `S·N` input
+    /// columns and `o` by `N` output columns.
+    ///
+    /// # Safety
+    /// The `R` rows hold `S·(N − 1) + 3` readable columns (4 floats each) from the pointers, and
+    /// `o` has `N` writable columns; Neon available (AArch64 baseline).
+    #[inline(always)]
+    unsafe fn block<const R: usize, const N: usize, const S: usize>(
+        rows: &mut [*const f32; R],
+        wr: &[[float32x4_t; 3]; R],
+        cb: &[usize; MAX_COLS + 1],
+        bv: float32x4_t,
+        o: &mut *mut f32,
+    ) {
+        // SAFETY: the caller's contract covers every load and store below.
+        unsafe {
+            let step = cb[1]; // bytes between neighbouring columns
+            let ncols = S * (N - 1) + 3;
+            let mut a = [bv; N];
+            for (q, w) in rows.iter_mut().zip(wr) {
+                // Pointer bumps (post-indexed loads), then back to the next block's start.
+                let mut xs = [vdupq_n_f32(0.0); MAX_COLS];
+                let mut p = *q;
+                for x in xs.iter_mut().take(ncols) {
+                    *x = vld1q_f32(p);
+                    p = p.byte_add(step);
+                }
+                *q = p.byte_sub(cb[ncols - S * N]);
+                for (j, aj) in a.iter_mut().enumerate() {
+                    *aj = vfmaq_f32(*aj, xs[S * j], w[0]);
+                    *aj = vfmaq_f32(*aj, xs[S * j + 1], w[1]);
+                    *aj = vfmaq_f32(*aj, xs[S * j + 2], w[2]);
+                }
+            }
+            for &aj in a.iter() {
+                vst1q_f32(*o, aj);
+                *o = o.byte_add(step);
+            }
+        }
+    }
+
+    /// The interior columns `lo .. hi` of one output row from `R` valid rows, in blocks of 8,
+    /// 4, 2 and 1 outputs.
+    ///
+    /// # Safety
+    /// As [`block`] for every block: the rows hold the columns of outputs `lo .. hi`.
+    #[inline(always)]
+    unsafe fn interior<const R: usize, const S: usize>(
+        mut rows: [*const f32; R],
+        wr: &[[float32x4_t; 3]; R],
+        cb: &[usize; MAX_COLS + 1],
+        bv: float32x4_t,
+        mut o: *mut f32,
+        mut n: usize,
+    ) {
+        // SAFETY: blocks cover outputs lo .. hi exactly (the caller's contract).
+        unsafe {
+            while n >= 8 {
+                block::<R, 8, S>(&mut rows, wr, cb, bv, &mut o);
+                n -= 8;
+            }
+            if n >= 4 {
+                block::<R, 4, S>(&mut rows, wr, cb, bv, &mut o);
+                n -= 4;
+            }
+            if n >= 2 {
+                block::<R, 2, S>(&mut rows, wr, cb, bv, &mut o);
+                n -= 2;
+            }
+            if n == 1 {
+                block::<R, 1, S>(&mut rows, wr, cb, bv, &mut o);
+            }
+        }
+    }
+
+    /// Computes output row `oy` of image `b` (`orow`: `[OW, OC]`, `OC = C`) when the geometry
+    /// is this kernel's (3×3, dilation 1, stride 1 or 2) and returns `true`; `false` (nothing
+    /// written) otherwise. Channels go 4 at a time with the filter vectors in registers: the
+    /// interior columns (all three column taps inside the input) in blocks of neighbouring
+    /// outputs that share their input columns, using only the input rows that exist; the border
+    /// columns tap by tap; the channel tail `C mod 4` in scalar code.
     pub(super) fn row(
         p: &Conv2d,
         x: &[f32],
@@ -186,37 +265,42 @@ mod neon_3x3 {
         orow: &mut [f32],
         b: usize,
         oy: usize,
-    ) -> (usize, usize) {
+    ) -> bool {
         let s = p.stride_w;
         if p.kh != 3 || p.kw != 3 || p.dil_h != 1 || p.dil_w != 1 || !(s == 1 || s == 2) {
-            return (0, 0);
-        }
-        // Rows: all three taps inside the input.
-        let (Some(iy0), Some(_)) = (p.in_row(oy, 0), p.in_row(oy, 2)) else {
-            return (0, 0);
-        };
-        let (lo, _) = p.valid_cols(0);
-        let (_, hi) = p.valid_cols(2);
-        if lo >= hi {
-            return (0, 0);
+            return false;
         }
         let c = p.in_c;
-        let rs = p.in_w * c; // input row stride
-        let base = (b * p.in_h + iy0) * rs;
-        // Input pixels read: rows iy0..iy0+3, columns lo·s − pad .. (hi−1)·s − pad + 2.
-        let first_col = lo * s - p.pad_left;
-        let last = base + 2 * rs + ((hi - 1) * s - p.pad_left + 2) * c + c;
-        if last > x.len() || w.len() < 9 * c || orow.len() < p.out_w * c {
-            return (0, 0);
+        let (ow, img) = (p.out_w, b * p.in_h * p.in_w);
+        if x.len() < (img + p.in_h * p.in_w) * c || w.len() < 9 * c || orow.len() < ow * c {
+            return false;
         }
+        if bias.is_some_and(|bb| bb.len() < c) {
+            return false;
+        }
+        // Valid kernel rows and their input rows.
+        let mut vr = [(0usize, 0usize); 3];
+        let mut nr = 0;
+        for ky in 0..3 {
+            if let Some(iy) = p.in_row(oy, ky) {
+                vr[nr] = (ky, iy);
+                nr += 1;
+            }
+        }
+        let (lo, _) = p.valid_cols(0);
+        let (_, hi) = p.valid_cols(2);
+        let hi = hi.max(lo);
+        // Offset of input pixel (iy, ix) of this image, in floats.
+        let at = |iy: usize, ix: usize| ((img + iy * p.in_w) + ix) * c;
         let cv = c - c % 4;
+        let cb: [usize; MAX_COLS + 1] = core::array::from_fn(|j| j * c * 4);
         for c0 in (0..cv).step_by(4) {
-            // SAFETY: every pointer below is derived from slices whose bounds were checked
-            // above: input reads are in rows iy0..iy0+3 (< H) at columns first_col +
-            // (ox − lo)·s + kx ≤ (hi − 1)·s − pad + 2 (< W, `valid_cols`), channels c0..c0+4 ≤ C,
-            // all below `last` ≤ x.len(); filter reads w[t·C + c0 ..+4] for t < 9 (w.len() ≥ 9C);
-            // output writes orow[ox·C + c0 ..+4] for ox < hi ≤ OW (orow.len() ≥ OW·C). Neon is
-            // part of the AArch64 baseline.
+            // SAFETY: (whole block) input reads are at `at(iy, ix) + c0 .. + 4` with iy < H
+            // (`in_row`) and ix < W (`in_col` for border columns; interior outputs lo .. hi read
+            // columns up to s·(hi − 1) + 2 − pad_left < W by `valid_cols`), so below the image's
+            // end ≤ x.len() (checked); filter reads w[t·C + c0 .. + 4], t < 9 (w.len() ≥ 9C);
+            // bias reads c0 .. c0 + 4 ≤ C; output writes orow[ox·C + c0 .. + 4], ox < OW
+            // (orow.len() ≥ OW·C). Neon is in the AArch64 baseline.
             unsafe {
                 let wp = w.as_ptr().add(c0);
                 let wt: [float32x4_t; 9] = core::array::from_fn(|t| vld1q_f32(wp.add(t * c)));
@@ -224,77 +308,67 @@ mod neon_3x3 {
                     Some(bb) => vld1q_f32(bb.as_ptr().add(c0)),
                     None => vdupq_n_f32(0.0),
                 };
-                let xp = x.as_ptr().add(base + first_col * c + c0);
-                let op = orow.as_mut_ptr().add(c0);
-                let ld = |col: usize, r: usize| vld1q_f32(xp.add(r * rs + col * c));
-                let mut ox = lo;
-                if s == 1 {
-                    // Three outputs share five input columns.
-                    while ox + 3 <= hi {
-                        let j = ox - lo;
-                        let (mut a0, mut a1, mut a2) = (bv, bv, bv);
-                        for r in 0..3 {
-                            let x0 = ld(j, r);
-                            let x1 = ld(j + 1, r);
-                            let x2 = ld(j + 2, r);
-                            let x3 = ld(j + 3, r);
-                            let x4 = ld(j + 4, r);
-                            let (w0, w1, w2) = (wt[3 * r], wt[3 * r + 1], wt[3 * r + 2]);
-                            a0 = vfmaq_f32(vfmaq_f32(vfmaq_f32(a0, x0, w0), x1, w1), x2, w2);
-                            a1 = vfmaq_f32(vfmaq_f32(vfmaq_f32(a1, x1, w0), x2, w1), x3, w2);
-                            a2 = vfmaq_f32(vfmaq_f32(vfmaq_f32(a2, x2, w0), x3, w1), x4, w2);
-                        }
-                        vst1q_f32(op.add(ox * c), a0);
-                        vst1q_f32(op.add((ox + 1) * c), a1);
-                        vst1q_f32(op.add((ox + 2) * c), a2);
-                        ox += 3;
-                    }
-                } else {
-                    // Two outputs share one of their five input columns.
-                    while ox + 2 <= hi {
-                        let j = 2 * (ox - lo);
-                        let (mut a0, mut a1) = (bv, bv);
-                        for r in 0..3 {
-                            let x0 = ld(j, r);
-                            let x1 = ld(j + 1, r);
-                            let x2 = ld(j + 2, r);
-                            let x3 = ld(j + 3, r);
-                            let x4 = ld(j + 4, r);
-                            let (w0, w1, w2) = (wt[3 * r], wt[3 * r + 1], wt[3 * r + 2]);
-                            a0 = vfmaq_f32(vfmaq_f32(vfmaq_f32(a0, x0, w0), x1, w1), x2, w2);
-                            a1 = vfmaq_f32(vfmaq_f32(vfmaq_f32(a1, x2, w0), x3, w1), x4, w2);
-                        }
-                        vst1q_f32(op.add(ox * c), a0);
-                        vst1q_f32(op.add((ox + 1) * c), a1);
-                        ox += 2;
-                    }
-                }
-                while ox < hi {
-                    let j = s * (ox - lo);
+                let xb = x.as_ptr().add(c0);
+                let ob = orow.as_mut_ptr().add(c0);
+                // Border columns, tap by tap.
+                for ox in (0..lo).chain(hi..ow) {
                     let mut a = bv;
-                    for r in 0..3 {
+                    for &(ky, iy) in &vr[..nr] {
                         for kx in 0..3 {
-                            a = vfmaq_f32(a, ld(j + kx, r), wt[3 * r + kx]);
+                            if let Some(ix) = p.in_col(ox, kx) {
+                                a = vfmaq_f32(a, vld1q_f32(xb.add(at(iy, ix))), wt[3 * ky + kx]);
+                            }
                         }
                     }
-                    vst1q_f32(op.add(ox * c), a);
-                    ox += 1;
+                    vst1q_f32(ob.add(ox * c), a);
+                }
+                if lo >= hi {
+                    continue;
+                }
+                let col0 = lo * s - p.pad_left;
+                let rp = |k: usize| xb.add(at(vr[k].1, col0));
+                let wrow = |k: usize| [wt[3 * vr[k].0], wt[3 * vr[k].0 + 1], wt[3 * vr[k].0 + 2]];
+                let o = ob.add(lo * c);
+                let n = hi - lo;
+                match (nr, s) {
+                    (3, 1) => interior::<3, 1>(
+                        [rp(0), rp(1), rp(2)],
+                        &[wrow(0), wrow(1), wrow(2)],
+                        &cb,
+                        bv,
+                        o,
+                        n,
+                    ),
+                    (3, _) => interior::<3, 2>(
+                        [rp(0), rp(1), rp(2)],
+                        &[wrow(0), wrow(1), wrow(2)],
+                        &cb,
+                        bv,
+                        o,
+                        n,
+                    ),
+                    (2, 1) => interior::<2, 1>([rp(0), rp(1)], &[wrow(0), wrow(1)], &cb, bv, o, n),
+                    (2, _) => interior::<2, 2>([rp(0), rp(1)], &[wrow(0), wrow(1)], &cb, bv, o, n),
+                    (1, 1) => interior::<1, 1>([rp(0)], &[wrow(0)], &cb, bv, o, n),
+                    (1, _) => interior::<1, 2>([rp(0)], &[wrow(0)], &cb, bv, o, n),
+                    _ => (0..n).for_each(|j| vst1q_f32(o.add(j * c), bv)),
                 }
             }
         }
-        // Channel tail.
-        for ox in lo..hi {
+        // Channel tail, every column.
+        for ox in 0..ow {
             for ch in cv..c {
                 let mut a = bias.map_or(0.0, |bb| bb[ch]);
-                for r in 0..3 {
+                for &(ky, iy) in &vr[..nr] {
                     for kx in 0..3 {
-                        let col = first_col + (ox - lo) * s + kx;
-                        a += x[base + r * rs + col * c + ch] * w[(3 * r + kx) * c + ch];
+                        if let Some(ix) = p.in_col(ox, kx) {
+                            a += x[at(iy, ix) + ch] * w[(3 * ky + kx) * c + ch];
+                        }
                     }
                 }
                 orow[ox * c + ch] = a;
             }
         }
-        (lo, hi)
+        true
     }
 }

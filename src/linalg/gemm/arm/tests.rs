@@ -2,6 +2,8 @@
 //! Run under qemu-user (`scripts/test-arm.sh` varies the vector lengths); ISAs the emulated
 //! CPU lacks are skipped with a message.
 
+#[cfg(target_arch = "aarch64")]
+use super::{sme, sve};
 use crate::linalg::cpu::{features, Features, IdRegs};
 use crate::linalg::gemm::select::*;
 use crate::linalg::gemm::{sgemm, sgemm_with, MatRef, MicroKernel, GEMM_SCRATCH_F32};
