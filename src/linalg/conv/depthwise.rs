@@ -170,8 +170,39 @@ mod neon_3x3 {
     use super::Conv2d;
     use core::arch::aarch64::*;
 
-    /// Most input columns one block reads per row: stride 2, 8 outputs.
-    const MAX_COLS: usize = 2 * 7 + 3;
+    /// Most input columns one block reads per row: stride 1, 8 outputs (stride 2 stops at 4).
+    const MAX_COLS: usize = 10;
+
+    /// `cols$N(p, step)`: `$N` vectors loaded `step` bytes apart from `*p` with post-indexed
+    /// `ld1` (one instruction each, no address arithmetic); `*p` ends past the last one.
+    macro_rules! cols {
+        ($name:ident, $n:literal, $($x:ident),+) => {
+            /// # Safety
+            /// `*p + i·step` holds 4 readable floats for every loaded column `i`.
+            #[inline(always)]
+            unsafe fn $name(p: &mut *const f32, step: usize) -> [float32x4_t; $n] {
+                $(let $x: float32x4_t;)+
+                // SAFETY: loads only the columns the caller vouches for and advances `p`
+                // past them; no stack, flags preserved.
+                unsafe {
+                    core::arch::asm!(
+                        $(concat!("ld1 {{{", stringify!($x), ":v}.4s}}, [{p}], {step}"),)+
+                        p = inout(reg) *p,
+                        step = in(reg) step,
+                        $($x = out(vreg) $x,)+
+                        options(nostack, readonly, preserves_flags),
+                    );
+                }
+                [$($x),+]
+            }
+        };
+    }
+    cols!(cols3, 3, x0, x1, x2);
+    cols!(cols4, 4, x0, x1, x2, x3);
+    cols!(cols5, 5, x0, x1, x2, x3, x4);
+    cols!(cols6, 6, x0, x1, x2, x3, x4, x5);
+    cols!(cols9, 9, x0, x1, x2, x3, x4, x5, x6, x7, x8);
+    cols!(cols10, 10, x0, x1, x2, x3, x4, x5, x6, x7, x8, x9);
 
     /// `N` neighbouring outputs (4 channels each) from the `R` valid input rows, every column
     /// tap inside the input: output `j` reads columns `S·j .. S·j + 3` of each row (`rows[r]`
@@ -196,12 +227,23 @@ mod neon_3x3 {
             let ncols = S * (N - 1) + 3;
             let mut a = [bv; N];
             for (q, w) in rows.iter_mut().zip(wr) {
-                // Pointer bumps (post-indexed loads), then back to the next block's start.
+                // Post-indexed loads of the block's columns, then back to the next block's
+                // first column (S·N columns on).
                 let mut xs = [vdupq_n_f32(0.0); MAX_COLS];
                 let mut p = *q;
-                for x in xs.iter_mut().take(ncols) {
-                    *x = vld1q_f32(p);
-                    p = p.byte_add(step);
+                match ncols {
+                    3 => xs[..3].copy_from_slice(&cols3(&mut p, step)),
+                    4 => xs[..4].copy_from_slice(&cols4(&mut p, step)),
+                    5 => xs[..5].copy_from_slice(&cols5(&mut p, step)),
+                    6 => xs[..6].copy_from_slice(&cols6(&mut p, step)),
+                    9 => xs[..9].copy_from_slice(&cols9(&mut p, step)),
+                    10 => xs[..10].copy_from_slice(&cols10(&mut p, step)),
+                    _ => {
+                        for x in xs.iter_mut().take(ncols) {
+                            *x = vld1q_f32(p);
+                            p = p.byte_add(step);
+                        }
+                    }
                 }
                 *q = p.byte_sub(cb[ncols - S * N]);
                 for (j, aj) in a.iter_mut().enumerate() {
@@ -211,8 +253,14 @@ mod neon_3x3 {
                 }
             }
             for &aj in a.iter() {
-                vst1q_f32(*o, aj);
-                *o = o.byte_add(step);
+                // SAFETY: `*o` has a writable output column (caller); post-indexed store.
+                core::arch::asm!(
+                    "st1 {{{v:v}.4s}}, [{o}], {step}",
+                    v = in(vreg) aj,
+                    o = inout(reg) *o,
+                    step = in(reg) step,
+                    options(nostack, preserves_flags),
+                );
             }
         }
     }
@@ -233,9 +281,14 @@ mod neon_3x3 {
     ) {
         // SAFETY: blocks cover outputs lo .. hi exactly (the caller's contract).
         unsafe {
-            while n >= 8 {
+            // Stride 2 stops at 4 outputs (nine input columns per row in registers).
+            while S == 1 && n >= 8 {
                 block::<R, 8, S>(&mut rows, wr, cb, bv, &mut o);
                 n -= 8;
+            }
+            while S == 2 && n >= 4 {
+                block::<R, 4, S>(&mut rows, wr, cb, bv, &mut o);
+                n -= 4;
             }
             if n >= 4 {
                 block::<R, 4, S>(&mut rows, wr, cb, bv, &mut o);
