@@ -670,7 +670,10 @@ fn checker_sees_paths() {
 #[test]
 fn checker_finds_test_modules() {
     let src = "#[cfg(test)]\nmod test_util;\n#[cfg(test)]\n#[allow(dead_code)]\nmod helpers;\nmod real;\n";
-    let got = test_module_files(Path::new("src/kernels/portable/mod.rs"), &tokenize(&strip(src)));
+    let got = test_module_files(
+        Path::new("src/kernels/portable/mod.rs"),
+        &tokenize(&strip(src)),
+    );
     let want: Vec<PathBuf> = [
         "src/kernels/portable/test_util.rs",
         "src/kernels/portable/test_util/mod.rs",
