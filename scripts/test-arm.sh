@@ -27,13 +27,13 @@ matrix() {
     local qemu=$1 cpu=$2 isas=$3
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -L $SYSROOT -cpu $cpu"
     echo "== -cpu $cpu: kernel unit tests (all supported ISAs)"
-    nice cargo test --quiet --target "$T" --lib kernels:: -- --nocapture 2>&1 \
+    nice cargo test --quiet --target "$T" --lib -- linalg:: kernels:: --nocapture 2>&1 \
         | grep -E "^(arm features|SVE VL|SME SVL|ISA |test result)|: edge shapes ok|FAILED|panicked" \
         | sort -u
     for isa in $isas; do
         echo "== -cpu $cpu: PTERA_ISA=$isa: selection check + fixture suite"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --lib \
-            kernels::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
+            linalg::gemm::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
     done

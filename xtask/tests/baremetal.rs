@@ -121,6 +121,22 @@ virt_fixture_tests! {
     virt_mlp_xnnpack => "mlp_xnnpack",
     virt_cnn_portable => "cnn_portable",
     virt_cnn_xnnpack => "cnn_xnnpack",
+    virt_mbv2_portable => "mbv2_portable",
+    virt_mbv2_xnnpack => "mbv2_xnnpack",
+    virt_mbv2v_portable => "mbv2v_portable",
+    virt_mbv2v_xnnpack => "mbv2v_xnnpack",
+    virt_vit_portable => "vit_portable",
+    virt_vit_xnnpack => "vit_xnnpack",
+    virt_vitv_portable => "vitv_portable",
+    virt_vitv_xnnpack => "vitv_xnnpack",
+    virt_llama_portable => "llama_portable",
+    virt_llama_xnnpack => "llama_xnnpack",
+    virt_llamav_portable => "llamav_portable",
+    virt_llamav_xnnpack => "llamav_xnnpack",
+    virt_bert_portable => "bert_portable",
+    virt_bert_xnnpack => "bert_xnnpack",
+    virt_bertv_portable => "bertv_portable",
+    virt_bertv_xnnpack => "bertv_xnnpack",
 }
 
 #[test]
