@@ -67,13 +67,14 @@ impl Conv2d {
     pub fn ocg(&self) -> usize {
         self.out_c / self.groups.max(1)
     }
-    /// Depth of one group's product: `KH·KW·C/groups`.
+    /// Depth of one group's product: `KH·KW·C/groups` (saturating: a geometry that overflows
+    /// is refused by [`Conv2d::check`]).
     pub fn depth(&self) -> usize {
-        self.kh * self.kw * self.icg()
+        self.kh.saturating_mul(self.kw).saturating_mul(self.icg())
     }
-    /// Output pixels of one image.
+    /// Output pixels of one image (saturating, as [`Conv2d::depth`]).
     pub fn pixels(&self) -> usize {
-        self.out_h * self.out_w
+        self.out_h.saturating_mul(self.out_w)
     }
     /// A depthwise convolution: one input channel per group (`groups = C`), `OC = C·m`.
     pub fn is_depthwise(&self) -> bool {
@@ -103,6 +104,9 @@ impl Conv2d {
         let input = prod(&[self.batch, self.in_h, self.in_w, self.in_c])?;
         let filter = prod(&[self.out_c, self.kh, self.kw, self.icg()])?;
         let output = prod(&[self.batch, self.out_h, self.out_w, self.out_c])?;
+        // The GEMM sizes on their own (a zero factor above would hide their overflow).
+        prod(&[self.kh, self.kw, self.icg(), self.out_c.max(1)])?;
+        prod(&[self.batch, self.out_h, self.out_w])?;
         // Largest tap coordinate computed: (out − 1)·stride + (k − 1)·dil.
         for (o, s, k, d) in [
             (self.out_h, self.stride_h, self.kh, self.dil_h),

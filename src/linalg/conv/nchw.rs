@@ -42,6 +42,9 @@ fn chunk_depth(p: &Conv2d) -> usize {
 /// Scratch floats [`conv2d`] needs for `p`, on any CPU (at most
 /// `IM2COL_F32 + GEMM_SCRATCH_F32`).
 pub fn scratch_f32(p: &Conv2d) -> usize {
+    if p.check().is_err() {
+        return 0;
+    }
     if p.is_pointwise() {
         GEMM_SCRATCH_F32
     } else {

@@ -35,7 +35,7 @@ pub const PREPACK_F32: usize = 256 * 1024;
 
 /// Output pixels gathered per chunk (all of them for a pointwise convolution).
 pub fn chunk_rows(p: &Conv2d) -> usize {
-    let total = p.batch * p.pixels();
+    let total = p.batch.saturating_mul(p.pixels());
     if p.is_pointwise() {
         return total.max(1);
     }
@@ -53,9 +53,15 @@ fn prepacked_bound(p: &Conv2d) -> Option<usize> {
 /// Rows and columns of the zero-bordered copy of one image the implicit path reads: every
 /// tap of every output pixel lies inside it.
 fn padded_hw(p: &Conv2d) -> (usize, usize) {
+    let span = |o: usize, s: usize, k: usize, d: usize| {
+        o.saturating_sub(1)
+            .saturating_mul(s)
+            .saturating_add(k.saturating_sub(1).saturating_mul(d))
+            .saturating_add(1)
+    };
     (
-        (p.out_h - 1) * p.stride_h + (p.kh - 1) * p.dil_h + 1,
-        (p.out_w - 1) * p.stride_w + (p.kw - 1) * p.dil_w + 1,
+        span(p.out_h, p.stride_h, p.kh, p.dil_h),
+        span(p.out_w, p.stride_w, p.kw, p.dil_w),
     )
 }
 
@@ -65,23 +71,32 @@ fn reads_in_place(p: &Conv2d) -> bool {
     p.pad_top == 0 && p.pad_left == 0 && hp <= p.in_h && wp <= p.in_w
 }
 
-/// Scratch floats [`conv2d`] needs for `p`, on any CPU.
+/// Scratch floats [`conv2d`] needs for `p`, on any CPU (0 for a geometry [`Conv2d::check`]
+/// refuses: `conv2d` then fails before using any; saturating, so never a panic).
 pub fn scratch_f32(p: &Conv2d) -> usize {
+    if p.check().is_err() {
+        return 0;
+    }
     if p.is_pointwise() || p.out_h == 0 || p.out_w == 0 {
         return GEMM_SCRATCH_F32;
     }
     let k = p.depth();
+    let patches = chunk_rows(p).saturating_mul(k);
     match prepacked_bound(p) {
         Some(packed_b) => {
             let (hp, wp) = padded_hw(p);
             let image = if reads_in_place(p) {
                 0
             } else {
-                hp * wp * p.in_c
+                hp.saturating_mul(wp).saturating_mul(p.in_c)
             };
-            image + (chunk_rows(p) + MAX_MR) * k + packed_b + GEMM_SCRATCH_F32
+            image
+                .saturating_add(patches)
+                .saturating_add(MAX_MR.saturating_mul(k))
+                .saturating_add(packed_b)
+                .saturating_add(GEMM_SCRATCH_F32)
         }
-        None => chunk_rows(p) * k + GEMM_SCRATCH_F32,
+        None => patches.saturating_add(GEMM_SCRATCH_F32),
     }
 }
 
@@ -112,7 +127,7 @@ pub fn conv2d(
         return Ok(());
     }
     let (k, n, cg, oc) = (p.depth(), p.ocg(), p.icg(), p.out_c);
-    let total = p.batch * p.pixels();
+    let total = p.batch.saturating_mul(p.pixels());
     let out = &mut out[..nout];
     for g in 0..p.groups {
         // B(kk, o) = w[(g·OCg + o)·K + kk]: the group's filter rows, transposed.

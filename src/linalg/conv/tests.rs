@@ -358,6 +358,32 @@ fn bad_geometry_is_an_error() {
         groups: 2, // 3 channels do not split in 2 groups
     };
     assert!(p.check().is_err());
+    // Sizing a refused or absurd geometry never panics (a hostile program reaches it at load).
+    for bad in [
+        Conv2d { kh: 0, ..p },
+        Conv2d {
+            out_c: 0,
+            kh: usize::MAX,
+            groups: 1,
+            ..p
+        },
+        Conv2d {
+            batch: 0,
+            out_h: usize::MAX,
+            out_w: 3,
+            groups: 1,
+            ..p
+        },
+        Conv2d {
+            stride_h: usize::MAX,
+            groups: 1,
+            ..p
+        },
+    ] {
+        assert!(bad.check().is_err(), "{bad:?}");
+        assert_eq!(nhwc::scratch_f32(&bad), 0);
+        assert_eq!(nchw::scratch_f32(&bad), 0);
+    }
     let ok = Conv2d { groups: 1, ..p };
     let (nin, nw, nout) = ok.check().unwrap();
     let mut scratch = vec![0.0; nhwc::scratch_f32(&ok)];
