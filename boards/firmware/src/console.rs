@@ -22,7 +22,6 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::board;
 use crate::cpu::Features;
-use crate::drivers::Uart;
 
 const SYNC: u8 = 0xA5;
 const LOG: u8 = 0;

@@ -1,6 +1,4 @@
 //! Arm PrimeCell PL011 UART (QEMU `virt`, Raspberry Pi UART0).
-// QEMU `virt` needs no baud-rate set-up, so `init` is unused there.
-#![cfg_attr(feature = "qemu-virt", allow(dead_code))]
 
 use core::ptr::{read_volatile, write_volatile};
 
