@@ -27,12 +27,7 @@ fn check(
     if !p.is_depthwise() {
         return Err(shape_err("conv: depthwise needs groups = input channels"));
     }
-    let (nin, nw, nout) = p.check()?;
-    if x.len() < nin || w.len() < nw || out.len() < nout || bias.is_some_and(|b| b.len() < p.out_c)
-    {
-        return Err(shape_err("conv: a slice is shorter than the geometry"));
-    }
-    Ok(nout)
+    p.check_call(x, w, bias, out, None)
 }
 
 /// `out = clamp(depthwise(x, w) + bias)`: NHWC `x` (`[N, H, W, C]`), filter `w`

@@ -120,6 +120,35 @@ impl Conv2d {
         Ok((input, filter, output))
     }
 
+    /// Checks the geometry and the operands of one call (input, filter, bias, output long
+    /// enough; scratch, if any, at least `scratch_needed` floats) and returns the output length.
+    pub(crate) fn check_call(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        bias: Option<&[f32]>,
+        out: &[f32],
+        scratch: Option<(usize, usize)>,
+    ) -> Result<usize, KernelError> {
+        let (nin, nw, nout) = self.check()?;
+        if x.len() < nin
+            || w.len() < nw
+            || out.len() < nout
+            || bias.is_some_and(|b| b.len() < self.out_c)
+        {
+            return Err(shape_err("conv: a slice is shorter than the geometry"));
+        }
+        if let Some((got, needed)) = scratch {
+            if got < needed {
+                return Err(KernelError::Scratch {
+                    needed: needed.saturating_mul(4),
+                    got: got.saturating_mul(4),
+                });
+            }
+        }
+        Ok(nout)
+    }
+
     /// Input row read by output row `oy` at kernel row `ky` (`None`: padding).
     #[inline]
     pub(crate) fn in_row(&self, oy: usize, ky: usize) -> Option<usize> {

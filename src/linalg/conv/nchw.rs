@@ -15,7 +15,7 @@
 //! the products accumulate (`beta = 1`). Scratch never exceeds
 //! `IM2COL_F32 + GEMM_SCRATCH_F32` floats, whatever the geometry.
 
-use super::{clamp, shape_err, Conv2d};
+use super::{clamp, Conv2d};
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
 
@@ -64,17 +64,7 @@ pub fn conv2d(
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let (nin, nw, nout) = p.check()?;
-    if x.len() < nin || w.len() < nw || out.len() < nout || bias.is_some_and(|b| b.len() < p.out_c)
-    {
-        return Err(shape_err("conv: a slice is shorter than the geometry"));
-    }
-    if scratch.len() < scratch_f32(p) {
-        return Err(KernelError::Scratch {
-            needed: scratch_f32(p) * 4,
-            got: scratch.len() * 4,
-        });
-    }
+    let nout = p.check_call(x, w, bias, out, Some((scratch.len(), scratch_f32(p))))?;
     if nout == 0 {
         return Ok(());
     }
