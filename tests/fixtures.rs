@@ -124,3 +124,82 @@ fn language_model_heads_compute_only_the_last_position() {
         }
     }
 }
+
+/// An observer sees every executed instruction once, in order, then `finished`; inside XNNPACK
+/// regions every node, with its type, output size and multiply-adds.
+#[test]
+fn observer_sees_every_instruction_and_region_node() {
+    #[derive(Default)]
+    struct Seen {
+        instructions: Vec<(usize, usize)>,
+        nodes: Vec<(usize, &'static str, usize, u64)>,
+        finished: usize,
+    }
+    impl ptera::kernel_api::Observer for Seen {
+        fn instruction(&mut self, chain: usize, pc: usize) {
+            self.instructions.push((chain, pc));
+        }
+        fn region_op(&mut self, index: usize, kind: &'static str, out_elems: usize, macs: u64) {
+            self.nodes.push((index, kind, out_elems, macs));
+        }
+        fn finished(&mut self) {
+            self.finished += 1;
+        }
+    }
+    for case in ["gpt2_xnnpack", "mbv2_xnnpack", "gpt2_portable"] {
+        let registry = Registry::standard();
+        let file = pte(case);
+        let program = Program::load(file.as_slice()).unwrap();
+        let meta = MethodMeta::new(&program, "forward", &registry).unwrap();
+        let n_instr = meta.num_instructions();
+        let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+        let mut method = bufs.load(meta, &registry).unwrap();
+        for (i, inp) in inputs(case).iter().enumerate() {
+            method
+                .set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)
+                .unwrap();
+        }
+        let mut seen = Seen::default();
+        method.execute_observed(&mut seen).unwrap();
+        // Straight-line programs: every instruction once, in order.
+        let want: Vec<(usize, usize)> = (0..n_instr).map(|pc| (0, pc)).collect();
+        assert_eq!(seen.instructions, want, "{case}");
+        assert_eq!(seen.finished, 1, "{case}");
+        if case.ends_with("_xnnpack") {
+            assert!(!seen.nodes.is_empty(), "{case}: region nodes");
+            assert!(
+                seen.nodes.iter().all(|n| !n.1.is_empty() && n.2 > 0),
+                "{case}"
+            );
+            // Products report their multiply-adds.
+            assert!(
+                seen.nodes.iter().any(|n| n.3 > 0),
+                "{case}: some node with multiply-adds"
+            );
+        } else {
+            assert!(seen.nodes.is_empty(), "{case}: no regions");
+        }
+    }
+    if let Some((_, kind, _, macs)) = {
+        // The MobileNet region has convolution nodes with their MACs.
+        let registry = Registry::standard();
+        let file = pte("mbv2_xnnpack");
+        let program = Program::load(file.as_slice()).unwrap();
+        let meta = MethodMeta::new(&program, "forward", &registry).unwrap();
+        let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+        let mut method = bufs.load(meta, &registry).unwrap();
+        for (i, inp) in inputs("mbv2_xnnpack").iter().enumerate() {
+            method
+                .set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)
+                .unwrap();
+        }
+        let mut seen = Seen::default();
+        method.execute_observed(&mut seen).unwrap();
+        seen.nodes.into_iter().find(|n| n.1 == "XNNConv2d")
+    } {
+        assert_eq!(kind, "XNNConv2d");
+        assert!(macs > 0);
+    } else {
+        panic!("mbv2_xnnpack has no XNNConv2d node");
+    }
+}

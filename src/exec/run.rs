@@ -5,7 +5,7 @@ use crate::delegate::DelegateSlot;
 use crate::dtype::DType;
 use crate::error::{self, Error};
 use crate::format::fb;
-use crate::kernel_api::{KernelCtx, KernelFn, TensorSlot, Value};
+use crate::kernel_api::{KernelCtx, KernelFn, Observer, TensorSlot, Value};
 
 use super::demand::RowDemand;
 
@@ -22,6 +22,8 @@ pub struct Frame<'c, 'a, 'p> {
     pub scratch: &'c mut [u8],
     /// Output rows the program reads of some matmuls' outputs (`exec::demand`).
     pub demand: &'c [RowDemand],
+    /// Who watches this execution, if anyone.
+    pub observer: Option<&'c mut dyn Observer>,
 }
 
 /// `name.overload` of operator `op`, for error messages.
@@ -54,8 +56,14 @@ impl<'p> Frame<'_, '_, 'p> {
                         detail: "instruction limit exceeded",
                     });
                 }
+                if let Some(o) = self.observer.as_deref_mut() {
+                    o.instruction(ci, pc);
+                }
                 pc = self.step(ci, pc, instrs.get(pc))?;
             }
+        }
+        if let Some(o) = self.observer.as_deref_mut() {
+            o.finished();
         }
         Ok(())
     }
@@ -82,7 +90,12 @@ impl<'p> Frame<'_, '_, 'p> {
                     k.args().unwrap_or_default(),
                     self.scratch,
                 )
-                .with_rows(rows);
+                .with_rows(rows)
+                .with_observer(
+                    self.observer
+                        .as_mut()
+                        .map(|o| &mut **o as &mut dyn Observer),
+                );
                 f(&mut ctx).map_err(|source| Error::Kernel {
                     instruction: pc,
                     operator: op_name(self.plan, op),
@@ -99,7 +112,12 @@ impl<'p> Frame<'_, '_, 'p> {
                     d.args().unwrap_or_default(),
                     self.scratch,
                 )
-                .with_rows(rows);
+                .with_rows(rows)
+                .with_observer(
+                    self.observer
+                        .as_mut()
+                        .map(|o| &mut **o as &mut dyn Observer),
+                );
                 slot.backend
                     .execute(&slot.init, slot.state, &mut ctx)
                     .map_err(|source| Error::Delegate {

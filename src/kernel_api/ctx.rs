@@ -28,7 +28,27 @@ pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) outputs: heapless::Vec<(usize, usize), MAX_OUTPUTS>,
     /// `(value, lo, hi)`: only rows `lo..hi` of tensor value `value` are read afterwards.
     pub(crate) rows: Option<(usize, usize, usize)>,
+    /// Who watches this execution, if anyone ([`Observer`]).
+    pub(crate) observer: Option<&'c mut dyn Observer>,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
+}
+
+/// Watches one execution of a method (profilers, ETDump writers, per-operator instruction
+/// counts): the instruction loop reports each instruction before it runs, and a delegate
+/// backend each operation of its region before it runs. Every method has an empty default.
+/// Calls happen on the executing core, in program order, with no allocation by the engine.
+pub trait Observer {
+    /// Instruction `pc` of chain `chain` is about to run.
+    fn instruction(&mut self, chain: usize, pc: usize) {
+        let _ = (chain, pc);
+    }
+    /// Operation `index` of the running delegate region is about to run: its kind (e.g. the
+    /// XNNPACK node type), output elements, and multiply-adds (0 where not a product).
+    fn region_op(&mut self, index: usize, kind: &'static str, out_elems: usize, macs: u64) {
+        let _ = (index, kind, out_elems, macs);
+    }
+    /// The last instruction has finished.
+    fn finished(&mut self) {}
 }
 
 impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
@@ -45,7 +65,23 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             scratch,
             outputs: heapless::Vec::new(),
             rows: None,
+            observer: None,
             _mem: PhantomData,
+        }
+    }
+
+    /// The same context reporting to `observer`.
+    pub(crate) fn with_observer(mut self, observer: Option<&'c mut dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// Tells the observer, if any, that operation `index` of this delegate region (`kind`,
+    /// `out_elems` outputs, `macs` multiply-adds) is about to run. Backends call it per
+    /// operation; it costs one branch when nobody watches.
+    pub fn region_op(&mut self, index: usize, kind: &'static str, out_elems: usize, macs: u64) {
+        if let Some(o) = self.observer.as_deref_mut() {
+            o.region_op(index, kind, out_elems, macs);
         }
     }
 

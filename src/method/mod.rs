@@ -20,7 +20,7 @@ use crate::exec::demand::{self, RowDemand};
 use crate::exec::layout::{Bump, Tables, ARENA_ALIGN};
 use crate::exec::run::Frame;
 use crate::exec::{values, Registry};
-use crate::kernel_api::{Dynamism, Value};
+use crate::kernel_api::{Dynamism, Observer, Value};
 use crate::shape::Shape;
 use crate::tensor::TensorRef;
 
@@ -309,6 +309,16 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// Inputs must be set again before the next call: the program's memory plan may reuse an
     /// input's storage once the input has been consumed, so stale inputs are never reused.
     pub fn execute(&mut self) -> Result<(), Error> {
+        self.run(None)
+    }
+
+    /// [`Method::execute`] reporting each instruction (and each operation inside delegate
+    /// regions) to `observer` before it runs.
+    pub fn execute_observed(&mut self, observer: &mut dyn Observer) -> Result<(), Error> {
+        self.run(Some(observer))
+    }
+
+    fn run(&mut self, observer: Option<&mut dyn Observer>) -> Result<(), Error> {
         let t = &mut self.tables;
         if let Some(i) = t.input_set.iter().position(|s| !s) {
             return Err(Error::InputNotSet { index: i });
@@ -322,6 +332,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             delegates: t.delegates,
             scratch: t.scratch,
             demand: &self.demand,
+            observer: observer.map(|o| o as &mut dyn Observer),
         }
         .run()
     }

@@ -86,6 +86,9 @@ enum BenchCmd {
     /// Exact instruction count and FMA density of one GEMM call (AArch64; bare-metal
     /// qemu-system -icount, or a qemu-user exec trace).
     Gemm(cmd::bench_gemm::GemmArgs),
+    /// Exact AArch64 instructions of every operator (and XNNPACK node) of one forward
+    /// (qemu-user trace): instructions per output element, MACs per instruction.
+    Ops(cmd::bench_ops::OpsArgs),
 }
 
 /// The registry the host tools use: every kernel and backend ptera has.
@@ -142,6 +145,9 @@ fn main() -> ExitCode {
         Cmd::Bench {
             what: BenchCmd::Gemm(args),
         } => cmd::bench_gemm::bench_gemm(args),
+        Cmd::Bench {
+            what: BenchCmd::Ops(args),
+        } => cmd::bench_ops::bench_ops(args),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

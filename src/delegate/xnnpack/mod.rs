@@ -619,7 +619,7 @@ impl Backend for XnnpackBackend {
             .enumerate()
             .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
             .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
-        for node in g.xnodes().unwrap_or_default() {
+        for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
             let (op, clamp) = graph::decode(node)?;
             let (po, no) = locate(op.output())?;
             if let Op::Reshape { x, .. } = op {
@@ -635,6 +635,12 @@ impl Backend for XnnpackBackend {
                 unsafe { core::slice::from_raw_parts_mut(po, no) }
             };
             let od = dims(op.output());
+            ctx.region_op(
+                index,
+                graph::node_name(node.xnode_union_type()),
+                od.numel(),
+                macs(&op, &|id| dims(id), &od),
+            );
             match op {
                 Op::Binary { op, a, b, .. } => {
                     run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
@@ -799,3 +805,31 @@ impl<'p> RegionSummary<'p> {
 
 #[cfg(test)]
 mod tests;
+
+/// Multiply-adds of a product-like node (fully connected, batch matmul, convolution), for
+/// profiles; 0 for the others. Saturating (the dims were checked at load).
+fn macs(op: &Op, dims: &dyn Fn(u32) -> Shape, od: &Shape) -> u64 {
+    let n = od.numel() as u64;
+    let last = |id: u32| dims(id).dims().last().copied().unwrap_or(1) as u64;
+    match *op {
+        // Every output element sums one input row.
+        Op::FullyConnected { x, .. } => n.saturating_mul(last(x)),
+        Op::BatchMatMul { a, .. } => n.saturating_mul(last(a)),
+        Op::Conv {
+            x,
+            win,
+            groups,
+            depthwise,
+            ..
+        } => {
+            let taps = (win.kh * win.kw) as u64;
+            let per = if depthwise {
+                taps
+            } else {
+                taps.saturating_mul(last(x) / groups.max(1) as u64)
+            };
+            n.saturating_mul(per)
+        }
+        _ => 0,
+    }
+}

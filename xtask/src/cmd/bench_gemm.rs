@@ -82,7 +82,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn build_bench() -> Result<PathBuf> {
+pub(crate) fn build_bench() -> Result<PathBuf> {
     let root = root();
     let tdir = root.join("target/gemm-count");
     let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -107,7 +107,7 @@ fn build_bench() -> Result<PathBuf> {
 
 /// Counts the instructions executed between the two marks in a `-d in_asm,exec,nochain` log.
 #[derive(Default)]
-struct TraceCounter {
+pub(crate) struct TraceCounter {
     /// Instructions of each translated block, by guest PC (latest translation wins).
     tb_len: HashMap<u64, u64>,
     /// PC of the "IN:" block being read, and its instruction count so far.
@@ -118,19 +118,29 @@ struct TraceCounter {
     blocks: u64,
     /// Instructions by function symbol (as QEMU names it).
     by_symbol: HashMap<String, u64>,
+    /// With a segment mark: instructions between consecutive calls of it (the first entry is
+    /// what ran between the begin mark and the first segment mark; the last ends at the end
+    /// mark).
+    pub(crate) segment_mark: Option<&'static str>,
+    pub(crate) segments: Vec<u64>,
+    seg: u64,
 }
 
 const BEGIN: &str = "ptera_bench_mark_begin";
 const END: &str = "ptera_bench_mark_end";
 
 impl TraceCounter {
+    pub(crate) fn done(&self) -> bool {
+        self.state == 3
+    }
+
     fn finish_block(&mut self) {
         if let Some((pc, n)) = self.cur.take() {
             self.tb_len.insert(pc, n);
         }
     }
 
-    fn line(&mut self, l: &str) -> Result<()> {
+    pub(crate) fn line(&mut self, l: &str) -> Result<()> {
         if l.starts_with("IN:") {
             self.finish_block();
             self.cur = Some((u64::MAX, 0));
@@ -159,13 +169,21 @@ impl TraceCounter {
             }
             if self.state == 2 {
                 if sym == END {
+                    if self.segment_mark.is_some() {
+                        self.segments.push(self.seg);
+                    }
                     self.state = 3;
                 } else {
+                    if self.segment_mark == Some(sym) {
+                        self.segments.push(self.seg);
+                        self.seg = 0;
+                    }
                     let n = *self
                         .tb_len
                         .get(&pc)
                         .with_context(|| format!("executed block {pc:#x} never translated"))?;
                     self.count += n;
+                    self.seg += n;
                     self.blocks += 1;
                     *self.by_symbol.entry(sym.to_string()).or_default() += n;
                 }

@@ -1,6 +1,7 @@
 //! One file per `cargo xtask` verb.
 
 pub mod bench_gemm;
+pub mod bench_ops;
 pub mod bench_run;
 pub mod boards;
 pub mod compare;

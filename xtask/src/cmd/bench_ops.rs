@@ -1,0 +1,190 @@
+//! `cargo xtask bench ops MODEL.pte`: exact AArch64 instructions of every operator of one
+//! forward, under qemu-user (the trace method of `bench gemm`). benches/gemm-count's
+//! `op-profile` runs the program with an observer that calls a mark before every instruction
+//! and before every operation inside a delegate region (each XNNPACK node); the trace counter
+//! sums the executed instructions between consecutive marks. Prints, per operator (kernel
+//! name, or XNNPACK node type), calls, instructions, share of the forward, output elements,
+//! instructions per output element, and for products the multiply-adds per instruction.
+//! A delegate call's own line is its region's overhead outside the nodes.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use super::bench_gemm::{build_bench, TraceCounter};
+
+#[derive(Args, Debug)]
+pub struct OpsArgs {
+    model: PathBuf,
+    /// GEMM ISA to force: generic, neon, sve2, sme, sme2.
+    #[arg(long, default_value = "neon")]
+    isa: String,
+    /// qemu `-cpu` (default: cortex-a76 for generic/neon, max otherwise).
+    #[arg(long)]
+    cpu: Option<String>,
+    /// qemu-aarch64 to use (default: `qemu-aarch64`, or target/qemu11's for sme2).
+    #[arg(long)]
+    qemu: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Default)]
+struct Row {
+    calls: u64,
+    instructions: u64,
+    elems: u64,
+    macs: u64,
+}
+
+pub fn bench_ops(args: OpsArgs) -> Result<()> {
+    let isa = args.isa.to_ascii_lowercase();
+    if !["generic", "neon", "sve2", "sme", "sme2"].contains(&isa.as_str()) {
+        bail!("--isa must be one of generic, neon, sve2, sme, sme2");
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = build_bench()?;
+    let qemu = match &args.qemu {
+        Some(q) => q.clone(),
+        None if isa == "sme2" => root.join("target/qemu11/usr/bin/qemu-aarch64"),
+        None => PathBuf::from("qemu-aarch64"),
+    };
+    let cpu = args.cpu.clone().unwrap_or_else(|| {
+        if isa == "generic" || isa == "neon" {
+            "cortex-a76".into()
+        } else {
+            "max".into()
+        }
+    });
+    let model = std::fs::canonicalize(&args.model)
+        .with_context(|| format!("cannot find {}", args.model.display()))?;
+    let tmp = std::env::temp_dir().join(format!("ptera-ops-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let fifo = tmp.join("trace.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    if !Command::new("mkfifo").arg(&fifo).status()?.success() {
+        bail!("mkfifo failed");
+    }
+    let child = Command::new(&qemu)
+        .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", &cpu])
+        .args(["-d", "in_asm,exec,nochain", "-D"])
+        .arg(&fifo)
+        .arg(dir.join("op-profile"))
+        .arg(&isa)
+        .arg(&model)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", qemu.display()))?;
+    let mut tc = TraceCounter::default();
+    tc.segment_mark = Some("ptera_bench_mark_op");
+    {
+        let f = std::fs::File::open(&fifo).context("open trace FIFO")?;
+        let mut r = BufReader::with_capacity(1 << 20, f);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            tc.line(String::from_utf8_lossy(&buf).trim_end_matches('\n'))?;
+        }
+    }
+    let out = child.wait_with_output()?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    if !out.status.success() {
+        bail!("op-profile failed under {} -cpu {cpu}", qemu.display());
+    }
+    if !tc.done() {
+        bail!("marks not found in the trace");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<(String, String, u64, u64)> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("op "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let num = |i: usize| f.get(i).and_then(|v| v.parse().ok()).unwrap_or(0);
+            (
+                f.get(1).unwrap_or(&"?").to_string(),
+                f.get(2).unwrap_or(&"?").to_string(),
+                num(3),
+                num(4),
+            )
+        })
+        .collect();
+    if tc.segments.len() != events.len() + 1 {
+        bail!(
+            "{} segments for {} events: the trace and the run disagree",
+            tc.segments.len(),
+            events.len()
+        );
+    }
+    let total: u64 = tc.segments.iter().sum();
+    let mut rows: BTreeMap<String, Row> = BTreeMap::new();
+    for (e, &n) in events.iter().zip(&tc.segments[1..]) {
+        let key = match e.0.as_str() {
+            "delegate" => format!("{} (region overhead)", e.1),
+            _ => e.1.clone(),
+        };
+        let r = rows.entry(key).or_default();
+        r.calls += 1;
+        r.instructions += n;
+        r.elems += e.2;
+        r.macs += e.3;
+    }
+    let mut v: Vec<_> = rows.into_iter().collect();
+    v.sort_by_key(|r| std::cmp::Reverse(r.1.instructions));
+    if args.json {
+        let ops: Vec<_> = v
+            .iter()
+            .map(|(k, r)| {
+                serde_json::json!({
+                    "operator": k, "calls": r.calls, "instructions": r.instructions,
+                    "output_elements": r.elems, "macs": r.macs,
+                })
+            })
+            .collect();
+        let j = serde_json::json!({
+            "model": args.model.display().to_string(), "isa": isa, "cpu": cpu,
+            "instructions_per_forward": total, "outside_instructions": tc.segments[0],
+            "method": "qemu-user exec trace", "operators": ops,
+        });
+        println!("{j}");
+        return Ok(());
+    }
+    println!(
+        "{} ({isa}, -cpu {cpu}): {total} instructions per forward (observer marks included)",
+        args.model.display()
+    );
+    println!(
+        "{:<44} {:>6} {:>12} {:>6} {:>10} {:>9} {:>8}",
+        "operator", "calls", "instructions", "%", "out elems", "instr/el", "MAC/ins"
+    );
+    for (k, r) in &v {
+        let per = if r.elems > 0 {
+            format!("{:.2}", r.instructions as f64 / r.elems as f64)
+        } else {
+            "-".into()
+        };
+        let mpi = if r.macs > 0 {
+            format!("{:.2}", r.macs as f64 / r.instructions.max(1) as f64)
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<44} {:>6} {:>12} {:>6.1} {:>10} {:>9} {:>8}",
+            k,
+            r.calls,
+            r.instructions,
+            r.instructions as f64 * 100.0 / total.max(1) as f64,
+            r.elems,
+            per,
+            mpi
+        );
+    }
+    Ok(())
+}
