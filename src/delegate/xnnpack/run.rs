@@ -147,12 +147,26 @@ pub fn binary(
     if a.len() == 1 && b.len() == n {
         return zip_scalar(op, b, a[0], true, out);
     }
+    // General broadcast: contiguous runs along the last output dim (each operand either runs
+    // along it or repeats one element), the outer dims walked by NdIndex.
+    let r = od.rank();
+    let Some(&last) = od.dims().last() else {
+        return zip_with(op, a, b, out);
+    };
+    if last == 0 {
+        return;
+    }
     let (sa, sb) = (bcast_strides(ad, od), bcast_strides(bd, od));
-    let mut it = NdIndex::new(od.dims());
-    let (ja, jb) = (it.jumps(&sa), it.jumps(&sb));
+    let mut it = NdIndex::new(&od.dims()[..r - 1]);
+    let (ja, jb) = (it.jumps(&sa[..r - 1]), it.jumps(&sb[..r - 1]));
     let (mut ia, mut ib) = (0usize, 0usize);
-    for o in out.iter_mut() {
-        *o = apply(op, a[ia], b[ib]);
+    for orow in out.chunks_exact_mut(last) {
+        match (sa[r - 1] != 0, sb[r - 1] != 0) {
+            (true, true) => zip_with(op, &a[ia..ia + last], &b[ib..ib + last], orow),
+            (true, false) => zip_scalar(op, &a[ia..ia + last], b[ib], false, orow),
+            (false, true) => zip_scalar(op, &b[ib..ib + last], a[ia], true, orow),
+            (false, false) => orow.fill(apply(op, a[ia], b[ib])),
+        }
         if let Some(d) = it.advance() {
             ia = ia.wrapping_add(ja[d]);
             ib = ib.wrapping_add(jb[d]);
@@ -555,7 +569,7 @@ mod tests {
 
     #[test]
     fn binary_broadcast_forms() {
-        let cases: [(&[usize], &[usize]); 9] = [
+        let cases: [(&[usize], &[usize]); 12] = [
             (&[17], &[17]),
             (&[1, 4, 16, 16], &[1, 1, 16, 16]),
             (&[1, 1, 16, 16], &[1, 4, 16, 16]),
@@ -565,6 +579,11 @@ mod tests {
             (&[4, 1], &[1, 3]),
             (&[2, 3, 5], &[3, 1]),
             (&[1, 3], &[5, 3]),
+            // Runs along the last dim: one operand repeats one element per row (a column),
+            // both repeat (last dim 1), outer dims broadcast on both sides.
+            (&[2, 1, 5], &[1, 4, 1]),
+            (&[4, 1], &[2, 1, 1]),
+            (&[3, 1, 7], &[3, 2, 7]),
         ];
         let ops = [
             Binary::Add,
