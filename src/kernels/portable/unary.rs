@@ -384,6 +384,21 @@ fn keep_unary(ctx: &mut Ctx<'_, '_, '_>, op: Uk, out_arg: usize) -> Res {
     }
     check_cast(common, ctx.out_dtype(out_arg)?, out_arg)?;
     let mut out = ctx.output(out_arg, x.shape())?;
+    // f32 clamp with ordinary bounds (ReLU6, hardtanh): a select-based slice loop that
+    // vectorises; NaN inputs pass through, as in the generic path.
+    if let (Uk::Clamp(lo, hi), DType::F32, DType::F32) = (op, x.dtype(), out.dtype()) {
+        let bound = |b: Option<Scalar>, inf: f32| b.map_or(inf, |v| v.as_f64() as f32);
+        let (lo, hi) = (bound(lo, f32::NEG_INFINITY), bound(hi, f32::INFINITY));
+        if common == DType::F32 && !lo.is_nan() && !hi.is_nan() {
+            let xs = x.as_slice::<f32>()?;
+            let os = out.as_mut_slice::<f32>()?;
+            for (o, &v) in os.iter_mut().zip(xs) {
+                let c = v.max(lo).min(hi);
+                *o = if v.is_nan() { v } else { c };
+            }
+            return Ok(());
+        }
+    }
     with_num!(num_kind(common), T, keep_unary_t::<T>(op, &x, &mut out)?);
     renormalize(&mut out, common);
     Ok(())
