@@ -34,6 +34,20 @@ impl Shape {
         Some(s)
     }
 
+    /// A shape from `u32` dims (as delegate payloads store them); `None` above [`MAX_RANK`].
+    #[inline]
+    pub fn from_u32(dims: &[u32]) -> Option<Shape> {
+        if dims.len() > MAX_RANK {
+            return None;
+        }
+        let mut s = Shape::scalar();
+        for (d, &v) in s.dims.iter_mut().zip(dims) {
+            *d = v as usize;
+        }
+        s.rank = dims.len() as u8;
+        Some(s)
+    }
+
     pub fn rank(&self) -> usize {
         self.rank as usize
     }

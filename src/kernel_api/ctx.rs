@@ -76,6 +76,12 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         self
     }
 
+    /// Whether an [`Observer`] watches this execution (backends skip computing what they would
+    /// report when nobody does).
+    pub fn observed(&self) -> bool {
+        self.observer.is_some()
+    }
+
     /// Tells the observer, if any, that operation `index` of this delegate region (`kind`,
     /// `out_elems` outputs, `macs` multiply-adds) is about to run. Backends call it per
     /// operation; it costs one branch when nobody watches.

@@ -72,12 +72,8 @@ const ROWS_LOCAL: u32 = 1;
 
 impl Loc {
     fn dims(&self) -> Shape {
-        let mut d = Shape::scalar();
-        for &x in &self.dims[..(self.rank as usize).min(MAX_DIMS)] {
-            // rank ≤ MAX_DIMS < MAX_RANK: the push cannot fail.
-            let _ = d.push(x as usize);
-        }
-        d
+        // rank ≤ MAX_DIMS < MAX_RANK: always a shape.
+        Shape::from_u32(&self.dims[..(self.rank as usize).min(MAX_DIMS)]).unwrap_or(Shape::scalar())
     }
 }
 
@@ -635,12 +631,14 @@ impl Backend for XnnpackBackend {
                 unsafe { core::slice::from_raw_parts_mut(po, no) }
             };
             let od = dims(op.output());
-            ctx.region_op(
-                index,
-                graph::node_name(node.xnode_union_type()),
-                od.numel(),
-                macs(&op, &|id| dims(id), &od),
-            );
+            if ctx.observed() {
+                ctx.region_op(
+                    index,
+                    graph::node_name(node.xnode_union_type()),
+                    od.numel(),
+                    macs(&op, &|id| dims(id), &od),
+                );
+            }
             match op {
                 Op::Binary { op, a, b, .. } => {
                     run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
