@@ -498,7 +498,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         Ok(())
     }
 
-    /// The kernel's scratch area (as many bytes as its [`KernelDef::scratch`] declared).
+    /// The kernel's scratch area (as many bytes as its [`KernelDef::scratch`](super::KernelDef::scratch) declared).
     pub fn scratch(&mut self) -> &mut [u8] {
         self.scratch
     }

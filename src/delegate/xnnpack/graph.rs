@@ -1,6 +1,6 @@
 //! Decoding, validation and shape checking of an `XNNGraph` (schema `schema/xnnpack.fbs`).
 //!
-//! Every node is decoded into an [`Op`] with its value ids; [`check`] verifies ids, dtypes,
+//! Every node is decoded into an [`Op`] with its value ids; `check` verifies ids, dtypes,
 //! and that each node's declared output dims follow from its inputs. Execution decodes the
 //! same way (decoding is a handful of table reads per node).
 

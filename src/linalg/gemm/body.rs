@@ -1,4 +1,4 @@
-//! The plain-Rust micro-kernel body, generic over a lane type ([`Lanes`]): instantiated by
+//! The plain-Rust micro-kernel body, generic over a lane type (`Lanes`): instantiated by
 //! the portable kernel (plain arrays) and the x86 AVX2 kernel (`__m256`).
 
 use super::contract::MAX_NR;

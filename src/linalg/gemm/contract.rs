@@ -13,7 +13,7 @@ pub const NC: usize = 192;
 /// packed A block, `KC·NC` for the packed B panel, 16 for 64-byte alignment): 61,456 floats,
 /// 240 KiB (≤ 256 KiB). Kernels declare
 /// `KernelDef::with_scratch(name, f, GEMM_SCRATCH_F32 * 4 + 16)` (the extra bytes cover
-/// aligning the byte scratch to f32). Smaller shapes need less, see [`sgemm_scratch_len`].
+/// aligning the byte scratch to f32). Smaller shapes need less, see [`sgemm_scratch_len`](super::sgemm_scratch_len).
 pub const GEMM_SCRATCH_F32: usize = MC * KC + KC * NC + ALIGN_F32;
 const _: () = assert!(GEMM_SCRATCH_F32 * 4 <= 256 * 1024);
 

@@ -3,7 +3,7 @@
 //!
 //! [`super::sgemm`] (which picks its kernel itself) sends single-row products here first;
 //! [`super::sgemm_with`] never does, so a caller that chose a micro-kernel gets that kernel.
-//! Whether a GEMV exists for this CPU is decided in `select` ([`select::gemv_for_single_rows`]:
+//! Whether a GEMV exists for this CPU is decided in `select` (`select::gemv_for_single_rows`:
 //! AArch64 with a hand-written kernel selected; the SME2 ZA-array variant when SME2 is the
 //! selected ISA).
 

@@ -6,7 +6,7 @@
 //! Every function is safe, allocation-free and panic-free: slice lengths are checked up front
 //! and a mismatch is a [`KernelError::Shape`] (with `arg` 0; callers that have validated their
 //! shapes can ignore the exact argument). On AArch64 the transcendental, row and transpose
-//! kernels run on Neon ([`neon`], AArch64 only); everywhere else (and for the plain
+//! kernels run on Neon (`neon`, AArch64 only); everywhere else (and for the plain
 //! arithmetic on every target) they run on the [`generic`] twins: branch-free plain Rust that
 //! LLVM vectorises for the target's baseline (SSE2 on x86_64, Neon on AArch64). No function
 //! calls libm per element except `pow` with a non-integer exponent (`sqrtf` for ±0.5, `powf`
