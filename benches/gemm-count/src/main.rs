@@ -5,27 +5,15 @@
 //! `-d in_asm,exec,nochain`) can count exactly the instructions of the call.
 //! Prints `vector_bits=<bits>` (the vector length the kernel uses) on stdout.
 
+mod shared;
+
+use shared::{ptera_bench_mark_begin, ptera_bench_mark_end};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptera::linalg::gemm::select::{self, Isa};
 use ptera::linalg::gemm::{
     pack_b_ahead, prepack_nr, sgemm, sgemm_prepacked, sgemm_scratch_len, MatRef, PackedB,
 };
-
-static MARKS: AtomicU32 = AtomicU32::new(0);
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_begin() {
-    MARKS.fetch_add(1, Ordering::SeqCst);
-}
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_end() {
-    MARKS.fetch_add(2, Ordering::SeqCst);
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

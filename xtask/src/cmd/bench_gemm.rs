@@ -82,6 +82,62 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// Runs `program` (an aarch64 Linux binary and its arguments) under `qemu -cpu cpu` with the
+/// exec trace streamed through a FIFO into a [`TraceCounter`] (with `segment_mark`, if any);
+/// fails unless the program succeeds and both marks were seen.
+pub(crate) fn run_traced(
+    qemu: &Path,
+    cpu: &str,
+    program: &[std::ffi::OsString],
+    segment_mark: Option<&'static str>,
+) -> Result<(TraceCounter, std::process::Output)> {
+    let tmp = std::env::temp_dir().join(format!("ptera-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let fifo = tmp.join("trace.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    if !Command::new("mkfifo").arg(&fifo).status()?.success() {
+        bail!("mkfifo failed");
+    }
+    let child = Command::new(qemu)
+        .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", cpu])
+        .args(["-d", "in_asm,exec,nochain", "-D"])
+        .arg(&fifo)
+        .args(program)
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {}", qemu.display()))?;
+    let mut tc = TraceCounter {
+        segment_mark,
+        ..TraceCounter::default()
+    };
+    {
+        let f = std::fs::File::open(&fifo).context("open trace FIFO")?;
+        let mut r = BufReader::with_capacity(1 << 20, f);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            let l = String::from_utf8_lossy(&buf);
+            tc.line(l.trim_end_matches('\n'))?;
+        }
+    }
+    let out = child.wait_with_output()?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    if !out.status.success() {
+        bail!(
+            "{} failed under {} -cpu {cpu}",
+            program.first().map_or("?".into(), |p| p.to_string_lossy()),
+            qemu.display()
+        );
+    }
+    if tc.state != 3 {
+        bail!("marks not found in the trace");
+    }
+    Ok((tc, out))
+}
+
 pub(crate) fn build_bench() -> Result<PathBuf> {
     let root = root();
     let tdir = root.join("target/gemm-count");
@@ -121,7 +177,7 @@ pub(crate) struct TraceCounter {
     /// With a segment mark: instructions between consecutive calls of it (the first entry is
     /// what ran between the begin mark and the first segment mark; the last ends at the end
     /// mark).
-    pub(crate) segment_mark: Option<&'static str>,
+    segment_mark: Option<&'static str>,
     pub(crate) segments: Vec<u64>,
     seg: u64,
 }
@@ -130,10 +186,6 @@ const BEGIN: &str = "ptera_bench_mark_begin";
 const END: &str = "ptera_bench_mark_end";
 
 impl TraceCounter {
-    pub(crate) fn done(&self) -> bool {
-        self.state == 3
-    }
-
     fn finish_block(&mut self) {
         if let Some((pc, n)) = self.cur.take() {
             self.tb_len.insert(pc, n);
@@ -252,69 +304,34 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
             vl / 8
         );
     }
-    let tmp = std::env::temp_dir().join(format!("ptera-gemm-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp)?;
-    let fifo = tmp.join("trace.fifo");
-    let _ = std::fs::remove_file(&fifo);
-    if !Command::new("mkfifo").arg(&fifo).status()?.success() {
-        bail!("mkfifo failed");
-    }
-    let child = Command::new(&qemu)
-        .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", &cpu])
-        .args(["-d", "in_asm,exec,nochain", "-D"])
-        .arg(&fifo)
-        .args(match (&args.pte, &conv) {
-            (None, Some(c)) => {
-                let mut v = vec![dir.join("conv-count").into_os_string(), isa.clone().into()];
-                v.extend(c.iter().map(|s| s.clone().into()));
-                v
-            }
-            (Some(p), _) => vec![
-                dir.join("pte-count").into_os_string(),
-                isa.clone().into(),
-                std::fs::canonicalize(p)
-                    .with_context(|| format!("cannot find {}", p.display()))?
-                    .into_os_string(),
-            ],
-            (None, None) => vec![
-                dir.join("gemm-count").into_os_string(),
-                isa.clone().into(),
-                args.m.to_string().into(),
-                args.k.to_string().into(),
-                args.n.to_string().into(),
-                if args.prepacked_b {
-                    "prepacked"
-                } else {
-                    "in-place"
-                }
-                .into(),
-            ],
-        })
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot run {}", qemu.display()))?;
-    let mut tc = TraceCounter::default();
-    {
-        let f = std::fs::File::open(&fifo).context("open trace FIFO")?;
-        let mut r = BufReader::with_capacity(1 << 20, f);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            if r.read_until(b'\n', &mut buf)? == 0 {
-                break;
-            }
-            let l = String::from_utf8_lossy(&buf);
-            tc.line(l.trim_end_matches('\n'))?;
+    let program: Vec<std::ffi::OsString> = match (&args.pte, &conv) {
+        (None, Some(c)) => {
+            let mut v = vec![dir.join("conv-count").into_os_string(), isa.clone().into()];
+            v.extend(c.iter().map(|s| s.clone().into()));
+            v
         }
-    }
-    let out = child.wait_with_output()?;
-    let _ = std::fs::remove_dir_all(&tmp);
-    if !out.status.success() {
-        bail!("gemm-count failed under {} -cpu {cpu}", qemu.display());
-    }
-    if tc.state != 3 {
-        bail!("marks not found in the trace");
-    }
+        (Some(p), _) => vec![
+            dir.join("pte-count").into_os_string(),
+            isa.clone().into(),
+            std::fs::canonicalize(p)
+                .with_context(|| format!("cannot find {}", p.display()))?
+                .into_os_string(),
+        ],
+        (None, None) => vec![
+            dir.join("gemm-count").into_os_string(),
+            isa.clone().into(),
+            args.m.to_string().into(),
+            args.k.to_string().into(),
+            args.n.to_string().into(),
+            if args.prepacked_b {
+                "prepacked"
+            } else {
+                "in-place"
+            }
+            .into(),
+        ],
+    };
+    let (tc, out) = run_traced(&qemu, &cpu, &program, None)?;
     if let Some(p) = &args.pte {
         if args.json {
             let v = serde_json::json!({

@@ -8,14 +8,12 @@
 //! A delegate call's own line is its region's overhead outside the nodes.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::bench_gemm::{build_bench, TraceCounter};
+use super::bench_gemm::{build_bench, run_traced};
 
 #[derive(Args, Debug)]
 pub struct OpsArgs {
@@ -62,45 +60,12 @@ pub fn bench_ops(args: OpsArgs) -> Result<()> {
     });
     let model = std::fs::canonicalize(&args.model)
         .with_context(|| format!("cannot find {}", args.model.display()))?;
-    let tmp = std::env::temp_dir().join(format!("ptera-ops-trace-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp)?;
-    let fifo = tmp.join("trace.fifo");
-    let _ = std::fs::remove_file(&fifo);
-    if !Command::new("mkfifo").arg(&fifo).status()?.success() {
-        bail!("mkfifo failed");
-    }
-    let child = Command::new(&qemu)
-        .args(["-L", "/usr/aarch64-linux-gnu", "-cpu", &cpu])
-        .args(["-d", "in_asm,exec,nochain", "-D"])
-        .arg(&fifo)
-        .arg(dir.join("op-profile"))
-        .arg(&isa)
-        .arg(&model)
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot run {}", qemu.display()))?;
-    let mut tc = TraceCounter::default();
-    tc.segment_mark = Some("ptera_bench_mark_op");
-    {
-        let f = std::fs::File::open(&fifo).context("open trace FIFO")?;
-        let mut r = BufReader::with_capacity(1 << 20, f);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            if r.read_until(b'\n', &mut buf)? == 0 {
-                break;
-            }
-            tc.line(String::from_utf8_lossy(&buf).trim_end_matches('\n'))?;
-        }
-    }
-    let out = child.wait_with_output()?;
-    let _ = std::fs::remove_dir_all(&tmp);
-    if !out.status.success() {
-        bail!("op-profile failed under {} -cpu {cpu}", qemu.display());
-    }
-    if !tc.done() {
-        bail!("marks not found in the trace");
-    }
+    let program = [
+        dir.join("op-profile").into_os_string(),
+        isa.clone().into(),
+        model.into_os_string(),
+    ];
+    let (tc, out) = run_traced(&qemu, &cpu, &program, Some("ptera_bench_mark_op"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let events: Vec<(String, String, u64, u64)> = stdout
         .lines()

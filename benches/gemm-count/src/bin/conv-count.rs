@@ -5,25 +5,17 @@
 //! `ptera_bench_mark_end` (counted by `cargo xtask bench gemm --conv`). Prints
 //! `macs=<multiply-adds>` and the vector length on stdout, and checks one output element.
 
+// ptera errors are large by design (context inline, no allocation in the core).
+#![allow(clippy::result_large_err)]
+
+#[path = "../shared.rs"]
+mod shared;
+
+use shared::{ptera_bench_mark_begin, ptera_bench_mark_end};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptera::linalg::conv::{depthwise, nchw, nhwc, Conv2d};
 use ptera::linalg::gemm::select::{self, Isa};
-
-static MARKS: AtomicU32 = AtomicU32::new(0);
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_begin() {
-    MARKS.fetch_add(1, Ordering::SeqCst);
-}
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_end() {
-    MARKS.fetch_add(2, Ordering::SeqCst);
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -8,8 +8,11 @@
 //! After the run it prints one line per segment, in order:
 //! `op <i> <kind> <name> <out_elems> <macs>` (kind `kernel`, `delegate`, `node` or `other`).
 
+#[path = "../shared.rs"]
+mod shared;
+
+use shared::{ptera_bench_mark_begin, ptera_bench_mark_end};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptera::format::fb;
 use ptera::host::AlignedBuf;
@@ -17,20 +20,6 @@ use ptera::kernel_api::{Observer, Value};
 use ptera::linalg::gemm::select::{self, Isa};
 use ptera::Registry;
 use ptera::{Method, MethodMeta, OwnedArenas, Program, Shape};
-
-static MARKS: AtomicU32 = AtomicU32::new(0);
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_begin() {
-    MARKS.fetch_add(1, Ordering::SeqCst);
-}
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_end() {
-    MARKS.fetch_add(2, Ordering::SeqCst);
-}
 
 /// One translated block (no outlined atomic helper), so that each call is one trace entry.
 #[no_mangle]
@@ -151,20 +140,7 @@ fn main() {
     let registry = Registry::standard();
     let program = Program::load(file.as_slice()).expect("load");
     let meta = MethodMeta::new(&program, "forward", &registry).expect("meta");
-    let mut inputs = Vec::new();
-    for i in 0..meta.num_inputs() {
-        let info = meta.input(i).expect("tensor input");
-        let n = info.shape.numel();
-        let mut bytes = vec![0u8; n * info.dtype.size()];
-        for k in 0..n {
-            if info.dtype.is_float() {
-                ptera::tensor::write_f64(info.dtype, &mut bytes, k, ((k % 17) as f64 - 8.0) / 8.0);
-            } else {
-                ptera::tensor::write_i64(info.dtype, &mut bytes, k, 1);
-            }
-        }
-        inputs.push((info.dtype, info.shape, bytes));
-    }
+    let inputs = shared::synth_inputs(&meta);
     let mut bufs = OwnedArenas::for_meta(&meta).expect("arenas");
     let mut method = bufs.load(meta, &registry).expect("load method");
     let mut marker = Marker {

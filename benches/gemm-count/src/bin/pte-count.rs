@@ -2,27 +2,16 @@
 //! between the marks `ptera_bench_mark_begin` / `_end` (counted by `cargo xtask bench gemm
 //! --pte`). Inputs are synthesised (int tensors = 1, float tensors = small ramps).
 
+#[path = "../shared.rs"]
+mod shared;
+
+use shared::{ptera_bench_mark_begin, ptera_bench_mark_end};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use ptera::host::AlignedBuf;
 use ptera::linalg::gemm::select::{self, Isa};
 use ptera::Registry;
 use ptera::{MethodMeta, OwnedArenas, Program, Shape};
-
-static MARKS: AtomicU32 = AtomicU32::new(0);
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_begin() {
-    MARKS.fetch_add(1, Ordering::SeqCst);
-}
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_bench_mark_end() {
-    MARKS.fetch_add(2, Ordering::SeqCst);
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,20 +26,7 @@ fn main() {
     let registry = Registry::standard();
     let program = Program::load(file.as_slice()).expect("load");
     let meta = MethodMeta::new(&program, "forward", &registry).expect("meta");
-    let mut inputs = Vec::new();
-    for i in 0..meta.num_inputs() {
-        let info = meta.input(i).expect("tensor input");
-        let n = info.shape.numel();
-        let mut bytes = vec![0u8; n * info.dtype.size()];
-        for k in 0..n {
-            if info.dtype.is_float() {
-                ptera::tensor::write_f64(info.dtype, &mut bytes, k, ((k % 17) as f64 - 8.0) / 8.0);
-            } else {
-                ptera::tensor::write_i64(info.dtype, &mut bytes, k, 1);
-            }
-        }
-        inputs.push((info.dtype, info.shape, bytes));
-    }
+    let inputs = shared::synth_inputs(&meta);
     let mut bufs = OwnedArenas::for_meta(&meta).expect("arenas");
     let mut method = bufs.load(meta, &registry).expect("load method");
     for round in 0..2 {

@@ -174,10 +174,16 @@ fn vector_lengths() -> String {
         let f = ptera::linalg::cpu::features();
         if f.sve {
             // SAFETY: `cntw` needs SVE, which the ID registers report as present and enabled.
-            s += &format!(" sve-vl {}", unsafe { ptera::linalg::gemm::arm::sve::cntw() } * 32);
+            s += &format!(
+                " sve-vl {}",
+                unsafe { ptera::linalg::gemm::arm::sve::cntw() } * 32
+            );
         }
         if f.sme {
-            s += &format!(" sme-svl {}", ptera::linalg::gemm::arm::sme::svl_bytes() * 8);
+            s += &format!(
+                " sme-svl {}",
+                ptera::linalg::gemm::arm::sme::svl_bytes() * 8
+            );
         }
     }
     s
