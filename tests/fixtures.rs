@@ -179,27 +179,10 @@ fn observer_sees_every_instruction_and_region_node() {
         } else {
             assert!(seen.nodes.is_empty(), "{case}: no regions");
         }
-    }
-    if let Some((_, kind, _, macs)) = {
-        // The MobileNet region has convolution nodes with their MACs.
-        let registry = Registry::standard();
-        let file = pte("mbv2_xnnpack");
-        let program = Program::load(file.as_slice()).unwrap();
-        let meta = MethodMeta::new(&program, "forward", &registry).unwrap();
-        let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
-        let mut method = bufs.load(meta, &registry).unwrap();
-        for (i, inp) in inputs("mbv2_xnnpack").iter().enumerate() {
-            method
-                .set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)
-                .unwrap();
+        if case == "mbv2_xnnpack" {
+            // The MobileNet region has convolution nodes with their multiply-adds.
+            let conv = seen.nodes.iter().find(|n| n.1 == "XNNConv2d");
+            assert!(conv.is_some_and(|n| n.3 > 0), "mbv2_xnnpack: XNNConv2d with MACs");
         }
-        let mut seen = Seen::default();
-        method.execute_observed(&mut seen).unwrap();
-        seen.nodes.into_iter().find(|n| n.1 == "XNNConv2d")
-    } {
-        assert_eq!(kind, "XNNConv2d");
-        assert!(macs > 0);
-    } else {
-        panic!("mbv2_xnnpack has no XNNConv2d node");
     }
 }
