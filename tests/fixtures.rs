@@ -182,7 +182,10 @@ fn observer_sees_every_instruction_and_region_node() {
         if case == "mbv2_xnnpack" {
             // The MobileNet region has convolution nodes with their multiply-adds.
             let conv = seen.nodes.iter().find(|n| n.1 == "XNNConv2d");
-            assert!(conv.is_some_and(|n| n.3 > 0), "mbv2_xnnpack: XNNConv2d with MACs");
+            assert!(
+                conv.is_some_and(|n| n.3 > 0),
+                "mbv2_xnnpack: XNNConv2d with MACs"
+            );
         }
     }
 }

@@ -573,30 +573,23 @@ pub fn sgemm_prepacked_with(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let (m, k, n) = (a.rows, a.cols, b.n);
-    if b.k != k {
-        return Err(shape_err("gemm: inner dimensions differ"));
-    }
     if uk.nr != b.nr {
         return Err(KernelError::Unsupported {
             detail: "gemm: packed B tile width differs from the micro-kernel's",
         });
     }
-    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
-        return Ok(());
-    }
-    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
-    direct(
-        &mut t,
+    with_packed_b(
+        uk,
         ASource::Mat(a),
-        BSource::Prepacked(b),
-        m,
-        n,
-        k,
+        (a.rows, a.cols),
+        b,
+        c,
+        ldc,
+        alpha,
         beta,
+        bias,
         scratch,
-    );
-    Ok(())
+    )
 }
 
 /// `C = alpha·A·B + beta·C + bias` with both operands packed ahead ([`PackedA`] for this
@@ -614,29 +607,49 @@ pub fn sgemm_packed_with(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let (m, k, n) = (a.m, a.k, b.n);
-    if b.k != k {
-        return Err(shape_err("gemm: inner dimensions differ"));
-    }
     if uk.nr != b.nr || uk.mr != a.mr {
         return Err(KernelError::Unsupported {
             detail: "gemm: packed tile sizes differ from the micro-kernel's",
         });
     }
+    with_packed_b(
+        uk,
+        ASource::Packed(a),
+        (a.m, a.k),
+        b,
+        c,
+        ldc,
+        alpha,
+        beta,
+        bias,
+        scratch,
+    )
+}
+
+/// The direct loop nest over a pre-packed B whose tile width is `uk`'s (checked by the
+/// callers), A `m × k` from `a`.
+#[allow(clippy::too_many_arguments)]
+fn with_packed_b(
+    uk: &MicroKernel,
+    a: ASource<'_>,
+    (m, k): (usize, usize),
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let n = b.n;
+    if b.k != k {
+        return Err(shape_err("gemm: inner dimensions differ"));
+    }
     if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
         return Ok(());
     }
     let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
-    direct(
-        &mut t,
-        ASource::Packed(a),
-        BSource::Prepacked(b),
-        m,
-        n,
-        k,
-        beta,
-        scratch,
-    );
+    direct(&mut t, a, BSource::Prepacked(b), m, n, k, beta, scratch);
     Ok(())
 }
 
