@@ -147,6 +147,9 @@ pub enum Error {
     },
     /// Output index past the method's outputs, or an output that is not a tensor.
     OutputIndex { index: usize, count: usize },
+    /// An output tensor has no storage after `execute` (declared without a memory plan or
+    /// data, or freed by a `FreeCall`), so there is nothing to read.
+    OutputNoData { index: usize, value: usize },
     /// The host could not allocate the buffers a method asks for (`std` helpers only).
     HostAllocation { bytes: u64 },
 }
@@ -403,6 +406,10 @@ impl fmt::Display for Error {
                 "input {index}: value differs from the one fixed at export"
             ),
             InputNotSet { index } => write!(f, "input {index} was not set"),
+            OutputNoData { index, value } => write!(
+                f,
+                "output {index} (value {value}) has no storage: it is neither memory-planned nor written"
+            ),
             Kernel {
                 instruction,
                 operator,

@@ -35,8 +35,9 @@ impl Interval {
 
 /// Assigns `offset` to every item (offsets are multiples of `align`, a power of two) and
 /// returns the arena size. `order` is scratch of `items.len()` entries. Zero-size items get
-/// offset 0 and take no space. Deterministic for equal inputs.
-pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> usize {
+/// offset 0 and take no space. Deterministic for equal inputs. `None` when an offset or the
+/// arena size would not fit a `usize` (sizes from a hostile file can be near `usize::MAX`).
+pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> Option<usize> {
     debug_assert!(align.is_power_of_two());
     debug_assert_eq!(items.len(), order.len());
     for (i, o) in order.iter_mut().enumerate() {
@@ -50,7 +51,7 @@ pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> usize {
             .then(x.first.cmp(&y.first))
             .then(a.cmp(&b))
     });
-    let round = |n: usize| n.div_ceil(align) * align;
+    let round = |n: usize| n.div_ceil(align).checked_mul(align);
     let mut total = 0usize;
     for (placed, &idx) in order.iter().enumerate() {
         let cur = items[idx as usize];
@@ -61,14 +62,22 @@ pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> usize {
         // Candidate offsets: 0 and the end of every placed, time-overlapping buffer. The
         // lowest candidate that collides with none of them is optimal for this greedy step.
         let mut best = usize::MAX;
-        for cand in core::iter::once(0).chain(order[..placed].iter().filter_map(|&p| {
-            let o = &items[p as usize];
-            (o.size > 0 && o.overlaps_in_time(&cur)).then(|| round(o.offset + o.size))
-        })) {
+        for p in core::iter::once(None).chain(order[..placed].iter().map(Some)) {
+            let cand = match p {
+                None => 0,
+                Some(&p) => {
+                    let o = &items[p as usize];
+                    if o.size == 0 || !o.overlaps_in_time(&cur) {
+                        continue;
+                    }
+                    // Placed items already fit (checked when they were placed).
+                    round(o.offset + o.size)?
+                }
+            };
             if cand >= best {
                 continue;
             }
-            let end = cand + cur.size;
+            let end = cand.checked_add(cur.size)?;
             let collides = order[..placed].iter().any(|&p| {
                 let o = &items[p as usize];
                 o.size > 0 && o.overlaps_in_time(&cur) && cand < o.offset + o.size && o.offset < end
@@ -78,9 +87,9 @@ pub fn plan(items: &mut [Interval], order: &mut [u32], align: usize) -> usize {
             }
         }
         items[idx as usize].offset = best;
-        total = total.max(round(best + cur.size));
+        total = total.max(round(best.checked_add(cur.size)?)?);
     }
-    total
+    Some(total)
 }
 
 #[cfg(test)]
@@ -108,7 +117,7 @@ mod tests {
         // x0 -> x1 -> x2 -> x3: only neighbours are alive together.
         let mut items: Vec<Interval> = (0..4).map(|i| Interval::new(100, i, i + 1)).collect();
         let mut order = vec![0; 4];
-        let total = plan(&mut items, &mut order, 16);
+        let total = plan(&mut items, &mut order, 16).unwrap();
         check(&items, total, 16);
         assert_eq!(total, 224);
     }
@@ -117,7 +126,7 @@ mod tests {
     fn all_alive_stack_up() {
         let mut items: Vec<Interval> = (0..5).map(|i| Interval::new(10 + i, 0, 9)).collect();
         let mut order = vec![0; 5];
-        let total = plan(&mut items, &mut order, 16);
+        let total = plan(&mut items, &mut order, 16).unwrap();
         check(&items, total, 16);
         assert_eq!(total, 5 * 16);
     }
@@ -135,10 +144,23 @@ mod tests {
                 })
                 .collect();
             let mut order = vec![0; n];
-            let total = plan(&mut items, &mut order, 16);
+            let total = plan(&mut items, &mut order, 16).unwrap();
             check(&items, total, 16);
             let sum: usize = items.iter().map(|i| i.size.div_ceil(16) * 16).sum();
             assert!(total <= sum);
         }
+    }
+
+    /// Sizes near `usize::MAX` (from a hostile file) give `None`, never a wrapped offset.
+    #[test]
+    fn huge_sizes_do_not_overflow() {
+        let mut items = vec![Interval::new(usize::MAX - 8, 0, 1), Interval::new(64, 0, 1)];
+        let mut order = vec![0; 2];
+        assert_eq!(plan(&mut items, &mut order, 16), None);
+        let mut items = vec![
+            Interval::new(usize::MAX / 2 + 1, 0, 1),
+            Interval::new(usize::MAX / 2 + 1, 1, 2),
+        ];
+        assert_eq!(plan(&mut items, &mut order, 16), None);
     }
 }

@@ -350,3 +350,75 @@ fn unknown_method_is_named() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+/// An output that no instruction leaves storage for (declared with no memory plan and never
+/// bound, or freed by a `FreeCall`) is a typed error from `execute` and `Method::output`; a
+/// view over a null pointer would be undefined behaviour when its bytes are read.
+#[test]
+fn output_without_storage_is_an_error_not_a_null_view() {
+    use ptera::testing::Step;
+    // Freed before the end.
+    let mut t = OpTest::new("aten::abs.out");
+    let x = t.input_f32(&[4], &[1.0, -2.0, 3.0, -4.0]);
+    let y = t.output(DType::F32, &[4]);
+    t.steps(&[
+        Step::Kernel("aten::abs.out".into(), vec![x, y, y]),
+        Step::Free(y),
+    ]);
+    match t.run() {
+        Err(Error::OutputNoData { index: 0, value }) => assert_eq!(value, y as usize),
+        other => panic!("freed output: expected OutputNoData, got {other:?}"),
+    }
+    // Declared unplanned and never bound by any kernel.
+    let mut t = OpTest::new("aten::abs.out");
+    let x = t.input_f32(&[4], &[1.0, -2.0, 3.0, -4.0]);
+    let y = t.output(DType::F32, &[4]);
+    let z = t.output_unplanned(DType::F32, &[4]);
+    t.call(&[x, y, y]);
+    match t.run() {
+        Err(Error::OutputNoData { index: 1, value }) => assert_eq!(value, z as usize),
+        other => panic!("unplanned output: expected OutputNoData, got {other:?}"),
+    }
+}
+
+/// `segment_base_offset = 0` with a non-zero `segment_data_size` is refused at load; before,
+/// `Program::segment` sliced past the end of the file.
+#[test]
+fn segment_data_without_base_offset_is_refused() {
+    let file = pte("mlp_portable");
+    let mut b = file.as_slice().to_vec();
+    b[24..32].copy_from_slice(&0u64.to_le_bytes());
+    assert!(matches!(
+        Program::load(AlignedBuf::from_bytes(&b).as_slice()),
+        Err(Error::BadHeader { .. })
+    ));
+    // Every variant of the base offset either loads with in-bounds segments or is refused.
+    for base in [1u64, 8, 64, 128, b.len() as u64 - 1, b.len() as u64] {
+        let mut c = file.as_slice().to_vec();
+        c[24..32].copy_from_slice(&base.to_le_bytes());
+        let _ = try_everything(&c, "mlp_portable");
+    }
+}
+
+/// XNNPACK payloads shorter than a flatbuffer's root offset and identifier (8 bytes) are a
+/// typed error at `MethodMeta::new`, not the flatbuffers crate's assertion.
+#[test]
+fn tiny_xnnpack_payloads_are_refused() {
+    for len in 0..8 {
+        let mut t = OpTest::delegate("XnnpackBackend", vec![0x5a; len]);
+        let x = t.input_f32(&[2], &[1.0, 2.0]);
+        let y = t.output(DType::F32, &[2]);
+        t.call(&[x, y]);
+        let bytes = t.build();
+        let buf = AlignedBuf::from_bytes(&bytes);
+        let program = Program::load(buf.as_slice()).unwrap();
+        let reg = Registry::standard();
+        match MethodMeta::new(&program, "forward", &reg) {
+            Err(Error::DelegateInit { .. }) => {}
+            other => panic!(
+                "{len}-byte payload: expected DelegateInit error, got {:?}",
+                other.err()
+            ),
+        }
+    }
+}

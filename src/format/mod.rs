@@ -146,6 +146,11 @@ impl<'a> Program<'a> {
                         len,
                     });
                 }
+                if h.segment_base_offset == 0 && h.segment_data_size != 0 {
+                    return Err(Error::BadHeader {
+                        detail: "segment_data_size given without a segment_base_offset",
+                    });
+                }
                 let base = if h.segment_base_offset == 0 {
                     len
                 } else {
@@ -310,9 +315,11 @@ impl<'a> Program<'a> {
             });
         }
         let s = segs.get(index);
+        // Never past the end of the buffer, whatever the header says.
+        let available = (self.data.len() as u64).saturating_sub(self.segment_base);
         let limit = match self.header {
-            Some(h) if h.segment_data_size > 0 => h.segment_data_size,
-            _ => self.data.len() as u64 - self.segment_base,
+            Some(h) if h.segment_data_size > 0 => h.segment_data_size.min(available),
+            _ => available,
         };
         let end = s.offset().checked_add(s.size());
         match end {

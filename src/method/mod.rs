@@ -265,6 +265,9 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             return None;
         };
         let t = self.tables.tensors.get(*s as usize)?;
+        if t.data.is_null() && t.nbytes() > 0 {
+            return None;
+        }
         Some(TensorRef {
             dtype: t.dtype,
             shape: t.shape,
@@ -284,8 +287,9 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                 count: outputs.len(),
             });
         }
-        let slot = match self.tables.values[outputs.get(index) as usize] {
-            Value::Tensor(s) => s as usize,
+        let value = outputs.get(index) as usize;
+        let slot = match self.tables.values.get(value) {
+            Some(Value::Tensor(s)) => *s as usize,
             _ => {
                 return Err(Error::OutputIndex {
                     index,
@@ -293,7 +297,14 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                 })
             }
         };
-        let t = &self.tables.tensors[slot];
+        let t = self.tables.tensors.get(slot).ok_or(Error::OutputIndex {
+            index,
+            count: outputs.len(),
+        })?;
+        // A view over a null pointer would be undefined behaviour in `TensorRef::bytes`.
+        if t.data.is_null() && t.nbytes() > 0 {
+            return Err(Error::OutputNoData { index, value });
+        }
         Ok(TensorRef {
             dtype: t.dtype,
             shape: t.shape,
@@ -334,7 +345,22 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             demand: &self.demand,
             observer: observer.map(|o| o as &mut dyn Observer),
         }
-        .run()
+        .run()?;
+        // Every tensor output must have storage to be read from (see `Method::output`).
+        let outputs = self.meta.plan().outputs().unwrap_or_default();
+        for (index, value) in outputs.iter().enumerate() {
+            if let Some(Value::Tensor(s)) = self.tables.values.get(value as usize) {
+                if let Some(t) = self.tables.tensors.get(*s as usize) {
+                    if t.data.is_null() && t.nbytes() > 0 {
+                        return Err(Error::OutputNoData {
+                            index,
+                            value: value as usize,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -564,7 +564,7 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Shape) -> Result<(), KernelEr
             if last_dim(&xd) != k
                 || k == 0
                 || last_dim(&out) != n
-                || xd.numel() / k * n != out.numel()
+                || (xd.numel() / k).checked_mul(n) != Some(out.numel())
             {
                 return mismatch("XNNFullyConnected: input, filter and output dims disagree");
             }

@@ -27,7 +27,11 @@ fn u32_at(b: &[u8], at: usize) -> usize {
 
 /// Parses and bounds-checks the header.
 pub fn parse(payload: &[u8]) -> Result<Layout, KernelError> {
-    if payload.len() < 8 || &payload[4..8] != MAGIC {
+    // Anything shorter cannot hold a flatbuffer's root offset and identifier.
+    if payload.len() < 8 {
+        return Err(bad("XNNPACK payload shorter than 8 bytes"));
+    }
+    if &payload[4..8] != MAGIC {
         return Ok(Layout {
             flatbuffer: (0, payload.len()),
             constants: None,

@@ -401,9 +401,13 @@ fn analyze(
     for _ in 0..life.len() {
         let _ = order.push(0);
     }
-    let planned = planner::plan(&mut life, &mut order, 16);
-    let gemm_off = planned.div_ceil(64) * 64;
-    let scratch = gemm_off + work_f32 * 4;
+    let too_big = || bad("XNNPACK region: intermediate values exceed the address space");
+    let planned = planner::plan(&mut life, &mut order, 16).ok_or_else(too_big)?;
+    let gemm_off = planned.div_ceil(64).checked_mul(64).ok_or_else(too_big)?;
+    let scratch = work_f32
+        .checked_mul(4)
+        .and_then(|w| w.checked_add(gemm_off))
+        .ok_or_else(too_big)?;
     let head = Head {
         n_values: nv as u32,
         num_externs: num_externs as u32,
