@@ -829,29 +829,7 @@ pub fn split_key(key: &str) -> (&str, &str) {
 /// Inserts a 32-byte `eh00` header after the identifier and appends `segments` from a
 /// 128-aligned base, each 128-aligned, as ExecuTorch's serializer does.
 pub fn with_segments(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
-    let mut segment = Vec::new();
-    for s in segments {
-        segment.resize(segment.len().div_ceil(128) * 128, 0);
-        segment.extend_from_slice(s);
-    }
-    const P: usize = 32;
-    let program_size = flatbuffer.len() + P;
-    let base = program_size.div_ceil(128) * 128;
-    let mut out = Vec::with_capacity(base + segment.len());
-    let root =
-        u32::from_le_bytes([flatbuffer[0], flatbuffer[1], flatbuffer[2], flatbuffer[3]]) + P as u32;
-    out.extend_from_slice(&root.to_le_bytes());
-    out.extend_from_slice(&flatbuffer[4..8]);
-    out.extend_from_slice(b"eh00");
-    out.extend_from_slice(&32u32.to_le_bytes());
-    out.extend_from_slice(&(program_size as u64).to_le_bytes());
-    out.extend_from_slice(&(base as u64).to_le_bytes());
-    out.extend_from_slice(&(segment.len() as u64).to_le_bytes());
-    out.resize(8 + P, 0);
-    out.extend_from_slice(&flatbuffer[8..]);
-    out.resize(base, 0);
-    out.extend_from_slice(&segment);
-    out
+    crate::format::write::container(flatbuffer, segments)
 }
 
 #[cfg(test)]

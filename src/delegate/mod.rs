@@ -1,5 +1,6 @@
 //! Delegate backends for `DelegateCall` regions: the [`Backend`] contract, resolved slots, and
-//! the backends ptera ships (`xnnpack/`).
+//! the backends ptera ships (`xnnpack/` for ExecuTorch's XNNPACK payloads, `ptera/` for the
+//! regions `xtask lower` writes).
 //!
 //! A backend validates its payload when the method's [`crate::MethodMeta`] is computed and
 //! reports how much memory it needs: `state` bytes (its translated plan, kept for the method's
@@ -116,4 +117,5 @@ pub fn init_error(d: usize, backend: &str, e: KernelError) -> Error {
     }
 }
 
+pub mod ptera;
 pub mod xnnpack;

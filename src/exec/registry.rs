@@ -24,7 +24,10 @@ impl Registry<'static> {
 }
 
 /// Every backend ptera ships.
-pub static BACKENDS: &[&dyn Backend] = &[&crate::delegate::xnnpack::BACKEND];
+pub static BACKENDS: &[&dyn Backend] = &[
+    &crate::delegate::xnnpack::BACKEND,
+    &crate::delegate::ptera::BACKEND,
+];
 
 impl Registry<'static> {
     /// The portable kernel library and every backend ptera ships (`XnnpackBackend`).

@@ -3,9 +3,13 @@
 //! offset is checked before use; a bad file yields an [`Error`], never a panic.
 
 pub mod generated;
+#[cfg(any(test, feature = "std"))]
+pub mod write;
 
 use crate::error::{self, Error};
 pub use generated::program::executorch_flatbuffer as fb;
+/// ptera's own delegate payload (`schema/ptera.fbs`), written by `xtask lower`.
+pub use generated::ptera::ptera_region as region_fb;
 
 /// Alignment the program buffer must have (ExecuTorch's `alignof(max_align_t)`).
 pub const PROGRAM_ALIGN: usize = 16;

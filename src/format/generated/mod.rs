@@ -14,3 +14,5 @@
 pub mod program;
 #[rustfmt::skip]
 pub mod xnnpack;
+#[rustfmt::skip]
+pub mod ptera;

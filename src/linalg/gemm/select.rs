@@ -221,6 +221,21 @@ pub fn prepack_nr(m: usize, n: usize, k: usize) -> usize {
     micro_kernel_for(m, n, k).nr()
 }
 
+/// The panel width (`NR`) of `isa`'s micro-kernel at vector length `vector_bits` for a
+/// product with `n` columns, on any CPU: what ahead-of-time packing (`xtask lower`) targets.
+/// The same table as the kernels' own tiles (module docs): Generic 16; Neon 12, or 8 when 8
+/// divides `n` and 12 does not; SVE2 3·VL/32 (VL 128..512 in steps of 128); SME/SME2
+/// 2·SVL/32 (SVL 128, 256, 512). `None` for a vector length the kernels do not have.
+pub fn tile_nr(isa: Isa, vector_bits: u32, n: usize) -> Option<usize> {
+    let vl = vector_bits as usize;
+    match isa {
+        Isa::Generic => Some(16),
+        Isa::Neon => Some(if n % 12 != 0 && n % 8 == 0 { 8 } else { 12 }),
+        Isa::Sve2 => matches!(vl, 128 | 256 | 384 | 512).then_some(3 * vl / 32),
+        Isa::Sme | Isa::Sme2 => matches!(vl, 128 | 256 | 512).then_some(2 * vl / 32),
+    }
+}
+
 /// Whether the M = 1 products of [`super::sgemm`] go to the GEMV ([`super::gemv`]): on
 /// AArch64 whenever a hand-written kernel is selected.
 pub fn gemv_for_single_rows() -> bool {

@@ -1,0 +1,374 @@
+//! ptera's own delegate (`BackendDelegate.id == "PteraBackend"`): the regions `xtask lower`
+//! writes, run on the GEMM micro-kernels with weights packed ahead of time.
+//!
+//! The payload is a `ptera_region::Region` flatbuffer (`schema/ptera.fbs`, identifier
+//! `PTR1`, ABI [`ABI`]). Each operation reads and writes DelegateCall arguments (inputs first,
+//! then outputs). A `Packed` weight lives in the program's named data as
+//! [`PackedB`](crate::linalg::gemm::PackedB) panels of the target's tile width and is read
+//! in place, never copied; when this CPU has no kernel of that width, the GEMM computes
+//! panel by panel over the same bytes (slower, same result).
+//!
+//! State (per delegate, in the metadata buffer): for each operation, the byte offset and
+//! length of its packed weight inside the program (`u64` pairs, little endian), resolved and
+//! checked once at load.
+
+use crate::delegate::{Backend, DelegateInit, Requirements};
+use crate::error::KernelError;
+use crate::format::region_fb as rf;
+use crate::kernel_api::KernelCtx;
+use crate::linalg::gemm::{self, MatRef, PackedB, GEMM_SCRATCH_F32, MAX_NR};
+use crate::linalg::vecmath as vec;
+
+/// The backend id programs use.
+pub const ID: &str = "PteraBackend";
+/// The payload ABI this runtime reads.
+pub const ABI: u32 = 1;
+/// Payload file identifier.
+pub const IDENTIFIER: &str = "PTR1";
+
+/// The backend instance registered in [`crate::exec::registry::BACKENDS`].
+pub static BACKEND: PteraBackend = PteraBackend;
+
+/// ptera's own region backend (stateless; per-method state lives in the metadata buffer).
+pub struct PteraBackend;
+
+/// Bytes of state per operation (offset and length of its packed weight).
+const STATE_PER_OP: usize = 16;
+
+fn bad(detail: &'static str) -> KernelError {
+    KernelError::Value { arg: 0, detail }
+}
+
+const VERIFIER: flatbuffers::VerifierOptions = flatbuffers::VerifierOptions {
+    max_depth: 16,
+    max_tables: 1 << 20,
+    max_apparent_size: 1 << 30,
+    ignore_missing_null_terminator: false,
+};
+
+/// The verified region of a payload, with its ABI checked.
+pub fn region_of(payload: &[u8]) -> Result<rf::Region<'_>, KernelError> {
+    if payload.len() < 8 || !flatbuffers::buffer_has_identifier(payload, IDENTIFIER, false) {
+        return Err(bad("ptera region: not a PTR1 payload"));
+    }
+    let r = flatbuffers::root_with_opts::<rf::Region>(&VERIFIER, payload)
+        .map_err(|_| bad("ptera region: flatbuffer failed verification"))?;
+    if r.abi() != ABI {
+        return Err(bad(
+            "ptera region: payload ABI version not supported by this runtime",
+        ));
+    }
+    Ok(r)
+}
+
+/// One validated linear operation.
+struct Linear {
+    input: usize,
+    output: usize,
+    bias: Option<usize>,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    beta: f32,
+    act: rf::Activation,
+    weight: WeightRef,
+}
+
+#[derive(Clone, Copy)]
+enum WeightRef {
+    /// Packed panels of width `nr` in named data `key`.
+    Packed { nr: usize },
+    /// A constant argument, `[K, N]` (`transposed == false`) or `[N, K]`.
+    Arg { arg: usize, transposed: bool },
+}
+
+fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Option<&str>), KernelError> {
+    let l = op
+        .op_as_linear()
+        .ok_or(bad("ptera region: unknown operation kind"))?;
+    let w = l
+        .weight()
+        .ok_or(bad("ptera region: linear without weight"))?;
+    let (k, n) = (l.k() as usize, l.n() as usize);
+    if k == 0 || n == 0 {
+        return Err(bad("ptera region: linear with zero depth or width"));
+    }
+    let arg = |a: i32| usize::try_from(a).map_err(|_| bad("ptera region: negative argument"));
+    let (weight, key) = match w.layout() {
+        rf::WeightLayout::Packed => {
+            let nr = w.nr() as usize;
+            if nr == 0 || nr > MAX_NR {
+                return Err(bad("ptera region: packed tile width out of range"));
+            }
+            let key = w
+                .key()
+                .ok_or(bad("ptera region: packed weight without key"))?;
+            (WeightRef::Packed { nr }, Some(key))
+        }
+        rf::WeightLayout::KxN => (
+            WeightRef::Arg {
+                arg: arg(w.arg())?,
+                transposed: false,
+            },
+            None,
+        ),
+        rf::WeightLayout::NxK => (
+            WeightRef::Arg {
+                arg: arg(w.arg())?,
+                transposed: true,
+            },
+            None,
+        ),
+        _ => return Err(bad("ptera region: unknown weight layout")),
+    };
+    let act = l.activation();
+    if !matches!(
+        act,
+        rf::Activation::None
+            | rf::Activation::Relu
+            | rf::Activation::GeluErf
+            | rf::Activation::GeluTanh
+    ) {
+        return Err(bad("ptera region: unknown activation"));
+    }
+    Ok((
+        Linear {
+            input: l.input() as usize,
+            output: l.output() as usize,
+            bias: (l.bias() >= 0).then_some(l.bias() as usize),
+            k,
+            n,
+            alpha: l.alpha(),
+            beta: l.beta(),
+            act,
+            weight,
+        },
+        key,
+    ))
+}
+
+/// Bytes of the packed weight of an operation: named data `key`, exactly
+/// `PackedB::len_for(k, n, nr)` floats, 4-byte aligned.
+fn packed_bytes<'p>(
+    init: &DelegateInit<'p>,
+    key: &str,
+    l: &Linear,
+    nr: usize,
+) -> Result<&'p [u8], KernelError> {
+    let data = init.program.named_data(key).ok_or(bad(
+        "ptera region: packed weight key not in the program's named data",
+    ))?;
+    let floats =
+        PackedB::len_for(l.k, l.n, nr).ok_or(bad("ptera region: packed size overflows"))?;
+    if floats.checked_mul(4) != Some(data.len()) {
+        return Err(bad(
+            "ptera region: packed weight size does not match k, n, nr",
+        ));
+    }
+    if data.as_ptr() as usize % 4 != 0 {
+        return Err(bad("ptera region: packed weight not 4-byte aligned"));
+    }
+    Ok(data)
+}
+
+fn u64_at(state: &[u8], at: usize) -> Option<u64> {
+    let b = state.get(at..at + 8)?;
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    Some(u64::from_le_bytes(w))
+}
+
+/// Views 4-byte aligned bytes as floats.
+fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
+    // SAFETY: f32 is plain old data (no padding, every bit pattern valid, align 4);
+    // `align_to` only puts correctly aligned whole elements in the middle slice.
+    let (pre, mid, post) = unsafe { bytes.align_to::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
+impl Backend for PteraBackend {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn prepare(&self, init: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
+        let r = region_of(init.payload)?;
+        let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        for op in ops.iter() {
+            let (l, key) = linear_of(op)?;
+            if let (WeightRef::Packed { nr }, Some(key)) = (l.weight, key) {
+                packed_bytes(init, key, &l, nr)?;
+            }
+        }
+        let state = ops
+            .len()
+            .checked_mul(STATE_PER_OP)
+            .ok_or(bad("ptera region: too many operations"))?;
+        Ok(Requirements {
+            state,
+            scratch: if ops.is_empty() {
+                0
+            } else {
+                GEMM_SCRATCH_F32 * 4 + 16
+            },
+        })
+    }
+
+    fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
+        let r = region_of(init.payload)?;
+        let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        if state.len() < ops.len() * STATE_PER_OP {
+            return Err(bad("ptera region: state area too small"));
+        }
+        let base = init.program.bytes().as_ptr() as usize;
+        for (i, op) in ops.iter().enumerate() {
+            let (l, key) = linear_of(op)?;
+            let (off, len) = match (l.weight, key) {
+                (WeightRef::Packed { nr }, Some(key)) => {
+                    let b = packed_bytes(init, key, &l, nr)?;
+                    ((b.as_ptr() as usize - base) as u64, b.len() as u64)
+                }
+                _ => (0, 0),
+            };
+            let at = i * STATE_PER_OP;
+            state[at..at + 8].copy_from_slice(&off.to_le_bytes());
+            state[at + 8..at + 16].copy_from_slice(&len.to_le_bytes());
+        }
+        Ok(())
+    }
+
+    fn execute(
+        &self,
+        init: &DelegateInit<'_>,
+        state: &[u8],
+        ctx: &mut KernelCtx<'_, '_, '_>,
+    ) -> Result<(), KernelError> {
+        let r = region_of(init.payload)?;
+        let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        let program = init.program.bytes();
+        for (i, op) in ops.iter().enumerate() {
+            let (l, _) = linear_of(op)?;
+            let packed = match l.weight {
+                WeightRef::Packed { nr } => {
+                    let at = i * STATE_PER_OP;
+                    let (off, len) = (u64_at(state, at), u64_at(state, at + 8));
+                    let (Some(off), Some(len)) = (off, len) else {
+                        return Err(bad("ptera region: state area too small"));
+                    };
+                    let bytes = usize::try_from(off)
+                        .ok()
+                        .zip(usize::try_from(len).ok())
+                        .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
+                        .ok_or(bad("ptera region: packed weight outside the program"))?;
+                    let data =
+                        as_f32(bytes).ok_or(bad("ptera region: packed weight misaligned"))?;
+                    Some(PackedB::new(data, l.k, l.n, nr)?)
+                }
+                WeightRef::Arg { .. } => None,
+            };
+            linear(ctx, i, &l, packed)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs one linear operation: `out = act(alpha · x · W + beta · bias)`.
+fn linear(
+    ctx: &mut KernelCtx<'_, '_, '_>,
+    index: usize,
+    l: &Linear,
+    packed: Option<PackedB<'_>>,
+) -> Result<(), KernelError> {
+    let x = ctx.input(l.input)?;
+    let xd = x.as_slice::<f32>()?;
+    if x.rank() == 0 || x.dims()[x.rank() - 1] != l.k {
+        return Err(KernelError::Shape {
+            arg: l.input,
+            detail: "ptera linear: input's last dimension differs from the weight's depth",
+        });
+    }
+    let m = x.numel() / l.k;
+    let mut shape = *x.shape();
+    let last = shape.rank() - 1;
+    shape.dims_mut()[last] = l.n;
+    let bias = match l.bias {
+        Some(b) => {
+            let t = ctx.input(b)?;
+            let v = t.as_slice::<f32>()?;
+            if v.len() != l.n {
+                return Err(KernelError::Shape {
+                    arg: b,
+                    detail: "ptera linear: bias length differs from the output width",
+                });
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let plain = match l.weight {
+        WeightRef::Arg { arg, transposed } => {
+            let w = ctx.input(arg)?;
+            let wd = w.as_slice::<f32>()?;
+            if w.numel() != l.k * l.n {
+                return Err(KernelError::Shape {
+                    arg,
+                    detail: "ptera linear: weight size differs from k·n",
+                });
+            }
+            Some(if transposed {
+                MatRef::row_major(wd, l.n, l.k)?.t()
+            } else {
+                MatRef::row_major(wd, l.k, l.n)?
+            })
+        }
+        WeightRef::Packed { .. } => None,
+    };
+    let (lo, hi) = match ctx.demanded_rows(l.output) {
+        Some((lo, hi)) if lo < hi && hi <= m => (lo, hi),
+        _ => (0, m),
+    };
+    if ctx.observed() {
+        ctx.region_op(index, "Linear", m * l.n, ((hi - lo) * l.n * l.k) as u64);
+    }
+    let mut out = ctx.output(l.output, &shape)?;
+    let od = out.as_mut_slice::<f32>()?;
+    let (k, n) = (l.k, l.n);
+    let rows = hi - lo;
+    // `beta` scales the bias; the GEMM adds its bias unscaled.
+    let direct_bias = if l.beta == 1.0 { bias } else { None };
+    let scratch_len = gemm::sgemm_scratch_len(rows, n, k);
+    let scratch = ctx.scratch_f32(scratch_len)?;
+    let a = MatRef::row_major(&xd[lo * k..], rows, k)?;
+    let c = &mut od[lo * n..hi * n];
+    match (packed, plain) {
+        (Some(b), _) => gemm::sgemm_prepacked(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
+        (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
+        (None, None) => return Err(bad("ptera region: linear without weight")),
+    }
+    if let (Some(bv), true) = (bias, l.beta != 1.0) {
+        for row in c.chunks_exact_mut(n) {
+            for (o, b) in row.iter_mut().zip(bv) {
+                *o += l.beta * b;
+            }
+        }
+    }
+    activate(l.act, c)
+}
+
+/// Applies the activation in place, through a small stack buffer (the vector functions take
+/// distinct input and output slices).
+fn activate(act: rf::Activation, c: &mut [f32]) -> Result<(), KernelError> {
+    let f: fn(&[f32], &mut [f32]) -> Result<(), KernelError> = match act {
+        rf::Activation::Relu => vec::relu,
+        rf::Activation::GeluErf => vec::gelu_erf,
+        rf::Activation::GeluTanh => vec::gelu_tanh,
+        _ => return Ok(()),
+    };
+    let mut tmp = [0f32; 256];
+    for chunk in c.chunks_mut(tmp.len()) {
+        let t = &mut tmp[..chunk.len()];
+        t.copy_from_slice(chunk);
+        f(t, chunk)?;
+    }
+    Ok(())
+}

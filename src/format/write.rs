@@ -1,0 +1,58 @@
+//! Writing the `.pte` container (host side, `std`): a finished `Program` flatbuffer plus its
+//! segments become one file with the `eh00` extended header, in the layout ExecuTorch's own
+//! serializer produces (segments 128-aligned after the flatbuffer, zero padding between).
+
+use std::vec::Vec;
+
+/// Segment alignment in the file (ExecuTorch's default `segment_alignment`).
+pub const SEGMENT_ALIGN: usize = 128;
+
+/// Bytes inserted after the flatbuffer's identifier for the extended header: 32, a multiple
+/// of the largest `force_align` (16) the schema uses, so internal alignment is preserved.
+const HEADER_PAD: usize = 32;
+
+/// Where segment `i` starts, relative to the segment base, when `sizes` are laid out in
+/// order at [`SEGMENT_ALIGN`] (what `DataSegment.offset` must say).
+pub fn segment_offsets(sizes: &[usize]) -> Vec<u64> {
+    let mut at = 0usize;
+    sizes
+        .iter()
+        .map(|&s| {
+            let here = at;
+            at = (at + s).div_ceil(SEGMENT_ALIGN) * SEGMENT_ALIGN;
+            here as u64
+        })
+        .collect()
+}
+
+/// The file: `flatbuffer` (a finished buffer with root offset and `ET12`) with the extended
+/// header spliced in at byte 8, then the segments at the offsets [`segment_offsets`] gives.
+/// `flatbuffer` must be at least 8 bytes (any finished flatbuffer is).
+pub fn container(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
+    let sizes: Vec<usize> = segments.iter().map(|s| s.len()).collect();
+    let offsets = segment_offsets(&sizes);
+    let data_size = match (offsets.last(), sizes.last()) {
+        (Some(&o), Some(&s)) => o as usize + s,
+        _ => 0,
+    };
+    let program_size = flatbuffer.len() + HEADER_PAD;
+    let base = program_size.div_ceil(SEGMENT_ALIGN) * SEGMENT_ALIGN;
+    let mut out = Vec::with_capacity(base + data_size);
+    let root = u32::from_le_bytes([flatbuffer[0], flatbuffer[1], flatbuffer[2], flatbuffer[3]])
+        + HEADER_PAD as u32;
+    out.extend_from_slice(&root.to_le_bytes());
+    out.extend_from_slice(&flatbuffer[4..8]);
+    out.extend_from_slice(b"eh00");
+    out.extend_from_slice(&32u32.to_le_bytes());
+    out.extend_from_slice(&(program_size as u64).to_le_bytes());
+    out.extend_from_slice(&(base as u64).to_le_bytes());
+    out.extend_from_slice(&(data_size as u64).to_le_bytes());
+    out.resize(8 + HEADER_PAD, 0);
+    out.extend_from_slice(&flatbuffer[8..]);
+    out.resize(base, 0);
+    for (s, &o) in segments.iter().zip(&offsets) {
+        out.resize(base + o as usize, 0);
+        out.extend_from_slice(s);
+    }
+    out
+}
