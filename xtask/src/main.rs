@@ -49,6 +49,8 @@ enum Cmd {
         #[arg(long, default_value_t = 1e-4)]
         rtol: f64,
     },
+    /// Lower a .pte for a target: matmul regions on ptera's own backend, weights pre-packed.
+    Lower(cmd::lower::LowerArgs),
     /// Build the bare-metal firmware for a model and board and run it under qemu-system-aarch64.
     Qemu(cmd::qemu::QemuArgs),
     /// Write the boot files for a board (kernel8.img + config.txt, or image + U-Boot commands).
@@ -130,6 +132,7 @@ fn main() -> ExitCode {
             atol,
             rtol,
         } => cmd::compare::compare(&got, &want, atol, rtol),
+        Cmd::Lower(args) => cmd::lower::lower_cmd(args),
         Cmd::Qemu(args) => cmd::qemu::qemu(args),
         Cmd::Deploy(args) => cmd::deploy::deploy(args),
         Cmd::Boards { names, json } => cmd::boards::boards(names, json),

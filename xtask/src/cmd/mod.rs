@@ -7,5 +7,6 @@ pub mod boards;
 pub mod compare;
 pub mod deploy;
 pub mod inspect;
+pub mod lower;
 pub mod qemu;
 pub mod run;

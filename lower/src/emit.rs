@@ -1,0 +1,435 @@
+//! Rebuilds the `Program` flatbuffer with the flatbuffers builder: every table is copied from
+//! the input (read with ptera's own reader), except what the lowering changes: absorbed
+//! instructions become `DelegateCall`s to `PteraBackend`, removed ones disappear (jump targets
+//! renumbered), weights that were packed are dropped from the constant segment (their values
+//! become `Null`), and the new payloads and packed panels are appended as segments.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use flatbuffers::{FlatBufferBuilder, ForwardsUOffset, Vector, WIPOffset};
+use ptera::format::fb;
+
+/// Changes to one method.
+#[derive(Default)]
+pub struct PlanEdit {
+    /// Instructions of chain 0 that disappear.
+    pub removed: BTreeSet<usize>,
+    /// Instructions of chain 0 replaced by a DelegateCall: pc → (index into `new_delegates`, args).
+    pub replaced: BTreeMap<usize, (usize, Vec<i32>)>,
+    /// Values that become `Null` (no instruction names them any more).
+    pub nulled: BTreeSet<usize>,
+    /// New delegates of this method: segment index of each payload (in the output's list).
+    pub new_delegates: Vec<u32>,
+}
+
+/// Changes to the whole program.
+pub struct ProgramEdit {
+    pub plans: Vec<PlanEdit>,
+    /// Old constant buffer index → new index (buffers absent here are dropped).
+    pub buffer_map: BTreeMap<u32, u32>,
+    /// New constant segment offsets (`[0]` placeholder first), or `None` to keep the table.
+    pub constant_offsets: Option<Vec<u64>>,
+    /// Every segment of the output, in order (original ones first, same indices).
+    pub segment_sizes: Vec<usize>,
+    /// Named data to add: (key, segment index).
+    pub new_named: Vec<(String, u32)>,
+}
+
+type Off<T> = WIPOffset<T>;
+
+fn s<'b>(b: &mut FlatBufferBuilder<'b>, v: Option<&str>) -> Option<Off<&'b str>> {
+    v.map(|x| b.create_string(x))
+}
+
+fn tensor<'b>(b: &mut FlatBufferBuilder<'b>, t: fb::Tensor<'_>, map: &BTreeMap<u32, u32>) -> Off<fb::Tensor<'b>> {
+    let sizes = t.sizes().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let dim_order = t.dim_order().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let alloc = t.allocation_info().map(|a| {
+        fb::AllocationDetails::create(
+            b,
+            &fb::AllocationDetailsArgs {
+                memory_id: a.memory_id(),
+                memory_offset_low: a.memory_offset_low(),
+                memory_offset_high: a.memory_offset_high(),
+            },
+        )
+    });
+    let extra = t.extra_tensor_info().map(|e| {
+        let fqn = s(b, e.fully_qualified_name());
+        fb::ExtraTensorInfo::create(
+            b,
+            &fb::ExtraTensorInfoArgs {
+                mutable_data_segments_idx: e.mutable_data_segments_idx(),
+                fully_qualified_name: fqn,
+                location: e.location(),
+                device_type: e.device_type(),
+                device_index: e.device_index(),
+            },
+        )
+    });
+    // Constants are renumbered; mutable initial state (planned) keeps its index, which points
+    // into the mutable segment, not the constant one.
+    let idx = t.data_buffer_idx();
+    let data_buffer_idx = if idx > 0 && t.allocation_info().is_none() {
+        map.get(&idx).copied().unwrap_or(idx)
+    } else {
+        idx
+    };
+    fb::Tensor::create(
+        b,
+        &fb::TensorArgs {
+            scalar_type: t.scalar_type(),
+            storage_offset: t.storage_offset(),
+            sizes,
+            dim_order,
+            requires_grad: t.requires_grad(),
+            data_buffer_idx,
+            allocation_info: alloc,
+            layout: t.layout(),
+            shape_dynamism: t.shape_dynamism(),
+            extra_tensor_info: extra,
+        },
+    )
+}
+
+fn evalue<'b>(b: &mut FlatBufferBuilder<'b>, e: fb::EValue<'_>, map: &BTreeMap<u32, u32>, null: bool) -> Off<fb::EValue<'b>> {
+    use fb::KernelTypes as K;
+    let (ty, val) = if null {
+        (K::Null, fb::Null::create(b, &fb::NullArgs {}).as_union_value())
+    } else {
+        match e.val_type() {
+            K::Int => {
+                let v = e.val_as_int().map_or(0, |x| x.int_val());
+                (K::Int, fb::Int::create(b, &fb::IntArgs { int_val: v }).as_union_value())
+            }
+            K::Bool => {
+                let v = e.val_as_bool().is_some_and(|x| x.bool_val());
+                (K::Bool, fb::Bool::create(b, &fb::BoolArgs { bool_val: v }).as_union_value())
+            }
+            K::Double => {
+                let v = e.val_as_double().map_or(0.0, |x| x.double_val());
+                (K::Double, fb::Double::create(b, &fb::DoubleArgs { double_val: v }).as_union_value())
+            }
+            K::String => {
+                let v = s(b, e.val_as_string().and_then(|x| x.string_val()));
+                (K::String, fb::String::create(b, &fb::StringArgs { string_val: v }).as_union_value())
+            }
+            K::Tensor => match e.val_as_tensor() {
+                Some(t) => (K::Tensor, tensor(b, t, map).as_union_value()),
+                None => (K::Null, fb::Null::create(b, &fb::NullArgs {}).as_union_value()),
+            },
+            K::IntList => {
+                let items = e.val_as_int_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (K::IntList, fb::IntList::create(b, &fb::IntListArgs { items }).as_union_value())
+            }
+            K::DoubleList => {
+                let items = e.val_as_double_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (K::DoubleList, fb::DoubleList::create(b, &fb::DoubleListArgs { items }).as_union_value())
+            }
+            K::BoolList => {
+                let items = e.val_as_bool_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (K::BoolList, fb::BoolList::create(b, &fb::BoolListArgs { items }).as_union_value())
+            }
+            K::TensorList => {
+                let items = e.val_as_tensor_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (K::TensorList, fb::TensorList::create(b, &fb::TensorListArgs { items }).as_union_value())
+            }
+            K::OptionalTensorList => {
+                let items = e
+                    .val_as_optional_tensor_list()
+                    .and_then(|l| l.items())
+                    .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (
+                    K::OptionalTensorList,
+                    fb::OptionalTensorList::create(b, &fb::OptionalTensorListArgs { items }).as_union_value(),
+                )
+            }
+            _ => (K::Null, fb::Null::create(b, &fb::NullArgs {}).as_union_value()),
+        }
+    };
+    fb::EValue::create(b, &fb::EValueArgs { val_type: ty, val: Some(val) })
+}
+
+fn instruction<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    ins: fb::Instruction<'_>,
+    renumber: &dyn Fn(i32) -> i32,
+) -> Off<fb::Instruction<'b>> {
+    use fb::InstructionArguments as I;
+    let ints = |b: &mut FlatBufferBuilder<'b>, v: Option<Vector<'_, i32>>| v.map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let (ty, body) = match ins.instr_args_type() {
+        I::KernelCall => {
+            let k = ins.instr_args_as_kernel_call();
+            let args = ints(b, k.and_then(|k| k.args()));
+            let op_index = k.map_or(0, |k| k.op_index());
+            (I::KernelCall, fb::KernelCall::create(b, &fb::KernelCallArgs { op_index, args }).as_union_value())
+        }
+        I::DelegateCall => {
+            let d = ins.instr_args_as_delegate_call();
+            let args = ints(b, d.and_then(|d| d.args()));
+            let delegate_index = d.map_or(0, |d| d.delegate_index());
+            (I::DelegateCall, fb::DelegateCall::create(b, &fb::DelegateCallArgs { delegate_index, args }).as_union_value())
+        }
+        I::MoveCall => {
+            let m = ins.instr_args_as_move_call();
+            let a = fb::MoveCallArgs {
+                move_from: m.map_or(0, |m| m.move_from()),
+                move_to: m.map_or(0, |m| m.move_to()),
+            };
+            (I::MoveCall, fb::MoveCall::create(b, &a).as_union_value())
+        }
+        I::JumpFalseCall => {
+            let j = ins.instr_args_as_jump_false_call();
+            let a = fb::JumpFalseCallArgs {
+                cond_value_index: j.map_or(0, |j| j.cond_value_index()),
+                destination_instruction: renumber(j.map_or(0, |j| j.destination_instruction())),
+            };
+            (I::JumpFalseCall, fb::JumpFalseCall::create(b, &a).as_union_value())
+        }
+        _ => {
+            let f = ins.instr_args_as_free_call();
+            let a = fb::FreeCallArgs {
+                value_index: f.map_or(0, |f| f.value_index()),
+            };
+            (I::FreeCall, fb::FreeCall::create(b, &a).as_union_value())
+        }
+    };
+    fb::Instruction::create(b, &fb::InstructionArgs { instr_args_type: ty, instr_args: Some(body) })
+}
+
+fn chain<'b>(b: &mut FlatBufferBuilder<'b>, c: fb::Chain<'_>, edit: Option<&PlanEdit>, first_new_delegate: i32) -> Off<fb::Chain<'b>> {
+    let list = c.instructions().unwrap_or_default();
+    let empty = PlanEdit::default();
+    let edit = edit.unwrap_or(&empty);
+    // Old pc → new pc; a removed instruction's target is the next kept one.
+    let mut new_pc = Vec::with_capacity(list.len() + 1);
+    let mut at = 0i32;
+    for pc in 0..list.len() {
+        new_pc.push(at);
+        if !edit.removed.contains(&pc) {
+            at += 1;
+        }
+    }
+    new_pc.push(at);
+    let renumber = |d: i32| usize::try_from(d).ok().and_then(|d| new_pc.get(d).copied()).unwrap_or(d);
+    let mut out = Vec::new();
+    for (pc, ins) in list.iter().enumerate() {
+        if edit.removed.contains(&pc) {
+            continue;
+        }
+        if let Some((di, args)) = edit.replaced.get(&pc) {
+            let args = b.create_vector(args);
+            let call = fb::DelegateCall::create(
+                b,
+                &fb::DelegateCallArgs {
+                    delegate_index: first_new_delegate + *di as i32,
+                    args: Some(args),
+                },
+            );
+            out.push(fb::Instruction::create(
+                b,
+                &fb::InstructionArgs {
+                    instr_args_type: fb::InstructionArguments::DelegateCall,
+                    instr_args: Some(call.as_union_value()),
+                },
+            ));
+        } else {
+            out.push(instruction(b, ins, &renumber));
+        }
+    }
+    let instructions = b.create_vector(&out);
+    let inputs = c.inputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let outputs = c.outputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    // Stack traces are debug information keyed by instruction position; they are dropped.
+    fb::Chain::create(
+        b,
+        &fb::ChainArgs {
+            inputs,
+            outputs,
+            instructions: Some(instructions),
+            stacktrace: None,
+        },
+    )
+}
+
+fn delegate<'b>(b: &mut FlatBufferBuilder<'b>, id: &str, location: fb::DataLocation, index: u32, specs: Option<Vector<'_, ForwardsUOffset<fb::CompileSpec<'_>>>>) -> Off<fb::BackendDelegate<'b>> {
+    let id = b.create_string(id);
+    let processed = fb::BackendDelegateDataReference::create(b, &fb::BackendDelegateDataReferenceArgs { location, index });
+    let compile_specs = specs.map(|v| {
+        let items: Vec<_> = v
+            .iter()
+            .map(|cs| {
+                let key = s(b, cs.key());
+                let value = cs.value().map(|x| b.create_vector(x.bytes()));
+                fb::CompileSpec::create(b, &fb::CompileSpecArgs { key, value })
+            })
+            .collect();
+        b.create_vector(&items)
+    });
+    fb::BackendDelegate::create(b, &fb::BackendDelegateArgs { id: Some(id), processed: Some(processed), compile_specs })
+}
+
+fn plan<'b>(b: &mut FlatBufferBuilder<'b>, p: fb::ExecutionPlan<'_>, edit: Option<&PlanEdit>, map: &BTreeMap<u32, u32>) -> Off<fb::ExecutionPlan<'b>> {
+    let name = s(b, p.name());
+    let meta = p.container_meta_type().map(|m| {
+        let i = s(b, m.encoded_inp_str());
+        let o = s(b, m.encoded_out_str());
+        fb::ContainerMetadata::create(b, &fb::ContainerMetadataArgs { encoded_inp_str: i, encoded_out_str: o })
+    });
+    let vals: Vec<_> = p
+        .values()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, e)| evalue(b, e, map, edit.is_some_and(|ed| ed.nulled.contains(&i))))
+        .collect();
+    let values = b.create_vector(&vals);
+    let inputs = p.inputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let outputs = p.outputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let old_delegates = p.delegates().map_or(0, |d| d.len()) as i32;
+    let chains: Vec<_> = p
+        .chains()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| chain(b, c, if ci == 0 { edit } else { None }, old_delegates))
+        .collect();
+    let chains = b.create_vector(&chains);
+    let ops: Vec<_> = p
+        .operators()
+        .unwrap_or_default()
+        .iter()
+        .map(|o| {
+            let n = s(b, o.name());
+            let ov = s(b, o.overload());
+            fb::Operator::create(b, &fb::OperatorArgs { name: n, overload: ov })
+        })
+        .collect();
+    let operators = b.create_vector(&ops);
+    let mut dels: Vec<_> = p
+        .delegates()
+        .unwrap_or_default()
+        .iter()
+        .map(|d| {
+            let (loc, idx) = d.processed().map_or((fb::DataLocation::INLINE, 0), |r| (r.location(), r.index()));
+            delegate(b, d.id().unwrap_or(""), loc, idx, d.compile_specs())
+        })
+        .collect();
+    if let Some(ed) = edit {
+        for &seg in &ed.new_delegates {
+            dels.push(delegate(b, ptera::delegate::ptera::ID, fb::DataLocation::SEGMENT, seg, None));
+        }
+    }
+    let delegates = b.create_vector(&dels);
+    let sizes = p.non_const_buffer_sizes().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let devices = p.non_const_buffer_device().map(|v| {
+        let items: Vec<_> = v
+            .iter()
+            .map(|d| {
+                fb::NonConstBufferDevice::create(
+                    b,
+                    &fb::NonConstBufferDeviceArgs {
+                        buffer_idx: d.buffer_idx(),
+                        device_type: d.device_type(),
+                        device_index: d.device_index(),
+                    },
+                )
+            })
+            .collect();
+        b.create_vector(&items)
+    });
+    fb::ExecutionPlan::create(
+        b,
+        &fb::ExecutionPlanArgs {
+            name,
+            container_meta_type: meta,
+            values: Some(values),
+            inputs,
+            outputs,
+            chains: Some(chains),
+            operators: Some(operators),
+            delegates: Some(delegates),
+            non_const_buffer_sizes: sizes,
+            non_const_buffer_device: devices,
+        },
+    )
+}
+
+fn subsegment<'b>(b: &mut FlatBufferBuilder<'b>, segment_index: u32, offsets: &[u64]) -> Off<fb::SubsegmentOffsets<'b>> {
+    let offsets = b.create_vector(offsets);
+    fb::SubsegmentOffsets::create(b, &fb::SubsegmentOffsetsArgs { segment_index, offsets: Some(offsets) })
+}
+
+/// The new `Program` flatbuffer (finished, with the `ET12` identifier, no extended header).
+pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
+    let mut b = FlatBufferBuilder::with_capacity(1 << 16);
+    let plans: Vec<_> = root
+        .execution_plan()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| plan(&mut b, p, edit.plans.get(i), &edit.buffer_map))
+        .collect();
+    let plans = b.create_vector(&plans);
+    // Inline buffers (legacy constants, inline payloads) are refused by `crate::lower`
+    // before this point: the builder cannot force their 16-byte alignment.
+    let constant_buffer = root.constant_buffer().map(|v| {
+        let items: Vec<_> = v.iter().map(|_| fb::Buffer::create(&mut b, &fb::BufferArgs { storage: None })).collect();
+        b.create_vector(&items)
+    });
+    let inline: Option<Off<Vector<'_, ForwardsUOffset<fb::BackendDelegateInlineData<'_>>>>> = None;
+    let offsets = ptera::format::write::segment_offsets(&edit.segment_sizes);
+    let segs: Vec<_> = edit
+        .segment_sizes
+        .iter()
+        .zip(&offsets)
+        .map(|(&size, &offset)| fb::DataSegment::create(&mut b, &fb::DataSegmentArgs { offset, size: size as u64 }))
+        .collect();
+    let segments = b.create_vector(&segs);
+    let constant_segment = root.constant_segment().map(|cs| {
+        let offs: Vec<u64> = match &edit.constant_offsets {
+            Some(o) => o.clone(),
+            None => cs.offsets().map(|v| v.iter().collect()).unwrap_or_default(),
+        };
+        subsegment(&mut b, cs.segment_index(), &offs)
+    });
+    let mutable = root.mutable_data_segments().map(|v| {
+        let items: Vec<_> = v
+            .iter()
+            .map(|m| {
+                let offs: Vec<u64> = m.offsets().map(|o| o.iter().collect()).unwrap_or_default();
+                subsegment(&mut b, m.segment_index(), &offs)
+            })
+            .collect();
+        b.create_vector(&items)
+    });
+    let mut named: Vec<_> = root
+        .named_data()
+        .unwrap_or_default()
+        .iter()
+        .map(|n| {
+            let key = s(&mut b, n.key());
+            fb::NamedData::create(&mut b, &fb::NamedDataArgs { key, segment_index: n.segment_index() })
+        })
+        .collect();
+    for (k, seg) in &edit.new_named {
+        let key = b.create_string(k);
+        named.push(fb::NamedData::create(&mut b, &fb::NamedDataArgs { key: Some(key), segment_index: *seg }));
+    }
+    let named_data = (root.named_data().is_some() || !named.is_empty()).then(|| b.create_vector(&named));
+    let r = fb::Program::create(
+        &mut b,
+        &fb::ProgramArgs {
+            version: root.version(),
+            execution_plan: Some(plans),
+            constant_buffer,
+            backend_delegate_data: inline,
+            segments: Some(segments),
+            constant_segment,
+            mutable_data_segments: mutable,
+            named_data,
+        },
+    );
+    fb::finish_program_buffer(&mut b, r);
+    b.finished_data().to_vec()
+}

@@ -1,0 +1,347 @@
+//! Host-side lowering of ExecuTorch `.pte` programs for ptera (`cargo xtask lower`).
+//!
+//! [`lower`] reads a program with ptera's own reader, finds the matmul-like instructions whose
+//! weights are constants ([`partition`]), packs those weights once into the panel layout of the
+//! target's GEMM micro-kernel ([`target`]), and writes a new, valid ExecuTorch container
+//! ([`emit`]) where each absorbed product is a `DelegateCall` to `PteraBackend` (payload:
+//! [`payload`], schema `schema/ptera.fbs`; runtime: `ptera::delegate::ptera`). Packed weights
+//! replace the originals in the file and are read in place at run time.
+//!
+//! The output is checked before it is returned: it must load and validate with ptera's
+//! standard registry, every method.
+
+pub mod emit;
+pub mod partition;
+pub mod payload;
+pub mod target;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Instant;
+
+use ptera::host::AlignedBuf;
+use ptera::linalg::gemm::{pack_b_ahead, MatRef, PackedB};
+use ptera::{MethodMeta, Program, Registry};
+
+pub use partition::{Act, Candidate, Decision, Orient};
+pub use target::Target;
+
+/// A lowering failure (bad input, or an output that would not load), with context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LowerError(pub String);
+
+impl fmt::Display for LowerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LowerError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, LowerError> {
+    Err(LowerError(msg.into()))
+}
+
+/// One region made.
+#[derive(Clone, Debug)]
+pub struct RegionReport {
+    /// Instruction (in the input's chain 0) the DelegateCall replaces.
+    pub instruction: usize,
+    pub absorbed: Vec<String>,
+    pub k: usize,
+    pub n: usize,
+    pub max_m: usize,
+    /// `Some(nr)` when the weight is packed for tile width `nr`; `None` when the region reads
+    /// the constant as an argument (it has other readers).
+    pub packed_nr: Option<usize>,
+}
+
+/// What happened to one method.
+#[derive(Clone, Debug, Default)]
+pub struct MethodReport {
+    pub name: String,
+    pub regions: Vec<RegionReport>,
+    /// Matmul-like instructions left portable: (instruction, operator, reason).
+    pub portable: Vec<(usize, String, String)>,
+    /// Delegate regions of other backends kept as they are: (delegate id, count).
+    pub other_delegates: Vec<(String, usize)>,
+}
+
+/// What [`lower`] did.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub target: String,
+    pub isa: String,
+    pub vector_bits: u32,
+    pub note: Option<String>,
+    pub input_bytes: usize,
+    pub output_bytes: usize,
+    pub methods: Vec<MethodReport>,
+    /// Weights packed (distinct constant buffers) and their packed bytes.
+    pub packed_weights: usize,
+    pub packed_bytes: usize,
+    /// Bytes of original weights removed from the constant segment.
+    pub removed_weight_bytes: usize,
+    pub seconds: f64,
+}
+
+impl Report {
+    /// The report as JSON (for `--json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        json!({
+            "target": self.target,
+            "isa": self.isa,
+            "vector_bits": self.vector_bits,
+            "note": self.note,
+            "input_bytes": self.input_bytes,
+            "output_bytes": self.output_bytes,
+            "packed_weights": self.packed_weights,
+            "packed_bytes": self.packed_bytes,
+            "removed_weight_bytes": self.removed_weight_bytes,
+            "seconds": self.seconds,
+            "methods": self.methods.iter().map(|m| json!({
+                "name": m.name,
+                "regions": m.regions.iter().map(|r| json!({
+                    "instruction": r.instruction,
+                    "absorbed": r.absorbed,
+                    "k": r.k, "n": r.n, "max_m": r.max_m,
+                    "weight": match r.packed_nr {
+                        Some(nr) => json!({"packed": true, "nr": nr}),
+                        None => json!({"packed": false}),
+                    },
+                })).collect::<Vec<_>>(),
+                "portable": m.portable.iter().map(|(pc, op, why)| json!({
+                    "instruction": pc, "operator": op, "reason": why,
+                })).collect::<Vec<_>>(),
+                "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// A lowered program and its report.
+pub struct Lowered {
+    pub bytes: Vec<u8>,
+    pub report: Report,
+}
+
+/// Offsets of the constant segment's buffers and the extent of each (up to the next buffer
+/// or the segment's end).
+fn buffer_extents(offsets: &[u64], seg_len: usize) -> Vec<(usize, usize)> {
+    let mut starts: Vec<u64> = offsets.iter().copied().collect();
+    starts.sort_unstable();
+    starts.dedup();
+    offsets
+        .iter()
+        .map(|&o| {
+            let end = starts.iter().copied().find(|&s| s > o).map_or(seg_len as u64, |s| s);
+            (o as usize, (end.min(seg_len as u64)) as usize)
+        })
+        .collect()
+}
+
+/// Lowers `input` for `target`. `progress(done, total)` is called as weights are packed.
+pub fn lower(input: &[u8], target: &Target, progress: &mut dyn FnMut(usize, usize)) -> Result<Lowered, LowerError> {
+    let start = Instant::now();
+    let buf = AlignedBuf::from_bytes(input);
+    let program = Program::load(buf.as_slice()).map_err(|e| LowerError(format!("input is not a valid program: {e}")))?;
+    let root = program.root();
+    if root.constant_buffer().is_some_and(|b| b.iter().any(|x| x.storage().is_some_and(|s| !s.is_empty()))) {
+        return err("input keeps constants in the legacy inline `constant_buffer`; re-export it with ExecuTorch ≥ 0.7");
+    }
+    if root.backend_delegate_data().is_some_and(|d| !d.is_empty()) {
+        return err("input has inline delegate payloads (`backend_delegate_data`); export with extract_delegate_segments=True");
+    }
+    // Partition every method.
+    let plans: Vec<_> = program.methods().collect();
+    let mut views = Vec::new();
+    let mut parts = Vec::new();
+    for p in &plans {
+        let view = partition::PlanView::new(*p);
+        let part = partition::partition(&view);
+        views.push(view);
+        parts.push(part);
+    }
+    // A buffer packed in one method must not be read (unpacked) by another.
+    for i in 0..parts.len() {
+        let foreign: BTreeSet<u32> = views
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, v)| v.tensors.iter().flatten().filter(|t| t.is_constant()).map(|t| t.buffer))
+            .collect();
+        for c in parts[i].0.iter_mut() {
+            if foreign.contains(&c.buffer) {
+                c.packed = false;
+            }
+        }
+    }
+    // Constant segment without the packed weights.
+    let dropped: BTreeSet<u32> = parts.iter().flat_map(|(c, _)| c.iter().filter(|c| c.packed).map(|c| c.buffer)).collect();
+    let cs = root.constant_segment().filter(|c| c.offsets().is_some_and(|o| o.len() > 1));
+    let seg_count = program.segment_count();
+    let mut segments: Vec<Vec<u8>> = Vec::with_capacity(seg_count);
+    for i in 0..seg_count {
+        segments.push(program.segment(i).map_err(|e| LowerError(format!("segment {i}: {e}")))?.to_vec());
+    }
+    let mut buffer_map = BTreeMap::new();
+    let mut constant_offsets = None;
+    let mut removed_weight_bytes = 0usize;
+    if let (Some(cs), false) = (cs, dropped.is_empty()) {
+        let offs: Vec<u64> = cs.offsets().map(|o| o.iter().collect()).unwrap_or_default();
+        let si = cs.segment_index() as usize;
+        let old = segments.get(si).cloned().ok_or_else(|| LowerError("constant segment index out of range".into()))?;
+        let extents = buffer_extents(&offs, old.len());
+        let mut new = Vec::with_capacity(old.len());
+        let mut new_offs = vec![0u64];
+        let mut placed: BTreeMap<usize, u64> = BTreeMap::new();
+        for (idx, &(s, e)) in extents.iter().enumerate().skip(1) {
+            if dropped.contains(&(idx as u32)) {
+                removed_weight_bytes += e.saturating_sub(s);
+                continue;
+            }
+            let at = match placed.get(&s) {
+                Some(&at) => at,
+                None => {
+                    new.resize(new.len().div_ceil(16) * 16, 0);
+                    let at = new.len() as u64;
+                    new.extend_from_slice(old.get(s..e).unwrap_or_default());
+                    placed.insert(s, at);
+                    at
+                }
+            };
+            buffer_map.insert(idx as u32, new_offs.len() as u32);
+            new_offs.push(at);
+        }
+        segments[si] = new;
+        constant_offsets = Some(new_offs);
+    }
+    // Pack each dropped weight once per (buffer, orientation, tile).
+    let mut packs: BTreeMap<(u32, Orient, usize), (String, u32)> = BTreeMap::new();
+    let todo: BTreeSet<(u32, Orient, usize, i32, usize, usize)> = parts
+        .iter()
+        .flat_map(|(c, _)| c.iter().filter(|c| c.packed).map(|c| (c.buffer, c.orient, target.nr(c.n), c.w, c.k, c.n)))
+        .collect();
+    let mut packed_bytes = 0usize;
+    let total = todo.len();
+    for (done, &(buffer, orient, nr, w, k, n)) in todo.iter().enumerate() {
+        progress(done, total);
+        if packs.contains_key(&(buffer, orient, nr)) {
+            continue;
+        }
+        let raw = program
+            .constant(buffer, (k * n * 4) as u64, w as usize)
+            .map_err(|e| LowerError(format!("weight value {w}: {e}")))?;
+        let floats: Vec<f32> = raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let b = match orient {
+            Orient::KxN => MatRef::row_major(&floats, k, n),
+            Orient::NxK => MatRef::row_major(&floats, n, k).map(|m| m.t()),
+        }
+        .map_err(|e| LowerError(format!("weight value {w}: {e}")))?;
+        let len = PackedB::len_for(k, n, nr).ok_or_else(|| LowerError(format!("weight value {w}: packed size overflows")))?;
+        let mut dst = vec![0f32; len];
+        pack_b_ahead(b, nr, &mut dst).map_err(|e| LowerError(format!("weight value {w}: {e}")))?;
+        let bytes: Vec<u8> = dst.iter().flat_map(|f| f.to_le_bytes()).collect();
+        packed_bytes += bytes.len();
+        let key = format!("ptera/packed/b{buffer}/{}/nr{nr}", if orient == Orient::KxN { "kxn" } else { "nxk" });
+        segments.push(bytes);
+        packs.insert((buffer, orient, nr), (key, (segments.len() - 1) as u32));
+    }
+    progress(total, total);
+    // Payloads, delegates and instruction edits.
+    let mut edits = Vec::new();
+    let mut reports = Vec::new();
+    for (pi, (cands, decisions)) in parts.iter().enumerate() {
+        let view = &views[pi];
+        let mut edit = emit::PlanEdit::default();
+        let mut rep = MethodReport {
+            name: plans[pi].name().unwrap_or("").to_string(),
+            ..Default::default()
+        };
+        for c in cands {
+            let mut args = vec![c.x];
+            let bias_arg = c.bias.map(|b| {
+                args.push(b);
+                args.len() - 1
+            });
+            let nr = target.nr(c.n);
+            let weight = if c.packed {
+                let (key, _) = &packs[&(c.buffer, c.orient, nr)];
+                payload::WeightSource::Packed { key, nr }
+            } else {
+                args.push(c.w);
+                payload::WeightSource::Arg(args.len() - 1)
+            };
+            args.push(c.out);
+            let bytes = payload::linear_region(target, c, weight, bias_arg, args.len() - 1);
+            segments.push(bytes);
+            edit.new_delegates.push((segments.len() - 1) as u32);
+            edit.replaced.insert(c.pc, (edit.new_delegates.len() - 1, args));
+            edit.removed.extend(c.removed.iter().copied());
+            rep.regions.push(RegionReport {
+                instruction: c.pc,
+                absorbed: c.absorbed.clone(),
+                k: c.k,
+                n: c.n,
+                max_m: c.max_m,
+                packed_nr: c.packed.then_some(nr),
+            });
+        }
+        for (v, t) in view.tensors.iter().enumerate() {
+            if t.as_ref().is_some_and(|t| t.is_constant() && dropped.contains(&t.buffer)) {
+                edit.nulled.insert(v);
+            }
+        }
+        for d in decisions {
+            if let Some(why) = &d.kept_because {
+                rep.portable.push((d.pc, d.operator.clone(), why.clone()));
+            }
+        }
+        let mut others: BTreeMap<String, usize> = BTreeMap::new();
+        for d in plans[pi].delegates().unwrap_or_default().iter() {
+            *others.entry(d.id().unwrap_or("").to_string()).or_default() += 1;
+        }
+        rep.other_delegates = others.into_iter().collect();
+        edits.push(edit);
+        reports.push(rep);
+    }
+    let new_named: Vec<(String, u32)> = packs.values().cloned().collect();
+    let edit = emit::ProgramEdit {
+        plans: edits,
+        buffer_map,
+        constant_offsets,
+        segment_sizes: segments.iter().map(|s| s.len()).collect(),
+        new_named,
+    };
+    let fbytes = emit::program(root, &edit);
+    let refs: Vec<&[u8]> = segments.iter().map(|s| s.as_slice()).collect();
+    let bytes = ptera::format::write::container(&fbytes, &refs);
+    check(&bytes)?;
+    let report = Report {
+        target: target.spec.clone(),
+        isa: target.label.to_string(),
+        vector_bits: target.vector_bits,
+        note: target.note.map(str::to_string),
+        input_bytes: input.len(),
+        output_bytes: bytes.len(),
+        methods: reports,
+        packed_weights: packs.len(),
+        packed_bytes,
+        removed_weight_bytes,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    Ok(Lowered { bytes, report })
+}
+
+/// The output must load and validate (every method) with the standard registry.
+fn check(bytes: &[u8]) -> Result<(), LowerError> {
+    let buf = AlignedBuf::from_bytes(bytes);
+    let p = Program::load(buf.as_slice()).map_err(|e| LowerError(format!("internal error: lowered program does not load: {e}")))?;
+    let reg = Registry::standard();
+    for plan in p.methods() {
+        let name = plan.name().unwrap_or("");
+        MethodMeta::new(&p, name, &reg).map_err(|e| LowerError(format!("internal error: lowered method `{name}` does not validate: {e}")))?;
+    }
+    Ok(())
+}

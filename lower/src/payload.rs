@@ -1,0 +1,79 @@
+//! Writes ptera's region payload (`schema/ptera.fbs`) with the flatbuffers builder.
+
+use flatbuffers::FlatBufferBuilder;
+use ptera::delegate::ptera::{ABI, IDENTIFIER};
+use ptera::format::region_fb as rf;
+
+use crate::partition::{Act, Candidate, Orient};
+use crate::target::Target;
+
+/// Where the region's weight comes from.
+pub enum WeightSource<'k> {
+    /// Packed panels under this named-data key, for tile width `nr`.
+    Packed { key: &'k str, nr: usize },
+    /// The constant as a DelegateCall argument at this position.
+    Arg(usize),
+}
+
+/// A one-operation region for `c`. Argument positions: input 0, then the bias (if any), then
+/// the weight (if read as an argument), then the output.
+pub fn linear_region(target: &Target, c: &Candidate, weight: WeightSource<'_>, bias_arg: Option<usize>, out_arg: usize) -> Vec<u8> {
+    let mut b = FlatBufferBuilder::new();
+    let (layout, key, nr, arg) = match weight {
+        WeightSource::Packed { key, nr } => (rf::WeightLayout::Packed, Some(b.create_string(key)), nr as u32, -1),
+        WeightSource::Arg(a) => (
+            match c.orient {
+                Orient::KxN => rf::WeightLayout::KxN,
+                Orient::NxK => rf::WeightLayout::NxK,
+            },
+            None,
+            0,
+            a as i32,
+        ),
+    };
+    let w = rf::Weight::create(&mut b, &rf::WeightArgs { layout, key, nr, arg });
+    let activation = match c.act {
+        Act::None => rf::Activation::None,
+        Act::Relu => rf::Activation::Relu,
+        Act::GeluErf => rf::Activation::GeluErf,
+        Act::GeluTanh => rf::Activation::GeluTanh,
+    };
+    let lin = rf::Linear::create(
+        &mut b,
+        &rf::LinearArgs {
+            input: 0,
+            output: out_arg as u32,
+            bias: bias_arg.map_or(-1, |a| a as i32),
+            weight: Some(w),
+            k: c.k as u32,
+            n: c.n as u32,
+            max_m: c.max_m as u32,
+            alpha: c.alpha,
+            beta: c.beta,
+            activation,
+        },
+    );
+    let names: Vec<_> = c.absorbed.iter().map(|s| b.create_string(s)).collect();
+    let absorbed = b.create_vector(&names);
+    let op = rf::Operation::create(
+        &mut b,
+        &rf::OperationArgs {
+            op_type: rf::Op::Linear,
+            op: Some(lin.as_union_value()),
+            absorbed: Some(absorbed),
+        },
+    );
+    let ops = b.create_vector(&[op]);
+    let isa = b.create_string(target.label);
+    let root = rf::Region::create(
+        &mut b,
+        &rf::RegionArgs {
+            abi: ABI,
+            isa: Some(isa),
+            vector_bits: target.vector_bits,
+            ops: Some(ops),
+        },
+    );
+    b.finish(root, Some(IDENTIFIER));
+    b.finished_data().to_vec()
+}

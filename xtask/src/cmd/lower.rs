@@ -1,0 +1,117 @@
+//! `cargo xtask lower`: host-side lowering (the `ptera-lower` crate) of a `.pte` for a target.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use ptera_lower::{lower, Report, Target};
+
+#[derive(Args)]
+pub struct LowerArgs {
+    /// The program to lower (portable, or with XNNPACK regions).
+    pub model: PathBuf,
+    /// CPU name (cortex-a53, cortex-a76, neoverse-n2, ...), ISA (generic, neon, sve2:256,
+    /// sme:512, sme2:512) or host (x86-64-v3, x86-64-v4, native).
+    #[arg(long)]
+    pub target: String,
+    /// Where to write the lowered program.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn mib(b: usize) -> String {
+    if b >= 1 << 20 {
+        format!("{b} bytes ({:.1} MiB)", b as f64 / (1 << 20) as f64)
+    } else {
+        format!("{b} bytes")
+    }
+}
+
+fn print_report(r: &Report, out: &Path) {
+    println!(
+        "lowered for {} ({}{}) in {:.2} s",
+        r.target,
+        r.isa,
+        if r.vector_bits > 0 {
+            format!(", {}-bit vectors", r.vector_bits)
+        } else {
+            String::new()
+        },
+        r.seconds
+    );
+    if let Some(n) = &r.note {
+        println!("note: {n}");
+    }
+    for m in &r.methods {
+        println!("method `{}`: {} regions", m.name, m.regions.len());
+        for g in &m.regions {
+            let w = match g.packed_nr {
+                Some(nr) => format!("weight packed, NR {nr}"),
+                None => "weight read in place (other readers)".to_string(),
+            };
+            println!(
+                "  instruction {}: {} -> Linear M<={} K={} N={}, {w}",
+                g.instruction,
+                g.absorbed.join(" + "),
+                g.max_m,
+                g.k,
+                g.n
+            );
+        }
+        for (pc, op, why) in &m.portable {
+            println!("  instruction {pc}: {op} stays portable: {why}");
+        }
+        for (id, n) in &m.other_delegates {
+            println!("  {n} {id} region(s) kept as they are");
+        }
+    }
+    println!(
+        "packed weights: {} ({}); original weights removed: {}",
+        r.packed_weights,
+        mib(r.packed_bytes),
+        mib(r.removed_weight_bytes)
+    );
+    let change = (r.output_bytes as f64 / r.input_bytes.max(1) as f64 - 1.0) * 100.0;
+    println!(
+        "{}: {} -> {}: {} ({change:+.2} %)",
+        out.display(),
+        mib(r.input_bytes),
+        out.display(),
+        mib(r.output_bytes)
+    );
+}
+
+pub fn lower_cmd(args: LowerArgs) -> Result<()> {
+    let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
+    let input = std::fs::read(&args.model).with_context(|| format!("reading {}", args.model.display()))?;
+    let show = !args.json && input.len() > (32 << 20);
+    let mut progress = |done: usize, total: usize| {
+        if show && total > 0 {
+            let width = 30;
+            let filled = done * width / total;
+            eprint!(
+                "\rpacking weights [{}{}] {done}/{total}",
+                "#".repeat(filled),
+                " ".repeat(width - filled)
+            );
+            if done == total {
+                eprintln!();
+            }
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let lowered = lower(&input, &target, &mut progress)
+        .with_context(|| format!("lowering {}", args.model.display()))?;
+    std::fs::write(&args.output, &lowered.bytes)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    if args.json {
+        println!("{}", lowered.report.to_json());
+    } else {
+        print_report(&lowered.report, &args.output);
+    }
+    Ok(())
+}
