@@ -22,6 +22,9 @@
 #   --ptera-run PATH     use this aarch64 ptera-run instead of building it (env PTERA_RUN)
 #   --top K              also print the K hottest functions of every forward (files keep 25)
 #   --no-check           skip the output check against CASE.out*.npy
+#   --lower TARGET       also lower CASE_portable.pte with `cargo xtask lower --target TARGET`
+#                        (into OUT/lowered/TARGET) and count ptera on the lowered twin; `auto`
+#                        lowers for each CPU of --cpus by its name (cortex-a76, max, ...)
 # Builds ptera-run with `cargo build --release --target aarch64-unknown-linux-gnu` in
 # benches/gemm-count (CARGO_TARGET_DIR, default target/gemm-count). Needs python3 and readelf
 # (binutils) for the output check and the per-function histograms. SYSROOT (default
@@ -45,6 +48,7 @@ QEMU10=${QEMU_AARCH64:-qemu-aarch64}
 QEMU11=${QEMU11_AARCH64:-$ROOT/target/qemu11/usr/bin/qemu-aarch64}
 export SYSROOT=${SYSROOT:-/usr/aarch64-linux-gnu}
 CASES=()
+LOWER=""
 
 die() { echo "armpeer.sh: $*" >&2; exit 1; }
 need_arg() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"; }
@@ -61,6 +65,7 @@ while [[ $# -gt 0 ]]; do
         --ptera-run) need_arg "$@"; PTRUN=$2; shift 2 ;;
         --top) need_arg "$@"; TOP=$2; shift 2 ;;
         --no-check) CHECK=0; shift ;;
+        --lower) need_arg "$@"; LOWER=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) CASES+=("${1%_xnnpack}"); CASES[-1]=${CASES[-1]%_portable}; shift ;;
@@ -140,11 +145,11 @@ per_forward() {
     awk '$1 == "mark" && $2 == 2 { a = $3 } $1 == "mark" && $2 == 3 { b = $3 }
          END { if (a != "" && b != "") print b - a; else print "FAIL" }' "$1"
 }
-# measure RUNNER CASE CPU_INDEX TAG -> prints the per-forward count (or FAIL)
+# measure RUNNER CASE CPU_INDEX TAG [FIXTURE_DIR] -> prints the per-forward count (or FAIL)
 measure() {
-    local runner=$1 case=$2 i=$3 tag=$4 label
+    local runner=$1 case=$2 i=$3 tag=$4 fix=${5:-$FIX} label
     label=$tag.${C_LABEL[$i]}
-    if LABEL=$label nice "$ARMPEER/measure.sh" "${C_Q[$i]}" "${C_CPU[$i]}" "$runner" "$FIX" \
+    if LABEL=$label nice "$ARMPEER/measure.sh" "${C_Q[$i]}" "${C_CPU[$i]}" "$runner" "$fix" \
         "$case" "$N" "$RAW" "${C_PROPS[$i]}" >/dev/null 2>"$RAW/$case.$label.err"; then
         per_forward "$RAW/$case.$label.count"
     else
@@ -155,16 +160,16 @@ measure() {
 # check RUNNER CASE CPU_INDEX TAG -> "ok", "DIFF" or "FAIL": outputs of an untraced run of N
 # forwards against the fixture's CASE.outK.npy (ExecuTorch's own outputs at export)
 check() {
-    local runner=$1 case=$2 i=$3 tag=$4 dir ins=()
+    local runner=$1 case=$2 i=$3 tag=$4 fix=${5:-$FIX} dir ins=()
     [[ $CHECK == 1 ]] || { echo "-"; return; }
     dir=$OUT/outputs/$case.$tag.${C_LABEL[$i]}
     rm -rf "$dir"; mkdir -p "$dir"
-    for f in "$FIX/$case".in*.npy; do ins+=("$f"); done
+    for f in "$fix/$case".in*.npy; do ins+=("$f"); done
     if ! env -i "${C_Q[$i]}" -cpu "${C_CPU[$i]}${C_PROPS[$i]}" -L "$SYSROOT" "$runner" \
-        "$FIX/$case.pte" "$N" "$dir" "${ins[@]}" >/dev/null 2>"$dir/stderr"; then
+        "$fix/$case.pte" "$N" "$dir" "${ins[@]}" >/dev/null 2>"$dir/stderr"; then
         echo FAIL; return
     fi
-    python3 - "$dir" "$FIX" "$case" <<'EOF'
+    python3 - "$dir" "$fix" "$case" <<'EOF'
 import ast, os, struct, sys
 def load(p):
     b = open(p, 'rb').read()
@@ -198,16 +203,40 @@ print(('ok' if ok and k > 0 else 'DIFF') + (f'({worst:.1e})' if k else ''))
 EOF
 }
 
+# ---- lowered twins (host-side lowering of the portable fixture, same inputs and outputs)
+# lower_for CPU_INDEX -> directory with CASE_lowered.pte for every case
+lower_for() {
+    local i=$1 t=$LOWER dir c f b
+    [[ $t == auto ]] && t=${C_CPU[$i]}
+    dir=$OUT/lowered/$t
+    mkdir -p "$dir"
+    for c in "${CASES[@]}"; do
+        [[ -f "$dir/${c}_lowered.pte" && "$dir/${c}_lowered.pte" -nt "$FIX/${c}_portable.pte" ]] && continue
+        echo "== lowering ${c}_portable.pte for $t" >&2
+        (cd "$ROOT" && cargo xtask lower "$FIX/${c}_portable.pte" --target "$t" \
+            -o "$dir/${c}_lowered.pte" >/dev/null) || die "lowering $c for $t failed"
+        for f in "$FIX/${c}_portable".in*.npy "$FIX/${c}_portable".out*.npy; do
+            b=$(basename "$f"); ln -sf "$f" "$dir/${c}_lowered${b#"${c}_portable"}"
+        done
+    done
+    echo "$dir"
+}
+
 declare -A R
 for i in "${!C_CPU[@]}"; do
+    LFIX=""
+    [[ -z "$LOWER" ]] || LFIX=$(lower_for "$i")
     for c in "${CASES[@]}"; do
         echo "== ${C_DESC[$i]}: $c" >&2
         R[$i,$c,et]=$(measure "$ETRUN" "${c}_xnnpack" "$i" et)
         R[$i,$c,ptx]=$(measure "$PTRUN" "${c}_xnnpack" "$i" "$PTAG")
         R[$i,$c,ptp]=$(measure "$PTRUN" "${c}_portable" "$i" "$PTAG")
+        R[$i,$c,ptl]=-
+        [[ -z "$LOWER" ]] || R[$i,$c,ptl]=$(measure "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")
         R[$i,$c,chk]="et $(check "$ETRUN" "${c}_xnnpack" "$i" et)"
         R[$i,$c,chk]+=", ptera $(check "$PTRUN" "${c}_xnnpack" "$i" "$PTAG")"
         R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_portable" "$i" "$PTAG")"
+        [[ -z "$LOWER" ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")"
         # "ptera-run: isa sme2 sve-vl 512 sme-svl 256" -> "sme2 vl512 svl256"
         isa=$(sed -n 's/^ptera-run: isa //; T; s/ sve-vl / vl/; s/ sme-svl / svl/; p' \
             "$RAW/${c}_xnnpack.$PTAG.${C_LABEL[$i]}.maps" 2>/dev/null || true)
@@ -339,13 +368,15 @@ ratio() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 -gt 0 ]] && awk -v a="$1" -v
     echo "# ExecuTorch: $ETRUN (XNNPACK .pte); ptera: $PTRUN${ISA:+ (ISA forced: $ISA)}"
     echo "# ptera $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'); fixtures $FIX; outputs checked against CASE.out*.npy (atol 1e-4 + rtol 1e-4, worst abs diff)"
     echo "# isa: ptera's GEMM ISA and the SVE VL / SME SVL in bits the guest CPU runs with (both runners see the same CPU)"
-    printf '%-8s %-26s %11s %13s %6s %14s %6s %-22s %s\n' case cpu ET_xnnpack ptera_xnnpack ratio \
-        ptera_portable ratio isa check
+    [[ -z "$LOWER" ]] || echo "# ptera_lowered: CASE_portable.pte lowered with cargo xtask lower --target $LOWER"
+    printf '%-8s %-26s %11s %13s %6s %14s %6s %13s %6s %-22s %s\n' case cpu ET_xnnpack ptera_xnnpack ratio \
+        ptera_portable ratio ptera_lowered ratio isa check
     for i in "${!C_CPU[@]}"; do
         for c in "${CASES[@]}"; do
-            et=${R[$i,$c,et]} px=${R[$i,$c,ptx]} pp=${R[$i,$c,ptp]}
-            printf '%-8s %-26s %11s %13s %6s %14s %6s %-22s %s\n' "$c" "${C_DESC[$i]}" "$et" "$px" \
-                "$(ratio "$et" "$px")" "$pp" "$(ratio "$et" "$pp")" "${R[$i,$c,isa]}" "${R[$i,$c,chk]}"
+            et=${R[$i,$c,et]} px=${R[$i,$c,ptx]} pp=${R[$i,$c,ptp]} pl=${R[$i,$c,ptl]}
+            printf '%-8s %-26s %11s %13s %6s %14s %6s %13s %6s %-22s %s\n' "$c" "${C_DESC[$i]}" "$et" "$px" \
+                "$(ratio "$et" "$px")" "$pp" "$(ratio "$et" "$pp")" "$pl" "$(ratio "$et" "$pl")" \
+                "${R[$i,$c,isa]}" "${R[$i,$c,chk]}"
         done
     done
 } | tee "$OUT/table.txt"

@@ -58,12 +58,14 @@ const CPUS: &[(&[&str], Isa, u32)] = &[
         Isa::Sve2,
         128,
     ),
-    // Armv9.2 cores with SME2 (streaming vector length 512 bits), and QEMU's `max`.
+    // Armv9.2 cores with SME2 (streaming vector length 512 bits).
     (
-        &["cortex-x925", "c1-ultra", "c1-premium", "c1-pro", "apple-m4", "max"],
+        &["cortex-x925", "c1-ultra", "c1-premium", "c1-pro", "apple-m4"],
         Isa::Sme2,
         512,
     ),
+    // QEMU's `max` CPU: SME2 with its default streaming vector length, 256 bits.
+    (&["max"], Isa::Sme2, 256),
 ];
 
 impl Target {

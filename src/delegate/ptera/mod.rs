@@ -8,9 +8,9 @@
 //! in place, never copied; when this CPU has no kernel of that width, the GEMM computes
 //! panel by panel over the same bytes (slower, same result).
 //!
-//! State (per delegate, in the metadata buffer): for each operation, the byte offset and
-//! length of its packed weight inside the program (`u64` pairs, little endian), resolved and
-//! checked once at load.
+//! The payload is verified and decoded once, at load: the state (per delegate, in the
+//! metadata buffer) holds one fixed record per operation (arguments, sizes, activation, and
+//! the byte range of its packed weight inside the program), so a run reads no flatbuffer.
 
 use crate::delegate::{Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
@@ -32,8 +32,9 @@ pub static BACKEND: PteraBackend = PteraBackend;
 /// ptera's own region backend (stateless; per-method state lives in the metadata buffer).
 pub struct PteraBackend;
 
-/// Bytes of state per operation (offset and length of its packed weight).
-const STATE_PER_OP: usize = 16;
+/// Bytes of state per operation (see [`Record`]), after a 16-byte header (operation count).
+const STATE_PER_OP: usize = 64;
+const STATE_HEAD: usize = 16;
 
 fn bad(detail: &'static str) -> KernelError {
     KernelError::Value { arg: 0, detail }
@@ -62,6 +63,7 @@ pub fn region_of(payload: &[u8]) -> Result<rf::Region<'_>, KernelError> {
 }
 
 /// One validated linear operation.
+#[derive(Clone, Copy)]
 struct Linear {
     input: usize,
     output: usize,
@@ -171,11 +173,71 @@ fn packed_bytes<'p>(
     Ok(data)
 }
 
-fn u64_at(state: &[u8], at: usize) -> Option<u64> {
-    let b = state.get(at..at + 8)?;
-    let mut w = [0u8; 8];
-    w.copy_from_slice(b);
-    Some(u64::from_le_bytes(w))
+fn u32_at(r: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]])
+}
+
+fn u64_at(r: &[u8], at: usize) -> u64 {
+    u64::from(u32_at(r, at)) | (u64::from(u32_at(r, at + 4)) << 32)
+}
+
+/// The state record of one operation (little endian):
+/// `0 input, 4 output, 8 bias (i32, -1 none), 12 weight kind (0 packed, 1 [K,N] arg,
+/// 2 [N,K] arg), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32 bits),
+/// 40 activation, 48 packed offset in the program (u64), 56 packed length (u64)`.
+fn encode(l: &Linear, packed: (u64, u64), r: &mut [u8]) {
+    let (kind, arg, nr) = match l.weight {
+        WeightRef::Packed { nr } => (0u32, 0u32, nr as u32),
+        WeightRef::Arg { arg, transposed } => (1 + transposed as u32, arg as u32, 0),
+    };
+    let words = [
+        l.input as u32,
+        l.output as u32,
+        l.bias.map_or(u32::MAX, |b| b as u32),
+        kind,
+        arg,
+        nr,
+        l.k as u32,
+        l.n as u32,
+        l.alpha.to_bits(),
+        l.beta.to_bits(),
+        l.act.0 as u8 as u32,
+        0,
+    ];
+    for (i, w) in words.iter().enumerate() {
+        r[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    r[48..56].copy_from_slice(&packed.0.to_le_bytes());
+    r[56..64].copy_from_slice(&packed.1.to_le_bytes());
+}
+
+/// Reads back a record written by [`encode`] (from validated values).
+fn decode(r: &[u8]) -> (Linear, (u64, u64)) {
+    let kind = u32_at(r, 12);
+    let weight = match kind {
+        0 => WeightRef::Packed {
+            nr: u32_at(r, 20) as usize,
+        },
+        k => WeightRef::Arg {
+            arg: u32_at(r, 16) as usize,
+            transposed: k == 2,
+        },
+    };
+    let bias = u32_at(r, 8);
+    (
+        Linear {
+            input: u32_at(r, 0) as usize,
+            output: u32_at(r, 4) as usize,
+            bias: (bias != u32::MAX).then_some(bias as usize),
+            k: u32_at(r, 24) as usize,
+            n: u32_at(r, 28) as usize,
+            alpha: f32::from_bits(u32_at(r, 32)),
+            beta: f32::from_bits(u32_at(r, 36)),
+            act: rf::Activation(u32_at(r, 40) as i8),
+            weight,
+        },
+        (u64_at(r, 48), u64_at(r, 56)),
+    )
 }
 
 /// Views 4-byte aligned bytes as floats.
@@ -203,6 +265,7 @@ impl Backend for PteraBackend {
         let state = ops
             .len()
             .checked_mul(STATE_PER_OP)
+            .and_then(|b| b.checked_add(STATE_HEAD))
             .ok_or(bad("ptera region: too many operations"))?;
         Ok(Requirements {
             state,
@@ -217,22 +280,22 @@ impl Backend for PteraBackend {
     fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
         let r = region_of(init.payload)?;
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
-        if state.len() < ops.len() * STATE_PER_OP {
+        if state.len() < STATE_HEAD + ops.len() * STATE_PER_OP {
             return Err(bad("ptera region: state area too small"));
         }
+        state[..4].copy_from_slice(&(ops.len() as u32).to_le_bytes());
         let base = init.program.bytes().as_ptr() as usize;
         for (i, op) in ops.iter().enumerate() {
             let (l, key) = linear_of(op)?;
-            let (off, len) = match (l.weight, key) {
+            let packed = match (l.weight, key) {
                 (WeightRef::Packed { nr }, Some(key)) => {
                     let b = packed_bytes(init, key, &l, nr)?;
                     ((b.as_ptr() as usize - base) as u64, b.len() as u64)
                 }
                 _ => (0, 0),
             };
-            let at = i * STATE_PER_OP;
-            state[at..at + 8].copy_from_slice(&off.to_le_bytes());
-            state[at + 8..at + 16].copy_from_slice(&len.to_le_bytes());
+            let at = STATE_HEAD + i * STATE_PER_OP;
+            encode(&l, packed, &mut state[at..at + STATE_PER_OP]);
         }
         Ok(())
     }
@@ -243,25 +306,24 @@ impl Backend for PteraBackend {
         state: &[u8],
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError> {
-        let r = region_of(init.payload)?;
-        let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        if state.len() < STATE_HEAD {
+            return Err(bad("ptera region: state area too small"));
+        }
+        let count = u32_at(state, 0) as usize;
+        let records = state
+            .get(STATE_HEAD..STATE_HEAD + count * STATE_PER_OP)
+            .ok_or(bad("ptera region: state area too small"))?;
         let program = init.program.bytes();
-        for (i, op) in ops.iter().enumerate() {
-            let (l, _) = linear_of(op)?;
+        for (i, rec) in records.chunks_exact(STATE_PER_OP).enumerate() {
+            let (l, (off, len)) = decode(rec);
             let packed = match l.weight {
                 WeightRef::Packed { nr } => {
-                    let at = i * STATE_PER_OP;
-                    let (off, len) = (u64_at(state, at), u64_at(state, at + 8));
-                    let (Some(off), Some(len)) = (off, len) else {
-                        return Err(bad("ptera region: state area too small"));
-                    };
                     let bytes = usize::try_from(off)
                         .ok()
                         .zip(usize::try_from(len).ok())
                         .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
                         .ok_or(bad("ptera region: packed weight outside the program"))?;
-                    let data =
-                        as_f32(bytes).ok_or(bad("ptera region: packed weight misaligned"))?;
+                    let data = as_f32(bytes).ok_or(bad("ptera region: packed weight misaligned"))?;
                     Some(PackedB::new(data, l.k, l.n, nr)?)
                 }
                 WeightRef::Arg { .. } => None,
