@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Arm kernel test matrix under qemu-user (aarch64-unknown-linux-gnu):
 #   * the kernel unit tests (every ISA the emulated CPU has, random and edge shapes vs a
-#     scalar reference) and the whole fixture suite with each ISA forced (PTERA_ISA),
+#     scalar reference), the whole fixture suite and every fixture lowered for every target
+#     (`cargo xtask lower`), with each ISA forced (PTERA_ISA),
 #   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256,
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
 # Usage: scripts/test-arm.sh [--fetch-qemu11]
@@ -21,6 +22,7 @@ fi
 
 echo "== build (tests for $T)"
 nice cargo test --quiet --target "$T" --lib --test fixtures --no-run
+nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --no-run
 
 # run QEMU CPU_OPTS ISA_LIST
 matrix() {
@@ -35,6 +37,9 @@ matrix() {
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --lib \
             linalg::gemm::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
+            | grep -E "test result|panicked|FAILED"
+        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for every target"
+        PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
     done
 }

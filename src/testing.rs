@@ -679,15 +679,31 @@ impl OpTest {
         self.run_with(|_| {})
     }
 
+    /// Runs `program` (a transformed build of this test's program, e.g. a lowered one, with
+    /// the same inputs) with the standard registry; returns its outputs.
+    pub fn run_program(&self, program: &[u8]) -> Result<Vec<TestTensor>, Error> {
+        self.run_bytes(program, &Registry::standard(), |_| {})
+            .map(|r| r.0)
+    }
+
     fn run_with(
         &self,
+        after: impl FnMut(&crate::method::Method<'_, '_>),
+    ) -> Result<(Vec<TestTensor>, Vec<Value<'static>>), Error> {
+        self.run_bytes(&self.build(), &self.registry, after)
+    }
+
+    fn run_bytes(
+        &self,
+        program: &[u8],
+        registry: &Registry<'static>,
         mut after: impl FnMut(&crate::method::Method<'_, '_>),
     ) -> Result<(Vec<TestTensor>, Vec<Value<'static>>), Error> {
-        let bytes = AlignedBuf::from_bytes(&self.build());
+        let bytes = AlignedBuf::from_bytes(program);
         let program = Program::load(bytes.as_slice())?;
-        let meta = MethodMeta::new(&program, "forward", &self.registry)?;
+        let meta = MethodMeta::new(&program, "forward", registry)?;
         let mut bufs = OwnedArenas::for_meta(&meta)?;
-        let mut method = bufs.load(meta, &self.registry)?;
+        let mut method = bufs.load(meta, registry)?;
         for (k, (v, data)) in self.inputs.iter().enumerate() {
             let Spec::Tensor(t) = &self.values[*v as usize] else {
                 unreachable!()

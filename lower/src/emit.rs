@@ -41,9 +41,17 @@ fn s<'b>(b: &mut FlatBufferBuilder<'b>, v: Option<&str>) -> Option<Off<&'b str>>
     v.map(|x| b.create_string(x))
 }
 
-fn tensor<'b>(b: &mut FlatBufferBuilder<'b>, t: fb::Tensor<'_>, map: &BTreeMap<u32, u32>) -> Off<fb::Tensor<'b>> {
-    let sizes = t.sizes().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-    let dim_order = t.dim_order().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+fn tensor<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    t: fb::Tensor<'_>,
+    map: &BTreeMap<u32, u32>,
+) -> Off<fb::Tensor<'b>> {
+    let sizes = t
+        .sizes()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let dim_order = t
+        .dim_order()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
     let alloc = t.allocation_info().map(|a| {
         fb::AllocationDetails::create(
             b,
@@ -92,47 +100,94 @@ fn tensor<'b>(b: &mut FlatBufferBuilder<'b>, t: fb::Tensor<'_>, map: &BTreeMap<u
     )
 }
 
-fn evalue<'b>(b: &mut FlatBufferBuilder<'b>, e: fb::EValue<'_>, map: &BTreeMap<u32, u32>, null: bool) -> Off<fb::EValue<'b>> {
+fn evalue<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    e: fb::EValue<'_>,
+    map: &BTreeMap<u32, u32>,
+    null: bool,
+) -> Off<fb::EValue<'b>> {
     use fb::KernelTypes as K;
     let (ty, val) = if null {
-        (K::Null, fb::Null::create(b, &fb::NullArgs {}).as_union_value())
+        (
+            K::Null,
+            fb::Null::create(b, &fb::NullArgs {}).as_union_value(),
+        )
     } else {
         match e.val_type() {
             K::Int => {
                 let v = e.val_as_int().map_or(0, |x| x.int_val());
-                (K::Int, fb::Int::create(b, &fb::IntArgs { int_val: v }).as_union_value())
+                (
+                    K::Int,
+                    fb::Int::create(b, &fb::IntArgs { int_val: v }).as_union_value(),
+                )
             }
             K::Bool => {
                 let v = e.val_as_bool().is_some_and(|x| x.bool_val());
-                (K::Bool, fb::Bool::create(b, &fb::BoolArgs { bool_val: v }).as_union_value())
+                (
+                    K::Bool,
+                    fb::Bool::create(b, &fb::BoolArgs { bool_val: v }).as_union_value(),
+                )
             }
             K::Double => {
                 let v = e.val_as_double().map_or(0.0, |x| x.double_val());
-                (K::Double, fb::Double::create(b, &fb::DoubleArgs { double_val: v }).as_union_value())
+                (
+                    K::Double,
+                    fb::Double::create(b, &fb::DoubleArgs { double_val: v }).as_union_value(),
+                )
             }
             K::String => {
                 let v = s(b, e.val_as_string().and_then(|x| x.string_val()));
-                (K::String, fb::String::create(b, &fb::StringArgs { string_val: v }).as_union_value())
+                (
+                    K::String,
+                    fb::String::create(b, &fb::StringArgs { string_val: v }).as_union_value(),
+                )
             }
             K::Tensor => match e.val_as_tensor() {
                 Some(t) => (K::Tensor, tensor(b, t, map).as_union_value()),
-                None => (K::Null, fb::Null::create(b, &fb::NullArgs {}).as_union_value()),
+                None => (
+                    K::Null,
+                    fb::Null::create(b, &fb::NullArgs {}).as_union_value(),
+                ),
             },
             K::IntList => {
-                let items = e.val_as_int_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-                (K::IntList, fb::IntList::create(b, &fb::IntListArgs { items }).as_union_value())
+                let items = e
+                    .val_as_int_list()
+                    .and_then(|l| l.items())
+                    .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (
+                    K::IntList,
+                    fb::IntList::create(b, &fb::IntListArgs { items }).as_union_value(),
+                )
             }
             K::DoubleList => {
-                let items = e.val_as_double_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-                (K::DoubleList, fb::DoubleList::create(b, &fb::DoubleListArgs { items }).as_union_value())
+                let items = e
+                    .val_as_double_list()
+                    .and_then(|l| l.items())
+                    .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (
+                    K::DoubleList,
+                    fb::DoubleList::create(b, &fb::DoubleListArgs { items }).as_union_value(),
+                )
             }
             K::BoolList => {
-                let items = e.val_as_bool_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-                (K::BoolList, fb::BoolList::create(b, &fb::BoolListArgs { items }).as_union_value())
+                let items = e
+                    .val_as_bool_list()
+                    .and_then(|l| l.items())
+                    .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (
+                    K::BoolList,
+                    fb::BoolList::create(b, &fb::BoolListArgs { items }).as_union_value(),
+                )
             }
             K::TensorList => {
-                let items = e.val_as_tensor_list().and_then(|l| l.items()).map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-                (K::TensorList, fb::TensorList::create(b, &fb::TensorListArgs { items }).as_union_value())
+                let items = e
+                    .val_as_tensor_list()
+                    .and_then(|l| l.items())
+                    .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+                (
+                    K::TensorList,
+                    fb::TensorList::create(b, &fb::TensorListArgs { items }).as_union_value(),
+                )
             }
             K::OptionalTensorList => {
                 let items = e
@@ -141,13 +196,23 @@ fn evalue<'b>(b: &mut FlatBufferBuilder<'b>, e: fb::EValue<'_>, map: &BTreeMap<u
                     .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
                 (
                     K::OptionalTensorList,
-                    fb::OptionalTensorList::create(b, &fb::OptionalTensorListArgs { items }).as_union_value(),
+                    fb::OptionalTensorList::create(b, &fb::OptionalTensorListArgs { items })
+                        .as_union_value(),
                 )
             }
-            _ => (K::Null, fb::Null::create(b, &fb::NullArgs {}).as_union_value()),
+            _ => (
+                K::Null,
+                fb::Null::create(b, &fb::NullArgs {}).as_union_value(),
+            ),
         }
     };
-    fb::EValue::create(b, &fb::EValueArgs { val_type: ty, val: Some(val) })
+    fb::EValue::create(
+        b,
+        &fb::EValueArgs {
+            val_type: ty,
+            val: Some(val),
+        },
+    )
 }
 
 fn instruction<'b>(
@@ -156,19 +221,34 @@ fn instruction<'b>(
     renumber: &dyn Fn(i32) -> i32,
 ) -> Off<fb::Instruction<'b>> {
     use fb::InstructionArguments as I;
-    let ints = |b: &mut FlatBufferBuilder<'b>, v: Option<Vector<'_, i32>>| v.map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let ints = |b: &mut FlatBufferBuilder<'b>, v: Option<Vector<'_, i32>>| {
+        v.map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()))
+    };
     let (ty, body) = match ins.instr_args_type() {
         I::KernelCall => {
             let k = ins.instr_args_as_kernel_call();
             let args = ints(b, k.and_then(|k| k.args()));
             let op_index = k.map_or(0, |k| k.op_index());
-            (I::KernelCall, fb::KernelCall::create(b, &fb::KernelCallArgs { op_index, args }).as_union_value())
+            (
+                I::KernelCall,
+                fb::KernelCall::create(b, &fb::KernelCallArgs { op_index, args }).as_union_value(),
+            )
         }
         I::DelegateCall => {
             let d = ins.instr_args_as_delegate_call();
             let args = ints(b, d.and_then(|d| d.args()));
             let delegate_index = d.map_or(0, |d| d.delegate_index());
-            (I::DelegateCall, fb::DelegateCall::create(b, &fb::DelegateCallArgs { delegate_index, args }).as_union_value())
+            (
+                I::DelegateCall,
+                fb::DelegateCall::create(
+                    b,
+                    &fb::DelegateCallArgs {
+                        delegate_index,
+                        args,
+                    },
+                )
+                .as_union_value(),
+            )
         }
         I::MoveCall => {
             let m = ins.instr_args_as_move_call();
@@ -184,7 +264,10 @@ fn instruction<'b>(
                 cond_value_index: j.map_or(0, |j| j.cond_value_index()),
                 destination_instruction: renumber(j.map_or(0, |j| j.destination_instruction())),
             };
-            (I::JumpFalseCall, fb::JumpFalseCall::create(b, &a).as_union_value())
+            (
+                I::JumpFalseCall,
+                fb::JumpFalseCall::create(b, &a).as_union_value(),
+            )
         }
         _ => {
             let f = ins.instr_args_as_free_call();
@@ -194,10 +277,21 @@ fn instruction<'b>(
             (I::FreeCall, fb::FreeCall::create(b, &a).as_union_value())
         }
     };
-    fb::Instruction::create(b, &fb::InstructionArgs { instr_args_type: ty, instr_args: Some(body) })
+    fb::Instruction::create(
+        b,
+        &fb::InstructionArgs {
+            instr_args_type: ty,
+            instr_args: Some(body),
+        },
+    )
 }
 
-fn chain<'b>(b: &mut FlatBufferBuilder<'b>, c: fb::Chain<'_>, edit: Option<&PlanEdit>, first_new_delegate: i32) -> Off<fb::Chain<'b>> {
+fn chain<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    c: fb::Chain<'_>,
+    edit: Option<&PlanEdit>,
+    first_new_delegate: i32,
+) -> Off<fb::Chain<'b>> {
     let list = c.instructions().unwrap_or_default();
     let empty = PlanEdit::default();
     let edit = edit.unwrap_or(&empty);
@@ -211,7 +305,12 @@ fn chain<'b>(b: &mut FlatBufferBuilder<'b>, c: fb::Chain<'_>, edit: Option<&Plan
         }
     }
     new_pc.push(at);
-    let renumber = |d: i32| usize::try_from(d).ok().and_then(|d| new_pc.get(d).copied()).unwrap_or(d);
+    let renumber = |d: i32| {
+        usize::try_from(d)
+            .ok()
+            .and_then(|d| new_pc.get(d).copied())
+            .unwrap_or(d)
+    };
     let mut out = Vec::new();
     for (pc, ins) in list.iter().enumerate() {
         if edit.removed.contains(&pc) {
@@ -238,8 +337,12 @@ fn chain<'b>(b: &mut FlatBufferBuilder<'b>, c: fb::Chain<'_>, edit: Option<&Plan
         }
     }
     let instructions = b.create_vector(&out);
-    let inputs = c.inputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-    let outputs = c.outputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let inputs = c
+        .inputs()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let outputs = c
+        .outputs()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
     // Stack traces are debug information keyed by instruction position; they are dropped.
     fb::Chain::create(
         b,
@@ -252,9 +355,18 @@ fn chain<'b>(b: &mut FlatBufferBuilder<'b>, c: fb::Chain<'_>, edit: Option<&Plan
     )
 }
 
-fn delegate<'b>(b: &mut FlatBufferBuilder<'b>, id: &str, location: fb::DataLocation, index: u32, specs: Option<Vector<'_, ForwardsUOffset<fb::CompileSpec<'_>>>>) -> Off<fb::BackendDelegate<'b>> {
+fn delegate<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    id: &str,
+    location: fb::DataLocation,
+    index: u32,
+    specs: Option<Vector<'_, ForwardsUOffset<fb::CompileSpec<'_>>>>,
+) -> Off<fb::BackendDelegate<'b>> {
     let id = b.create_string(id);
-    let processed = fb::BackendDelegateDataReference::create(b, &fb::BackendDelegateDataReferenceArgs { location, index });
+    let processed = fb::BackendDelegateDataReference::create(
+        b,
+        &fb::BackendDelegateDataReferenceArgs { location, index },
+    );
     let compile_specs = specs.map(|v| {
         let items: Vec<_> = v
             .iter()
@@ -266,15 +378,33 @@ fn delegate<'b>(b: &mut FlatBufferBuilder<'b>, id: &str, location: fb::DataLocat
             .collect();
         b.create_vector(&items)
     });
-    fb::BackendDelegate::create(b, &fb::BackendDelegateArgs { id: Some(id), processed: Some(processed), compile_specs })
+    fb::BackendDelegate::create(
+        b,
+        &fb::BackendDelegateArgs {
+            id: Some(id),
+            processed: Some(processed),
+            compile_specs,
+        },
+    )
 }
 
-fn plan<'b>(b: &mut FlatBufferBuilder<'b>, p: fb::ExecutionPlan<'_>, edit: Option<&PlanEdit>, map: &BTreeMap<u32, u32>) -> Off<fb::ExecutionPlan<'b>> {
+fn plan<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    p: fb::ExecutionPlan<'_>,
+    edit: Option<&PlanEdit>,
+    map: &BTreeMap<u32, u32>,
+) -> Off<fb::ExecutionPlan<'b>> {
     let name = s(b, p.name());
     let meta = p.container_meta_type().map(|m| {
         let i = s(b, m.encoded_inp_str());
         let o = s(b, m.encoded_out_str());
-        fb::ContainerMetadata::create(b, &fb::ContainerMetadataArgs { encoded_inp_str: i, encoded_out_str: o })
+        fb::ContainerMetadata::create(
+            b,
+            &fb::ContainerMetadataArgs {
+                encoded_inp_str: i,
+                encoded_out_str: o,
+            },
+        )
     });
     let vals: Vec<_> = p
         .values()
@@ -284,8 +414,12 @@ fn plan<'b>(b: &mut FlatBufferBuilder<'b>, p: fb::ExecutionPlan<'_>, edit: Optio
         .map(|(i, e)| evalue(b, e, map, edit.is_some_and(|ed| ed.nulled.contains(&i))))
         .collect();
     let values = b.create_vector(&vals);
-    let inputs = p.inputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
-    let outputs = p.outputs().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let inputs = p
+        .inputs()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let outputs = p
+        .outputs()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
     let old_delegates = p.delegates().map_or(0, |d| d.len()) as i32;
     let chains: Vec<_> = p
         .chains()
@@ -302,7 +436,13 @@ fn plan<'b>(b: &mut FlatBufferBuilder<'b>, p: fb::ExecutionPlan<'_>, edit: Optio
         .map(|o| {
             let n = s(b, o.name());
             let ov = s(b, o.overload());
-            fb::Operator::create(b, &fb::OperatorArgs { name: n, overload: ov })
+            fb::Operator::create(
+                b,
+                &fb::OperatorArgs {
+                    name: n,
+                    overload: ov,
+                },
+            )
         })
         .collect();
     let operators = b.create_vector(&ops);
@@ -311,17 +451,27 @@ fn plan<'b>(b: &mut FlatBufferBuilder<'b>, p: fb::ExecutionPlan<'_>, edit: Optio
         .unwrap_or_default()
         .iter()
         .map(|d| {
-            let (loc, idx) = d.processed().map_or((fb::DataLocation::INLINE, 0), |r| (r.location(), r.index()));
+            let (loc, idx) = d
+                .processed()
+                .map_or((fb::DataLocation::INLINE, 0), |r| (r.location(), r.index()));
             delegate(b, d.id().unwrap_or(""), loc, idx, d.compile_specs())
         })
         .collect();
     if let Some(ed) = edit {
         for &seg in &ed.new_delegates {
-            dels.push(delegate(b, ptera::delegate::ptera::ID, fb::DataLocation::SEGMENT, seg, None));
+            dels.push(delegate(
+                b,
+                ptera::delegate::ptera::ID,
+                fb::DataLocation::SEGMENT,
+                seg,
+                None,
+            ));
         }
     }
     let delegates = b.create_vector(&dels);
-    let sizes = p.non_const_buffer_sizes().map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let sizes = p
+        .non_const_buffer_sizes()
+        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
     let devices = p.non_const_buffer_device().map(|v| {
         let items: Vec<_> = v
             .iter()
@@ -355,9 +505,19 @@ fn plan<'b>(b: &mut FlatBufferBuilder<'b>, p: fb::ExecutionPlan<'_>, edit: Optio
     )
 }
 
-fn subsegment<'b>(b: &mut FlatBufferBuilder<'b>, segment_index: u32, offsets: &[u64]) -> Off<fb::SubsegmentOffsets<'b>> {
+fn subsegment<'b>(
+    b: &mut FlatBufferBuilder<'b>,
+    segment_index: u32,
+    offsets: &[u64],
+) -> Off<fb::SubsegmentOffsets<'b>> {
     let offsets = b.create_vector(offsets);
-    fb::SubsegmentOffsets::create(b, &fb::SubsegmentOffsetsArgs { segment_index, offsets: Some(offsets) })
+    fb::SubsegmentOffsets::create(
+        b,
+        &fb::SubsegmentOffsetsArgs {
+            segment_index,
+            offsets: Some(offsets),
+        },
+    )
 }
 
 /// The new `Program` flatbuffer (finished, with the `ET12` identifier, no extended header).
@@ -374,7 +534,10 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
     // Inline buffers (legacy constants, inline payloads) are refused by `crate::lower`
     // before this point: the builder cannot force their 16-byte alignment.
     let constant_buffer = root.constant_buffer().map(|v| {
-        let items: Vec<_> = v.iter().map(|_| fb::Buffer::create(&mut b, &fb::BufferArgs { storage: None })).collect();
+        let items: Vec<_> = v
+            .iter()
+            .map(|_| fb::Buffer::create(&mut b, &fb::BufferArgs { storage: None }))
+            .collect();
         b.create_vector(&items)
     });
     let inline: Option<Off<Vector<'_, ForwardsUOffset<fb::BackendDelegateInlineData<'_>>>>> = None;
@@ -383,7 +546,15 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
         .segment_sizes
         .iter()
         .zip(&offsets)
-        .map(|(&size, &offset)| fb::DataSegment::create(&mut b, &fb::DataSegmentArgs { offset, size: size as u64 }))
+        .map(|(&size, &offset)| {
+            fb::DataSegment::create(
+                &mut b,
+                &fb::DataSegmentArgs {
+                    offset,
+                    size: size as u64,
+                },
+            )
+        })
         .collect();
     let segments = b.create_vector(&segs);
     let constant_segment = root.constant_segment().map(|cs| {
@@ -409,14 +580,27 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
         .iter()
         .map(|n| {
             let key = s(&mut b, n.key());
-            fb::NamedData::create(&mut b, &fb::NamedDataArgs { key, segment_index: n.segment_index() })
+            fb::NamedData::create(
+                &mut b,
+                &fb::NamedDataArgs {
+                    key,
+                    segment_index: n.segment_index(),
+                },
+            )
         })
         .collect();
     for (k, seg) in &edit.new_named {
         let key = b.create_string(k);
-        named.push(fb::NamedData::create(&mut b, &fb::NamedDataArgs { key: Some(key), segment_index: *seg }));
+        named.push(fb::NamedData::create(
+            &mut b,
+            &fb::NamedDataArgs {
+                key: Some(key),
+                segment_index: *seg,
+            },
+        ));
     }
-    let named_data = (root.named_data().is_some() || !named.is_empty()).then(|| b.create_vector(&named));
+    let named_data =
+        (root.named_data().is_some() || !named.is_empty()).then(|| b.create_vector(&named));
     let r = fb::Program::create(
         &mut b,
         &fb::ProgramArgs {

@@ -108,8 +108,15 @@ pub struct PlanView<'a> {
     pub io: BTreeSet<i32>,
 }
 
+/// Value `v`, bounds-checked (indices come from the file).
+fn value_at<'a>(plan: &fb::ExecutionPlan<'a>, v: i64) -> Option<fb::EValue<'a>> {
+    let values = plan.values()?;
+    let i = usize::try_from(v).ok().filter(|&i| i < values.len())?;
+    Some(values.get(i))
+}
+
 fn scalar_of(plan: &fb::ExecutionPlan<'_>, v: i32) -> Option<f64> {
-    let e = plan.values()?.get(usize::try_from(v).ok()?);
+    let e = value_at(plan, v as i64)?;
     match e.val_type() {
         fb::KernelTypes::Int => e.val_as_int().map(|i| i.int_val() as f64),
         fb::KernelTypes::Double => e.val_as_double().map(|d| d.double_val()),
@@ -118,21 +125,16 @@ fn scalar_of(plan: &fb::ExecutionPlan<'_>, v: i32) -> Option<f64> {
 }
 
 fn int_list(plan: &fb::ExecutionPlan<'_>, v: i32) -> Option<Vec<i64>> {
-    let values = plan.values()?;
-    let e = values.get(usize::try_from(v).ok()?);
+    let e = value_at(plan, v as i64)?;
     let items = e.val_as_int_list()?.items()?;
     items
         .iter()
-        .map(|i| {
-            let e = values.get(usize::try_from(i).ok()?);
-            e.val_as_int().map(|x| x.int_val())
-        })
+        .map(|i| value_at(plan, i)?.val_as_int().map(|x| x.int_val()))
         .collect()
 }
 
 fn string_of<'a>(plan: &fb::ExecutionPlan<'a>, v: i32) -> Option<&'a str> {
-    let e = plan.values()?.get(usize::try_from(v).ok()?);
-    e.val_as_string()?.string_val()
+    value_at(plan, v as i64)?.val_as_string()?.string_val()
 }
 
 fn is_none(plan: &fb::ExecutionPlan<'_>, v: i32) -> bool {
@@ -153,7 +155,10 @@ impl<'a> PlanView<'a> {
                     .sizes()
                     .map(|s| s.iter().map(|d| d.max(0) as usize).collect())
                     .unwrap_or_default();
-                let order: Vec<u8> = t.dim_order().map(|d| d.iter().collect()).unwrap_or_default();
+                let order: Vec<u8> = t
+                    .dim_order()
+                    .map(|d| d.iter().collect())
+                    .unwrap_or_default();
                 TensorMeta {
                     dtype: DType::from_scalar_type(t.scalar_type().0),
                     contiguous: order.iter().enumerate().all(|(i, &d)| d as usize == i),
@@ -161,9 +166,13 @@ impl<'a> PlanView<'a> {
                     buffer: t.data_buffer_idx(),
                     planned: t.allocation_info().is_some(),
                     alloc: t.allocation_info().map(|a| {
-                        let off = ((a.memory_offset_high() as u64) << 32) | a.memory_offset_low() as u64;
-                        let elem = DType::from_scalar_type(t.scalar_type().0).map_or(1, |d| d.size() as u64);
-                        let n: u64 = t.sizes().map_or(0, |s| s.iter().map(|d| d.max(0) as u64).product());
+                        let off =
+                            ((a.memory_offset_high() as u64) << 32) | a.memory_offset_low() as u64;
+                        let elem = DType::from_scalar_type(t.scalar_type().0)
+                            .map_or(1, |d| d.size() as u64);
+                        let n: u64 = t
+                            .sizes()
+                            .map_or(0, |s| s.iter().map(|d| d.max(0) as u64).product());
                         (a.memory_id(), off, n * elem)
                     }),
                 }
@@ -177,7 +186,9 @@ impl<'a> PlanView<'a> {
                 s.insert(pc);
             }
         };
-        let chain = plan.chains().and_then(|c| (!c.is_empty()).then(|| c.get(0)));
+        let chain = plan
+            .chains()
+            .and_then(|c| (!c.is_empty()).then(|| c.get(0)));
         let list = chain.and_then(|c| c.instructions()).unwrap_or_default();
         for (pc, ins) in list.iter().enumerate() {
             let mut args: Vec<i32> = Vec::new();
@@ -186,11 +197,18 @@ impl<'a> PlanView<'a> {
                 fb::InstructionArguments::KernelCall => {
                     if let Some(k) = ins.instr_args_as_kernel_call() {
                         args = k.args().map(|a| a.iter().collect()).unwrap_or_default();
-                        if let Some(op) = ops
-                            .and_then(|o| usize::try_from(k.op_index()).ok().filter(|&i| i < o.len()).map(|i| o.get(i)))
-                        {
+                        if let Some(op) = ops.and_then(|o| {
+                            usize::try_from(k.op_index())
+                                .ok()
+                                .filter(|&i| i < o.len())
+                                .map(|i| o.get(i))
+                        }) {
                             let (n, o) = (op.name().unwrap_or(""), op.overload().unwrap_or(""));
-                            key = if o.is_empty() { n.to_string() } else { format!("{n}.{o}") };
+                            key = if o.is_empty() {
+                                n.to_string()
+                            } else {
+                                format!("{n}.{o}")
+                            };
                         }
                     }
                 }
@@ -219,7 +237,11 @@ impl<'a> PlanView<'a> {
             for &a in &args {
                 name(a, pc, &mut named_by);
                 // Tensor lists name their items too.
-                if let Some(e) = usize::try_from(a).ok().filter(|&i| i < values.len()).map(|i| values.get(i)) {
+                if let Some(e) = usize::try_from(a)
+                    .ok()
+                    .filter(|&i| i < values.len())
+                    .map(|i| values.get(i))
+                {
                     let items = e
                         .val_as_tensor_list()
                         .and_then(|l| l.items())
@@ -325,13 +347,28 @@ fn f32_tensor<'v>(view: &'v PlanView<'_>, v: i32, what: &str) -> Result<&'v Tens
     Ok(t)
 }
 
-fn candidate(view: &PlanView<'_>, pc: usize, claimed: &BTreeSet<usize>) -> Result<Candidate, String> {
+fn candidate(
+    view: &PlanView<'_>,
+    pc: usize,
+    claimed: &BTreeSet<usize>,
+) -> Result<Candidate, String> {
     let (key, args) = &view.instrs[pc];
     // (x, weight, bias, out, alpha, beta, weight as stored is [K, N])
     let (x, w, bias, out, alpha, beta, kxn) = match key.as_str() {
         "aten::addmm.out" if args.len() == 7 => {
-            let s = |v| scalar_of(&view.plan, v).ok_or_else(|| format!("alpha/beta (value {v}) is not a constant number"));
-            (args[1], args[2], Some(args[0]), args[5], s(args[4])?, s(args[3])?, true)
+            let s = |v| {
+                scalar_of(&view.plan, v)
+                    .ok_or_else(|| format!("alpha/beta (value {v}) is not a constant number"))
+            };
+            (
+                args[1],
+                args[2],
+                Some(args[0]),
+                args[5],
+                s(args[4])?,
+                s(args[3])?,
+                true,
+            )
         }
         "aten::mm.out" if args.len() == 4 => (args[0], args[1], None, args[2], 1.0, 1.0, true),
         "aten::linear.out" if args.len() == 5 => {
@@ -372,7 +409,10 @@ fn candidate(view: &PlanView<'_>, pc: usize, claimed: &BTreeSet<usize>) -> Resul
         return Err("empty weight".into());
     }
     if xt.sizes.last() != Some(&k) || (key != "aten::linear.out" && xt.sizes.len() != 2) {
-        return Err(format!("input shape {:?} does not match the weight's depth {k}", xt.sizes));
+        return Err(format!(
+            "input shape {:?} does not match the weight's depth {k}",
+            xt.sizes
+        ));
     }
     if let Some(b) = bias {
         let bt = f32_tensor(view, b, "bias")?;
@@ -404,7 +444,10 @@ fn candidate(view: &PlanView<'_>, pc: usize, claimed: &BTreeSet<usize>) -> Resul
             // The region writes the activation's output while reading x and the bias: the
             // memory plan may have put the activation's output over them (it ran after).
             let clear = |t: &TensorMeta| {
-                !t.overlaps(xt) && bias.and_then(|b| view.tensor(b)).is_none_or(|bt| !t.overlaps(bt))
+                !t.overlaps(xt)
+                    && bias
+                        .and_then(|b| view.tensor(b))
+                        .is_none_or(|bt| !t.overlaps(bt))
             };
             let ok = view.named_only_by(out, &[pc, pc + 1])
                 && f32_tensor(view, aout, "activation output")

@@ -17,10 +17,21 @@ pub enum WeightSource<'k> {
 
 /// A one-operation region for `c`. Argument positions: input 0, then the bias (if any), then
 /// the weight (if read as an argument), then the output.
-pub fn linear_region(target: &Target, c: &Candidate, weight: WeightSource<'_>, bias_arg: Option<usize>, out_arg: usize) -> Vec<u8> {
+pub fn linear_region(
+    target: &Target,
+    c: &Candidate,
+    weight: WeightSource<'_>,
+    bias_arg: Option<usize>,
+    out_arg: usize,
+) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
     let (layout, key, nr, arg) = match weight {
-        WeightSource::Packed { key, nr } => (rf::WeightLayout::Packed, Some(b.create_string(key)), nr as u32, -1),
+        WeightSource::Packed { key, nr } => (
+            rf::WeightLayout::Packed,
+            Some(b.create_string(key)),
+            nr as u32,
+            -1,
+        ),
         WeightSource::Arg(a) => (
             match c.orient {
                 Orient::KxN => rf::WeightLayout::KxN,
@@ -31,7 +42,15 @@ pub fn linear_region(target: &Target, c: &Candidate, weight: WeightSource<'_>, b
             a as i32,
         ),
     };
-    let w = rf::Weight::create(&mut b, &rf::WeightArgs { layout, key, nr, arg });
+    let w = rf::Weight::create(
+        &mut b,
+        &rf::WeightArgs {
+            layout,
+            key,
+            nr,
+            arg,
+        },
+    );
     let activation = match c.act {
         Act::None => rf::Activation::None,
         Act::Relu => rf::Activation::Relu,

@@ -60,7 +60,13 @@ const CPUS: &[(&[&str], Isa, u32)] = &[
     ),
     // Armv9.2 cores with SME2 (streaming vector length 512 bits).
     (
-        &["cortex-x925", "c1-ultra", "c1-premium", "c1-pro", "apple-m4"],
+        &[
+            "cortex-x925",
+            "c1-ultra",
+            "c1-premium",
+            "c1-pro",
+            "apple-m4",
+        ],
         Isa::Sme2,
         512,
     ),
@@ -100,10 +106,9 @@ impl Target {
         let (name, bits) = match s.split_once(':') {
             Some((n, b)) => (
                 n,
-                Some(
-                    b.parse::<u32>()
-                        .map_err(|_| format!("target `{spec}`: vector length `{b}` is not a number"))?,
-                ),
+                Some(b.parse::<u32>().map_err(|_| {
+                    format!("target `{spec}`: vector length `{b}` is not a number")
+                })?),
             ),
             None => (s.as_str(), None),
         };

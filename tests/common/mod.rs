@@ -7,8 +7,16 @@ use std::path::{Path, PathBuf};
 use ptera::host::AlignedBuf;
 use ptera::DType;
 
+/// `tests/fixtures` of the workspace root (these helpers are also included by the tests of
+/// workspace members, whose manifest directory is one level down).
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let own = here.join("tests/fixtures");
+    if own.join("manifest.json").exists() {
+        own
+    } else {
+        here.join("../tests/fixtures")
+    }
 }
 
 /// Case names from `tests/fixtures/manifest.json`.

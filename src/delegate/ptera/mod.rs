@@ -323,7 +323,8 @@ impl Backend for PteraBackend {
                         .zip(usize::try_from(len).ok())
                         .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
                         .ok_or(bad("ptera region: packed weight outside the program"))?;
-                    let data = as_f32(bytes).ok_or(bad("ptera region: packed weight misaligned"))?;
+                    let data =
+                        as_f32(bytes).ok_or(bad("ptera region: packed weight misaligned"))?;
                     Some(PackedB::new(data, l.k, l.n, nr)?)
                 }
                 WeightRef::Arg { .. } => None,
@@ -398,8 +399,10 @@ fn linear(
     let rows = hi - lo;
     // `beta` scales the bias; the GEMM adds its bias unscaled.
     let direct_bias = if l.beta == 1.0 { bias } else { None };
-    let scratch_len = gemm::sgemm_scratch_len(rows, n, k);
-    let scratch = ctx.scratch_f32(scratch_len)?;
+    // The whole declared scratch: the kernel that reads these panels may not be the one
+    // `sgemm_scratch_len` assumes for this shape (another tile width, or the per-panel
+    // fallback), and every GEMM fits in GEMM_SCRATCH_F32.
+    let scratch = ctx.scratch_f32(GEMM_SCRATCH_F32)?;
     let a = MatRef::row_major(&xd[lo * k..], rows, k)?;
     let c = &mut od[lo * n..hi * n];
     match (packed, plain) {

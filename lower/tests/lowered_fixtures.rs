@@ -1,0 +1,145 @@
+//! Every committed fixture, lowered for every target family, still matches ExecuTorch 1.5.1's
+//! own outputs (1e-4 abs + 1e-4 rel) on whatever CPU runs the test: when the CPU's kernel has
+//! another tile width than the target's, the region runs on the panels as packed (slower, same
+//! result). Under `scripts/test-arm.sh` this runs once per forced ISA and vector length.
+
+#![allow(clippy::result_large_err)]
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use ptera::host::AlignedBuf;
+use ptera::{Error, MethodMeta, OwnedArenas, Program, Registry, Shape};
+use ptera_lower::{lower, Target};
+
+const TARGETS: [&str; 6] = [
+    "generic",
+    "neon",
+    "sve2:256",
+    "sme:512",
+    "sme2:512",
+    "x86-64-v3",
+];
+
+type Outputs = Vec<(ptera::DType, Vec<usize>, Vec<f64>)>;
+
+fn run(bytes: &[u8], case: &str) -> Result<Outputs, Error> {
+    let buf = AlignedBuf::from_bytes(bytes);
+    let registry = Registry::standard();
+    let program = Program::load(buf.as_slice())?;
+    let meta = MethodMeta::new(&program, "forward", &registry)?;
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
+    let mut method = bufs.load(meta, &registry)?;
+    for (i, inp) in inputs(case).iter().enumerate() {
+        method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)?;
+    }
+    method.execute()?;
+    let mut outs = Vec::new();
+    for i in 0..method.num_outputs() {
+        let o = method.output(i)?;
+        outs.push((
+            o.dtype(),
+            o.dims().to_vec(),
+            (0..o.numel()).map(|k| o.get_f64(k)).collect(),
+        ));
+    }
+    Ok(outs)
+}
+
+fn check(case: &str, target: &str, bytes: &[u8]) {
+    let got = run(bytes, case).unwrap_or_else(|e| panic!("{case} lowered for {target}: {e}"));
+    let want = outputs(case);
+    assert_eq!(got.len(), want.len(), "{case}: output count");
+    for (i, ((dt, shape, vals), w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(*dt, w.dtype, "{case} ({target}) output {i} dtype");
+        assert_eq!(shape, &w.shape, "{case} ({target}) output {i} shape");
+        assert_close(
+            &format!("{case} lowered for {target}: output {i}"),
+            vals,
+            &w.f64(),
+        );
+    }
+}
+
+#[test]
+fn every_fixture_lowered_for_every_target_matches_executorch() {
+    let mut regions = 0;
+    for case in cases() {
+        let input = pte(&case);
+        for t in TARGETS {
+            let target = Target::parse(t).unwrap();
+            let out = lower(input.as_slice(), &target, &mut |_, _| {})
+                .unwrap_or_else(|e| panic!("lowering {case} for {t}: {e}"));
+            regions += out
+                .report
+                .methods
+                .iter()
+                .map(|m| m.regions.len())
+                .sum::<usize>();
+            check(&case, t, &out.bytes);
+        }
+    }
+    // The portable language models and MLPs must actually be lowered (not passed through).
+    assert!(
+        regions > 100,
+        "only {regions} regions made over all fixtures and targets"
+    );
+}
+
+#[test]
+fn lowering_is_deterministic() {
+    for case in ["gpt2_portable", "opt_portable", "mlp_portable"] {
+        let input = pte(case);
+        let target = Target::parse("neon").unwrap();
+        let a = lower(input.as_slice(), &target, &mut |_, _| {}).unwrap();
+        let b = lower(input.as_slice(), &target, &mut |_, _| {}).unwrap();
+        assert_eq!(a.bytes, b.bytes, "{case}: two lowerings differ");
+    }
+}
+
+/// Packed weights replace the originals: the portable programs grow by at most 1 % plus the
+/// zero columns that pad each weight's last panel to the tile width (none when the width
+/// divides, e.g. Neon's 8 or 12 on 64- and 192-wide weights; SVE2 at 256 bits packs 24 wide,
+/// so a 64-wide weight becomes 72), and the packed bytes are exactly the removed weights plus
+/// that padding.
+#[test]
+fn lowered_portable_programs_replace_their_weights() {
+    for case in [
+        "gpt2_portable",
+        "gpt2b_portable",
+        "opt_portable",
+        "optb_portable",
+        "llama_portable",
+        "bert_portable",
+    ] {
+        let input = pte(case);
+        for t in ["generic", "neon", "sme2:512", "sve2:256"] {
+            let target = Target::parse(t).unwrap();
+            let out = lower(input.as_slice(), &target, &mut |_, _| {}).unwrap();
+            let r = &out.report;
+            assert!(r.packed_weights > 0, "{case} ({t}): nothing packed");
+            // (Each packed weight of these programs has one reader.)
+            let padded: usize = r.methods[0]
+                .regions
+                .iter()
+                .filter_map(|g| {
+                    g.packed_nr
+                        .map(|nr| g.k * (g.n.div_ceil(nr) * nr - g.n) * 4)
+                })
+                .sum();
+            assert_eq!(
+                r.packed_bytes,
+                r.removed_weight_bytes + padded,
+                "{case} ({t}): packed size"
+            );
+            let limit = 1.01 * r.input_bytes as f64 + padded as f64;
+            assert!(
+                (r.output_bytes as f64) <= limit,
+                "{case} ({t}): {} -> {} bytes ({padded} bytes of panel padding)",
+                r.input_bytes,
+                r.output_bytes
+            );
+        }
+    }
+}

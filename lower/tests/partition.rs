@@ -1,0 +1,235 @@
+//! The partitioner's decisions on small programs built with `OpTest`: what is absorbed into
+//! PteraBackend regions, what stays portable and why, and that the lowered program computes
+//! what the original did.
+
+use ptera::testing::{OpTest, Rng, Step, TestTensor};
+use ptera::DType;
+use ptera_lower::{lower, Lowered, Target};
+
+fn rand(rng: &mut Rng, n: usize) -> Vec<f32> {
+    rng.f32s(n, -1.0, 1.0)
+}
+
+fn lowered(t: &OpTest, target: &str) -> Lowered {
+    lower(&t.build(), &Target::parse(target).unwrap(), &mut |_, _| {}).expect("lowering")
+}
+
+fn close(a: &[TestTensor], b: &[TestTensor]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.shape, y.shape);
+        for (i, (p, q)) in x.f32().iter().zip(y.f32()).enumerate() {
+            assert!(
+                (p - q).abs() <= 1e-5 + 1e-5 * q.abs(),
+                "element {i}: {p} vs {q}"
+            );
+        }
+    }
+}
+
+/// `permute_copy(W) -> addmm(bias, x, W^T) -> relu`, like a `torch.nn.Linear` + ReLU export.
+fn linear_relu(m: usize, k: usize, n: usize, seed: u64) -> OpTest {
+    let mut rng = Rng(seed);
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[m, k], &rand(&mut rng, m * k));
+    let w = t.constant_f32(&[n, k], &rand(&mut rng, n * k));
+    let b = t.constant_f32(&[n], &rand(&mut rng, n));
+    let dims = t.int_list(&[1, 0]);
+    let wt = t.intermediate_f32(&[k, n]);
+    let one = t.int(1);
+    let one2 = t.int(1);
+    let y = t.intermediate_f32(&[m, n]);
+    let z = t.output(DType::F32, &[m, n]);
+    t.steps(&[
+        Step::Kernel("aten::permute_copy.out".into(), vec![w, dims, wt, wt]),
+        Step::Kernel("aten::addmm.out".into(), vec![b, x, wt, one, one2, y, y]),
+        Step::Kernel("aten::relu.out".into(), vec![y, z, z]),
+    ]);
+    t
+}
+
+#[test]
+fn linear_with_its_transpose_and_relu_is_one_region_with_a_packed_weight() {
+    for (m, k, n) in [(1, 1, 1), (3, 17, 5), (17, 3, 129), (4, 64, 48)] {
+        let t = linear_relu(m, k, n, 7 + m as u64);
+        let want = t.run().unwrap();
+        for target in ["generic", "neon", "sve2:512", "sme2:256"] {
+            let l = lowered(&t, target);
+            let r = &l.report.methods[0];
+            assert_eq!(r.regions.len(), 1, "{target}");
+            assert_eq!(
+                r.regions[0].absorbed,
+                [
+                    "aten::permute_copy.out",
+                    "aten::addmm.out",
+                    "aten::relu.out"
+                ]
+            );
+            assert!(
+                r.regions[0].packed_nr.is_some(),
+                "{target}: weight not packed"
+            );
+            assert!(r.portable.is_empty());
+            assert_eq!(l.report.packed_weights, 1);
+            assert_eq!(
+                l.report.removed_weight_bytes.div_ceil(16) * 16,
+                (n * k * 4).div_ceil(16) * 16
+            );
+            close(&t.run_program(&l.bytes).unwrap(), &want);
+        }
+    }
+}
+
+#[test]
+fn a_weight_that_is_not_a_constant_stays_portable() {
+    let mut rng = Rng(3);
+    let mut t = OpTest::new("aten::mm.out");
+    let a = t.input_f32(&[4, 8], &rand(&mut rng, 32));
+    let b = t.input_f32(&[8, 5], &rand(&mut rng, 40));
+    let o = t.output(DType::F32, &[4, 5]);
+    t.call(&[a, b, o, o]);
+    let l = lowered(&t, "neon");
+    let r = &l.report.methods[0];
+    assert!(r.regions.is_empty());
+    assert_eq!(r.portable.len(), 1);
+    assert!(
+        r.portable[0].2.contains("not a constant"),
+        "{}",
+        r.portable[0].2
+    );
+    close(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
+
+#[test]
+fn a_bias_that_is_not_a_row_stays_portable() {
+    let mut rng = Rng(4);
+    let mut t = OpTest::new("aten::addmm.out");
+    let bias = t.input_f32(&[3, 5], &rand(&mut rng, 15));
+    let x = t.input_f32(&[3, 4], &rand(&mut rng, 12));
+    let w = t.constant_f32(&[4, 5], &rand(&mut rng, 20));
+    let (one, two) = (t.int(1), t.int(1));
+    let o = t.output(DType::F32, &[3, 5]);
+    t.call(&[bias, x, w, one, two, o, o]);
+    let l = lowered(&t, "neon");
+    let r = &l.report.methods[0];
+    assert!(r.regions.is_empty());
+    assert!(r.portable[0].2.contains("bias"), "{}", r.portable[0].2);
+    close(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
+
+/// alpha and beta other than 1 are carried into the region.
+#[test]
+fn addmm_alpha_and_beta_are_kept() {
+    let mut rng = Rng(5);
+    let mut t = OpTest::new("aten::addmm.out");
+    let bias = t.constant_f32(&[7], &rand(&mut rng, 7));
+    let x = t.input_f32(&[5, 6], &rand(&mut rng, 30));
+    let w = t.constant_f32(&[6, 7], &rand(&mut rng, 42));
+    let beta = t.double(0.5);
+    let alpha = t.double(-2.0);
+    let o = t.output(DType::F32, &[5, 7]);
+    t.call(&[bias, x, w, beta, alpha, o, o]);
+    let l = lowered(&t, "neon");
+    assert_eq!(l.report.methods[0].regions.len(), 1);
+    close(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
+
+/// A constant also read by another operator (GPT-2's token embedding is its LM head) is not
+/// packed: the region reads it in place as an argument, and it stays in the file once.
+#[test]
+fn a_weight_with_other_readers_is_read_in_place() {
+    let mut rng = Rng(6);
+    let (vocab, d, m) = (11, 6, 4);
+    let mut t = OpTest::new("");
+    let ids = t.input_i64(&[m], &[1, 0, 10, 3]);
+    let wte = t.constant_f32(&[vocab, d], &rand(&mut rng, vocab * d));
+    let (pad, f1, f2) = (t.int(-1), t.boolean(false), t.boolean(false));
+    let h = t.intermediate_f32(&[m, d]);
+    let dims = t.int_list(&[1, 0]);
+    let wt = t.intermediate_f32(&[d, vocab]);
+    let logits = t.output(DType::F32, &[m, vocab]);
+    t.steps(&[
+        Step::Kernel(
+            "aten::embedding.out".into(),
+            vec![wte, ids, pad, f1, f2, h, h],
+        ),
+        Step::Kernel("aten::permute_copy.out".into(), vec![wte, dims, wt, wt]),
+        Step::Kernel("aten::mm.out".into(), vec![h, wt, logits, logits]),
+    ]);
+    let l = lowered(&t, "neon");
+    let r = &l.report.methods[0];
+    assert_eq!(r.regions.len(), 1);
+    assert_eq!(
+        r.regions[0].absorbed,
+        ["aten::permute_copy.out", "aten::mm.out"]
+    );
+    assert_eq!(r.regions[0].packed_nr, None);
+    assert_eq!(l.report.packed_weights, 0);
+    close(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
+
+/// The activation is not fused when the memory plan put its output over the product's input
+/// (the region would write what it still reads); it stays a portable call.
+#[test]
+fn an_activation_over_the_input_is_not_fused() {
+    let mut rng = Rng(8);
+    let (m, k, n) = (4, 6, 6);
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[m, k], &rand(&mut rng, m * k));
+    let w = t.constant_f32(&[k, n], &rand(&mut rng, k * n));
+    let y = t.intermediate_f32(&[m, n]);
+    let z = t.view_of(x, &[m, n]);
+    let out = t.output(DType::F32, &[m, n]);
+    t.steps(&[
+        Step::Kernel("aten::mm.out".into(), vec![x, w, y, y]),
+        Step::Kernel("aten::relu.out".into(), vec![y, z, z]),
+        Step::Kernel("aten::abs.out".into(), vec![z, out, out]),
+    ]);
+    let l = lowered(&t, "neon");
+    let r = &l.report.methods[0];
+    assert_eq!(r.regions.len(), 1);
+    assert_eq!(r.regions[0].absorbed, ["aten::mm.out"]);
+    close(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
+
+/// Bad input to `lower`: an error, never a panic; whatever it accepts loads and validates.
+#[test]
+fn hostile_inputs_give_errors() {
+    let t = linear_relu(4, 16, 8, 9);
+    let good = t.build();
+    let target = Target::parse("neon").unwrap();
+    for len in [0, 7, 8, 40, good.len() / 2, good.len() - 1] {
+        assert!(
+            lower(&good[..len], &target, &mut |_, _| {}).is_err(),
+            "truncated to {len}"
+        );
+    }
+    let mut accepted = 0;
+    for i in 0..good.len() {
+        let mut b = good.clone();
+        b[i] ^= 0x5a;
+        if lower(&b, &target, &mut |_, _| {}).is_ok() {
+            accepted += 1;
+        }
+    }
+    assert!(accepted < good.len());
+    assert!(Target::parse("cortex-q9").is_err());
+    assert!(Target::parse("sve2:100").is_err());
+    assert!(Target::parse("neon:256").is_err());
+}
+
+#[test]
+fn targets_map_to_the_kernels_tiles() {
+    let nr = |t: &str, n| Target::parse(t).unwrap().nr(n);
+    assert_eq!(nr("cortex-a53", 768), 12);
+    assert_eq!(nr("cortex-a76", 64), 8);
+    assert_eq!(nr("neoverse-n2", 768), 12);
+    assert_eq!(nr("sve2:256", 768), 24);
+    assert_eq!(nr("sve2:512", 768), 48);
+    assert_eq!(nr("sme:512", 768), 32);
+    assert_eq!(nr("sme2:128", 768), 8);
+    assert_eq!(nr("max", 768), 16);
+    assert_eq!(nr("generic", 768), 16);
+    assert_eq!(nr("x86-64-v3", 768), 16);
+    assert!(Target::parse("x86-64-v4").unwrap().note.is_some());
+}
