@@ -20,6 +20,8 @@ pub struct PlanEdit {
     pub nulled: BTreeSet<usize>,
     /// New delegates of this method: segment index of each payload (in the output's list).
     pub new_delegates: Vec<u32>,
+    /// Existing delegates converted to `PteraBackend`: delegate index → payload segment.
+    pub converted: BTreeMap<usize, u32>,
 }
 
 /// Changes to the whole program.
@@ -31,8 +33,24 @@ pub struct ProgramEdit {
     pub constant_offsets: Option<Vec<u64>>,
     /// Every segment of the output, in order (original ones first, same indices).
     pub segment_sizes: Vec<usize>,
+    /// Input segment index → output index (`None`: dropped).
+    pub segment_map: Vec<Option<u32>>,
     /// Named data to add: (key, segment index).
     pub new_named: Vec<(String, u32)>,
+    /// Named-data keys removed (their blobs were packed).
+    pub dropped_keys: BTreeSet<String>,
+}
+
+impl ProgramEdit {
+    /// Output index of input segment `i` (`lower` drops a segment only when nothing refers
+    /// to it any more).
+    fn seg(&self, i: u32) -> u32 {
+        self.segment_map
+            .get(i as usize)
+            .copied()
+            .flatten()
+            .unwrap_or(i)
+    }
 }
 
 type Off<T> = WIPOffset<T>;
@@ -392,8 +410,9 @@ fn plan<'b>(
     b: &mut FlatBufferBuilder<'b>,
     p: fb::ExecutionPlan<'_>,
     edit: Option<&PlanEdit>,
-    map: &BTreeMap<u32, u32>,
+    pe: &ProgramEdit,
 ) -> Off<fb::ExecutionPlan<'b>> {
+    let map = &pe.buffer_map;
     let name = s(b, p.name());
     let meta = p.container_meta_type().map(|m| {
         let i = s(b, m.encoded_inp_str());
@@ -450,10 +469,20 @@ fn plan<'b>(
         .delegates()
         .unwrap_or_default()
         .iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(di, d)| {
+            if let Some(&seg) = edit.and_then(|e| e.converted.get(&di)) {
+                let id = ptera::delegate::ptera::ID;
+                return delegate(b, id, fb::DataLocation::SEGMENT, seg, None);
+            }
             let (loc, idx) = d
                 .processed()
                 .map_or((fb::DataLocation::INLINE, 0), |r| (r.location(), r.index()));
+            let idx = if loc == fb::DataLocation::SEGMENT {
+                pe.seg(idx)
+            } else {
+                idx
+            };
             delegate(b, d.id().unwrap_or(""), loc, idx, d.compile_specs())
         })
         .collect();
@@ -528,7 +557,7 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(i, p)| plan(&mut b, p, edit.plans.get(i), &edit.buffer_map))
+        .map(|(i, p)| plan(&mut b, p, edit.plans.get(i), edit))
         .collect();
     let plans = b.create_vector(&plans);
     // Inline buffers (legacy constants, inline payloads) are refused by `crate::lower`
@@ -562,14 +591,14 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
             Some(o) => o.clone(),
             None => cs.offsets().map(|v| v.iter().collect()).unwrap_or_default(),
         };
-        subsegment(&mut b, cs.segment_index(), &offs)
+        subsegment(&mut b, edit.seg(cs.segment_index()), &offs)
     });
     let mutable = root.mutable_data_segments().map(|v| {
         let items: Vec<_> = v
             .iter()
             .map(|m| {
                 let offs: Vec<u64> = m.offsets().map(|o| o.iter().collect()).unwrap_or_default();
-                subsegment(&mut b, m.segment_index(), &offs)
+                subsegment(&mut b, edit.seg(m.segment_index()), &offs)
             })
             .collect();
         b.create_vector(&items)
@@ -578,13 +607,14 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
         .named_data()
         .unwrap_or_default()
         .iter()
+        .filter(|n| n.key().is_none_or(|k| !edit.dropped_keys.contains(k)))
         .map(|n| {
             let key = s(&mut b, n.key());
             fb::NamedData::create(
                 &mut b,
                 &fb::NamedDataArgs {
                     key,
-                    segment_index: n.segment_index(),
+                    segment_index: edit.seg(n.segment_index()),
                 },
             )
         })

@@ -14,11 +14,13 @@ pub mod emit;
 pub mod partition;
 pub mod payload;
 pub mod target;
+pub mod xnn;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Instant;
 
+use ptera::format::fb;
 use ptera::host::AlignedBuf;
 use ptera::linalg::gemm::{pack_b_ahead, MatRef, PackedB};
 use ptera::{MethodMeta, Program, Registry};
@@ -63,8 +65,20 @@ pub struct MethodReport {
     pub regions: Vec<RegionReport>,
     /// Matmul-like instructions left portable: (instruction, operator, reason).
     pub portable: Vec<(usize, String, String)>,
+    /// XNNPACK regions converted to PteraBackend regions.
+    pub converted: Vec<XnnRegionReport>,
     /// Delegate regions of other backends kept as they are: (delegate id, count).
     pub other_delegates: Vec<(String, usize)>,
+}
+
+/// One XNNPACK region converted (its graph is kept; fully-connected filters are packed).
+#[derive(Clone, Debug)]
+pub struct XnnRegionReport {
+    pub delegate: usize,
+    /// Node kinds of the region and their counts.
+    pub nodes: Vec<(String, usize)>,
+    pub fully_connected: usize,
+    pub packed_filters: usize,
 }
 
 /// What [`lower`] did.
@@ -113,6 +127,12 @@ impl Report {
                 })).collect::<Vec<_>>(),
                 "portable": m.portable.iter().map(|(pc, op, why)| json!({
                     "instruction": pc, "operator": op, "reason": why,
+                })).collect::<Vec<_>>(),
+                "converted": m.converted.iter().map(|c| json!({
+                    "delegate": c.delegate,
+                    "nodes": c.nodes.iter().map(|(k, n)| json!({"node": k, "count": n})).collect::<Vec<_>>(),
+                    "fully_connected": c.fully_connected,
+                    "packed_filters": c.packed_filters,
                 })).collect::<Vec<_>>(),
                 "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
@@ -196,6 +216,28 @@ pub fn lower(
             }
         }
     }
+    // XNNPACK regions: every one is converted; named blobs of packable filters are counted.
+    let mut key_refs: BTreeMap<String, usize> = BTreeMap::new();
+    let mut xregions = Vec::new();
+    for p in &plans {
+        xregions.push(xnn::regions(&program, *p, &mut key_refs).map_err(LowerError)?);
+    }
+    // A key is dropped when every value naming it is a packed filter read one way.
+    let mut filter_refs: BTreeMap<&str, (usize, BTreeSet<(Orient, usize, usize)>)> =
+        BTreeMap::new();
+    for r in xregions.iter().flatten() {
+        for f in &r.filters {
+            let e = filter_refs.entry(f.key.as_str()).or_default();
+            e.0 += 1;
+            e.1.insert((f.orient, f.k, f.n));
+        }
+    }
+    let dropped_keys: BTreeSet<String> = filter_refs
+        .iter()
+        .filter(|(k, (n, ways))| key_refs.get(**k) == Some(n) && ways.len() == 1)
+        .map(|(k, _)| k.to_string())
+        .collect();
+
     // Constant segment without the packed weights.
     let dropped: BTreeSet<u32> = parts
         .iter()
@@ -205,9 +247,9 @@ pub fn lower(
         .constant_segment()
         .filter(|c| c.offsets().is_some_and(|o| o.len() > 1));
     let seg_count = program.segment_count();
-    let mut segments: Vec<Vec<u8>> = Vec::with_capacity(seg_count);
+    let mut originals: Vec<Vec<u8>> = Vec::with_capacity(seg_count);
     for i in 0..seg_count {
-        segments.push(
+        originals.push(
             program
                 .segment(i)
                 .map_err(|e| LowerError(format!("segment {i}: {e}")))?
@@ -220,7 +262,7 @@ pub fn lower(
     if let (Some(cs), false) = (cs, dropped.is_empty()) {
         let offs: Vec<u64> = cs.offsets().map(|o| o.iter().collect()).unwrap_or_default();
         let si = cs.segment_index() as usize;
-        let old = segments
+        let old = originals
             .get(si)
             .cloned()
             .ok_or_else(|| LowerError("constant segment index out of range".into()))?;
@@ -246,29 +288,97 @@ pub fn lower(
             buffer_map.insert(idx as u32, new_offs.len() as u32);
             new_offs.push(at);
         }
-        segments[si] = new;
+        originals[si] = new;
         constant_offsets = Some(new_offs);
     }
-    // Pack each dropped weight once per (buffer, orientation, tile).
-    let mut packs: BTreeMap<(u32, Orient, usize), (String, u32)> = BTreeMap::new();
-    let todo: BTreeSet<(u32, Orient, usize, i32, usize, usize)> = parts
-        .iter()
-        .flat_map(|(c, _)| {
-            c.iter()
-                .filter(|c| c.packed)
-                .map(|c| (c.buffer, c.orient, target.nr(c.n), c.w, c.k, c.n))
-        })
-        .collect();
+    // Segments only dropped keys name disappear (nothing else refers to them).
+    let mut seg_users: BTreeMap<u32, (usize, usize)> = BTreeMap::new(); // (all refs, dropped refs)
+    for n in root.named_data().unwrap_or_default().iter() {
+        let e = seg_users.entry(n.segment_index()).or_default();
+        e.0 += 1;
+        if n.key().is_some_and(|k| dropped_keys.contains(k)) {
+            e.1 += 1;
+        }
+    }
+    let mut pinned: BTreeSet<u32> = BTreeSet::new();
+    if let Some(cs) = root.constant_segment() {
+        pinned.insert(cs.segment_index());
+    }
+    for m in root.mutable_data_segments().unwrap_or_default().iter() {
+        pinned.insert(m.segment_index());
+    }
+    for p in &plans {
+        for d in p.delegates().unwrap_or_default().iter() {
+            if let Some(r) = d
+                .processed()
+                .filter(|r| r.location() == fb::DataLocation::SEGMENT)
+            {
+                pinned.insert(r.index());
+            }
+        }
+    }
+    let mut segment_map = Vec::with_capacity(seg_count);
+    let mut segments: Vec<Vec<u8>> = Vec::new();
+    for (i, bytes) in originals.into_iter().enumerate() {
+        let i32_ = i as u32;
+        let gone = !pinned.contains(&i32_)
+            && seg_users
+                .get(&i32_)
+                .is_some_and(|&(all, dropped)| all == dropped);
+        if gone {
+            removed_weight_bytes += bytes.len();
+            segment_map.push(None);
+        } else {
+            segment_map.push(Some(segments.len() as u32));
+            segments.push(bytes);
+        }
+    }
+    let seg = |i: u32| segment_map.get(i as usize).copied().flatten().unwrap_or(i);
+
+    // Pack each weight once per (source, orientation, tile).
+    #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+    enum Source {
+        Buffer(u32, i32),
+        Key(String),
+    }
+    let mut todo: BTreeMap<(Source, Orient, usize), (usize, usize)> = BTreeMap::new();
+    for (c, _) in &parts {
+        for c in c.iter().filter(|c| c.packed) {
+            todo.insert(
+                (Source::Buffer(c.buffer, c.w), c.orient, target.nr(c.n)),
+                (c.k, c.n),
+            );
+        }
+    }
+    for r in xregions.iter().flatten() {
+        for f in &r.filters {
+            todo.insert(
+                (Source::Key(f.key.clone()), f.orient, target.nr(f.n)),
+                (f.k, f.n),
+            );
+        }
+    }
+    let mut packs: BTreeMap<(Source, Orient, usize), String> = BTreeMap::new();
+    let mut new_named: Vec<(String, u32)> = Vec::new();
     let mut packed_bytes = 0usize;
     let total = todo.len();
-    for (done, &(buffer, orient, nr, w, k, n)) in todo.iter().enumerate() {
+    for (done, ((src, orient, nr), (k, n))) in todo.into_iter().enumerate() {
         progress(done, total);
-        if packs.contains_key(&(buffer, orient, nr)) {
-            continue;
-        }
-        let raw = program
-            .constant(buffer, (k * n * 4) as u64, w as usize)
-            .map_err(|e| LowerError(format!("weight value {w}: {e}")))?;
+        let what = match &src {
+            Source::Buffer(_, w) => format!("weight value {w}"),
+            Source::Key(key) => format!("XNNPACK filter {key}"),
+        };
+        let nbytes = k * n * 4;
+        let raw = match &src {
+            Source::Buffer(b, w) => program
+                .constant(*b, nbytes as u64, *w as usize)
+                .map_err(|e| LowerError(format!("{what}: {e}")))?,
+            Source::Key(key) => program
+                .named_data(key)
+                .filter(|d| d.len() >= nbytes)
+                .map(|d| &d[..nbytes])
+                .ok_or_else(|| LowerError(format!("{what}: named data missing or too small")))?,
+        };
         let floats: Vec<f32> = raw
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -277,21 +387,24 @@ pub fn lower(
             Orient::KxN => MatRef::row_major(&floats, k, n),
             Orient::NxK => MatRef::row_major(&floats, n, k).map(|m| m.t()),
         }
-        .map_err(|e| LowerError(format!("weight value {w}: {e}")))?;
+        .map_err(|e| LowerError(format!("{what}: {e}")))?;
         let len = PackedB::len_for(k, n, nr)
-            .ok_or_else(|| LowerError(format!("weight value {w}: packed size overflows")))?;
+            .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
         let mut dst = vec![0f32; len];
-        pack_b_ahead(b, nr, &mut dst).map_err(|e| LowerError(format!("weight value {w}: {e}")))?;
+        pack_b_ahead(b, nr, &mut dst).map_err(|e| LowerError(format!("{what}: {e}")))?;
         let bytes: Vec<u8> = dst.iter().flat_map(|f| f.to_le_bytes()).collect();
         packed_bytes += bytes.len();
-        let key = format!(
-            "ptera/packed/b{buffer}/{}/nr{nr}",
-            if orient == Orient::KxN { "kxn" } else { "nxk" }
-        );
+        let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
+        let key = match &src {
+            Source::Buffer(b, _) => format!("ptera/packed/b{b}/{o}/nr{nr}"),
+            Source::Key(key) => format!("ptera/packed/{key}/{o}/nr{nr}"),
+        };
         segments.push(bytes);
-        packs.insert((buffer, orient, nr), (key, (segments.len() - 1) as u32));
+        new_named.push((key.clone(), (segments.len() - 1) as u32));
+        packs.insert((src, orient, nr), key);
     }
     progress(total, total);
+
     // Payloads, delegates and instruction edits.
     let mut edits = Vec::new();
     let mut reports = Vec::new();
@@ -310,7 +423,7 @@ pub fn lower(
             });
             let nr = target.nr(c.n);
             let weight = if c.packed {
-                let (key, _) = &packs[&(c.buffer, c.orient, nr)];
+                let key = &packs[&(Source::Buffer(c.buffer, c.w), c.orient, nr)];
                 payload::WeightSource::Packed { key, nr }
             } else {
                 args.push(c.w);
@@ -332,6 +445,26 @@ pub fn lower(
                 packed_nr: c.packed.then_some(nr),
             });
         }
+        for r in &xregions[pi] {
+            let filters: Vec<(u32, &str, usize)> = r
+                .filters
+                .iter()
+                .map(|f| {
+                    let nr = target.nr(f.n);
+                    let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
+                    (f.value, key.as_str(), nr)
+                })
+                .collect();
+            segments.push(payload::xnn_region(target, seg(r.segment), &filters));
+            edit.converted
+                .insert(r.delegate, (segments.len() - 1) as u32);
+            rep.converted.push(XnnRegionReport {
+                delegate: r.delegate,
+                nodes: r.nodes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                fully_connected: r.fc_nodes,
+                packed_filters: r.filters.len(),
+            });
+        }
         for (v, t) in view.tensors.iter().enumerate() {
             if t.as_ref()
                 .is_some_and(|t| t.is_constant() && dropped.contains(&t.buffer))
@@ -345,20 +478,23 @@ pub fn lower(
             }
         }
         let mut others: BTreeMap<String, usize> = BTreeMap::new();
-        for d in plans[pi].delegates().unwrap_or_default().iter() {
-            *others.entry(d.id().unwrap_or("").to_string()).or_default() += 1;
+        for (di, d) in plans[pi].delegates().unwrap_or_default().iter().enumerate() {
+            if !edit.converted.contains_key(&di) {
+                *others.entry(d.id().unwrap_or("").to_string()).or_default() += 1;
+            }
         }
         rep.other_delegates = others.into_iter().collect();
         edits.push(edit);
         reports.push(rep);
     }
-    let new_named: Vec<(String, u32)> = packs.values().cloned().collect();
     let edit = emit::ProgramEdit {
         plans: edits,
         buffer_map,
         constant_offsets,
         segment_sizes: segments.iter().map(|s| s.len()).collect(),
+        segment_map,
         new_named,
+        dropped_keys,
     };
     let fbytes = emit::program(root, &edit);
     let refs: Vec<&[u8]> = segments.iter().map(|s| s.as_slice()).collect();

@@ -96,3 +96,52 @@ pub fn linear_region(
     b.finish(root, Some(IDENTIFIER));
     b.finished_data().to_vec()
 }
+
+/// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
+/// filters `(graph value id, named-data key, tile width)`.
+pub fn xnn_region(target: &Target, segment: u32, packed: &[(u32, &str, usize)]) -> Vec<u8> {
+    let mut b = FlatBufferBuilder::new();
+    let filters: Vec<_> = packed
+        .iter()
+        .map(|&(value, key, nr)| {
+            let key = b.create_string(key);
+            rf::PackedFilter::create(
+                &mut b,
+                &rf::PackedFilterArgs {
+                    value,
+                    key: Some(key),
+                    nr: nr as u32,
+                },
+            )
+        })
+        .collect();
+    let filters = b.create_vector(&filters);
+    let xg = rf::XnnGraph::create(
+        &mut b,
+        &rf::XnnGraphArgs {
+            segment,
+            packed: Some(filters),
+        },
+    );
+    let op = rf::Operation::create(
+        &mut b,
+        &rf::OperationArgs {
+            op_type: rf::Op::XnnGraph,
+            op: Some(xg.as_union_value()),
+            absorbed: None,
+        },
+    );
+    let ops = b.create_vector(&[op]);
+    let isa = b.create_string(target.label);
+    let root = rf::Region::create(
+        &mut b,
+        &rf::RegionArgs {
+            abi: ABI,
+            isa: Some(isa),
+            vector_bits: target.vector_bits,
+            ops: Some(ops),
+        },
+    );
+    b.finish(root, Some(IDENTIFIER));
+    b.finished_data().to_vec()
+}

@@ -64,7 +64,7 @@ fn check(case: &str, target: &str, bytes: &[u8]) {
 
 #[test]
 fn every_fixture_lowered_for_every_target_matches_executorch() {
-    let mut regions = 0;
+    let (mut regions, mut converted, mut packed_filters) = (0, 0, 0);
     for case in cases() {
         let input = pte(&case);
         for t in TARGETS {
@@ -77,6 +77,17 @@ fn every_fixture_lowered_for_every_target_matches_executorch() {
                 .iter()
                 .map(|m| m.regions.len())
                 .sum::<usize>();
+            for m in &out.report.methods {
+                // Every XNNPACK region becomes a PteraBackend region.
+                assert!(
+                    m.other_delegates
+                        .iter()
+                        .all(|(id, _)| id != "XnnpackBackend"),
+                    "{case} ({t}): XNNPACK regions left unconverted"
+                );
+                converted += m.converted.len();
+                packed_filters += m.converted.iter().map(|c| c.packed_filters).sum::<usize>();
+            }
             check(&case, t, &out.bytes);
         }
     }
@@ -84,6 +95,10 @@ fn every_fixture_lowered_for_every_target_matches_executorch() {
     assert!(
         regions > 100,
         "only {regions} regions made over all fixtures and targets"
+    );
+    assert!(
+        converted > 100 && packed_filters > 100,
+        "{converted} XNNPACK regions converted, {packed_filters} filters packed"
     );
 }
 

@@ -8,10 +8,17 @@
 //! in place, never copied; when this CPU has no kernel of that width, the GEMM computes
 //! panel by panel over the same bytes (slower, same result).
 //!
+//! A region is either a list of `Linear` operations or one `XnnGraph`: an ExecuTorch XNNPACK
+//! payload kept unchanged in its own segment, run by [`crate::delegate::xnnpack`] with the
+//! filters of its fully-connected nodes read as pre-packed panels.
+//!
 //! The payload is verified and decoded once, at load: the state (per delegate, in the
-//! metadata buffer) holds one fixed record per operation (arguments, sizes, activation, and
-//! the byte range of its packed weight inside the program), so a run reads no flatbuffer.
+//! metadata buffer) holds a 32-byte header (operation count, kind, and for an `XnnGraph` the
+//! byte range of the wrapped payload) and then either one fixed record per `Linear` operation
+//! (arguments, sizes, activation, the byte range of its packed weight inside the program) or
+//! the XNNPACK interpreter's own plan, so a run reads no flatbuffer.
 
+use crate::delegate::xnnpack::{self, PackedFilter};
 use crate::delegate::{Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
@@ -32,9 +39,68 @@ pub static BACKEND: PteraBackend = PteraBackend;
 /// ptera's own region backend (stateless; per-method state lives in the metadata buffer).
 pub struct PteraBackend;
 
-/// Bytes of state per operation (see [`Record`]), after a 16-byte header (operation count).
+/// Bytes of state per `Linear` operation (see [`encode`]), after the header.
 const STATE_PER_OP: usize = 64;
-const STATE_HEAD: usize = 16;
+/// State header: `0 operation count (u32), 4 kind (u32: 0 linear list, 1 XNNPACK graph),
+/// 8 wrapped payload offset in the program (u64), 16 its length (u64)`; 32 keeps the
+/// XNNPACK plan behind it 16-byte aligned.
+const STATE_HEAD: usize = 32;
+const KIND_LINEAR: u32 = 0;
+const KIND_XNN: u32 = 1;
+/// Most pre-packed filters one wrapped XNNPACK graph may have.
+pub const MAX_PACKED_FILTERS: usize = 256;
+
+type Filters = heapless::Vec<PackedFilter, MAX_PACKED_FILTERS>;
+
+/// The wrapped XNNPACK payload of a one-operation `XnnGraph` region (as the XNNPACK
+/// interpreter's load-time input) and its pre-packed filters; `None` for a `Linear` region.
+fn xnn_parts<'p>(
+    init: &DelegateInit<'p>,
+    r: &rf::Region<'_>,
+) -> Result<Option<(DelegateInit<'p>, Filters)>, KernelError> {
+    let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+    let Some(xg) = ops.iter().find_map(|op| op.op_as_xnn_graph()) else {
+        return Ok(None);
+    };
+    if ops.len() != 1 {
+        return Err(bad("ptera region: an XnnGraph region holds nothing else"));
+    }
+    let payload = init
+        .program
+        .segment(xg.segment() as usize)
+        .map_err(|_| bad("ptera region: wrapped XNNPACK payload segment out of range"))?;
+    let base = init.program.bytes().as_ptr() as usize;
+    let mut filters = Filters::new();
+    for pf in xg.packed().into_iter().flatten() {
+        let key = pf
+            .key()
+            .ok_or(bad("ptera region: packed filter without key"))?;
+        let data = init.program.named_data(key).ok_or(bad(
+            "ptera region: packed filter key not in the program's named data",
+        ))?;
+        if data.as_ptr() as usize % 4 != 0 || pf.nr() == 0 || pf.nr() as usize > MAX_NR {
+            return Err(bad(
+                "ptera region: packed filter misaligned or tile width out of range",
+            ));
+        }
+        filters
+            .push(PackedFilter {
+                value: pf.value(),
+                offset: (data.as_ptr() as usize - base) as u64,
+                len: data.len() as u64,
+                nr: pf.nr(),
+            })
+            .map_err(|_| KernelError::Unsupported {
+                detail: "ptera region: more than 256 packed filters in one XNNPACK graph",
+            })?;
+    }
+    let xinit = DelegateInit {
+        program: init.program,
+        payload,
+        index: init.index,
+    };
+    Ok(Some((xinit, filters)))
+}
 
 fn bad(detail: &'static str) -> KernelError {
     KernelError::Value { arg: 0, detail }
@@ -240,14 +306,6 @@ fn decode(r: &[u8]) -> (Linear, (u64, u64)) {
     )
 }
 
-/// Views 4-byte aligned bytes as floats.
-fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
-    // SAFETY: f32 is plain old data (no padding, every bit pattern valid, align 4);
-    // `align_to` only puts correctly aligned whole elements in the middle slice.
-    let (pre, mid, post) = unsafe { bytes.align_to::<f32>() };
-    (pre.is_empty() && post.is_empty()).then_some(mid)
-}
-
 impl Backend for PteraBackend {
     fn id(&self) -> &'static str {
         ID
@@ -255,6 +313,13 @@ impl Backend for PteraBackend {
 
     fn prepare(&self, init: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
         let r = region_of(init.payload)?;
+        if let Some((xinit, filters)) = xnn_parts(init, &r)? {
+            let req = xnnpack::prepare_packed(&xinit, &filters)?;
+            return Ok(Requirements {
+                state: STATE_HEAD + req.state,
+                scratch: req.scratch,
+            });
+        }
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
         for op in ops.iter() {
             let (l, key) = linear_of(op)?;
@@ -279,11 +344,24 @@ impl Backend for PteraBackend {
 
     fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
         let r = region_of(init.payload)?;
+        if state.len() < STATE_HEAD {
+            return Err(bad("ptera region: state area too small"));
+        }
+        if let Some((xinit, filters)) = xnn_parts(init, &r)? {
+            let off =
+                (xinit.payload.as_ptr() as usize - init.program.bytes().as_ptr() as usize) as u64;
+            state[..4].copy_from_slice(&1u32.to_le_bytes());
+            state[4..8].copy_from_slice(&KIND_XNN.to_le_bytes());
+            state[8..16].copy_from_slice(&off.to_le_bytes());
+            state[16..24].copy_from_slice(&(xinit.payload.len() as u64).to_le_bytes());
+            return xnnpack::init_packed(&xinit, &mut state[STATE_HEAD..], &filters);
+        }
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
         if state.len() < STATE_HEAD + ops.len() * STATE_PER_OP {
             return Err(bad("ptera region: state area too small"));
         }
         state[..4].copy_from_slice(&(ops.len() as u32).to_le_bytes());
+        state[4..8].copy_from_slice(&KIND_LINEAR.to_le_bytes());
         let base = init.program.bytes().as_ptr() as usize;
         for (i, op) in ops.iter().enumerate() {
             let (l, key) = linear_of(op)?;
@@ -309,11 +387,24 @@ impl Backend for PteraBackend {
         if state.len() < STATE_HEAD {
             return Err(bad("ptera region: state area too small"));
         }
+        let program = init.program.bytes();
+        if u32_at(state, 4) == KIND_XNN {
+            let payload = usize::try_from(u64_at(state, 8))
+                .ok()
+                .zip(usize::try_from(u64_at(state, 16)).ok())
+                .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
+                .ok_or(bad("ptera region: wrapped payload outside the program"))?;
+            let xinit = DelegateInit {
+                program: init.program,
+                payload,
+                index: init.index,
+            };
+            return xnnpack::execute_plan(&xinit, &state[STATE_HEAD..], ctx);
+        }
         let count = u32_at(state, 0) as usize;
         let records = state
             .get(STATE_HEAD..STATE_HEAD + count * STATE_PER_OP)
             .ok_or(bad("ptera region: state area too small"))?;
-        let program = init.program.bytes();
         for (i, rec) in records.chunks_exact(STATE_PER_OP).enumerate() {
             let (l, (off, len)) = decode(rec);
             let packed = match l.weight {
@@ -323,8 +414,8 @@ impl Backend for PteraBackend {
                         .zip(usize::try_from(len).ok())
                         .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
                         .ok_or(bad("ptera region: packed weight outside the program"))?;
-                    let data =
-                        as_f32(bytes).ok_or(bad("ptera region: packed weight misaligned"))?;
+                    let data = xnnpack::run::as_f32(bytes)
+                        .ok_or(bad("ptera region: packed weight misaligned"))?;
                     Some(PackedB::new(data, l.k, l.n, nr)?)
                 }
                 WeightRef::Arg { .. } => None,

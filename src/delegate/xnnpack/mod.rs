@@ -50,6 +50,23 @@ const KIND_INTERNAL: u32 = 0;
 const KIND_EXTERNAL_IN: u32 = 1;
 const KIND_EXTERNAL_OUT: u32 = 2;
 const KIND_CONSTANT: u32 = 3;
+/// A fully-connected filter packed ahead of time ([`PackedFilter`]); `Loc::offset` is its
+/// program byte offset, `Loc::ext` its tile width.
+const KIND_PACKED: u32 = 4;
+
+/// A fully-connected filter whose bytes are [`gemm::PackedB`] panels stored elsewhere in the
+/// program (written by `xtask lower`, given by ptera's own backend, which wraps XNNPACK graphs):
+/// the filter's own constant data is not looked up, and the GEMM reads the panels in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackedFilter {
+    /// Graph value id of the filter.
+    pub value: u32,
+    /// Byte offset of the panels inside the program, and their length.
+    pub offset: u64,
+    pub len: u64,
+    /// Tile width the panels were packed for.
+    pub nr: u32,
+}
 
 /// Where one graph value lives (the translated plan).
 #[repr(C)]
@@ -95,9 +112,11 @@ fn state_bytes(n_values: usize) -> usize {
 }
 
 /// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
-type GraphParts<'a> = (xf::XNNGraph<'a>, (usize, usize), Option<(usize, usize)>);
+pub type GraphParts<'a> = (xf::XNNGraph<'a>, (usize, usize), Option<(usize, usize)>);
 
-fn graph_of(payload: &[u8]) -> Result<GraphParts<'_>, KernelError> {
+/// The verified graph of a payload, the flatbuffer's (offset, len) inside it and the constant
+/// region, if any (also for host tools such as `xtask lower`).
+pub fn graph_of(payload: &[u8]) -> Result<GraphParts<'_>, KernelError> {
     let layout = header::parse(payload)?;
     let (off, len) = layout.flatbuffer;
     let fb = &payload[off..off + len];
@@ -182,6 +201,7 @@ fn constant_offset(
 fn analyze(
     init: &DelegateInit<'_>,
     locs: Option<&mut [Loc]>,
+    packed: &[PackedFilter],
 ) -> Result<(Requirements, Head), KernelError> {
     let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
     let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
@@ -240,7 +260,13 @@ fn analyze(
         if flags & !3 != 0 {
             return Err(bad("XNNPACK value with unknown flags"));
         }
-        let (kind, ext, offset) = if t.constant_buffer_idx() > 0 {
+        let vid = kinds.len() as u32;
+        let (kind, ext, offset) = if let Some(p) = packed.iter().find(|p| p.value == vid) {
+            if t.constant_buffer_idx() == 0 || flags != 0 || dl.len() != 2 {
+                return Err(bad("packed filter is not a 2-D constant"));
+            }
+            (KIND_PACKED, p.nr, p.offset)
+        } else if t.constant_buffer_idx() > 0 {
             if flags != 0 {
                 return Err(bad("XNNPACK constant marked external"));
             }
@@ -327,6 +353,32 @@ fn analyze(
         }
         let (ins, n) = op.inputs();
         let out = op.output();
+        for (slot, &id) in ins[..n].iter().enumerate() {
+            let Some(&(KIND_PACKED, nr, _)) = kinds.get(id as usize) else {
+                continue;
+            };
+            let Op::FullyConnected { transpose_w, .. } = op else {
+                return Err(bad(
+                    "packed filter read by a node other than fully-connected",
+                ));
+            };
+            if slot != 1 {
+                return Err(bad("packed filter used as a fully-connected input or bias"));
+            }
+            let wd = dims_tab[id as usize];
+            let (nn, kk) = if transpose_w {
+                (wd.dims()[1], wd.dims()[0])
+            } else {
+                (wd.dims()[0], wd.dims()[1])
+            };
+            let want = gemm::PackedB::len_for(kk, nn, nr as usize).and_then(|f| f.checked_mul(4));
+            let p = packed.iter().find(|p| p.value == id);
+            if p.is_none_or(|p| Some(p.len as usize) != want) {
+                return Err(bad(
+                    "packed filter size does not match its dims and tile width",
+                ));
+            }
+        }
         let optional_ok =
             |slot: usize| matches!(op, Op::FullyConnected { .. } | Op::Conv { .. }) && slot == 2;
         for (slot, &id) in ins[..n].iter().enumerate() {
@@ -364,7 +416,7 @@ fn analyze(
             });
         }
         match kinds[out as usize].0 {
-            KIND_CONSTANT | KIND_EXTERNAL_IN => {
+            KIND_CONSTANT | KIND_PACKED | KIND_EXTERNAL_IN => {
                 return Err(bad("XNNPACK node writes a constant or an input"))
             }
             KIND_INTERNAL => {
@@ -472,28 +524,11 @@ impl Backend for XnnpackBackend {
     }
 
     fn prepare(&self, init: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
-        analyze(init, None).map(|r| r.0)
+        prepare_packed(init, &[])
     }
 
     fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
-        let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
-        if state.len() < state_bytes(n) || state.as_ptr() as usize % 16 != 0 {
-            return Err(bad("XNNPACK state area too small or misaligned"));
-        }
-        // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n) bytes
-        // (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
-        // pointers (at offset 32, 8-byte alignment) is sound.
-        let locs = unsafe {
-            let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
-            for i in 0..n {
-                p.add(i).write(Loc::default());
-            }
-            core::slice::from_raw_parts_mut(p, n)
-        };
-        let (_, head) = analyze(init, Some(locs))?;
-        // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
-        unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
-        Ok(())
+        init_packed(init, state, &[])
     }
 
     fn execute(
@@ -502,248 +537,301 @@ impl Backend for XnnpackBackend {
         state: &[u8],
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError> {
-        let (head, locs) = state_view(state)?;
-        let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
-        // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
-        // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
-        let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
-        if ctx.nargs() < head.num_externs as usize {
-            return Err(KernelError::ArgCount {
-                expected: head.num_externs as usize,
-                got: ctx.nargs(),
+        execute_plan(init, state, ctx)
+    }
+}
+
+/// [`Backend::prepare`] of a graph whose fully-connected filters `packed` are given as
+/// pre-packed panels.
+pub fn prepare_packed(
+    init: &DelegateInit<'_>,
+    packed: &[PackedFilter],
+) -> Result<Requirements, KernelError> {
+    analyze(init, None, packed).map(|r| r.0)
+}
+
+/// [`Backend::init`] with pre-packed filters (the same `packed` as [`prepare_packed`]).
+pub fn init_packed(
+    init: &DelegateInit<'_>,
+    state: &mut [u8],
+    packed: &[PackedFilter],
+) -> Result<(), KernelError> {
+    let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
+    if state.len() < state_bytes(n) || state.as_ptr() as usize % 16 != 0 {
+        return Err(bad("XNNPACK state area too small or misaligned"));
+    }
+    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n) bytes
+    // (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
+    // pointers (at offset 32, 8-byte alignment) is sound.
+    let locs = unsafe {
+        let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
+        for i in 0..n {
+            p.add(i).write(Loc::default());
+        }
+        core::slice::from_raw_parts_mut(p, n)
+    };
+    let (_, head) = analyze(init, Some(locs), packed)?;
+    // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
+    unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
+    Ok(())
+}
+
+/// Runs a graph planned by `init`/[`init_packed`] (the plan in `state` says which filters are
+/// pre-packed).
+pub fn execute_plan(
+    init: &DelegateInit<'_>,
+    state: &[u8],
+    ctx: &mut KernelCtx<'_, '_, '_>,
+) -> Result<(), KernelError> {
+    let (head, locs) = state_view(state)?;
+    let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
+    // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
+    // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
+    let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
+    if ctx.nargs() < head.num_externs as usize {
+        return Err(KernelError::ArgCount {
+            expected: head.num_externs as usize,
+            got: ctx.nargs(),
+        });
+    }
+    // Externals: inputs as read-only views, outputs resized to their graph dims.
+    let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
+    let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
+    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
+        let t = ctx.input(l.ext as usize)?;
+        if t.numel() != l.dims().numel() {
+            return Err(KernelError::Shape {
+                arg: l.ext as usize,
+                detail: "input size differs from the delegate graph",
             });
         }
-        // Externals: inputs as read-only views, outputs resized to their graph dims.
-        let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
-        let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] =
-            [(core::ptr::null_mut(), 0); MAX_EXTERNS];
-        for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
-            let t = ctx.input(l.ext as usize)?;
-            if t.numel() != l.dims().numel() {
-                return Err(KernelError::Shape {
-                    arg: l.ext as usize,
-                    detail: "input size differs from the delegate graph",
-                });
-            }
-            let s = t.as_slice::<f32>()?;
-            ext_in[l.ext as usize] = (s.as_ptr(), s.len());
-        }
-        for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
-            let dtype = ctx.out_dtype(l.ext as usize)?;
-            if dtype != DType::F32 {
-                return Err(KernelError::UnsupportedDType {
-                    arg: l.ext as usize,
-                    dtype,
-                });
-            }
-            let shape = ctx.tensor_shape(l.ext as usize)?;
-            if shape.numel() != l.dims().numel() {
-                return Err(KernelError::Shape {
-                    arg: l.ext as usize,
-                    detail: "output size differs from the delegate graph",
-                });
-            }
-            let mut t = ctx.output(l.ext as usize, &shape)?;
-            let s = t.as_mut_slice::<f32>()?;
-            ext_out[l.ext as usize] = (s.as_mut_ptr(), s.len());
-        }
-        let program = init.program.bytes();
-        let (sp, slen) = {
-            let s = ctx.scratch();
-            (s.as_mut_ptr(), s.len())
-        };
-        let gemm_len = slen.saturating_sub(head.gemm_off as usize) / 4;
-        if (sp as usize) % 16 != 0 || slen < head.gemm_off as usize {
-            return Err(KernelError::Scratch {
-                needed: head.gemm_off as usize,
-                got: slen,
+        let s = t.as_slice::<f32>()?;
+        ext_in[l.ext as usize] = (s.as_ptr(), s.len());
+    }
+    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
+        let dtype = ctx.out_dtype(l.ext as usize)?;
+        if dtype != DType::F32 {
+            return Err(KernelError::UnsupportedDType {
+                arg: l.ext as usize,
+                dtype,
             });
         }
-        // Raw location of value `id`: (pointer, elements).
-        let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
-            let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
-            let n = l.dims().numel();
-            Ok(match l.kind {
-                KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
-                KIND_EXTERNAL_OUT => (ext_out[l.ext as usize].0, n),
-                KIND_CONSTANT => {
-                    let end = l.offset as usize + n * 4;
-                    if end > program.len() {
-                        return Err(bad("constant outside the program"));
-                    }
-                    (program[l.offset as usize..].as_ptr() as *mut f32, n)
+        let shape = ctx.tensor_shape(l.ext as usize)?;
+        if shape.numel() != l.dims().numel() {
+            return Err(KernelError::Shape {
+                arg: l.ext as usize,
+                detail: "output size differs from the delegate graph",
+            });
+        }
+        let mut t = ctx.output(l.ext as usize, &shape)?;
+        let s = t.as_mut_slice::<f32>()?;
+        ext_out[l.ext as usize] = (s.as_mut_ptr(), s.len());
+    }
+    let program = init.program.bytes();
+    let (sp, slen) = {
+        let s = ctx.scratch();
+        (s.as_mut_ptr(), s.len())
+    };
+    let gemm_len = slen.saturating_sub(head.gemm_off as usize) / 4;
+    if (sp as usize) % 16 != 0 || slen < head.gemm_off as usize {
+        return Err(KernelError::Scratch {
+            needed: head.gemm_off as usize,
+            got: slen,
+        });
+    }
+    // Raw location of value `id`: (pointer, elements).
+    let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
+        let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
+        let n = l.dims().numel();
+        Ok(match l.kind {
+            KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
+            KIND_EXTERNAL_OUT => (ext_out[l.ext as usize].0, n),
+            KIND_CONSTANT => {
+                let end = l.offset as usize + n * 4;
+                if end > program.len() {
+                    return Err(bad("constant outside the program"));
                 }
-                _ => {
-                    if l.offset as usize + n * 4 > head.gemm_off as usize {
-                        return Err(bad("intermediate outside the planned scratch"));
-                    }
-                    // SAFETY: offset + n*4 ≤ gemm_off ≤ scratch length (checked above).
-                    (unsafe { sp.add(l.offset as usize) } as *mut f32, n)
-                }
-            })
-        };
-        // SAFETY (for `rd`/`wr` below): every pointer comes from `locate`, which yields ranges
-        // inside the program bytes (constants, borrowed immutably), the argument tensors
-        // (checked by KernelCtx: outputs overlap no input), or the planned scratch. The planner
-        // gives values whose lifetimes overlap disjoint ranges; a node's inputs and its output
-        // are alive at the same step and are distinct values (checked at load), so the `&mut`
-        // output never aliases an input slice — except a reshape planned as a view of its
-        // input (same storage), which is skipped before any slice of it is made. Alignment: constants and tensors were checked
-        // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
-        let rd = |id: u32| -> Result<&[f32], KernelError> {
-            let (p, n) = locate(id)?;
-            Ok(if n == 0 {
-                &[]
-            } else {
-                // SAFETY: see the block comment above.
-                unsafe { core::slice::from_raw_parts(p as *const f32, n) }
-            })
-        };
-        let gemm_scratch: &mut [f32] = {
-            // SAFETY: [gemm_off, gemm_off + gemm_len*4) is inside the scratch (gemm_len is
-            // clamped to what remains), disjoint from every planned value (all end at or before
-            // gemm_off), and 64-byte aligned. The GEMM reports a too-small scratch itself.
-            unsafe {
-                core::slice::from_raw_parts_mut(
-                    sp.add(head.gemm_off as usize) as *mut f32,
-                    gemm_len,
-                )
+                (program[l.offset as usize..].as_ptr() as *mut f32, n)
             }
-        };
-        let dims = |id: u32| locs[id as usize].dims();
-        // Rows of an external output the program reads (`exec::demand`), e.g. only the last
-        // position of a language-model head: the fully-connected node writing that output
-        // ([`ROWS_LOCAL`], found at init) computes only those rows.
-        let demanded = locs
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
-            .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
-        for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
-            let (op, clamp) = graph::decode(node)?;
-            let (po, no) = locate(op.output())?;
-            if let Op::Reshape { x, .. } = op {
-                if locate(x)?.0 == po {
-                    continue; // a view planned onto its input's storage (see `analyze`)
+            KIND_PACKED => return Err(bad("packed filter read as plain data")),
+            _ => {
+                if l.offset as usize + n * 4 > head.gemm_off as usize {
+                    return Err(bad("intermediate outside the planned scratch"));
                 }
+                // SAFETY: offset + n*4 ≤ gemm_off ≤ scratch length (checked above).
+                (unsafe { sp.add(l.offset as usize) } as *mut f32, n)
             }
+        })
+    };
+    // SAFETY (for `rd`/`wr` below): every pointer comes from `locate`, which yields ranges
+    // inside the program bytes (constants, borrowed immutably), the argument tensors
+    // (checked by KernelCtx: outputs overlap no input), or the planned scratch. The planner
+    // gives values whose lifetimes overlap disjoint ranges; a node's inputs and its output
+    // are alive at the same step and are distinct values (checked at load), so the `&mut`
+    // output never aliases an input slice — except a reshape planned as a view of its
+    // input (same storage), which is skipped before any slice of it is made. Alignment: constants and tensors were checked
+    // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
+    let rd = |id: u32| -> Result<&[f32], KernelError> {
+        let (p, n) = locate(id)?;
+        Ok(if n == 0 {
+            &[]
+        } else {
+            // SAFETY: see the block comment above.
+            unsafe { core::slice::from_raw_parts(p as *const f32, n) }
+        })
+    };
+    let gemm_scratch: &mut [f32] = {
+        // SAFETY: [gemm_off, gemm_off + gemm_len*4) is inside the scratch (gemm_len is
+        // clamped to what remains), disjoint from every planned value (all end at or before
+        // gemm_off), and 64-byte aligned. The GEMM reports a too-small scratch itself.
+        unsafe {
+            core::slice::from_raw_parts_mut(sp.add(head.gemm_off as usize) as *mut f32, gemm_len)
+        }
+    };
+    let dims = |id: u32| locs[id as usize].dims();
+    // Rows of an external output the program reads (`exec::demand`), e.g. only the last
+    // position of a language-model head: the fully-connected node writing that output
+    // ([`ROWS_LOCAL`], found at init) computes only those rows.
+    let demanded = locs
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
+        .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
+    for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
+        let (op, clamp) = graph::decode(node)?;
+        let (po, no) = locate(op.output())?;
+        if let Op::Reshape { x, .. } = op {
+            if locate(x)?.0 == po {
+                continue; // a view planned onto its input's storage (see `analyze`)
+            }
+        }
+        // SAFETY: see the block comment above `rd`.
+        let out: &mut [f32] = if no == 0 {
+            &mut []
+        } else {
             // SAFETY: see the block comment above `rd`.
-            let out: &mut [f32] = if no == 0 {
-                &mut []
-            } else {
-                // SAFETY: see the block comment above `rd`.
-                unsafe { core::slice::from_raw_parts_mut(po, no) }
-            };
-            let od = dims(op.output());
-            if ctx.observed() {
-                ctx.region_op(
-                    index,
-                    graph::node_name(node.xnode_union_type()),
-                    od.numel(),
-                    macs(&op, &|id| dims(id), &od),
-                );
+            unsafe { core::slice::from_raw_parts_mut(po, no) }
+        };
+        let od = dims(op.output());
+        if ctx.observed() {
+            ctx.region_op(
+                index,
+                graph::node_name(node.xnode_union_type()),
+                od.numel(),
+                macs(&op, &|id| dims(id), &od),
+            );
+        }
+        match op {
+            Op::Binary { op, a, b, .. } => {
+                run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
             }
-            match op {
-                Op::Binary { op, a, b, .. } => {
-                    run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
-                }
-                Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
-                Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, last_dim(&od)),
-                Op::FullyConnected {
-                    x,
-                    w,
-                    bias,
-                    transpose_w,
-                    ..
-                } => {
-                    let wd = dims(w);
-                    let (n, k) = if transpose_w {
-                        (wd.dims()[1], wd.dims()[0])
-                    } else {
-                        (wd.dims()[0], wd.dims()[1])
-                    };
-                    let b = if bias == INVALID_ID {
-                        None
-                    } else {
-                        Some(rd(bias)?)
-                    };
-                    let (xs, o) = match demanded {
-                        Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
-                            let xs = rd(x)?;
-                            if hi * k > xs.len() {
-                                return Err(bad("demanded rows outside the input"));
-                            }
-                            (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
+            Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
+            Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, last_dim(&od)),
+            Op::FullyConnected {
+                x,
+                w,
+                bias,
+                transpose_w,
+                ..
+            } => {
+                let wd = dims(w);
+                let (n, k) = if transpose_w {
+                    (wd.dims()[1], wd.dims()[0])
+                } else {
+                    (wd.dims()[0], wd.dims()[1])
+                };
+                let b = if bias == INVALID_ID {
+                    None
+                } else {
+                    Some(rd(bias)?)
+                };
+                let (xs, o) = match demanded {
+                    Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
+                        let xs = rd(x)?;
+                        if hi * k > xs.len() {
+                            return Err(bad("demanded rows outside the input"));
                         }
-                        _ => (rd(x)?, &mut out[..]),
-                    };
+                        (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
+                    }
+                    _ => (rd(x)?, &mut out[..]),
+                };
+                let wl = &locs[w as usize];
+                if wl.kind == KIND_PACKED {
+                    // Panels checked at load: PackedB::len_for(k, n, nr) floats.
+                    let nr = wl.ext as usize;
+                    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
+                    let panels = program
+                        .get(wl.offset as usize..wl.offset as usize + len)
+                        .and_then(run::as_f32)
+                        .ok_or(bad("packed filter outside the program or misaligned"))?;
+                    let packed = gemm::PackedB::new(panels, k, n, nr)?;
+                    run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
+                } else {
                     run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
                 }
-                Op::BatchMatMul {
-                    a, b, transpose_b, ..
-                } => {
-                    let ad = dims(a);
-                    let r = ad.rank();
-                    let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
-                    let n = od.dims()[r - 1];
-                    let batch = ad.dims()[..r - 2].iter().product();
-                    run::batch_matmul(
-                        rd(a)?,
-                        rd(b)?,
-                        out,
-                        batch,
-                        m,
-                        k,
-                        n,
-                        transpose_b,
-                        gemm_scratch,
-                    )?
-                }
-                Op::Transpose { x, perm, rank, .. } => {
-                    run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
-                }
-                Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
-                Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
-                Op::Concat {
-                    inputs, n, axis, ..
-                } => {
-                    let mut parts: heapless::Vec<(&[f32], Shape), 5> = heapless::Vec::new();
-                    for &id in &inputs[..n as usize] {
-                        let _ = parts.push((rd(id)?, dims(id)));
-                    }
-                    run::concat(&parts, axis as usize, out, &od)
-                }
-                Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
-                Op::Conv {
-                    x,
-                    w,
-                    bias,
-                    win,
-                    groups,
-                    depthwise,
-                    ..
-                } => {
-                    let b = if bias == INVALID_ID {
-                        None
-                    } else {
-                        Some(rd(bias)?)
-                    };
-                    let p = run::conv_geometry(&dims(x), &od, &win, groups)
-                        .ok_or(bad("convolution: input or output is not rank 4"))?;
-                    run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
-                    continue;
-                }
-                Op::Pool { x, win, max, .. } => {
-                    run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max)
-                }
-                Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
             }
-            if let Some((lo, hi)) = clamp {
-                run::clamp(out, lo, hi);
+            Op::BatchMatMul {
+                a, b, transpose_b, ..
+            } => {
+                let ad = dims(a);
+                let r = ad.rank();
+                let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
+                let n = od.dims()[r - 1];
+                let batch = ad.dims()[..r - 2].iter().product();
+                run::batch_matmul(
+                    rd(a)?,
+                    rd(b)?,
+                    out,
+                    batch,
+                    m,
+                    k,
+                    n,
+                    transpose_b,
+                    gemm_scratch,
+                )?
             }
+            Op::Transpose { x, perm, rank, .. } => {
+                run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
+            }
+            Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
+            Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
+            Op::Concat {
+                inputs, n, axis, ..
+            } => {
+                let mut parts: heapless::Vec<(&[f32], Shape), 5> = heapless::Vec::new();
+                for &id in &inputs[..n as usize] {
+                    let _ = parts.push((rd(id)?, dims(id)));
+                }
+                run::concat(&parts, axis as usize, out, &od)
+            }
+            Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
+            Op::Conv {
+                x,
+                w,
+                bias,
+                win,
+                groups,
+                depthwise,
+                ..
+            } => {
+                let b = if bias == INVALID_ID {
+                    None
+                } else {
+                    Some(rd(bias)?)
+                };
+                let p = run::conv_geometry(&dims(x), &od, &win, groups)
+                    .ok_or(bad("convolution: input or output is not rank 4"))?;
+                run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
+                continue;
+            }
+            Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
+            Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
         }
-        Ok(())
+        if let Some((lo, hi)) = clamp {
+            run::clamp(out, lo, hi);
+        }
     }
+    Ok(())
 }
 
 /// What `xtask inspect` shows about one region.
@@ -756,7 +844,7 @@ pub struct RegionSummary<'p> {
 impl<'p> RegionSummary<'p> {
     /// Validates the region like loading does and summarises it.
     pub fn new(init: &DelegateInit<'p>) -> Result<RegionSummary<'p>, KernelError> {
-        let (requirements, _) = analyze(init, None)?;
+        let (requirements, _) = analyze(init, None, &[])?;
         let (graph, _, _) = graph_of(init.payload)?;
         Ok(RegionSummary {
             graph,

@@ -261,6 +261,29 @@ pub fn fully_connected(
     gemm::sgemm(a, b, out, n, 1.0, 0.0, bias, scratch)
 }
 
+/// Fully connected with the filter packed ahead ([`gemm::PackedB`], `k × n`):
+/// `out[m, n] = x[m, k] · B + bias`.
+pub fn fully_connected_packed(
+    x: &[f32],
+    w: gemm::PackedB<'_>,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (k, n) = (w.k(), w.n());
+    let m = x.len().checked_div(k).unwrap_or(0);
+    let a = MatRef::row_major(x, m, k)?;
+    gemm::sgemm_prepacked(a, w, out, n, 1.0, 0.0, bias, scratch)
+}
+
+/// Views 4-byte aligned bytes as floats (`None` if misaligned or not a whole number of floats).
+pub fn as_f32(bytes: &[u8]) -> Option<&[f32]> {
+    // SAFETY: f32 is plain old data (no padding, every bit pattern valid, align 4);
+    // `align_to` only puts correctly aligned whole elements in the middle slice.
+    let (pre, mid, post) = unsafe { bytes.align_to::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
 /// Batched matmul over leading dims: `[.., m, k] × [.., k, n]` (or `[.., n, k]` transposed).
 #[allow(clippy::too_many_arguments)]
 pub fn batch_matmul(

@@ -190,12 +190,13 @@ impl ::flatbuffers::SimpleToVerifyInSlice for WeightLayout {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_OP: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_OP: u8 = 1;
+pub const ENUM_MAX_OP: u8 = 2;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_OP: [Op; 2] = [
+pub const ENUM_VALUES_OP: [Op; 3] = [
   Op::NONE,
   Op::Linear,
+  Op::XnnGraph,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -205,18 +206,21 @@ pub struct Op(pub u8);
 impl Op {
   pub const NONE: Self = Self(0);
   pub const Linear: Self = Self(1);
+  pub const XnnGraph: Self = Self(2);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 1;
+  pub const ENUM_MAX: u8 = 2;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::Linear,
+    Self::XnnGraph,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
     match self {
       Self::NONE => Some("NONE"),
       Self::Linear => Some("Linear"),
+      Self::XnnGraph => Some("XnnGraph"),
       _ => None,
     }
   }
@@ -669,6 +673,249 @@ impl ::core::fmt::Debug for Linear<'_> {
       ds.finish()
   }
 }
+pub enum PackedFilterOffset {}
+#[derive(Copy, Clone, PartialEq)]
+
+pub struct PackedFilter<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for PackedFilter<'a> {
+  type Inner = PackedFilter<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> PackedFilter<'a> {
+  pub const VT_VALUE: ::flatbuffers::VOffsetT = 4;
+  pub const VT_KEY: ::flatbuffers::VOffsetT = 6;
+  pub const VT_NR: ::flatbuffers::VOffsetT = 8;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    PackedFilter { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args PackedFilterArgs<'args>
+  ) -> ::flatbuffers::WIPOffset<PackedFilter<'bldr>> {
+    let mut builder = PackedFilterBuilder::new(_fbb);
+    builder.add_nr(args.nr);
+    if let Some(x) = args.key { builder.add_key(x); }
+    builder.add_value(args.value);
+    builder.finish()
+  }
+
+
+  #[inline]
+  pub fn value(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(PackedFilter::VT_VALUE, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn key(&self) -> Option<&'a str> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<&str>>(PackedFilter::VT_KEY, None)}
+  }
+  #[inline]
+  pub fn nr(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(PackedFilter::VT_NR, Some(0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for PackedFilter<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<u32>("value", Self::VT_VALUE, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("key", Self::VT_KEY, false)?
+     .visit_field::<u32>("nr", Self::VT_NR, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct PackedFilterArgs<'a> {
+    pub value: u32,
+    pub key: Option<::flatbuffers::WIPOffset<&'a str>>,
+    pub nr: u32,
+}
+impl<'a> Default for PackedFilterArgs<'a> {
+  #[inline]
+  fn default() -> Self {
+    PackedFilterArgs {
+      value: 0,
+      key: None,
+      nr: 0,
+    }
+  }
+}
+
+pub struct PackedFilterBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> PackedFilterBuilder<'a, 'b, A> {
+  #[inline]
+  pub fn add_value(&mut self, value: u32) {
+    self.fbb_.push_slot::<u32>(PackedFilter::VT_VALUE, value, 0);
+  }
+  #[inline]
+  pub fn add_key(&mut self, key: ::flatbuffers::WIPOffset<&'b  str>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(PackedFilter::VT_KEY, key);
+  }
+  #[inline]
+  pub fn add_nr(&mut self, nr: u32) {
+    self.fbb_.push_slot::<u32>(PackedFilter::VT_NR, nr, 0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> PackedFilterBuilder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    PackedFilterBuilder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<PackedFilter<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for PackedFilter<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("PackedFilter");
+      ds.field("value", &self.value());
+      ds.field("key", &self.key());
+      ds.field("nr", &self.nr());
+      ds.finish()
+  }
+}
+pub enum XnnGraphOffset {}
+#[derive(Copy, Clone, PartialEq)]
+
+pub struct XnnGraph<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for XnnGraph<'a> {
+  type Inner = XnnGraph<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> XnnGraph<'a> {
+  pub const VT_SEGMENT: ::flatbuffers::VOffsetT = 4;
+  pub const VT_PACKED: ::flatbuffers::VOffsetT = 6;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    XnnGraph { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args XnnGraphArgs<'args>
+  ) -> ::flatbuffers::WIPOffset<XnnGraph<'bldr>> {
+    let mut builder = XnnGraphBuilder::new(_fbb);
+    if let Some(x) = args.packed { builder.add_packed(x); }
+    builder.add_segment(args.segment);
+    builder.finish()
+  }
+
+
+  #[inline]
+  pub fn segment(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(XnnGraph::VT_SEGMENT, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn packed(&self) -> Option<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<PackedFilter<'a>>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<PackedFilter>>>>(XnnGraph::VT_PACKED, None)}
+  }
+}
+
+impl ::flatbuffers::Verifiable for XnnGraph<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<u32>("segment", Self::VT_SEGMENT, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<PackedFilter>>>>("packed", Self::VT_PACKED, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct XnnGraphArgs<'a> {
+    pub segment: u32,
+    pub packed: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<PackedFilter<'a>>>>>,
+}
+impl<'a> Default for XnnGraphArgs<'a> {
+  #[inline]
+  fn default() -> Self {
+    XnnGraphArgs {
+      segment: 0,
+      packed: None,
+    }
+  }
+}
+
+pub struct XnnGraphBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> XnnGraphBuilder<'a, 'b, A> {
+  #[inline]
+  pub fn add_segment(&mut self, segment: u32) {
+    self.fbb_.push_slot::<u32>(XnnGraph::VT_SEGMENT, segment, 0);
+  }
+  #[inline]
+  pub fn add_packed(&mut self, packed: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<PackedFilter<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(XnnGraph::VT_PACKED, packed);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> XnnGraphBuilder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    XnnGraphBuilder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<XnnGraph<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for XnnGraph<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("XnnGraph");
+      ds.field("segment", &self.segment());
+      ds.field("packed", &self.packed());
+      ds.finish()
+  }
+}
 pub enum OperationOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -742,6 +989,21 @@ impl<'a> Operation<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn op_as_xnn_graph(&self) -> Option<XnnGraph<'a>> {
+    if self.op_type() == Op::XnnGraph {
+      self.op().map(|t| {
+       // Safety:
+       // Created from a valid Table for this object
+       // Which contains a valid union in this slot
+       unsafe { XnnGraph::init_from_table(t) }
+     })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Operation<'_> {
@@ -753,6 +1015,7 @@ impl ::flatbuffers::Verifiable for Operation<'_> {
      .visit_union::<Op, _>("op_type", Self::VT_OP_TYPE, "op", Self::VT_OP, false, |key, v, pos| {
         match key {
           Op::Linear => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<Linear>>("Op::Linear", pos),
+          Op::XnnGraph => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<XnnGraph>>("Op::XnnGraph", pos),
           _ => Ok(()),
         }
      })?
@@ -816,6 +1079,13 @@ impl ::core::fmt::Debug for Operation<'_> {
       match self.op_type() {
         Op::Linear => {
           if let Some(x) = self.op_as_linear() {
+            ds.field("op", &x)
+          } else {
+            ds.field("op", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        Op::XnnGraph => {
+          if let Some(x) = self.op_as_xnn_graph() {
             ds.field("op", &x)
           } else {
             ds.field("op", &"InvalidFlatbuffer: Union discriminant does not match value.")

@@ -47,7 +47,12 @@ fn print_report(r: &Report, out: &Path) {
         println!("note: {n}");
     }
     for m in &r.methods {
-        println!("method `{}`: {} regions", m.name, m.regions.len());
+        println!(
+            "method `{}`: {} regions made, {} XNNPACK regions converted",
+            m.name,
+            m.regions.len(),
+            m.converted.len()
+        );
         for g in &m.regions {
             let w = match g.packed_nr {
                 Some(nr) => format!("weight packed, NR {nr}"),
@@ -60,6 +65,16 @@ fn print_report(r: &Report, out: &Path) {
                 g.max_m,
                 g.k,
                 g.n
+            );
+        }
+        for c in &m.converted {
+            let nodes: Vec<String> = c.nodes.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            println!(
+                "  delegate {}: XNNPACK region -> PteraBackend ({}); {} of {} fully-connected filters packed",
+                c.delegate,
+                nodes.join(", "),
+                c.packed_filters,
+                c.fully_connected
             );
         }
         for (pc, op, why) in &m.portable {
@@ -77,17 +92,17 @@ fn print_report(r: &Report, out: &Path) {
     );
     let change = (r.output_bytes as f64 / r.input_bytes.max(1) as f64 - 1.0) * 100.0;
     println!(
-        "{}: {} -> {}: {} ({change:+.2} %)",
+        "{}: {} (input {}, {change:+.2} %)",
         out.display(),
-        mib(r.input_bytes),
-        out.display(),
-        mib(r.output_bytes)
+        mib(r.output_bytes),
+        mib(r.input_bytes)
     );
 }
 
 pub fn lower_cmd(args: LowerArgs) -> Result<()> {
     let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
-    let input = std::fs::read(&args.model).with_context(|| format!("reading {}", args.model.display()))?;
+    let input =
+        std::fs::read(&args.model).with_context(|| format!("reading {}", args.model.display()))?;
     let show = !args.json && input.len() > (32 << 20);
     let mut progress = |done: usize, total: usize| {
         if show && total > 0 {

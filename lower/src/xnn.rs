@@ -1,0 +1,157 @@
+//! XNNPACK regions of an input program: which fully-connected filters can be packed ahead.
+//!
+//! Every `XnnpackBackend` delegate becomes a `PteraBackend` region that wraps the unchanged
+//! XNNPACK payload (`XnnGraph` in `schema/ptera.fbs`). A filter is packed when it is an fp32
+//! 2-D constant stored in the program's named data and read only as the filter of
+//! fully-connected nodes; its named-data blob is dropped when no other value refers to it.
+
+use std::collections::BTreeMap;
+
+use ptera::delegate::xnnpack::graph::{self, Op};
+use ptera::delegate::xnnpack::graph_of;
+use ptera::format::fb;
+use ptera::format::generated::xnnpack::fb_xnnpack as xf;
+use ptera::Program;
+
+use crate::partition::Orient;
+
+/// A filter to pack.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    /// Graph value id.
+    pub value: u32,
+    pub key: String,
+    pub orient: Orient,
+    pub k: usize,
+    pub n: usize,
+}
+
+/// One XNNPACK delegate of a method.
+#[derive(Clone, Debug)]
+pub struct Region {
+    /// Index in `ExecutionPlan.delegates`.
+    pub delegate: usize,
+    /// Segment holding its payload.
+    pub segment: u32,
+    pub filters: Vec<Filter>,
+    /// Fully-connected nodes, and how many of them read a packed filter.
+    pub fc_nodes: usize,
+    /// Other node kinds and their counts (what the region holds around its products).
+    pub nodes: BTreeMap<&'static str, usize>,
+}
+
+/// The XNNPACK regions of `plan` and, per named-data key, how many graph values (in these
+/// regions) refer to it.
+pub fn regions(
+    program: &Program<'_>,
+    plan: fb::ExecutionPlan<'_>,
+    key_refs: &mut BTreeMap<String, usize>,
+) -> Result<Vec<Region>, String> {
+    let mut out = Vec::new();
+    for (d, del) in plan.delegates().unwrap_or_default().iter().enumerate() {
+        if del.id() != Some(ptera::delegate::xnnpack::ID) {
+            continue;
+        }
+        let processed = del
+            .processed()
+            .ok_or_else(|| format!("delegate {d}: no payload reference"))?;
+        if processed.location() != fb::DataLocation::SEGMENT {
+            return Err(format!(
+                "delegate {d}: inline XNNPACK payloads are not lowered"
+            ));
+        }
+        let payload = program
+            .delegate_data(processed)
+            .map_err(|e| format!("delegate {d}: {e}"))?;
+        let (g, _, _) = graph_of(payload).map_err(|e| format!("delegate {d}: {e}"))?;
+        let values = g.xvalues().unwrap_or_default();
+        let table = g.constant_data();
+        let tensor = |id: u32| {
+            let i = id as usize;
+            (i < values.len())
+                .then(|| values.get(i))
+                .and_then(|v| v.xvalue_union_as_xnntensor_value())
+        };
+        let key_of = |t: &xf::XNNTensorValue<'_>| {
+            let idx = t.constant_buffer_idx() as usize;
+            if idx == 0 {
+                return None;
+            }
+            let table = table?;
+            (idx < table.len())
+                .then(|| table.get(idx))
+                .and_then(|e| e.named_key())
+                .map(str::to_string)
+        };
+        for i in 0..values.len() {
+            if let Some(key) = tensor(i as u32).as_ref().and_then(key_of) {
+                *key_refs.entry(key).or_default() += 1;
+            }
+        }
+        // Readers of every value: (as FC filter with orientation) or anything else.
+        let mut filter_use: BTreeMap<u32, Option<Orient>> = BTreeMap::new();
+        let mut other_use: Vec<u32> = Vec::new();
+        let mut nodes: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut fc_nodes = 0;
+        for node in g.xnodes().unwrap_or_default().iter() {
+            *nodes
+                .entry(graph::node_name(node.xnode_union_type()))
+                .or_default() += 1;
+            let (op, _) = graph::decode(node).map_err(|e| format!("delegate {d}: {e}"))?;
+            let (ins, n) = op.inputs();
+            if let Op::FullyConnected { w, transpose_w, .. } = op {
+                fc_nodes += 1;
+                let o = if transpose_w {
+                    Orient::KxN
+                } else {
+                    Orient::NxK
+                };
+                let e = filter_use.entry(w).or_insert(Some(o));
+                if *e != Some(o) {
+                    *e = None;
+                }
+                other_use.extend(ins[..n].iter().copied().filter(|&i| i != w));
+            } else {
+                other_use.extend(ins[..n].iter().copied());
+            }
+        }
+        let mut filters = Vec::new();
+        for (&value, orient) in &filter_use {
+            let Some(orient) = *orient else { continue };
+            if other_use.contains(&value) {
+                continue;
+            }
+            let Some(t) = tensor(value) else { continue };
+            if t.datatype() != xf::XNNDatatype::xnn_datatype_fp32 {
+                continue;
+            }
+            let dims: Vec<usize> = t
+                .dims()
+                .map(|d| d.iter().map(|x| x as usize).collect())
+                .unwrap_or_default();
+            let Some(key) = key_of(&t) else { continue };
+            if dims.len() != 2 || dims[0] == 0 || dims[1] == 0 {
+                continue;
+            }
+            let (k, n) = match orient {
+                Orient::NxK => (dims[1], dims[0]),
+                Orient::KxN => (dims[0], dims[1]),
+            };
+            filters.push(Filter {
+                value,
+                key,
+                orient,
+                k,
+                n,
+            });
+        }
+        out.push(Region {
+            delegate: d,
+            segment: processed.index(),
+            filters,
+            fc_nodes,
+            nodes,
+        });
+    }
+    Ok(out)
+}
