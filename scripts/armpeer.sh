@@ -206,17 +206,20 @@ EOF
 # ---- lowered twins (host-side lowering of the portable fixture, same inputs and outputs)
 # lower_for CPU_INDEX -> directory with CASE_lowered.pte for every case
 lower_for() {
-    local i=$1 t=$LOWER dir c f b
+    local i=$1 t=$LOWER dir c f b v
     [[ $t == auto ]] && t=${C_CPU[$i]}
     dir=$OUT/lowered/$t
     mkdir -p "$dir"
     for c in "${CASES[@]}"; do
-        [[ -f "$dir/${c}_lowered.pte" && "$dir/${c}_lowered.pte" -nt "$FIX/${c}_portable.pte" ]] && continue
-        echo "== lowering ${c}_portable.pte for $t" >&2
-        (cd "$ROOT" && cargo xtask lower "$FIX/${c}_portable.pte" --target "$t" \
-            -o "$dir/${c}_lowered.pte" >/dev/null) || die "lowering $c for $t failed"
-        for f in "$FIX/${c}_portable".in*.npy "$FIX/${c}_portable".out*.npy; do
-            b=$(basename "$f"); ln -sf "$f" "$dir/${c}_lowered${b#"${c}_portable"}"
+        # CASE_lowered from the portable file, CASE_lowx from the XNNPACK file
+        for v in portable:lowered xnnpack:lowx; do
+            local from=${v%%:*} to=${v##*:}
+            echo "== lowering ${c}_$from.pte for $t" >&2
+            (cd "$ROOT" && cargo xtask lower "$FIX/${c}_$from.pte" --target "$t" \
+                -o "$dir/${c}_$to.pte" >/dev/null) || die "lowering ${c}_$from for $t failed"
+            for f in "$FIX/${c}_$from".in*.npy "$FIX/${c}_$from".out*.npy; do
+                b=$(basename "$f"); ln -sf "$f" "$dir/${c}_$to${b#"${c}_$from"}"
+            done
         done
     done
     echo "$dir"
@@ -231,12 +234,16 @@ for i in "${!C_CPU[@]}"; do
         R[$i,$c,et]=$(measure "$ETRUN" "${c}_xnnpack" "$i" et)
         R[$i,$c,ptx]=$(measure "$PTRUN" "${c}_xnnpack" "$i" "$PTAG")
         R[$i,$c,ptp]=$(measure "$PTRUN" "${c}_portable" "$i" "$PTAG")
-        R[$i,$c,ptl]=-
-        [[ -z "$LOWER" ]] || R[$i,$c,ptl]=$(measure "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")
+        R[$i,$c,ptl]=-; R[$i,$c,ptlx]=-
+        if [[ -n "$LOWER" ]]; then
+            R[$i,$c,ptl]=$(measure "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")
+            R[$i,$c,ptlx]=$(measure "$PTRUN" "${c}_lowx" "$i" "$PTAG" "$LFIX")
+        fi
         R[$i,$c,chk]="et $(check "$ETRUN" "${c}_xnnpack" "$i" et)"
         R[$i,$c,chk]+=", ptera $(check "$PTRUN" "${c}_xnnpack" "$i" "$PTAG")"
         R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_portable" "$i" "$PTAG")"
         [[ -z "$LOWER" ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")"
+        [[ -z "$LOWER" ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_lowx" "$i" "$PTAG" "$LFIX")"
         # "ptera-run: isa sme2 sve-vl 512 sme-svl 256" -> "sme2 vl512 svl256"
         isa=$(sed -n 's/^ptera-run: isa //; T; s/ sve-vl / vl/; s/ sme-svl / svl/; p' \
             "$RAW/${c}_xnnpack.$PTAG.${C_LABEL[$i]}.maps" 2>/dev/null || true)
@@ -368,14 +375,15 @@ ratio() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 -gt 0 ]] && awk -v a="$1" -v
     echo "# ExecuTorch: $ETRUN (XNNPACK .pte); ptera: $PTRUN${ISA:+ (ISA forced: $ISA)}"
     echo "# ptera $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'); fixtures $FIX; outputs checked against CASE.out*.npy (atol 1e-4 + rtol 1e-4, worst abs diff)"
     echo "# isa: ptera's GEMM ISA and the SVE VL / SME SVL in bits the guest CPU runs with (both runners see the same CPU)"
-    [[ -z "$LOWER" ]] || echo "# ptera_lowered: CASE_portable.pte lowered with cargo xtask lower --target $LOWER"
-    printf '%-8s %-26s %11s %13s %6s %14s %6s %13s %6s %-22s %s\n' case cpu ET_xnnpack ptera_xnnpack ratio \
-        ptera_portable ratio ptera_lowered ratio isa check
+    [[ -z "$LOWER" ]] || echo "# lowered_p / lowered_x: CASE_portable.pte / CASE_xnnpack.pte lowered with cargo xtask lower --target $LOWER (auto: the CPU's name)"
+    printf '%-8s %-26s %11s %13s %6s %14s %6s %10s %6s %10s %6s %-22s %s\n' case cpu ET_xnnpack ptera_xnnpack ratio \
+        ptera_portable ratio lowered_p ratio lowered_x ratio isa check
     for i in "${!C_CPU[@]}"; do
         for c in "${CASES[@]}"; do
-            et=${R[$i,$c,et]} px=${R[$i,$c,ptx]} pp=${R[$i,$c,ptp]} pl=${R[$i,$c,ptl]}
-            printf '%-8s %-26s %11s %13s %6s %14s %6s %13s %6s %-22s %s\n' "$c" "${C_DESC[$i]}" "$et" "$px" \
+            et=${R[$i,$c,et]} px=${R[$i,$c,ptx]} pp=${R[$i,$c,ptp]} pl=${R[$i,$c,ptl]} plx=${R[$i,$c,ptlx]}
+            printf '%-8s %-26s %11s %13s %6s %14s %6s %10s %6s %10s %6s %-22s %s\n' "$c" "${C_DESC[$i]}" "$et" "$px" \
                 "$(ratio "$et" "$px")" "$pp" "$(ratio "$et" "$pp")" "$pl" "$(ratio "$et" "$pl")" \
+                "$plx" "$(ratio "$et" "$plx")" \
                 "${R[$i,$c,isa]}" "${R[$i,$c,chk]}"
         done
     done

@@ -171,9 +171,57 @@ pub fn lower(
     target: &Target,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Lowered, LowerError> {
+    let mut bytes = Vec::new();
+    let report = lower_to(input, target, progress, &mut bytes)?;
+    check(&bytes)?;
+    Ok(Lowered { bytes, report })
+}
+
+/// One segment of the output: borrowed from the input, or made by the lowering.
+enum Seg<'a> {
+    Borrowed(&'a [u8]),
+    Bytes(Vec<u8>),
+    Floats(Vec<f32>),
+}
+
+impl Seg<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Seg::Borrowed(b) => b,
+            Seg::Bytes(b) => b,
+            Seg::Floats(f) => floats_as_bytes(f),
+        }
+    }
+}
+
+/// The little-endian bytes of `f` without a copy (the hosts `lower` runs on are
+/// little-endian; checked at compile time).
+fn floats_as_bytes(f: &[f32]) -> &[u8] {
+    const _: () = assert!(cfg!(target_endian = "little"));
+    // SAFETY: any initialised f32 slice is a valid byte slice of 4·len bytes (u8 has no
+    // alignment or validity requirement); the borrow keeps `f` alive and unmodified.
+    unsafe { core::slice::from_raw_parts(f.as_ptr() as *const u8, core::mem::size_of_val(f)) }
+}
+
+/// [`lower`] writing the program to `out` as it is produced (the weights are held once:
+/// borrowed from `input` or packed; the output is never assembled in memory). The caller
+/// should check the written file with [`check`].
+pub fn lower_to(
+    input: &[u8],
+    target: &Target,
+    progress: &mut dyn FnMut(usize, usize),
+    out: &mut dyn std::io::Write,
+) -> Result<Report, LowerError> {
     let start = Instant::now();
-    let buf = AlignedBuf::from_bytes(input);
-    let program = Program::load(buf.as_slice())
+    // The loader needs a 16-byte aligned buffer: copy only when the caller's is not.
+    let copy;
+    let data = if input.as_ptr() as usize % 16 == 0 {
+        input
+    } else {
+        copy = AlignedBuf::from_bytes(input);
+        copy.as_slice()
+    };
+    let program = Program::load(data)
         .map_err(|e| LowerError(format!("input is not a valid program: {e}")))?;
     validate(&program).map_err(|e| LowerError(format!("input: {e}")))?;
     let root = program.root();
@@ -247,14 +295,13 @@ pub fn lower(
         .constant_segment()
         .filter(|c| c.offsets().is_some_and(|o| o.len() > 1));
     let seg_count = program.segment_count();
-    let mut originals: Vec<Vec<u8>> = Vec::with_capacity(seg_count);
+    let mut originals: Vec<Seg<'_>> = Vec::with_capacity(seg_count);
     for i in 0..seg_count {
-        originals.push(
+        originals.push(Seg::Borrowed(
             program
                 .segment(i)
-                .map_err(|e| LowerError(format!("segment {i}: {e}")))?
-                .to_vec(),
-        );
+                .map_err(|e| LowerError(format!("segment {i}: {e}")))?,
+        ));
     }
     let mut buffer_map = BTreeMap::new();
     let mut constant_offsets = None;
@@ -264,7 +311,7 @@ pub fn lower(
         let si = cs.segment_index() as usize;
         let old = originals
             .get(si)
-            .cloned()
+            .map(|s| s.bytes())
             .ok_or_else(|| LowerError("constant segment index out of range".into()))?;
         let extents = buffer_extents(&offs, old.len());
         let mut new = Vec::with_capacity(old.len());
@@ -288,7 +335,7 @@ pub fn lower(
             buffer_map.insert(idx as u32, new_offs.len() as u32);
             new_offs.push(at);
         }
-        originals[si] = new;
+        originals[si] = Seg::Bytes(new);
         constant_offsets = Some(new_offs);
     }
     // Segments only dropped keys name disappear (nothing else refers to them).
@@ -318,7 +365,7 @@ pub fn lower(
         }
     }
     let mut segment_map = Vec::with_capacity(seg_count);
-    let mut segments: Vec<Vec<u8>> = Vec::new();
+    let mut segments: Vec<Seg<'_>> = Vec::new();
     for (i, bytes) in originals.into_iter().enumerate() {
         let i32_ = i as u32;
         let gone = !pinned.contains(&i32_)
@@ -326,7 +373,7 @@ pub fn lower(
                 .get(&i32_)
                 .is_some_and(|&(all, dropped)| all == dropped);
         if gone {
-            removed_weight_bytes += bytes.len();
+            removed_weight_bytes += bytes.bytes().len();
             segment_map.push(None);
         } else {
             segment_map.push(Some(segments.len() as u32));
@@ -379,27 +426,34 @@ pub fn lower(
                 .map(|d| &d[..nbytes])
                 .ok_or_else(|| LowerError(format!("{what}: named data missing or too small")))?,
         };
-        let floats: Vec<f32> = raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        // In place when aligned (segments and constants are), else one copy.
+        let owned: Vec<f32>;
+        let floats = match ptera::delegate::xnnpack::run::as_f32(raw) {
+            Some(f) => f,
+            None => {
+                owned = raw
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                &owned
+            }
+        };
         let b = match orient {
-            Orient::KxN => MatRef::row_major(&floats, k, n),
-            Orient::NxK => MatRef::row_major(&floats, n, k).map(|m| m.t()),
+            Orient::KxN => MatRef::row_major(floats, k, n),
+            Orient::NxK => MatRef::row_major(floats, n, k).map(|m| m.t()),
         }
         .map_err(|e| LowerError(format!("{what}: {e}")))?;
         let len = PackedB::len_for(k, n, nr)
             .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
         let mut dst = vec![0f32; len];
         pack_b_ahead(b, nr, &mut dst).map_err(|e| LowerError(format!("{what}: {e}")))?;
-        let bytes: Vec<u8> = dst.iter().flat_map(|f| f.to_le_bytes()).collect();
-        packed_bytes += bytes.len();
+        packed_bytes += dst.len() * 4;
         let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
         let key = match &src {
             Source::Buffer(b, _) => format!("ptera/packed/b{b}/{o}/nr{nr}"),
             Source::Key(key) => format!("ptera/packed/{key}/{o}/nr{nr}"),
         };
-        segments.push(bytes);
+        segments.push(Seg::Floats(dst));
         new_named.push((key.clone(), (segments.len() - 1) as u32));
         packs.insert((src, orient, nr), key);
     }
@@ -431,7 +485,7 @@ pub fn lower(
             };
             args.push(c.out);
             let bytes = payload::linear_region(target, c, weight, bias_arg, args.len() - 1);
-            segments.push(bytes);
+            segments.push(Seg::Bytes(bytes));
             edit.new_delegates.push((segments.len() - 1) as u32);
             edit.replaced
                 .insert(c.pc, (edit.new_delegates.len() - 1, args));
@@ -455,7 +509,11 @@ pub fn lower(
                     (f.value, key.as_str(), nr)
                 })
                 .collect();
-            segments.push(payload::xnn_region(target, seg(r.segment), &filters));
+            segments.push(Seg::Bytes(payload::xnn_region(
+                target,
+                seg(r.segment),
+                &filters,
+            )));
             edit.converted
                 .insert(r.delegate, (segments.len() - 1) as u32);
             rep.converted.push(XnnRegionReport {
@@ -491,29 +549,29 @@ pub fn lower(
         plans: edits,
         buffer_map,
         constant_offsets,
-        segment_sizes: segments.iter().map(|s| s.len()).collect(),
+        segment_sizes: segments.iter().map(|s| s.bytes().len()).collect(),
         segment_map,
         new_named,
         dropped_keys,
     };
     let fbytes = emit::program(root, &edit);
-    let refs: Vec<&[u8]> = segments.iter().map(|s| s.as_slice()).collect();
-    let bytes = ptera::format::write::container(&fbytes, &refs);
-    check(&bytes)?;
+    let refs: Vec<&[u8]> = segments.iter().map(|s| s.bytes()).collect();
+    let output_bytes = ptera::format::write::container_to(out, &fbytes, &refs)
+        .map_err(|e| LowerError(format!("writing the output: {e}")))?;
     let report = Report {
         target: target.spec.clone(),
         isa: target.label.to_string(),
         vector_bits: target.vector_bits,
         note: target.note.map(str::to_string),
         input_bytes: input.len(),
-        output_bytes: bytes.len(),
+        output_bytes,
         methods: reports,
         packed_weights: packs.len(),
         packed_bytes,
         removed_weight_bytes,
         seconds: start.elapsed().as_secs_f64(),
     };
-    Ok(Lowered { bytes, report })
+    Ok(report)
 }
 
 /// Every method must validate (operators ptera has no kernel for are allowed: they stay as
@@ -528,8 +586,8 @@ fn validate(p: &Program<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// The output must load and validate like the input did.
-fn check(bytes: &[u8]) -> Result<(), LowerError> {
+/// A lowered program must load and validate like its input did.
+pub fn check(bytes: &[u8]) -> Result<(), LowerError> {
     let buf = AlignedBuf::from_bytes(bytes);
     let p = Program::load(buf.as_slice()).map_err(|e| {
         LowerError(format!(

@@ -29,6 +29,19 @@ pub fn segment_offsets(sizes: &[usize]) -> Vec<u64> {
 /// header spliced in at byte 8, then the segments at the offsets [`segment_offsets`] gives.
 /// `flatbuffer` must be at least 8 bytes (any finished flatbuffer is).
 pub fn container(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = container_to(&mut out, flatbuffer, segments);
+    out
+}
+
+/// [`container`] written to `w` piece by piece (nothing is assembled in memory); returns the
+/// number of bytes written.
+pub fn container_to(
+    w: &mut dyn std::io::Write,
+    flatbuffer: &[u8],
+    segments: &[&[u8]],
+) -> std::io::Result<usize> {
     let sizes: Vec<usize> = segments.iter().map(|s| s.len()).collect();
     let offsets = segment_offsets(&sizes);
     let data_size = match (offsets.last(), sizes.last()) {
@@ -37,22 +50,26 @@ pub fn container(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
     };
     let program_size = flatbuffer.len() + HEADER_PAD;
     let base = program_size.div_ceil(SEGMENT_ALIGN) * SEGMENT_ALIGN;
-    let mut out = Vec::with_capacity(base + data_size);
+    let mut head = Vec::with_capacity(8 + HEADER_PAD);
     let root = u32::from_le_bytes([flatbuffer[0], flatbuffer[1], flatbuffer[2], flatbuffer[3]])
         + HEADER_PAD as u32;
-    out.extend_from_slice(&root.to_le_bytes());
-    out.extend_from_slice(&flatbuffer[4..8]);
-    out.extend_from_slice(b"eh00");
-    out.extend_from_slice(&32u32.to_le_bytes());
-    out.extend_from_slice(&(program_size as u64).to_le_bytes());
-    out.extend_from_slice(&(base as u64).to_le_bytes());
-    out.extend_from_slice(&(data_size as u64).to_le_bytes());
-    out.resize(8 + HEADER_PAD, 0);
-    out.extend_from_slice(&flatbuffer[8..]);
-    out.resize(base, 0);
+    head.extend_from_slice(&root.to_le_bytes());
+    head.extend_from_slice(&flatbuffer[4..8]);
+    head.extend_from_slice(b"eh00");
+    head.extend_from_slice(&32u32.to_le_bytes());
+    head.extend_from_slice(&(program_size as u64).to_le_bytes());
+    head.extend_from_slice(&(base as u64).to_le_bytes());
+    head.extend_from_slice(&(data_size as u64).to_le_bytes());
+    head.resize(8 + HEADER_PAD, 0);
+    w.write_all(&head)?;
+    w.write_all(&flatbuffer[8..])?;
+    let zeros = [0u8; SEGMENT_ALIGN];
+    w.write_all(&zeros[..base - program_size])?;
+    let mut at = 0usize;
     for (s, &o) in segments.iter().zip(&offsets) {
-        out.resize(base + o as usize, 0);
-        out.extend_from_slice(s);
+        w.write_all(&zeros[..o as usize - at])?;
+        w.write_all(s)?;
+        at = o as usize + s.len();
     }
-    out
+    Ok(base + data_size)
 }

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use ptera_lower::{lower, Report, Target};
+use ptera::host::AlignedBuf;
+use ptera_lower::{check, lower_to, Report, Target};
 
 #[derive(Args)]
 pub struct LowerArgs {
@@ -101,8 +102,9 @@ fn print_report(r: &Report, out: &Path) {
 
 pub fn lower_cmd(args: LowerArgs) -> Result<()> {
     let target = Target::parse(&args.target).map_err(anyhow::Error::msg)?;
-    let input =
-        std::fs::read(&args.model).with_context(|| format!("reading {}", args.model.display()))?;
+    // Read into an aligned buffer once: the lowering borrows every weight from it.
+    let input = AlignedBuf::read(&args.model)
+        .with_context(|| format!("reading {}", args.model.display()))?;
     let show = !args.json && input.len() > (32 << 20);
     let mut progress = |done: usize, total: usize| {
         if show && total > 0 {
@@ -119,14 +121,23 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    let lowered = lower(&input, &target, &mut progress)
+    let file = std::fs::File::create(&args.output)
+        .with_context(|| format!("creating {}", args.output.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let report = lower_to(input.as_slice(), &target, &mut progress, &mut w)
         .with_context(|| format!("lowering {}", args.model.display()))?;
-    std::fs::write(&args.output, &lowered.bytes)
+    w.flush()
         .with_context(|| format!("writing {}", args.output.display()))?;
+    drop(w);
+    drop(input);
+    // The written file must load and validate like its input.
+    let written = AlignedBuf::read(&args.output)
+        .with_context(|| format!("reading back {}", args.output.display()))?;
+    check(written.as_slice())?;
     if args.json {
-        println!("{}", lowered.report.to_json());
+        println!("{}", report.to_json());
     } else {
-        print_report(&lowered.report, &args.output);
+        print_report(&report, &args.output);
     }
     Ok(())
 }
