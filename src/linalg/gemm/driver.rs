@@ -539,6 +539,9 @@ pub fn sgemm_prepacked(
     if b.k != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
+    if m <= GEMV_ROWS && a.cs == 1 && gemv_panels(a, b, c, ldc, alpha, beta, bias)? {
+        return Ok(());
+    }
     let uk = Some(micro_kernel_for(m, n, k))
         .filter(|uk| uk.nr == b.nr)
         .or_else(|| kernel_with_nr(b.nr));
@@ -557,6 +560,48 @@ pub fn sgemm_prepacked(
         return Ok(());
     };
     sgemm_prepacked_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
+}
+
+/// Products with at most this many rows go through the GEMV, panel by panel, when B is
+/// pre-packed: a micro-kernel tile of 8 (Neon) or 2·SVL/32 (SME) rows would mostly compute
+/// padding (e.g. a language-model head reduced to its last row).
+const GEMV_ROWS: usize = 4;
+
+/// Each row of A times each whole-depth panel of B (a `k × nr` row-major matrix) with the
+/// CPU's GEMV. `Ok(false)`, touching nothing, when this CPU has no GEMV for that layout.
+fn gemv_panels(
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> Result<bool, KernelError> {
+    let (m, k, n) = (a.rows, a.cols, b.n);
+    if !super::select::gemv_for_single_rows() || k == 0 {
+        return Ok(false);
+    }
+    if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias)? {
+        return Ok(true);
+    }
+    for i in 0..m {
+        // Row i of a validated view: 1 × k at offset i·rs, unit column stride.
+        let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
+        for (q, panel) in b.data.chunks_exact(k * b.nr).enumerate() {
+            let j0 = q * b.nr;
+            let w = b.nr.min(n - j0);
+            let bq = MatRef::new(panel, k, w, b.nr, 1)?;
+            let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
+            let row = &mut c[i * ldc + j0..i * ldc + j0 + w];
+            if !gemv::sgemv(xi, bq, row, alpha, beta, bias_q) {
+                // Same CPU answer for every panel: only the first call can decline.
+                debug_assert!(i == 0 && q == 0);
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// [`sgemm_prepacked`] with an explicit micro-kernel, whose tile width must be `b.nr()`

@@ -71,7 +71,8 @@ fn check(
 
 /// [`check`] with `prepack`: 0 B as given, 1 B pre-packed for `uk`'s width
 /// ([`sgemm_prepacked_with`]), 2 pre-packed for a width no kernel has
-/// ([`sgemm_prepacked`]'s per-panel fallback).
+/// ([`sgemm_prepacked`]'s per-panel fallback), 3 pre-packed for `uk`'s width through
+/// [`sgemm_prepacked`] (its kernel choice, or the GEMV for a few rows).
 #[allow(clippy::too_many_arguments)]
 fn check_with(
     uk: &MicroKernel,
@@ -107,8 +108,8 @@ fn check_with(
     if prepack == 0 {
         sgemm_with(uk, a, b, &mut c, ldc, alpha, beta, bias_opt, &mut scratch).unwrap();
     } else {
-        // 1: packed for this kernel's width; 2: for a width no kernel has (5).
-        let nr = if prepack == 1 { uk.nr } else { 5 };
+        // 1 and 3: packed for this kernel's width; 2: for a width no kernel has (5).
+        let nr = if prepack == 2 { 5 } else { uk.nr };
         let mut pd = vec![f32::NAN; PackedB::len_for(k, n, nr).unwrap()];
         pack_b_ahead(b, nr, &mut pd).unwrap();
         let pb = PackedB::new(&pd, k, n, nr).unwrap();
@@ -295,6 +296,21 @@ fn prepacked_b() {
     }
     for &(m, n, k) in &[(1, 1, 1), (17, 23, 9), (40, 12, 300)] {
         check_with(&PORTABLE, &mut rng, (m, n, k), 0, 0, 1.0, 1.0, true, 1, 2);
+    }
+    // Products of at most 4 rows through `sgemm_prepacked` (the GEMV panel by panel where
+    // the CPU has one), at each kernel's own width and at a width no kernel has.
+    for uk in kernels() {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (1, 129, 17),
+            (2, 40, 300),
+            (3, 17, 129),
+            (4, 64, 64),
+        ] {
+            check_with(uk, &mut rng, (m, n, k), 0, 0, 1.0, 0.0, true, 0, 3);
+            check_with(uk, &mut rng, (m, n, k), 1, 0, -0.5, 0.75, false, 2, 3);
+            check_with(uk, &mut rng, (m, n, k), 0, 1, 1.0, 0.0, true, 1, 2);
+        }
     }
     let d = vec![0.0f32; PackedB::len_for(4, 4, 5).unwrap()];
     let pb = PackedB::new(&d, 4, 4, 5).unwrap();
