@@ -83,3 +83,59 @@ pub fn synth_inputs(meta: &MethodMeta<'_>) -> Result<Vec<HostTensor>> {
         })
         .collect()
 }
+
+/// One line about a program lowered by `cargo xtask lower`: what it was packed for, and whether
+/// this CPU reads its packed weights with kernels of their own width (`None` if the program has
+/// no PteraBackend region).
+pub fn lowered_note(program: &ptera::Program<'_>) -> Option<String> {
+    let mut target = None;
+    let mut missing: Option<usize> = None;
+    for plan in program.methods() {
+        for d in plan.delegates().unwrap_or_default().iter() {
+            if d.id() != Some(ptera::delegate::ptera::ID) {
+                continue;
+            }
+            let payload = d.processed().and_then(|r| program.delegate_data(r).ok())?;
+            let (isa, bits, miss) = ptera::delegate::ptera::packed_for(payload)?;
+            target.get_or_insert((isa.to_string(), bits));
+            missing = missing.max(miss);
+        }
+    }
+    let (isa, bits) = target?;
+    let what = if bits > 0 {
+        format!("{isa}, {bits}-bit vectors")
+    } else {
+        isa
+    };
+    let kernel = ptera::linalg::gemm::micro_kernel().name();
+    Some(match missing {
+        None => format!("lowered for {what}: packed weights read in place by this CPU's kernels ({kernel})"),
+        Some(nr) => format!(
+            "note: lowered for {what}: this CPU's kernel ({kernel}) has no {nr}-wide tile, so those \
+             products run panel by panel (slower, same results); lower for this CPU with --target native"
+        ),
+    })
+}
+
+/// "lowered for TARGET" for a program with PteraBackend regions (the board's CPU, not this
+/// host, decides which kernels read the panels).
+pub fn lowered_target(program: &ptera::Program<'_>) -> Option<String> {
+    for plan in program.methods() {
+        for d in plan.delegates().unwrap_or_default().iter() {
+            if d.id() != Some(ptera::delegate::ptera::ID) {
+                continue;
+            }
+            let payload = d.processed().and_then(|r| program.delegate_data(r).ok())?;
+            let (isa, bits, _) = ptera::delegate::ptera::packed_for(payload)?;
+            let bits = if bits > 0 {
+                format!(", {bits}-bit vectors")
+            } else {
+                String::new()
+            };
+            return Some(format!(
+                "lowered for {isa}{bits}: a CPU without that tile width reads the panels panel by panel"
+            ));
+        }
+    }
+    None
+}

@@ -44,11 +44,22 @@ fn text(o: &Output) -> String {
 
 /// Runs `case` bare-metal and compares every output with ExecuTorch's (1e-4 abs + 1e-4 rel).
 fn run_case(case: &str, board: &str, extra: &[&str]) -> String {
+    run_file(&fixture(&format!("{case}.pte")), case, board, extra)
+}
+
+/// Runs the program `pte` with the inputs of fixture `case` and compares its outputs with
+/// that fixture's references.
+fn run_file(pte: &Path, case: &str, board: &str, extra: &[&str]) -> String {
+    let stem = pte.file_stem().unwrap().to_str().unwrap();
     let out = out_dir(&format!(
-        "{case}-{board}-{}",
+        "{stem}-{board}-{}",
         extra.join("").replace('-', "")
     ));
-    let pte = fixture(&format!("{case}.pte"));
+    let in_args: Vec<String> = (0..)
+        .map(|k| fixture(&format!("{case}.in{k}.npy")))
+        .take_while(|p| p.is_file())
+        .flat_map(|p| ["--input".to_string(), p.to_str().unwrap().to_string()])
+        .collect();
     let mut args = vec![
         "qemu",
         pte.to_str().unwrap(),
@@ -58,6 +69,7 @@ fn run_case(case: &str, board: &str, extra: &[&str]) -> String {
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
+    args.extend(in_args.iter().map(|s| s.as_str()));
     let o = xtask(&args);
     let log = text(&o);
     assert!(
@@ -137,6 +149,42 @@ virt_fixture_tests! {
     virt_bert_xnnpack => "bert_xnnpack",
     virt_bertv_portable => "bertv_portable",
     virt_bertv_xnnpack => "bertv_xnnpack",
+}
+
+/// Programs lowered by `cargo xtask lower` run bare-metal and match ExecuTorch: for the
+/// board's CPU (`max`: SME2 panels at SVL 256) and for another target (Neon panels, computed
+/// through the GEMV or panel by panel by the CPU's own kernels).
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn virt_lowered_programs() {
+    let dir = out_dir("lowered");
+    std::fs::create_dir_all(&dir).unwrap();
+    for case in [
+        "gpt2_portable",
+        "gpt2_xnnpack",
+        "llama_portable",
+        "mlp_xnnpack",
+        "cnn_xnnpack",
+    ] {
+        for target in ["max", "neon"] {
+            let lowered = dir.join(format!("{case}-{target}.pte"));
+            let pte = fixture(&format!("{case}.pte"));
+            let o = xtask(&[
+                "lower",
+                pte.to_str().unwrap(),
+                "--target",
+                target,
+                "-o",
+                lowered.to_str().unwrap(),
+            ]);
+            assert!(
+                o.status.success(),
+                "lowering {case} for {target}:\n{}",
+                text(&o)
+            );
+            run_file(&lowered, case, "qemu-virt", &[]);
+        }
+    }
 }
 
 #[test]

@@ -128,6 +128,37 @@ pub fn region_of(payload: &[u8]) -> Result<rf::Region<'_>, KernelError> {
     Ok(r)
 }
 
+/// What a region was packed for, as the lowering wrote it: the target's ISA label and vector
+/// bits, and the widest tile width among its packed weights for which this CPU has no
+/// micro-kernel (`None`: every packed weight is read by a kernel of its own width; otherwise
+/// those products compute panel by panel, slower, same results). `None` for a payload that is
+/// not a valid region.
+pub fn packed_for(payload: &[u8]) -> Option<(&str, u32, Option<usize>)> {
+    let r = region_of(payload).ok()?;
+    let mut missing = None;
+    for op in r.ops()?.iter() {
+        let widths = op
+            .op_as_linear()
+            .and_then(|l| l.weight())
+            .filter(|w| w.layout() == rf::WeightLayout::Packed)
+            .map(|w| w.nr() as usize)
+            .into_iter()
+            .chain(
+                op.op_as_xnn_graph()
+                    .and_then(|x| x.packed())
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p.nr() as usize),
+            );
+        for nr in widths {
+            if gemm::select::kernel_with_nr(nr).is_none() {
+                missing = missing.max(Some(nr));
+            }
+        }
+    }
+    Some((r.isa().unwrap_or(""), r.vector_bits(), missing))
+}
+
 /// One validated linear operation.
 #[derive(Clone, Copy)]
 struct Linear {

@@ -64,6 +64,15 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| root().join("tests/fixtures/gpt2_portable.pte"));
     let job = prepare(&model, &args.inputs)?;
+    {
+        // The guest picks its own kernels; say what the program was packed for.
+        let file = crate::host::load_file(&model)?;
+        if let Ok(p) = ptera::Program::load(file.as_slice()) {
+            if let Some(note) = crate::host::lowered_target(&p) {
+                println!("{note}");
+            }
+        }
+    }
     let link_model = !(args.load_model || args.blob.is_some());
     precheck(&job, board, link_model)?;
     let dir = run_dir()?;

@@ -20,6 +20,9 @@ pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path) -> Result<()> {
     if let Some(e) = unresolved {
         return Err(e.into());
     }
+    if let Some(note) = crate::host::lowered_note(&program) {
+        println!("{note}");
+    }
     let mut bufs = OwnedArenas::for_meta(&meta)?;
     let t0 = Instant::now();
     let mut method = bufs.load(meta, &registry)?;
