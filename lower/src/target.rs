@@ -92,14 +92,7 @@ impl Target {
         }
         match s.as_str() {
             "x86-64-v3" => return Ok(t(Isa::Generic, 0, "avx2", None)),
-            "x86-64-v4" => {
-                return Ok(t(
-                    Isa::Generic,
-                    0,
-                    "avx2",
-                    Some("no AVX-512 micro-kernel yet: packed for the AVX2 6x16 kernel"),
-                ))
-            }
+            "x86-64-v4" => return Ok(t(Isa::Generic, 0, "avx512", None)),
             "native" => return Ok(native(spec.trim())),
             _ => {}
         }
@@ -144,8 +137,13 @@ impl Target {
 
     /// The panel width weights with `n` columns are packed for.
     pub fn nr(&self, n: usize) -> usize {
-        // `parse` only builds targets whose vector length has a kernel.
-        tile_nr(self.isa, self.vector_bits, n).unwrap_or(16)
+        match self.label {
+            // x86_64 hosts: the AVX-512F kernel is 12 x 32, the AVX2 one 6 x 16.
+            "avx512" => 32,
+            "avx2" => 16,
+            // `parse` only builds targets whose vector length has a kernel.
+            _ => tile_nr(self.isa, self.vector_bits, n).unwrap_or(16),
+        }
     }
 }
 
@@ -156,8 +154,12 @@ fn native(spec: &str) -> Target {
     let uk = select::micro_kernel();
     let nr = uk.nr() as u32;
     let (isa, label, bits) = if cfg!(target_arch = "x86_64") {
-        let avx2 = !core::ptr::eq(uk, &ptera::linalg::gemm::PORTABLE);
-        (Isa::Generic, if avx2 { "avx2" } else { "generic" }, 0)
+        let label = match nr {
+            32 => "avx512",
+            _ if !core::ptr::eq(uk, &ptera::linalg::gemm::PORTABLE) => "avx2",
+            _ => "generic",
+        };
+        (Isa::Generic, label, 0)
     } else {
         let isa = select::selected();
         let bits = match isa {

@@ -147,3 +147,20 @@ pub fn x86_avx2_fma() -> bool {
     let l7 = __cpuid_count(7, 0);
     l7.ebx & (1 << 5) != 0
 }
+
+/// CPUID/XGETBV detection of AVX-512F (with AVX2 + FMA) and OS support for the opmask and
+/// ZMM state.
+#[cfg(target_arch = "x86_64")]
+pub fn x86_avx512f() -> bool {
+    if !x86_avx2_fma() {
+        return false;
+    }
+    // SAFETY: x86_avx2_fma checked CPUID.1:ECX.OSXSAVE, so XGETBV is available.
+    let xcr0 = unsafe { xcr0() };
+    // Bits 5..7: opmask, ZMM0-15 upper halves, ZMM16-31.
+    if xcr0 & 0b1110_0000 != 0b1110_0000 {
+        return false;
+    }
+    let l7 = core::arch::x86_64::__cpuid_count(7, 0);
+    l7.ebx & (1 << 16) != 0
+}

@@ -11,8 +11,8 @@
 //! | `Sme`     | `arm::sme`         | 2·SVL/32 × 2·SVL/32 (SVL ≤ 512), 4 ZA tiles, FMOPA |
 //! | `Sme2`    | `arm::sme` (same tile, multi-vector loads) | as `Sme`                 |
 //!
-//! On x86_64 the AVX2+FMA kernel (`x86::avx2`, 6 × 16) when CPUID reports it, else the
-//! portable kernel.
+//! On x86_64 the AVX-512F kernel (`x86::avx512`, 12 × 32) when CPUID reports it, else the
+//! AVX2+FMA kernel (`x86::avx2`, 6 × 16), else the portable kernel.
 //!
 //! [`force`] pins an ISA for tests and benchmarks. With the `std` feature (and in unit tests)
 //! the environment variable `PTERA_ISA` (`generic|neon|sve2|sme|sme2`) is honoured on first
@@ -177,13 +177,13 @@ pub fn selected() -> Isa {
 }
 
 /// The best micro-kernel for this CPU: on AArch64 the kernel of [`selected`] (ID-register
-/// detection, overridable with [`force`]); on x86_64 the AVX2+FMA kernel when CPUID reports
-/// it (detected once); otherwise the portable kernel.
+/// detection, overridable with [`force`]); on x86_64 the AVX-512F kernel, else the AVX2+FMA
+/// kernel, when CPUID reports them (detected once); otherwise the portable kernel.
 pub fn micro_kernel() -> &'static MicroKernel {
     #[cfg(target_arch = "aarch64")]
     return kernel_for(selected()).unwrap_or(&PORTABLE);
     #[cfg(target_arch = "x86_64")]
-    return avx2_fma().unwrap_or(&PORTABLE);
+    return avx512().or_else(avx2_fma).unwrap_or(&PORTABLE);
     #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
     &PORTABLE
 }
@@ -265,4 +265,26 @@ pub fn avx2_fma() -> Option<&'static MicroKernel> {
         HAS.store(s, Ordering::Relaxed);
     }
     (s == 2).then_some(&super::x86::avx2::AVX2_FMA)
+}
+
+/// The AVX-512F micro-kernel (`12 × 32`), if this CPU (and its OS) supports it. Setting
+/// `PTERA_NO_AVX512` in the environment (std builds) hides it, to measure the AVX2 kernel.
+#[cfg(target_arch = "x86_64")]
+pub fn avx512() -> Option<&'static MicroKernel> {
+    /// 0 = not yet detected, 1 = no, 2 = yes.
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    let mut s = HAS.load(Ordering::Relaxed);
+    if s == 0 {
+        #[cfg(any(test, feature = "std"))]
+        let off = std::env::var_os("PTERA_NO_AVX512").is_some();
+        #[cfg(not(any(test, feature = "std")))]
+        let off = false;
+        s = if !off && crate::linalg::cpu::x86_avx512f() {
+            2
+        } else {
+            1
+        };
+        HAS.store(s, Ordering::Relaxed);
+    }
+    (s == 2).then_some(&super::x86::avx512::AVX512)
 }

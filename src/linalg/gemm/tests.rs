@@ -18,6 +18,10 @@ fn kernels() -> Vec<&'static MicroKernel> {
     if let Some(k) = avx2_fma() {
         v.push(k);
     }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = crate::linalg::gemm::select::avx512() {
+        v.push(k);
+    }
     #[cfg(target_arch = "aarch64")]
     for isa in crate::linalg::gemm::select::Isa::ALL {
         if let Some(k) = crate::linalg::gemm::select::kernel_for(isa) {
@@ -362,7 +366,9 @@ fn auto_selected_kernel() {
         0,
     );
     #[cfg(target_arch = "x86_64")]
-    if crate::linalg::cpu::x86_avx2_fma() {
+    if crate::linalg::cpu::x86_avx512f() && std::env::var_os("PTERA_NO_AVX512").is_none() {
+        assert_eq!(micro_kernel().name(), "avx512-12x32");
+    } else if crate::linalg::cpu::x86_avx2_fma() {
         assert_eq!(micro_kernel().name(), "avx2-fma");
     }
 }
