@@ -61,7 +61,7 @@ fn check_view<T: Element>(dtype: DType, data: *const u8, arg: usize) -> Result<(
             got: dtype,
         });
     }
-    if (data as usize) % core::mem::align_of::<T>() != 0 {
+    if !(data as usize).is_multiple_of(core::mem::align_of::<T>()) {
         return Err(KernelError::Misaligned { arg });
     }
     Ok(())

@@ -433,7 +433,7 @@ impl OpTest {
                     });
                     let mut data_buffer_idx = 0;
                     if let Some(c) = &t.constant {
-                        while constants.len() % 16 != 0 {
+                        while !constants.len().is_multiple_of(16) {
                             constants.push(0);
                         }
                         offsets.push(constants.len() as u64);

@@ -215,7 +215,7 @@ pub fn lower_to(
     let start = Instant::now();
     // The loader needs a 16-byte aligned buffer: copy only when the caller's is not.
     let copy;
-    let data = if input.as_ptr() as usize % 16 == 0 {
+    let data = if (input.as_ptr() as usize).is_multiple_of(16) {
         input
     } else {
         copy = AlignedBuf::from_bytes(input);

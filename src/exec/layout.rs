@@ -127,7 +127,7 @@ impl<'a> Bump<'a> {
     }
 
     pub fn new(buf: &'a mut [u8]) -> Result<Bump<'a>, Error> {
-        if buf.as_ptr() as usize % ARENA_ALIGN != 0 {
+        if !(buf.as_ptr() as usize).is_multiple_of(ARENA_ALIGN) {
             return Err(Error::Invalid {
                 what: "metadata buffer",
                 index: 0,

@@ -189,7 +189,7 @@ pub fn check_tensor<'p>(
                 limit: size,
             });
         }
-        if off % dtype.size() as u64 != 0 {
+        if !off.is_multiple_of(dtype.size() as u64) {
             return Err(bad("planned offset not aligned to its dtype"));
         }
         if t.data_buffer_idx() > 0 {
@@ -197,7 +197,7 @@ pub fn check_tensor<'p>(
         }
     } else if t.data_buffer_idx() > 0 {
         let data = program.constant(t.data_buffer_idx(), nbytes as u64, i)?;
-        if nbytes > 0 && (data.as_ptr() as usize) % dtype.size() != 0 {
+        if nbytes > 0 && !(data.as_ptr() as usize).is_multiple_of(dtype.size()) {
             let off = data.as_ptr() as usize - program.bytes().as_ptr() as usize;
             return Err(Error::MisalignedConstant {
                 value: i,

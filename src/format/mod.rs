@@ -110,7 +110,7 @@ impl<'a> Program<'a> {
         if id != *fb::PROGRAM_IDENTIFIER.as_bytes() {
             return Err(Error::BadIdentifier { found: id });
         }
-        if data.as_ptr() as usize % PROGRAM_ALIGN != 0 {
+        if !(data.as_ptr() as usize).is_multiple_of(PROGRAM_ALIGN) {
             return Err(Error::MisalignedBuffer {
                 address: data.as_ptr() as usize,
             });

@@ -70,7 +70,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                     got: arena.len(),
                 });
             }
-            if arena.as_ptr() as usize % ARENA_ALIGN != 0 {
+            if !(arena.as_ptr() as usize).is_multiple_of(ARENA_ALIGN) {
                 return Err(Error::ArenaMisaligned { memory_id: k + 1 });
             }
             bases

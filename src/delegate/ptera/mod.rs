@@ -78,7 +78,8 @@ fn xnn_parts<'p>(
         let data = init.program.named_data(key).ok_or(bad(
             "ptera region: packed filter key not in the program's named data",
         ))?;
-        if data.as_ptr() as usize % 4 != 0 || pf.nr() == 0 || pf.nr() as usize > MAX_NR {
+        if !(data.as_ptr() as usize).is_multiple_of(4) || pf.nr() == 0 || pf.nr() as usize > MAX_NR
+        {
             return Err(bad(
                 "ptera region: packed filter misaligned or tile width out of range",
             ));
@@ -264,7 +265,7 @@ fn packed_bytes<'p>(
             "ptera region: packed weight size does not match k, n, nr",
         ));
     }
-    if data.as_ptr() as usize % 4 != 0 {
+    if !(data.as_ptr() as usize).is_multiple_of(4) {
         return Err(bad("ptera region: packed weight not 4-byte aligned"));
     }
     Ok(data)

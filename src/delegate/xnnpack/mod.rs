@@ -191,7 +191,7 @@ fn constant_offset(
     if bytes.len() < nbytes {
         return Err(bad("constant data smaller than its tensor"));
     }
-    if bytes.as_ptr() as usize % align_of::<f32>() != 0 {
+    if !(bytes.as_ptr() as usize).is_multiple_of(align_of::<f32>()) {
         return Err(bad("constant data not aligned for f32"));
     }
     Ok((bytes.as_ptr() as usize - base) as u64)
@@ -500,7 +500,7 @@ fn analyze(
 
 /// Splits the state area into the header and the value table.
 fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
-    if state.len() < size_of::<Head>() || state.as_ptr() as usize % 16 != 0 {
+    if state.len() < size_of::<Head>() || !(state.as_ptr() as usize).is_multiple_of(16) {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
     // SAFETY: the area is at least size_of::<Head>() bytes and 16-byte aligned (≥ align of
@@ -557,7 +557,7 @@ pub fn init_packed(
     packed: &[PackedFilter],
 ) -> Result<(), KernelError> {
     let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
-    if state.len() < state_bytes(n) || state.as_ptr() as usize % 16 != 0 {
+    if state.len() < state_bytes(n) || !(state.as_ptr() as usize).is_multiple_of(16) {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
     // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n) bytes
@@ -633,7 +633,7 @@ pub fn execute_plan(
         (s.as_mut_ptr(), s.len())
     };
     let gemm_len = slen.saturating_sub(head.gemm_off as usize) / 4;
-    if (sp as usize) % 16 != 0 || slen < head.gemm_off as usize {
+    if !(sp as usize).is_multiple_of(16) || slen < head.gemm_off as usize {
         return Err(KernelError::Scratch {
             needed: head.gemm_off as usize,
             got: slen,

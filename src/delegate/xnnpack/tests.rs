@@ -75,7 +75,7 @@ impl Graph {
             let dims = b.create_vector(&v.dims);
             let mut cidx = 0;
             if let Kind::Constant(data) = &v.kind {
-                while consts.len() % 16 != 0 {
+                while !consts.len().is_multiple_of(16) {
                     consts.push(0);
                 }
                 let off = consts.len() as u64 + self.constant_offset_bias;

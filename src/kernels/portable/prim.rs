@@ -238,7 +238,7 @@ pub(crate) fn infer_size(sizes: &[i64], numel: usize, arg: usize) -> Result<Shap
         }
     }
     if let Some(i) = infer {
-        if known == 0 || numel % known != 0 {
+        if known == 0 || !numel.is_multiple_of(known) {
             return Err(bad("shape is invalid for the input size"));
         }
         shape.dims_mut()[i] = numel / known;

@@ -53,7 +53,7 @@ fn infer_size(size: &[i64], numel: usize, arg: usize) -> Result<Shape, KernelErr
     let bad = shape_err(arg, "shape is invalid for the input's number of elements");
     match infer {
         Some(i) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(bad);
             }
             dims[i] = numel / known;

@@ -85,8 +85,8 @@ impl Conv2d {
     /// `groups`, no overflow in any size) and returns `(input, filter, output)` element counts.
     pub fn check(&self) -> Result<(usize, usize, usize), KernelError> {
         if self.groups == 0
-            || self.in_c % self.groups != 0
-            || self.out_c % self.groups != 0
+            || !self.in_c.is_multiple_of(self.groups)
+            || !self.out_c.is_multiple_of(self.groups)
             || self.stride_h == 0
             || self.stride_w == 0
             || self.dil_h == 0

@@ -45,7 +45,7 @@ pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: boo
     if direct_b {
         // A block (mc × kc) + one packed column-tail panel (kc × nr).
         let kc = split_depth(k, uk.kc_max.min(BUDGET_F32 / (mr + nr)));
-        let tail = if n % nr != 0 { kc * nr } else { 0 };
+        let tail = if !n.is_multiple_of(nr) { kc * nr } else { 0 };
         let strips = ((BUDGET_F32 - tail) / (kc * mr)).max(1);
         // Whole MR panels only: the A block holds `mc / mr` of them.
         let mc_cap = (MC_DIRECT - MC_DIRECT % mr).max(mr);

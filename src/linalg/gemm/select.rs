@@ -230,7 +230,11 @@ pub fn tile_nr(isa: Isa, vector_bits: u32, n: usize) -> Option<usize> {
     let vl = vector_bits as usize;
     match isa {
         Isa::Generic => Some(16),
-        Isa::Neon => Some(if n % 12 != 0 && n % 8 == 0 { 8 } else { 12 }),
+        Isa::Neon => Some(if !n.is_multiple_of(12) && n.is_multiple_of(8) {
+            8
+        } else {
+            12
+        }),
         Isa::Sve2 => matches!(vl, 128 | 256 | 384 | 512).then_some(3 * vl / 32),
         Isa::Sme | Isa::Sme2 => matches!(vl, 128 | 256 | 512).then_some(2 * vl / 32),
     }

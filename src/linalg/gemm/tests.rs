@@ -341,7 +341,7 @@ fn plans_fit_the_scratch() {
         ] {
             for direct in [true, false] {
                 let p = plan(uk, m, n, k, direct);
-                assert!(p.kc >= 1 && p.kc <= k && p.mc >= uk.mr && p.mc % uk.mr == 0);
+                assert!(p.kc >= 1 && p.kc <= k && p.mc >= uk.mr && p.mc.is_multiple_of(uk.mr));
                 assert!(ALIGN_F32 + p.a_len + p.b_len <= GEMM_SCRATCH_F32, "{p:?}");
             }
             assert!(scratch_len_for(uk, m, n, k) <= GEMM_SCRATCH_F32);

@@ -123,7 +123,7 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) -> Res {
     if n == 0 {
         return same(x.len(), 0);
     }
-    if x.len() % n != 0 {
+    if !x.len().is_multiple_of(n) {
         return Err(mismatch());
     }
     dispatch!(softmax_rows(x, out, n));
@@ -188,7 +188,7 @@ pub fn binary_row(op: BinOp, a: &[f32], row: &[f32], out: &mut [f32]) -> Res {
     if row.is_empty() {
         return same(a.len(), 0);
     }
-    if a.len() % row.len() != 0 {
+    if !a.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
     for (o, x) in out
@@ -206,7 +206,7 @@ pub fn row_binary(op: BinOp, row: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     if row.is_empty() {
         return same(b.len(), 0);
     }
-    if b.len() % row.len() != 0 {
+    if !b.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
     for (o, y) in out
@@ -225,7 +225,7 @@ pub fn binary_col(op: BinOp, a: &[f32], col: &[f32], out: &mut [f32]) -> Res {
     if col.is_empty() {
         return same(a.len(), 0);
     }
-    if a.len() % col.len() != 0 {
+    if !a.len().is_multiple_of(col.len()) {
         return Err(mismatch());
     }
     let n = a.len() / col.len();

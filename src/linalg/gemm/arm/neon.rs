@@ -215,7 +215,7 @@ pub unsafe fn pack_runs_x4(
     kc: usize,
     dst: *mut f32,
 ) -> bool {
-    if runs % 4 != 0 || w % 4 != 0 || runs > w {
+    if !runs.is_multiple_of(4) || !w.is_multiple_of(4) || runs > w {
         return false;
     }
     // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < runs, p + 4 ≤ kc,
@@ -301,10 +301,10 @@ const KC_MAX: usize = 1024;
 /// merging cost more than the smaller tile's lower FMA share, 16/18 against 24/26), else
 /// 8 × 12.
 pub fn kernel_for(m: usize, n: usize) -> &'static MicroKernel {
-    if n % 16 == 0 && (1..=4).contains(&(m % 8)) {
+    if n.is_multiple_of(16) && (1..=4).contains(&(m % 8)) {
         return &NEON_4X16;
     }
-    if n % 12 != 0 && n % 8 == 0 {
+    if !n.is_multiple_of(12) && n.is_multiple_of(8) {
         &NEON_8X8
     } else {
         &NEON_8X12
