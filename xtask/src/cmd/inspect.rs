@@ -18,6 +18,67 @@ fn tensor_json(info: Option<ptera::method::TensorInfo>) -> Value {
     }
 }
 
+/// A PteraBackend region (written by `cargo xtask lower`): target, operations, memory.
+fn ptera_region(program: &Program<'_>, d: usize, payload: &[u8], region: &mut Value) {
+    use ptera::delegate::Backend;
+    use ptera::format::region_fb as rf;
+    let init = ptera::delegate::DelegateInit {
+        program: *program,
+        payload,
+        index: d,
+    };
+    region["payload_bytes"] = json!(payload.len());
+    let r = match ptera::delegate::ptera::region_of(payload) {
+        Ok(r) => r,
+        Err(e) => {
+            region["error"] = json!(e.to_string());
+            return;
+        }
+    };
+    region["target"] = json!({"isa": r.isa().unwrap_or(""), "vector_bits": r.vector_bits()});
+    let mut ops = Vec::new();
+    for op in r.ops().into_iter().flatten() {
+        if let Some(l) = op.op_as_linear() {
+            let w = l.weight();
+            let weight = match w.map(|w| w.layout()) {
+                Some(rf::WeightLayout::Packed) => {
+                    json!({"packed": true, "nr": w.map_or(0, |w| w.nr())})
+                }
+                _ => json!({"packed": false, "arg": w.map_or(-1, |w| w.arg())}),
+            };
+            ops.push(
+                json!({"op": "Linear", "k": l.k(), "n": l.n(), "max_m": l.max_m(),
+                "weight": weight, "activation": format!("{:?}", l.activation()),
+                "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}),
+            );
+        } else if let Some(x) = op.op_as_xnn_graph() {
+            let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
+            if let Ok(seg) = program.segment(x.segment() as usize) {
+                let xinit = ptera::delegate::DelegateInit {
+                    program: *program,
+                    payload: seg,
+                    index: d,
+                };
+                if let Ok(sum) = ptera::delegate::xnnpack::RegionSummary::new(&xinit) {
+                    for t in sum.node_types() {
+                        *nodes.entry(t).or_default() += 1;
+                    }
+                }
+            }
+            ops.push(json!({"op": "XnnGraph", "segment": x.segment(),
+                "packed_filters": x.packed().map_or(0, |p| p.len()), "nodes": nodes}));
+        }
+    }
+    region["ops"] = json!(ops);
+    match ptera::delegate::ptera::BACKEND.prepare(&init) {
+        Ok(req) => {
+            region["scratch_bytes"] = json!(req.scratch);
+            region["plan_bytes"] = json!(req.state);
+        }
+        Err(e) => region["error"] = json!(e.to_string()),
+    }
+}
+
 fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Value> {
     let name = plan.name().unwrap_or("");
     let reg = registry();
@@ -88,6 +149,13 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
                 }
                 Err(e) => region["error"] = json!(e.to_string()),
             }
+        } else if id == ptera::delegate::ptera::ID {
+            let payload = del
+                .processed()
+                .map(|r| program.delegate_data(r))
+                .transpose()?
+                .unwrap_or(&[]);
+            ptera_region(program, d, payload, &mut region);
         }
         regions.push(region);
     }
@@ -208,6 +276,52 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            if r["backend"] == ptera::delegate::ptera::ID {
+                let t = &r["target"];
+                println!(
+                    "  delegate #{} PteraBackend (packed for {}{}): {} payload bytes, scratch {} bytes, plan {} bytes",
+                    r["index"],
+                    t["isa"].as_str().unwrap_or("?"),
+                    if t["vector_bits"].as_u64().unwrap_or(0) > 0 { format!(" {}-bit", t["vector_bits"]) } else { String::new() },
+                    r["payload_bytes"],
+                    r["scratch_bytes"],
+                    r["plan_bytes"]
+                );
+                if let Some(e) = r["error"].as_str() {
+                    println!("    error: {e}");
+                }
+                for op in r["ops"].as_array().into_iter().flatten() {
+                    if op["op"] == "Linear" {
+                        let w = &op["weight"];
+                        let wd = if w["packed"] == true {
+                            format!("packed NR {}", w["nr"])
+                        } else {
+                            format!("argument {}", w["arg"])
+                        };
+                        println!(
+                            "    Linear K={} N={} M<={}, weight {wd}, activation {}",
+                            op["k"],
+                            op["n"],
+                            op["max_m"],
+                            op["activation"].as_str().unwrap_or("?")
+                        );
+                    } else {
+                        let nodes: Vec<String> = op["nodes"]
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .map(|(k, v)| format!("{k}: {v}"))
+                            .collect();
+                        println!(
+                            "    XNNPACK graph (segment {}), {} packed filters; nodes: {}",
+                            op["segment"],
+                            op["packed_filters"],
+                            nodes.join(", ")
+                        );
+                    }
+                }
+                continue;
+            }
             println!("  delegate #{} {}: {} payload bytes, scratch {} bytes, plan {} bytes, {} constants in place",
                 r["index"], r["backend"].as_str().unwrap_or("?"), r["payload_bytes"], r["scratch_bytes"], r["plan_bytes"], r["constants"]);
             if let Some(e) = r["error"].as_str() {
