@@ -53,17 +53,13 @@ fn ptera_region(program: &Program<'_>, d: usize, payload: &[u8], region: &mut Va
             );
         } else if let Some(x) = op.op_as_xnn_graph() {
             let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
-            if let Ok(seg) = program.segment(x.segment() as usize) {
-                let xinit = ptera::delegate::DelegateInit {
-                    program: *program,
-                    payload: seg,
-                    index: d,
-                };
-                if let Ok(sum) = ptera::delegate::xnnpack::RegionSummary::new(&xinit) {
-                    for t in sum.node_types() {
-                        *nodes.entry(t).or_default() += 1;
-                    }
-                }
+            let graph = program
+                .segment(x.segment() as usize)
+                .ok()
+                .and_then(|seg| ptera::delegate::xnnpack::graph_of(seg).ok());
+            for node in graph.and_then(|g| g.0.xnodes()).into_iter().flatten() {
+                let t = ptera::delegate::xnnpack::graph::node_name(node.xnode_union_type());
+                *nodes.entry(t).or_default() += 1;
             }
             ops.push(json!({"op": "XnnGraph", "segment": x.segment(),
                 "packed_filters": x.packed().map_or(0, |p| p.len()), "nodes": nodes}));
