@@ -233,3 +233,87 @@ fn targets_map_to_the_kernels_tiles() {
     assert_eq!(nr("x86-64-v3", 768), 16);
     assert_eq!(nr("x86-64-v4", 768), 32);
 }
+
+/// A `[K, N]`-weight Linear region payload written by hand, with the given ABI version.
+fn region_payload(abi: u32) -> Vec<u8> {
+    use ptera::format::region_fb as rf;
+    let mut b = flatbuffers::FlatBufferBuilder::new();
+    let w = rf::Weight::create(
+        &mut b,
+        &rf::WeightArgs {
+            layout: rf::WeightLayout::KxN,
+            key: None,
+            nr: 0,
+            arg: 1,
+        },
+    );
+    let lin = rf::Linear::create(
+        &mut b,
+        &rf::LinearArgs {
+            input: 0,
+            output: 2,
+            bias: -1,
+            weight: Some(w),
+            k: 3,
+            n: 2,
+            max_m: 2,
+            alpha: 1.0,
+            beta: 1.0,
+            activation: rf::Activation::Relu,
+        },
+    );
+    let op = rf::Operation::create(
+        &mut b,
+        &rf::OperationArgs {
+            op_type: rf::Op::Linear,
+            op: Some(lin.as_union_value()),
+            absorbed: None,
+        },
+    );
+    let ops = b.create_vector(&[op]);
+    let root = rf::Region::create(
+        &mut b,
+        &rf::RegionArgs {
+            abi,
+            isa: None,
+            vector_bits: 0,
+            ops: Some(ops),
+        },
+    );
+    b.finish(root, Some(ptera::delegate::ptera::IDENTIFIER));
+    b.finished_data().to_vec()
+}
+
+fn region_test(payload: Vec<u8>) -> OpTest {
+    let mut t = OpTest::delegate("PteraBackend", payload);
+    let x = t.input_f32(&[2, 3], &[1.0, 2.0, 3.0, -1.0, -2.0, -3.0]);
+    let w = t.constant_f32(&[3, 2], &[1.0, 0.5, 1.0, 0.5, 1.0, 0.5]);
+    let y = t.output(DType::F32, &[2, 2]);
+    t.call(&[x, w, y]);
+    t
+}
+
+/// The region runtime on a hand-written payload: it computes relu(x·W); a payload of another
+/// ABI version, a truncated one, or one that is not a region is refused when the method is
+/// validated, with the backend named.
+#[test]
+fn region_payloads_are_validated_at_load() {
+    let got = region_test(region_payload(ptera::delegate::ptera::ABI))
+        .run()
+        .unwrap();
+    assert_eq!(got[0].f32(), [6.0, 3.0, 0.0, 0.0]);
+    let good = region_payload(ptera::delegate::ptera::ABI);
+    for (what, bad) in [
+        ("ABI 2", region_payload(2)),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("empty", Vec::new()),
+        ("not a region", vec![0x5a; 64]),
+    ] {
+        match region_test(bad).run() {
+            Err(ptera::Error::DelegateInit { backend, .. }) => {
+                assert_eq!(backend.as_str(), "PteraBackend", "{what}")
+            }
+            other => panic!("{what}: expected a DelegateInit error, got {other:?}"),
+        }
+    }
+}
