@@ -119,6 +119,7 @@ for spec in $CPUS; do
 done
 
 # ---- ptera-run
+DESCRIBE=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 if [[ -z "$PTRUN" ]]; then
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/gemm-count}
     echo "== building ptera-run (aarch64-unknown-linux-gnu, release, $CARGO_TARGET_DIR)" >&2
@@ -373,7 +374,7 @@ ratio() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 -gt 0 ]] && awk -v a="$1" -v
 {
     echo "# instructions per forward (forward 2 of $N, armpeer phase 3); ratio = ptera / ExecuTorch"
     echo "# ExecuTorch: $ETRUN (XNNPACK .pte); ptera: $PTRUN${ISA:+ (ISA forced: $ISA)}"
-    echo "# ptera $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?'); fixtures $FIX; outputs checked against CASE.out*.npy (atol 1e-4 + rtol 1e-4, worst abs diff)"
+    echo "# ptera $DESCRIBE (when ptera-run was built); fixtures $FIX; outputs checked against CASE.out*.npy (atol 1e-4 + rtol 1e-4, worst abs diff)"
     echo "# isa: ptera's GEMM ISA and the SVE VL / SME SVL in bits the guest CPU runs with (both runners see the same CPU)"
     [[ -z "$LOWER" ]] || echo "# lowered_p / lowered_x: CASE_portable.pte / CASE_xnnpack.pte lowered with cargo xtask lower --target $LOWER (auto: the CPU's name)"
     printf '%-8s %-26s %11s %13s %6s %14s %6s %10s %6s %10s %6s %-22s %s\n' case cpu ET_xnnpack ptera_xnnpack ratio \
