@@ -79,6 +79,8 @@ pub struct XnnRegionReport {
     pub nodes: Vec<(String, usize)>,
     pub fully_connected: usize,
     pub packed_filters: usize,
+    /// Filters read from a program constant with the same bytes (stored once).
+    pub aliased_filters: usize,
 }
 
 /// What [`lower`] did.
@@ -133,6 +135,7 @@ impl Report {
                     "nodes": c.nodes.iter().map(|(k, n)| json!({"node": k, "count": n})).collect::<Vec<_>>(),
                     "fully_connected": c.fully_connected,
                     "packed_filters": c.packed_filters,
+                    "aliased_filters": c.aliased_filters,
                 })).collect::<Vec<_>>(),
                 "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
@@ -270,7 +273,48 @@ pub fn lower_to(
     for p in &plans {
         xregions.push(xnn::regions(&program, *p, &mut key_refs).map_err(LowerError)?);
     }
-    // A key is dropped when every value naming it is a packed filter read one way.
+    // Constant segment without the packed weights.
+    let dropped: BTreeSet<u32> = parts
+        .iter()
+        .flat_map(|(c, _)| c.iter().filter(|c| c.packed).map(|c| c.buffer))
+        .collect();
+    // XNNPACK filters whose bytes are those of a constant the program keeps (a tied token
+    // embedding is also the LM head's filter): read there, stored once.
+    let mut alias_of: BTreeMap<String, u32> = BTreeMap::new();
+    {
+        let mut by_size: BTreeMap<usize, Vec<(u32, usize)>> = BTreeMap::new();
+        for v in &views {
+            for (i, t) in v.tensors.iter().enumerate() {
+                if let Some(t) = t.as_ref().filter(|t| {
+                    t.is_constant()
+                        && t.dtype == Some(ptera::DType::F32)
+                        && !dropped.contains(&t.buffer)
+                }) {
+                    by_size
+                        .entry(t.numel() * 4)
+                        .or_default()
+                        .push((t.buffer, i));
+                }
+            }
+        }
+        for f in xregions.iter().flatten().flat_map(|r| &r.filters) {
+            let nbytes = f.k * f.n * 4;
+            if alias_of.contains_key(&f.key) {
+                continue;
+            }
+            let Some(blob) = program.named_data(&f.key).filter(|d| d.len() >= nbytes) else {
+                continue;
+            };
+            for &(b, v) in by_size.get(&nbytes).into_iter().flatten() {
+                if program.constant(b, nbytes as u64, v).ok() == Some(&blob[..nbytes]) {
+                    alias_of.insert(f.key.clone(), b);
+                    break;
+                }
+            }
+        }
+    }
+    // A key is dropped when every value naming it is a filter we read elsewhere: aliased, or
+    // packed one way.
     let mut filter_refs: BTreeMap<&str, (usize, BTreeSet<(Orient, usize, usize)>)> =
         BTreeMap::new();
     for r in xregions.iter().flatten() {
@@ -282,14 +326,10 @@ pub fn lower_to(
     }
     let dropped_keys: BTreeSet<String> = filter_refs
         .iter()
-        .filter(|(k, (n, ways))| key_refs.get(**k) == Some(n) && ways.len() == 1)
+        .filter(|(k, (n, ways))| {
+            key_refs.get(**k) == Some(n) && (alias_of.contains_key(**k) || ways.len() == 1)
+        })
         .map(|(k, _)| k.to_string())
-        .collect();
-
-    // Constant segment without the packed weights.
-    let dropped: BTreeSet<u32> = parts
-        .iter()
-        .flat_map(|(c, _)| c.iter().filter(|c| c.packed).map(|c| c.buffer))
         .collect();
     let cs = root
         .constant_segment()
@@ -398,7 +438,7 @@ pub fn lower_to(
         }
     }
     for r in xregions.iter().flatten() {
-        for f in &r.filters {
+        for f in r.filters.iter().filter(|f| !alias_of.contains_key(&f.key)) {
             todo.insert(
                 (Source::Key(f.key.clone()), f.orient, target.nr(f.n)),
                 (f.k, f.n),
@@ -500,9 +540,18 @@ pub fn lower_to(
             });
         }
         for r in &xregions[pi] {
+            let aliased: Vec<(u32, u32)> = r
+                .filters
+                .iter()
+                .filter_map(|f| {
+                    let b = *alias_of.get(&f.key)?;
+                    Some((f.value, buffer_map.get(&b).copied().unwrap_or(b)))
+                })
+                .collect();
             let filters: Vec<(u32, &str, usize)> = r
                 .filters
                 .iter()
+                .filter(|f| !alias_of.contains_key(&f.key))
                 .map(|f| {
                     let nr = target.nr(f.n);
                     let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
@@ -513,6 +562,7 @@ pub fn lower_to(
                 target,
                 seg(r.segment),
                 &filters,
+                &aliased,
             )));
             edit.converted
                 .insert(r.delegate, (segments.len() - 1) as u32);
@@ -520,7 +570,8 @@ pub fn lower_to(
                 delegate: r.delegate,
                 nodes: r.nodes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 fully_connected: r.fc_nodes,
-                packed_filters: r.filters.len(),
+                packed_filters: filters.len(),
+                aliased_filters: aliased.len(),
             });
         }
         for (v, t) in view.tensors.iter().enumerate() {

@@ -99,7 +99,13 @@ pub fn linear_region(
 
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
 /// filters `(graph value id, named-data key, tile width)`.
-pub fn xnn_region(target: &Target, segment: u32, packed: &[(u32, &str, usize)]) -> Vec<u8> {
+/// `aliased` filters `(graph value id, program constant buffer)` are read from that constant.
+pub fn xnn_region(
+    target: &Target,
+    segment: u32,
+    packed: &[(u32, &str, usize)],
+    aliased: &[(u32, u32)],
+) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
     let filters: Vec<_> = packed
         .iter()
@@ -116,11 +122,19 @@ pub fn xnn_region(target: &Target, segment: u32, packed: &[(u32, &str, usize)]) 
         })
         .collect();
     let filters = b.create_vector(&filters);
+    let aliases: Vec<_> = aliased
+        .iter()
+        .map(|&(value, buffer)| {
+            rf::AliasedFilter::create(&mut b, &rf::AliasedFilterArgs { value, buffer })
+        })
+        .collect();
+    let aliases = b.create_vector(&aliases);
     let xg = rf::XnnGraph::create(
         &mut b,
         &rf::XnnGraphArgs {
             segment,
             packed: Some(filters),
+            aliased: Some(aliases),
         },
     );
     let op = rf::Operation::create(

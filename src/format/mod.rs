@@ -358,6 +358,20 @@ impl<'a> Program<'a> {
     /// Constant tensor data for `data_buffer_idx` (≥ 1), `nbytes` long, borrowed from the file.
     /// `value` is the EValue index, for error context.
     pub fn constant(&self, buffer_idx: u32, nbytes: u64, value: usize) -> Result<&'a [u8], Error> {
+        let (container, off) = self.constant_place(buffer_idx, value)?;
+        slice_checked(container, off, nbytes, "constant tensor", value)
+    }
+
+    /// The bytes from constant `data_buffer_idx`'s start to the end of the data holding it
+    /// (the constant segment, or its legacy buffer): for readers that learn the size later.
+    pub fn constant_tail(&self, buffer_idx: u32, value: usize) -> Result<&'a [u8], Error> {
+        let (container, off) = self.constant_place(buffer_idx, value)?;
+        slice_checked(container, off, 0, "constant tensor", value)?;
+        Ok(&container[off as usize..])
+    }
+
+    /// The data holding constant `buffer_idx` and the constant's offset in it.
+    fn constant_place(&self, buffer_idx: u32, value: usize) -> Result<(&'a [u8], u64), Error> {
         let idx = buffer_idx as usize;
         if let Some(cs) = self
             .root
@@ -374,8 +388,7 @@ impl<'a> Program<'a> {
                 });
             }
             let seg = self.segment(cs.segment_index() as usize)?;
-            let off = offsets.get(idx);
-            return slice_checked(seg, off, nbytes, "constant tensor", value);
+            return Ok((seg, offsets.get(idx)));
         }
         let bufs = self.root.constant_buffer();
         let len = bufs.map_or(0, |b| b.len());
@@ -391,7 +404,7 @@ impl<'a> Program<'a> {
             .map(|b| b.get(idx))
             .and_then(|b| b.storage())
             .map_or(&[][..], |s| s.bytes());
-        slice_checked(storage, 0, nbytes, "constant tensor", value)
+        Ok((storage, 0))
     }
 
     /// Initial bytes of a mutable planned tensor (`mutable_data_segments[0]`, sub-offset `idx`).

@@ -18,7 +18,7 @@
 //! (arguments, sizes, activation, the byte range of its packed weight inside the program) or
 //! the XNNPACK interpreter's own plan, so a run reads no flatbuffer.
 
-use crate::delegate::xnnpack::{self, PackedFilter};
+use crate::delegate::xnnpack::{self, FilterOverride};
 use crate::delegate::{Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
@@ -50,7 +50,7 @@ const KIND_XNN: u32 = 1;
 /// Most pre-packed filters one wrapped XNNPACK graph may have.
 pub const MAX_PACKED_FILTERS: usize = 256;
 
-type Filters = heapless::Vec<PackedFilter, MAX_PACKED_FILTERS>;
+type Filters = heapless::Vec<FilterOverride, MAX_PACKED_FILTERS>;
 
 /// The wrapped XNNPACK payload of a one-operation `XnnGraph` region (as the XNNPACK
 /// interpreter's load-time input) and its pre-packed filters; `None` for a `Linear` region.
@@ -70,6 +70,9 @@ fn xnn_parts<'p>(
         .segment(xg.segment() as usize)
         .map_err(|_| bad("ptera region: wrapped XNNPACK payload segment out of range"))?;
     let base = init.program.bytes().as_ptr() as usize;
+    let too_many = || KernelError::Unsupported {
+        detail: "ptera region: more than 256 overridden filters in one XNNPACK graph",
+    };
     let mut filters = Filters::new();
     for pf in xg.packed().into_iter().flatten() {
         let key = pf
@@ -85,15 +88,27 @@ fn xnn_parts<'p>(
             ));
         }
         filters
-            .push(PackedFilter {
+            .push(FilterOverride {
                 value: pf.value(),
                 offset: (data.as_ptr() as usize - base) as u64,
                 len: data.len() as u64,
-                nr: pf.nr(),
+                nr: Some(pf.nr()),
             })
-            .map_err(|_| KernelError::Unsupported {
-                detail: "ptera region: more than 256 packed filters in one XNNPACK graph",
-            })?;
+            .map_err(|_| too_many())?;
+    }
+    for af in xg.aliased().into_iter().flatten() {
+        let data = init
+            .program
+            .constant_tail(af.buffer(), init.index)
+            .map_err(|_| bad("ptera region: aliased filter's constant out of range"))?;
+        filters
+            .push(FilterOverride {
+                value: af.value(),
+                offset: (data.as_ptr() as usize - base) as u64,
+                len: data.len() as u64,
+                nr: None,
+            })
+            .map_err(|_| too_many())?;
     }
     let xinit = DelegateInit {
         program: init.program,

@@ -50,22 +50,23 @@ const KIND_INTERNAL: u32 = 0;
 const KIND_EXTERNAL_IN: u32 = 1;
 const KIND_EXTERNAL_OUT: u32 = 2;
 const KIND_CONSTANT: u32 = 3;
-/// A fully-connected filter packed ahead of time ([`PackedFilter`]); `Loc::offset` is its
+/// A fully-connected filter packed ahead of time ([`FilterOverride`]); `Loc::offset` is its
 /// program byte offset, `Loc::ext` its tile width.
 const KIND_PACKED: u32 = 4;
 
-/// A fully-connected filter whose bytes are [`gemm::PackedB`] panels stored elsewhere in the
-/// program (written by `xtask lower`, given by ptera's own backend, which wraps XNNPACK graphs):
-/// the filter's own constant data is not looked up, and the GEMM reads the panels in place.
+/// Where the bytes of a fully-connected filter come from instead of its own constant data
+/// (given by ptera's own backend for the XNNPACK graphs `xtask lower` wraps): the filter's
+/// named data is not looked up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PackedFilter {
+pub struct FilterOverride {
     /// Graph value id of the filter.
     pub value: u32,
-    /// Byte offset of the panels inside the program, and their length.
+    /// Byte offset inside the program and the bytes available there.
     pub offset: u64,
     pub len: u64,
-    /// Tile width the panels were packed for.
-    pub nr: u32,
+    /// `Some(nr)`: [`gemm::PackedB`] panels of width `nr` (exactly their size); `None`: the
+    /// filter's own fp32 layout (e.g. the same bytes as a constant the program already has).
+    pub nr: Option<u32>,
 }
 
 /// Where one graph value lives (the translated plan).
@@ -201,7 +202,7 @@ fn constant_offset(
 fn analyze(
     init: &DelegateInit<'_>,
     locs: Option<&mut [Loc]>,
-    packed: &[PackedFilter],
+    packed: &[FilterOverride],
 ) -> Result<(Requirements, Head), KernelError> {
     let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
     let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
@@ -263,9 +264,16 @@ fn analyze(
         let vid = kinds.len() as u32;
         let (kind, ext, offset) = if let Some(p) = packed.iter().find(|p| p.value == vid) {
             if t.constant_buffer_idx() == 0 || flags != 0 || dl.len() != 2 {
-                return Err(bad("packed filter is not a 2-D constant"));
+                return Err(bad("overridden filter is not a 2-D constant"));
             }
-            (KIND_PACKED, p.nr, p.offset)
+            let base = init.program.bytes().as_ptr() as u64;
+            match p.nr {
+                Some(nr) => (KIND_PACKED, nr, p.offset),
+                None if p.len < nbytes as u64 || !(base + p.offset).is_multiple_of(4) => {
+                    return Err(bad("aliased filter data too short or misaligned"))
+                }
+                None => (KIND_CONSTANT, 0, p.offset),
+            }
         } else if t.constant_buffer_idx() > 0 {
             if flags != 0 {
                 return Err(bad("XNNPACK constant marked external"));
@@ -545,7 +553,7 @@ impl Backend for XnnpackBackend {
 /// pre-packed panels.
 pub fn prepare_packed(
     init: &DelegateInit<'_>,
-    packed: &[PackedFilter],
+    packed: &[FilterOverride],
 ) -> Result<Requirements, KernelError> {
     analyze(init, None, packed).map(|r| r.0)
 }
@@ -554,7 +562,7 @@ pub fn prepare_packed(
 pub fn init_packed(
     init: &DelegateInit<'_>,
     state: &mut [u8],
-    packed: &[PackedFilter],
+    packed: &[FilterOverride],
 ) -> Result<(), KernelError> {
     let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
     if state.len() < state_bytes(n) || !(state.as_ptr() as usize).is_multiple_of(16) {

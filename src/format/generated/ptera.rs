@@ -803,6 +803,119 @@ impl ::core::fmt::Debug for PackedFilter<'_> {
       ds.finish()
   }
 }
+pub enum AliasedFilterOffset {}
+#[derive(Copy, Clone, PartialEq)]
+
+pub struct AliasedFilter<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for AliasedFilter<'a> {
+  type Inner = AliasedFilter<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> AliasedFilter<'a> {
+  pub const VT_VALUE: ::flatbuffers::VOffsetT = 4;
+  pub const VT_BUFFER: ::flatbuffers::VOffsetT = 6;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    AliasedFilter { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args AliasedFilterArgs
+  ) -> ::flatbuffers::WIPOffset<AliasedFilter<'bldr>> {
+    let mut builder = AliasedFilterBuilder::new(_fbb);
+    builder.add_buffer(args.buffer);
+    builder.add_value(args.value);
+    builder.finish()
+  }
+
+
+  #[inline]
+  pub fn value(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(AliasedFilter::VT_VALUE, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn buffer(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(AliasedFilter::VT_BUFFER, Some(0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for AliasedFilter<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<u32>("value", Self::VT_VALUE, false)?
+     .visit_field::<u32>("buffer", Self::VT_BUFFER, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct AliasedFilterArgs {
+    pub value: u32,
+    pub buffer: u32,
+}
+impl<'a> Default for AliasedFilterArgs {
+  #[inline]
+  fn default() -> Self {
+    AliasedFilterArgs {
+      value: 0,
+      buffer: 0,
+    }
+  }
+}
+
+pub struct AliasedFilterBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> AliasedFilterBuilder<'a, 'b, A> {
+  #[inline]
+  pub fn add_value(&mut self, value: u32) {
+    self.fbb_.push_slot::<u32>(AliasedFilter::VT_VALUE, value, 0);
+  }
+  #[inline]
+  pub fn add_buffer(&mut self, buffer: u32) {
+    self.fbb_.push_slot::<u32>(AliasedFilter::VT_BUFFER, buffer, 0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> AliasedFilterBuilder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    AliasedFilterBuilder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<AliasedFilter<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for AliasedFilter<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("AliasedFilter");
+      ds.field("value", &self.value());
+      ds.field("buffer", &self.buffer());
+      ds.finish()
+  }
+}
 pub enum XnnGraphOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -821,6 +934,7 @@ impl<'a> ::flatbuffers::Follow<'a> for XnnGraph<'a> {
 impl<'a> XnnGraph<'a> {
   pub const VT_SEGMENT: ::flatbuffers::VOffsetT = 4;
   pub const VT_PACKED: ::flatbuffers::VOffsetT = 6;
+  pub const VT_ALIASED: ::flatbuffers::VOffsetT = 8;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -832,6 +946,7 @@ impl<'a> XnnGraph<'a> {
     args: &'args XnnGraphArgs<'args>
   ) -> ::flatbuffers::WIPOffset<XnnGraph<'bldr>> {
     let mut builder = XnnGraphBuilder::new(_fbb);
+    if let Some(x) = args.aliased { builder.add_aliased(x); }
     if let Some(x) = args.packed { builder.add_packed(x); }
     builder.add_segment(args.segment);
     builder.finish()
@@ -852,6 +967,13 @@ impl<'a> XnnGraph<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<PackedFilter>>>>(XnnGraph::VT_PACKED, None)}
   }
+  #[inline]
+  pub fn aliased(&self) -> Option<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<AliasedFilter<'a>>>> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<AliasedFilter>>>>(XnnGraph::VT_ALIASED, None)}
+  }
 }
 
 impl ::flatbuffers::Verifiable for XnnGraph<'_> {
@@ -862,6 +984,7 @@ impl ::flatbuffers::Verifiable for XnnGraph<'_> {
     v.visit_table(pos)?
      .visit_field::<u32>("segment", Self::VT_SEGMENT, false)?
      .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<PackedFilter>>>>("packed", Self::VT_PACKED, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<::flatbuffers::Vector<'_, ::flatbuffers::ForwardsUOffset<AliasedFilter>>>>("aliased", Self::VT_ALIASED, false)?
      .finish();
     Ok(())
   }
@@ -869,6 +992,7 @@ impl ::flatbuffers::Verifiable for XnnGraph<'_> {
 pub struct XnnGraphArgs<'a> {
     pub segment: u32,
     pub packed: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<PackedFilter<'a>>>>>,
+    pub aliased: Option<::flatbuffers::WIPOffset<::flatbuffers::Vector<'a, ::flatbuffers::ForwardsUOffset<AliasedFilter<'a>>>>>,
 }
 impl<'a> Default for XnnGraphArgs<'a> {
   #[inline]
@@ -876,6 +1000,7 @@ impl<'a> Default for XnnGraphArgs<'a> {
     XnnGraphArgs {
       segment: 0,
       packed: None,
+      aliased: None,
     }
   }
 }
@@ -892,6 +1017,10 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> XnnGraphBuilder<'a, 'b, A> {
   #[inline]
   pub fn add_packed(&mut self, packed: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<PackedFilter<'b >>>>) {
     self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(XnnGraph::VT_PACKED, packed);
+  }
+  #[inline]
+  pub fn add_aliased(&mut self, aliased: ::flatbuffers::WIPOffset<::flatbuffers::Vector<'b , ::flatbuffers::ForwardsUOffset<AliasedFilter<'b >>>>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(XnnGraph::VT_ALIASED, aliased);
   }
   #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> XnnGraphBuilder<'a, 'b, A> {
@@ -913,6 +1042,7 @@ impl ::core::fmt::Debug for XnnGraph<'_> {
     let mut ds = f.debug_struct("XnnGraph");
       ds.field("segment", &self.segment());
       ds.field("packed", &self.packed());
+      ds.field("aliased", &self.aliased());
       ds.finish()
   }
 }

@@ -71,11 +71,12 @@ fn print_report(r: &Report, out: &Path) {
         for c in &m.converted {
             let nodes: Vec<String> = c.nodes.iter().map(|(k, n)| format!("{n} {k}")).collect();
             println!(
-                "  delegate {}: XNNPACK region -> PteraBackend ({}); {} of {} fully-connected filters packed",
+                "  delegate {}: XNNPACK region -> PteraBackend ({}); of {} fully-connected filters {} packed, {} read from a program constant with the same bytes",
                 c.delegate,
                 nodes.join(", "),
+                c.fully_connected,
                 c.packed_filters,
-                c.fully_connected
+                c.aliased_filters
             );
         }
         for (pc, op, why) in &m.portable {
