@@ -78,6 +78,8 @@ pub struct XnnRegionReport {
     /// Node kinds of the region and their counts.
     pub nodes: Vec<(String, usize)>,
     pub fully_connected: usize,
+    /// One-group convolutions (their filters are packed like fully-connected ones).
+    pub convolutions: usize,
     pub packed_filters: usize,
     /// Filters read from a program constant with the same bytes (stored once).
     pub aliased_filters: usize,
@@ -134,6 +136,7 @@ impl Report {
                     "delegate": c.delegate,
                     "nodes": c.nodes.iter().map(|(k, n)| json!({"node": k, "count": n})).collect::<Vec<_>>(),
                     "fully_connected": c.fully_connected,
+                    "convolutions": c.convolutions,
                     "packed_filters": c.packed_filters,
                     "aliased_filters": c.aliased_filters,
                 })).collect::<Vec<_>>(),
@@ -570,6 +573,7 @@ pub fn lower_to(
                 delegate: r.delegate,
                 nodes: r.nodes.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 fully_connected: r.fc_nodes,
+                convolutions: r.conv_nodes,
                 packed_filters: filters.len(),
                 aliased_filters: aliased.len(),
             });

@@ -2,8 +2,10 @@
 //!
 //! Every `XnnpackBackend` delegate becomes a `PteraBackend` region that wraps the unchanged
 //! XNNPACK payload (`XnnGraph` in `schema/ptera.fbs`). A filter is packed when it is an fp32
-//! 2-D constant stored in the program's named data and read only as the filter of
-//! fully-connected nodes; its named-data blob is dropped when no other value refers to it.
+//! constant stored in the program's named data and read only as the filter of
+//! fully-connected nodes (2-D) or of one-group convolutions (4-D `[OC, KH, KW, C]`, packed as
+//! the `K × OC` matrix their implicit GEMM multiplies by); its named-data blob is dropped when
+//! no other value refers to it.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +38,8 @@ pub struct Region {
     pub filters: Vec<Filter>,
     /// Fully-connected nodes, and how many of them read a packed filter.
     pub fc_nodes: usize,
+    /// One-group, non-depthwise convolutions (their filters may be packed too).
+    pub conv_nodes: usize,
     /// Other node kinds and their counts (what the region holds around its products).
     pub nodes: BTreeMap<&'static str, usize>,
 }
@@ -89,35 +93,55 @@ pub fn regions(
             }
         }
         // Readers of every value: (as FC filter with orientation) or anything else.
-        let mut filter_use: BTreeMap<u32, Option<Orient>> = BTreeMap::new();
+        let mut filter_use: BTreeMap<u32, Option<(Orient, bool)>> = BTreeMap::new();
         let mut other_use: Vec<u32> = Vec::new();
         let mut nodes: BTreeMap<&'static str, usize> = BTreeMap::new();
-        let mut fc_nodes = 0;
+        let (mut fc_nodes, mut conv_nodes) = (0, 0);
         for node in g.xnodes().unwrap_or_default().iter() {
             *nodes
                 .entry(graph::node_name(node.xnode_union_type()))
                 .or_default() += 1;
             let (op, _) = graph::decode(node).map_err(|e| format!("delegate {d}: {e}"))?;
             let (ins, n) = op.inputs();
-            if let Op::FullyConnected { w, transpose_w, .. } = op {
-                fc_nodes += 1;
-                let o = if transpose_w {
-                    Orient::KxN
-                } else {
-                    Orient::NxK
-                };
-                let e = filter_use.entry(w).or_insert(Some(o));
-                if *e != Some(o) {
-                    *e = None;
+            // Filters read as a GEMM's B: fully-connected (either way) and one-group,
+            // non-depthwise convolutions (`[OC, KH, KW, C]`, B = its `[OC, K]` view transposed).
+            let filter = match op {
+                Op::FullyConnected { w, transpose_w, .. } => {
+                    fc_nodes += 1;
+                    let o = if transpose_w {
+                        Orient::KxN
+                    } else {
+                        Orient::NxK
+                    };
+                    Some((w, o, false))
                 }
-                other_use.extend(ins[..n].iter().copied().filter(|&i| i != w));
-            } else {
-                other_use.extend(ins[..n].iter().copied());
+                Op::Conv {
+                    w,
+                    groups: 1,
+                    depthwise: false,
+                    ..
+                } => {
+                    conv_nodes += 1;
+                    Some((w, Orient::NxK, true))
+                }
+                _ => None,
+            };
+            match filter {
+                Some((w, o, conv)) => {
+                    let e = filter_use.entry(w).or_insert(Some((o, conv)));
+                    if *e != Some((o, conv)) {
+                        *e = None;
+                    }
+                    other_use.extend(ins[..n].iter().copied().filter(|&i| i != w));
+                }
+                None => other_use.extend(ins[..n].iter().copied()),
             }
         }
         let mut filters = Vec::new();
         for (&value, orient) in &filter_use {
-            let Some(orient) = *orient else { continue };
+            let Some((orient, conv)) = *orient else {
+                continue;
+            };
             if other_use.contains(&value) {
                 continue;
             }
@@ -130,11 +154,11 @@ pub fn regions(
                 .map(|d| d.iter().map(|x| x as usize).collect())
                 .unwrap_or_default();
             let Some(key) = key_of(&t) else { continue };
-            if dims.len() != 2 || dims[0] == 0 || dims[1] == 0 {
+            if dims.len() != if conv { 4 } else { 2 } || dims.contains(&0) {
                 continue;
             }
             let (k, n) = match orient {
-                Orient::NxK => (dims[1], dims[0]),
+                Orient::NxK => (dims[1..].iter().product(), dims[0]),
                 Orient::KxN => (dims[0], dims[1]),
             };
             filters.push(Filter {
@@ -150,6 +174,7 @@ pub fn regions(
             segment: processed.index(),
             filters,
             fc_nodes,
+            conv_nodes,
             nodes,
         });
     }

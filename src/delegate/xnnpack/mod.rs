@@ -263,8 +263,8 @@ fn analyze(
         }
         let vid = kinds.len() as u32;
         let (kind, ext, offset) = if let Some(p) = packed.iter().find(|p| p.value == vid) {
-            if t.constant_buffer_idx() == 0 || flags != 0 || dl.len() != 2 {
-                return Err(bad("overridden filter is not a 2-D constant"));
+            if t.constant_buffer_idx() == 0 || flags != 0 || !(dl.len() == 2 || dl.len() == 4) {
+                return Err(bad("overridden filter is not a 2-D or 4-D constant"));
             }
             let base = init.program.bytes().as_ptr() as u64;
             match p.nr {
@@ -365,19 +365,27 @@ fn analyze(
             let Some(&(KIND_PACKED, nr, _)) = kinds.get(id as usize) else {
                 continue;
             };
-            let Op::FullyConnected { transpose_w, .. } = op else {
-                return Err(bad(
-                    "packed filter read by a node other than fully-connected",
-                ));
-            };
-            if slot != 1 {
-                return Err(bad("packed filter used as a fully-connected input or bias"));
-            }
             let wd = dims_tab[id as usize];
-            let (nn, kk) = if transpose_w {
-                (wd.dims()[1], wd.dims()[0])
-            } else {
-                (wd.dims()[0], wd.dims()[1])
+            // (depth, width) of the GEMM the packed filter is B of.
+            let (kk, nn) = match op {
+                Op::FullyConnected { transpose_w, .. } if slot == 1 && wd.rank() == 2 => {
+                    if transpose_w {
+                        (wd.dims()[0], wd.dims()[1])
+                    } else {
+                        (wd.dims()[1], wd.dims()[0])
+                    }
+                }
+                // A one-group convolution's `[OC, KH, KW, C]` filter as its `K × OC` matrix.
+                Op::Conv {
+                    groups: 1,
+                    depthwise: false,
+                    ..
+                } if slot == 1 && wd.rank() == 4 => (wd.dims()[1..].iter().product(), wd.dims()[0]),
+                _ => {
+                    return Err(bad(
+                        "packed filter read other than as a fully-connected or one-group convolution filter",
+                    ))
+                }
             };
             let want = gemm::PackedB::len_for(kk, nn, nr as usize).and_then(|f| f.checked_mul(4));
             let p = packed.iter().find(|p| p.value == id);
@@ -829,7 +837,29 @@ pub fn execute_plan(
                 };
                 let p = run::conv_geometry(&dims(x), &od, &win, groups)
                     .ok_or(bad("convolution: input or output is not rank 4"))?;
-                run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
+                let wl = &locs[w as usize];
+                if wl.kind == KIND_PACKED {
+                    // Checked at load: a one-group filter, PackedB::len_for(K, OC, nr) floats.
+                    let (k, n, nr) = (p.depth(), p.out_c, wl.ext as usize);
+                    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
+                    let panels = program
+                        .get(wl.offset as usize..wl.offset as usize + len)
+                        .and_then(run::as_f32)
+                        .ok_or(bad("packed filter outside the program or misaligned"))?;
+                    let packed = gemm::PackedB::new(panels, k, n, nr)?;
+                    let x = rd(x)?;
+                    crate::linalg::conv::nhwc::conv2d_prepacked(
+                        &p,
+                        x,
+                        packed,
+                        b,
+                        out,
+                        clamp,
+                        &mut *gemm_scratch,
+                    )?;
+                } else {
+                    run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
+                }
                 continue;
             }
             Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),

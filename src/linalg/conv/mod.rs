@@ -130,12 +130,23 @@ impl Conv2d {
         out: &[f32],
         scratch: Option<(usize, usize)>,
     ) -> Result<usize, KernelError> {
-        let (nin, nw, nout) = self.check()?;
-        if x.len() < nin
-            || w.len() < nw
-            || out.len() < nout
-            || bias.is_some_and(|b| b.len() < self.out_c)
-        {
+        let (_, nw, _) = self.check()?;
+        if w.len() < nw {
+            return Err(shape_err("conv: a slice is shorter than the geometry"));
+        }
+        self.check_io(x, bias, out, scratch)
+    }
+
+    /// [`Conv2d::check_call`] without the filter (given in another form, e.g. packed ahead).
+    pub(crate) fn check_io(
+        &self,
+        x: &[f32],
+        bias: Option<&[f32]>,
+        out: &[f32],
+        scratch: Option<(usize, usize)>,
+    ) -> Result<usize, KernelError> {
+        let (nin, _, nout) = self.check()?;
+        if x.len() < nin || out.len() < nout || bias.is_some_and(|b| b.len() < self.out_c) {
             return Err(shape_err("conv: a slice is shorter than the geometry"));
         }
         if let Some((got, needed)) = scratch {

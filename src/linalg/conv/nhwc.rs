@@ -100,6 +100,14 @@ pub fn scratch_f32(p: &Conv2d) -> usize {
     }
 }
 
+/// A group's filter as the GEMM's B (`K × OCg`, `B(kk, o) = w[(g·OCg + o)·K + kk]`): the
+/// filter tensor viewed in place (packed per call), or panels packed ahead of time.
+#[derive(Clone, Copy)]
+enum Filter<'a> {
+    Plain(MatRef<'a>),
+    Packed(PackedB<'a>),
+}
+
 /// `out = clamp(conv(x, w) + bias)` for NHWC `x` (`[N, H, W, C]`), filter `w`
 /// (`[OC, KH, KW, C/groups]`), `out` (`[N, OH, OW, OC]`), `bias` (`[OC]`), optional clamp
 /// range. `scratch` must hold [`scratch_f32`] floats.
@@ -116,52 +124,12 @@ pub fn conv2d(
     if nout == 0 {
         return Ok(());
     }
-    let (k, n, cg, oc) = (p.depth(), p.ocg(), p.icg(), p.out_c);
-    let total = p.batch.saturating_mul(p.pixels());
+    let (k, n) = (p.depth(), p.ocg());
     let out = &mut out[..nout];
     for g in 0..p.groups {
-        // B(kk, o) = w[(g·OCg + o)·K + kk]: the group's filter rows, transposed.
         let b = MatRef::new(&w[g * n * k..], k, n, 1, k)?;
         let bias_g = bias.map(|b| &b[g * n..(g + 1) * n]);
-        if p.is_pointwise() {
-            let a = MatRef::new(&x[g * cg..], total, cg, p.in_c, 1)?;
-            gemm::sgemm(a, b, &mut out[g * n..], oc, 1.0, 0.0, bias_g, scratch)?;
-            continue;
-        }
-        if prepacked_bound(p).is_some() {
-            implicit(p, x, b, bias_g, g, out, range, scratch)?;
-            continue;
-        }
-        let rows = chunk_rows(p);
-        let (col, rest) = scratch.split_at_mut(rows * k);
-        let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
-        let packed = match prepacked_bound(p) {
-            Some(_) => {
-                let nr = gemm::prepack_nr(rows, n, k);
-                let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
-                let dst = packed_area
-                    .get_mut(..len)
-                    .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
-                gemm::pack_b_ahead(b, nr, dst)?;
-                Some(PackedB::new(dst, k, n, nr)?)
-            }
-            None => None,
-        };
-        for p0 in (0..total).step_by(rows) {
-            let m = rows.min(total - p0);
-            let col = &mut col[..m * k];
-            gather(p, x, g, p0, col);
-            let a = MatRef::row_major(col, m, k)?;
-            let c = &mut out[p0 * oc + g * n..];
-            match packed {
-                Some(pb) => gemm::sgemm_prepacked(a, pb, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?,
-                None => gemm::sgemm(a, b, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?,
-            }
-            if p.groups == 1 {
-                // Still in cache.
-                clamp(&mut out[p0 * oc..(p0 + m) * oc], range);
-            }
-        }
+        group(p, x, Filter::Plain(b), bias_g, g, out, range, scratch)?;
     }
     if p.groups != 1 || p.is_pointwise() {
         clamp(out, range);
@@ -169,13 +137,112 @@ pub fn conv2d(
     Ok(())
 }
 
-/// The implicit-GEMM path for group `g` (filter `b` small enough to pack once): see the module
-/// documentation. Clamps each chunk when there is one group (the caller clamps otherwise).
+/// [`conv2d`] of a one-group convolution whose filter was packed ahead (by `xtask lower`):
+/// `w` holds the `K × OC` matrix `B(kk, o) = filter[o·K + kk]` (`K = KH·KW·C`) as
+/// [`PackedB`] panels, read in place. Same `scratch` as [`conv2d`].
+pub fn conv2d_prepacked(
+    p: &Conv2d,
+    x: &[f32],
+    w: PackedB<'_>,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    if p.groups != 1 || w.k() != p.depth() || w.n() != p.out_c {
+        return Err(shape_err(
+            "conv: packed filter does not match a one-group geometry",
+        ));
+    }
+    // The filter is checked above; this covers input, output, bias and scratch.
+    let nout = p.check_io(x, bias, out, Some((scratch.len(), scratch_f32(p))))?;
+    if nout == 0 {
+        return Ok(());
+    }
+    let out = &mut out[..nout];
+    group(p, x, Filter::Packed(w), bias, 0, out, range, scratch)?;
+    if p.is_pointwise() {
+        clamp(out, range);
+    }
+    Ok(())
+}
+
+/// One group `g` of the convolution (clamped here when there is one group and the path is
+/// not pointwise; the caller clamps otherwise).
+#[allow(clippy::too_many_arguments)]
+fn group(
+    p: &Conv2d,
+    x: &[f32],
+    filter: Filter<'_>,
+    bias_g: Option<&[f32]>,
+    g: usize,
+    out: &mut [f32],
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (k, n, cg, oc) = (p.depth(), p.ocg(), p.icg(), p.out_c);
+    let total = p.batch.saturating_mul(p.pixels());
+    if p.is_pointwise() {
+        let a = MatRef::new(&x[g * cg..], total, cg, p.in_c, 1)?;
+        let c = &mut out[g * n..];
+        return match filter {
+            Filter::Plain(b) => gemm::sgemm(a, b, c, oc, 1.0, 0.0, bias_g, scratch),
+            Filter::Packed(pb) => gemm::sgemm_prepacked(a, pb, c, oc, 1.0, 0.0, bias_g, scratch),
+        };
+    }
+    if prepacked_bound(p).is_some() {
+        let rows = chunk_rows(p).min(p.pixels());
+        let usable = match filter {
+            Filter::Plain(_) => true,
+            Filter::Packed(pb) => gemm::kernel_for_prepacked(rows, n, k, pb.nr()).is_some(),
+        };
+        if usable {
+            return implicit(p, x, filter, bias_g, g, out, range, scratch);
+        }
+    }
+    let rows = chunk_rows(p);
+    let (col, rest) = scratch.split_at_mut(rows * k);
+    let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
+    let packed = match (filter, prepacked_bound(p)) {
+        (Filter::Packed(pb), _) => Some(pb),
+        (Filter::Plain(b), Some(_)) => {
+            let nr = gemm::prepack_nr(rows, n, k);
+            let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
+            let dst = packed_area
+                .get_mut(..len)
+                .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
+            gemm::pack_b_ahead(b, nr, dst)?;
+            Some(PackedB::new(dst, k, n, nr)?)
+        }
+        (Filter::Plain(_), None) => None,
+    };
+    for p0 in (0..total).step_by(rows) {
+        let m = rows.min(total - p0);
+        let col = &mut col[..m * k];
+        gather(p, x, g, p0, col);
+        let a = MatRef::row_major(col, m, k)?;
+        let c = &mut out[p0 * oc + g * n..];
+        match (packed, filter) {
+            (Some(pb), _) => gemm::sgemm_prepacked(a, pb, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?,
+            (None, Filter::Plain(b)) => gemm::sgemm(a, b, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?,
+            (None, Filter::Packed(_)) => unreachable!("a packed filter is always `packed`"),
+        }
+        if p.groups == 1 {
+            // Still in cache.
+            clamp(&mut out[p0 * oc..(p0 + m) * oc], range);
+        }
+    }
+    Ok(())
+}
+
+/// The implicit-GEMM path for group `g` (filter small enough to pack once, or packed ahead
+/// for a tile width some kernel here has): see the module documentation. Clamps each chunk
+/// when there is one group (the caller clamps otherwise).
 #[allow(clippy::too_many_arguments)]
 fn implicit(
     p: &Conv2d,
     x: &[f32],
-    b: MatRef<'_>,
+    filter: Filter<'_>,
     bias_g: Option<&[f32]>,
     g: usize,
     out: &mut [f32],
@@ -191,15 +258,20 @@ fn implicit(
     let (image, rest) = scratch.split_at_mut(image_len);
     let (a_area, rest) = rest.split_at_mut((chunk_rows(p) + MAX_MR) * k);
     let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
-    let nr = gemm::prepack_nr(rows, n, k);
-    let uk = gemm::kernel_for_prepacked(rows, n, k, nr)
+    let pb = match filter {
+        Filter::Packed(pb) => pb,
+        Filter::Plain(b) => {
+            let nr = gemm::prepack_nr(rows, n, k);
+            let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
+            let dst = packed_area
+                .get_mut(..len)
+                .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
+            gemm::pack_b_ahead(b, nr, dst)?;
+            PackedB::new(dst, k, n, nr)?
+        }
+    };
+    let uk = gemm::kernel_for_prepacked(rows, n, k, pb.nr())
         .ok_or(shape_err("conv: no micro-kernel for the packed filter"))?;
-    let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
-    let dst = packed_area
-        .get_mut(..len)
-        .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
-    gemm::pack_b_ahead(b, nr, dst)?;
-    let pb = PackedB::new(dst, k, n, nr)?;
     for bi in 0..p.batch {
         let xb = &x[bi * ipix..(bi + 1) * ipix];
         let (src, wsrc): (&[f32], usize) = if in_place {

@@ -200,6 +200,36 @@ fn run_case(rng: &mut Rng, p: &Conv2d) {
         nhwc::conv2d(p, &xh, &ohwi(p, &w), b, &mut out, range, &mut scratch).unwrap();
     }
     close(&out, &want_h, k, &std::format!("nhwc {what}"));
+    // NHWC with the filter packed ahead (one group only): at the CPU's tile width (implicit
+    // GEMM / packed products), and at a width no kernel has (per-panel fallback).
+    if p.groups == 1 && !p.is_depthwise() {
+        use crate::linalg::gemm::{self, MatRef, PackedB};
+        let wo = ohwi(p, &w);
+        let b = MatRef::new(&wo, k, p.out_c, 1, k).unwrap();
+        for nr in [gemm::micro_kernel().nr(), 5] {
+            let mut packed = vec![f32::NAN; PackedB::len_for(k, p.out_c, nr).unwrap()];
+            gemm::pack_b_ahead(b, nr, &mut packed).unwrap();
+            let pb = PackedB::new(&packed, k, p.out_c, nr).unwrap();
+            let mut out = vec![f32::NAN; nout];
+            let mut scratch = vec![0.0; nhwc::scratch_f32(p)];
+            nhwc::conv2d_prepacked(
+                p,
+                &xh,
+                pb,
+                with_bias.then_some(&bias[..]),
+                &mut out,
+                range,
+                &mut scratch,
+            )
+            .unwrap();
+            close(
+                &out,
+                &want_h,
+                k,
+                &std::format!("nhwc prepacked nr {nr} {what}"),
+            );
+        }
+    }
 }
 
 #[test]

@@ -71,10 +71,13 @@ fn print_report(r: &Report, out: &Path) {
         for c in &m.converted {
             let nodes: Vec<String> = c.nodes.iter().map(|(k, n)| format!("{n} {k}")).collect();
             println!(
-                "  delegate {}: XNNPACK region -> PteraBackend ({}); of {} fully-connected filters {} packed, {} read from a program constant with the same bytes",
+                "  delegate {}: XNNPACK region -> PteraBackend ({}); filters of {} fully-connected \
+                 and {} one-group convolution nodes: {} packed, {} read from a program constant \
+                 with the same bytes",
                 c.delegate,
                 nodes.join(", "),
                 c.fully_connected,
+                c.convolutions,
                 c.packed_filters,
                 c.aliased_filters
             );
