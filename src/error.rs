@@ -145,6 +145,13 @@ pub enum Error {
         instruction: usize,
         detail: &'static str,
     },
+    /// The run executed more instructions than its budget (`Method::set_step_limit`; a
+    /// program may loop with `JumpFalseCall`).
+    StepLimit {
+        chain: usize,
+        instruction: usize,
+        limit: u64,
+    },
     /// Output index past the method's outputs, or an output that is not a tensor.
     OutputIndex { index: usize, count: usize },
     /// An output tensor has no storage after `execute` (declared without a memory plan or
@@ -406,6 +413,15 @@ impl fmt::Display for Error {
                 "input {index}: value differs from the one fixed at export"
             ),
             InputNotSet { index } => write!(f, "input {index} was not set"),
+            StepLimit {
+                chain,
+                instruction,
+                limit,
+            } => write!(
+                f,
+                "chain {chain}, instruction {instruction}: more than {limit} instructions executed \
+                 (the run's step limit)"
+            ),
             OutputNoData { index, value } => write!(
                 f,
                 "output {index} (value {value}) has no storage: it is neither memory-planned nor written"

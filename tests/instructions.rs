@@ -102,7 +102,9 @@ fn runaway_loops_hit_the_instruction_limit() {
     let never = t.boolean(false);
     t.steps(&[k("aten::neg.out", &[x, o, o]), Step::JumpFalse(never, 0)]);
     match t.run() {
-        Err(Error::Execution { detail, .. }) => assert!(detail.contains("limit"), "{detail}"),
+        Err(Error::StepLimit { limit, .. }) => {
+            assert_eq!(limit, ptera::exec::run::DEFAULT_STEP_LIMIT)
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -130,4 +132,45 @@ fn jump_targets_are_validated_at_load() {
             ..
         })
     ));
+}
+
+/// The caller sets the budget: the same endless loop stops after exactly the instructions it
+/// allows, with the limit and the instruction in the error.
+#[test]
+fn the_caller_sets_the_step_limit() {
+    use ptera::host::AlignedBuf;
+    use ptera::{MethodMeta, OwnedArenas, Program, Registry, Shape};
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1], &[0.0]);
+    let o = t.output(DType::F32, &[1]);
+    let never = t.boolean(false);
+    t.steps(&[k("aten::neg.out", &[x, o, o]), Step::JumpFalse(never, 0)]);
+    let bytes = AlignedBuf::from_bytes(&t.build());
+    let program = Program::load(bytes.as_slice()).unwrap();
+    let reg = Registry::portable();
+    let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
+    let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+    let mut m = bufs.load(meta, &reg).unwrap();
+    for limit in [1u64, 7, 1000] {
+        m.set_input(
+            0,
+            DType::F32,
+            &Shape::new(&[1]).unwrap(),
+            &0f32.to_le_bytes(),
+        )
+        .unwrap();
+        m.set_step_limit(limit);
+        match m.execute() {
+            Err(Error::StepLimit {
+                chain: 0,
+                instruction,
+                limit: l,
+            }) => {
+                assert_eq!(l, limit);
+                // Two instructions per iteration: the (limit+1)-th step is at pc limit % 2.
+                assert_eq!(instruction as u64, limit % 2);
+            }
+            other => panic!("limit {limit}: {other:?}"),
+        }
+    }
 }

@@ -9,8 +9,9 @@ use crate::kernel_api::{KernelCtx, KernelFn, Observer, TensorSlot, Value};
 
 use super::demand::RowDemand;
 
-/// Executed-instruction limit per `execute` (guards against runaway jump loops).
-pub const MAX_STEPS: usize = 10_000_000;
+/// Default budget of executed instructions per `execute` (`Method::set_step_limit` changes
+/// it): a program may loop with `JumpFalseCall`, and the caller decides how long it may run.
+pub const DEFAULT_STEP_LIMIT: u64 = 10_000_000;
 
 /// What one execution works on: the plan and the method's tables.
 pub struct Frame<'c, 'a, 'p> {
@@ -20,6 +21,8 @@ pub struct Frame<'c, 'a, 'p> {
     pub kernels: &'c [KernelFn],
     pub delegates: &'c [DelegateSlot<'a, 'p>],
     pub scratch: &'c mut [u8],
+    /// Executed instructions allowed in this run ([`Error::StepLimit`] past it).
+    pub step_limit: u64,
     /// Output rows the program reads of some matmuls' outputs (`exec::demand`).
     pub demand: &'c [RowDemand],
     /// Who watches this execution, if anyone.
@@ -47,13 +50,14 @@ impl<'p> Frame<'_, '_, 'p> {
         for (ci, chain) in plan.chains().unwrap_or_default().iter().enumerate() {
             let instrs = chain.instructions().unwrap_or_default();
             let mut pc = 0usize;
-            let mut steps = 0usize;
+            let mut steps = 0u64;
             while pc < instrs.len() {
                 steps += 1;
-                if steps > MAX_STEPS {
-                    return Err(Error::Execution {
+                if steps > self.step_limit {
+                    return Err(Error::StepLimit {
+                        chain: ci,
                         instruction: pc,
-                        detail: "instruction limit exceeded",
+                        limit: self.step_limit,
                     });
                 }
                 if let Some(o) = self.observer.as_deref_mut() {

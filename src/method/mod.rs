@@ -31,6 +31,8 @@ pub struct Method<'a, 'p> {
     tables: Tables<'a, 'p>,
     /// Output rows the program reads of some matmuls' outputs ([`demand`]).
     demand: heapless::Vec<RowDemand, { demand::MAX_DEMANDS }>,
+    /// Executed instructions one `execute` may take.
+    step_limit: u64,
     _arenas: PhantomData<&'a mut [u8]>,
 }
 
@@ -138,6 +140,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             meta,
             tables,
             demand,
+            step_limit: crate::exec::run::DEFAULT_STEP_LIMIT,
             _arenas: PhantomData,
         })
     }
@@ -278,6 +281,14 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         })
     }
 
+    /// Sets how many instructions one [`Method::execute`] may execute before it stops with
+    /// [`Error::StepLimit`] (default [`crate::exec::run::DEFAULT_STEP_LIMIT`]). Programs may
+    /// loop (`JumpFalseCall` backwards); the caller decides the budget, e.g. from the time a
+    /// forward may take.
+    pub fn set_step_limit(&mut self, limit: u64) {
+        self.step_limit = limit;
+    }
+
     /// View of output `index` after `execute`.
     pub fn output(&self, index: usize) -> Result<TensorRef<'_>, Error> {
         let outputs = self.meta.plan().outputs().unwrap_or_default();
@@ -343,6 +354,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             delegates: t.delegates,
             scratch: t.scratch,
             demand: &self.demand,
+            step_limit: self.step_limit,
             observer: observer.map(|o| o as &mut dyn Observer),
         }
         .run()?;

@@ -39,6 +39,9 @@ enum Cmd {
         /// Directory for output-0.npy, output-1.npy, ...
         #[arg(long, default_value = "out")]
         output_dir: PathBuf,
+        /// Most instructions one forward may execute (programs may loop).
+        #[arg(long, default_value_t = ptera::exec::run::DEFAULT_STEP_LIMIT)]
+        max_instructions: u64,
     },
     /// Compare two .npy files elementwise (|a-b| <= atol + rtol*|b|); non-zero exit on mismatch.
     Compare {
@@ -125,7 +128,8 @@ fn main() -> ExitCode {
             model,
             inputs,
             output_dir,
-        } => cmd::run::run(&model, &inputs, &output_dir),
+            max_instructions,
+        } => cmd::run::run(&model, &inputs, &output_dir, max_instructions),
         Cmd::Compare {
             got,
             want,

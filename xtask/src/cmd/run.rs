@@ -10,7 +10,7 @@ use crate::host::{check_inputs, load_file, read_inputs};
 use crate::npy::HostTensor;
 use crate::registry;
 
-pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path) -> Result<()> {
+pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path, max_instructions: u64) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
     let registry = registry();
@@ -27,6 +27,7 @@ pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path) -> Result<()> {
     let t0 = Instant::now();
     let mut method = bufs.load(meta, &registry)?;
     let load = t0.elapsed();
+    method.set_step_limit(max_instructions);
     for (i, t) in tensors.iter().enumerate() {
         method.set_input(i, t.dtype, &t.shape()?, &t.bytes)?;
     }
