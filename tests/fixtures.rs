@@ -9,39 +9,13 @@ use common::*;
 use ptera::Registry;
 use ptera::{Error, MethodMeta, OwnedArenas, Program, Shape};
 
-type Outputs = Vec<(ptera::DType, Vec<usize>, Vec<f64>)>;
-
 fn run_case(case: &str, registry: &Registry<'static>) -> Result<Outputs, Error> {
-    let file = pte(case);
-    let program = Program::load(file.as_slice())?;
-    let meta = MethodMeta::new(&program, "forward", registry)?;
-    let mut bufs = OwnedArenas::for_meta(&meta)?;
-    let mut method = bufs.load(meta, registry)?;
-    for (i, inp) in inputs(case).iter().enumerate() {
-        method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)?;
-    }
-    method.execute()?;
-    let mut outs = Vec::new();
-    for i in 0..method.num_outputs() {
-        let o = method.output(i)?;
-        outs.push((
-            o.dtype(),
-            o.dims().to_vec(),
-            (0..o.numel()).map(|k| o.get_f64(k)).collect(),
-        ));
-    }
-    Ok(outs)
+    run_program(pte(case).as_slice(), case, registry)
 }
 
 fn check_case(case: &str, registry: &Registry<'static>) {
     let got = run_case(case, registry).unwrap_or_else(|e| panic!("{case}: {e}"));
-    let want = outputs(case);
-    assert_eq!(got.len(), want.len(), "{case}: output count");
-    for (i, ((dt, shape, vals), w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(*dt, w.dtype, "{case} output {i} dtype");
-        assert_eq!(shape, &w.shape, "{case} output {i} shape");
-        assert_close(&format!("{case} output {i}"), vals, &w.f64());
-    }
+    check_outputs(case, &got, case);
 }
 
 #[test]

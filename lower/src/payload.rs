@@ -82,19 +82,7 @@ pub fn linear_region(
             absorbed: Some(absorbed),
         },
     );
-    let ops = b.create_vector(&[op]);
-    let isa = b.create_string(target.label);
-    let root = rf::Region::create(
-        &mut b,
-        &rf::RegionArgs {
-            abi: ABI,
-            isa: Some(isa),
-            vector_bits: target.vector_bits,
-            ops: Some(ops),
-        },
-    );
-    b.finish(root, Some(IDENTIFIER));
-    b.finished_data().to_vec()
+    finish(b, target, op)
 }
 
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
@@ -145,6 +133,15 @@ pub fn xnn_region(
             absorbed: None,
         },
     );
+    finish(b, target, op)
+}
+
+/// The region holding the one operation `op`, finished with ABI version and target.
+fn finish<'b>(
+    mut b: FlatBufferBuilder<'b>,
+    target: &Target,
+    op: flatbuffers::WIPOffset<rf::Operation<'b>>,
+) -> Vec<u8> {
     let ops = b.create_vector(&[op]);
     let isa = b.create_string(target.label);
     let root = rf::Region::create(

@@ -9,8 +9,7 @@
 mod common;
 
 use common::*;
-use ptera::host::AlignedBuf;
-use ptera::{Error, MethodMeta, OwnedArenas, Program, Registry, Shape};
+use ptera::Registry;
 use ptera_lower::{lower, Target};
 
 const TARGETS: [&str; 6] = [
@@ -22,44 +21,10 @@ const TARGETS: [&str; 6] = [
     "x86-64-v3",
 ];
 
-type Outputs = Vec<(ptera::DType, Vec<usize>, Vec<f64>)>;
-
-fn run(bytes: &[u8], case: &str) -> Result<Outputs, Error> {
-    let buf = AlignedBuf::from_bytes(bytes);
-    let registry = Registry::standard();
-    let program = Program::load(buf.as_slice())?;
-    let meta = MethodMeta::new(&program, "forward", &registry)?;
-    let mut bufs = OwnedArenas::for_meta(&meta)?;
-    let mut method = bufs.load(meta, &registry)?;
-    for (i, inp) in inputs(case).iter().enumerate() {
-        method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)?;
-    }
-    method.execute()?;
-    let mut outs = Vec::new();
-    for i in 0..method.num_outputs() {
-        let o = method.output(i)?;
-        outs.push((
-            o.dtype(),
-            o.dims().to_vec(),
-            (0..o.numel()).map(|k| o.get_f64(k)).collect(),
-        ));
-    }
-    Ok(outs)
-}
-
 fn check(case: &str, target: &str, bytes: &[u8]) {
-    let got = run(bytes, case).unwrap_or_else(|e| panic!("{case} lowered for {target}: {e}"));
-    let want = outputs(case);
-    assert_eq!(got.len(), want.len(), "{case}: output count");
-    for (i, ((dt, shape, vals), w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(*dt, w.dtype, "{case} ({target}) output {i} dtype");
-        assert_eq!(shape, &w.shape, "{case} ({target}) output {i} shape");
-        assert_close(
-            &format!("{case} lowered for {target}: output {i}"),
-            vals,
-            &w.f64(),
-        );
-    }
+    let got = run_program(bytes, case, &Registry::standard())
+        .unwrap_or_else(|e| panic!("{case} lowered for {target}: {e}"));
+    check_outputs(&format!("{case} lowered for {target}"), &got, case);
 }
 
 #[test]

@@ -118,3 +118,54 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64]) {
         }
     }
 }
+
+/// Outputs of one run: dtype, shape, values.
+pub type Outputs = Vec<(DType, Vec<usize>, Vec<f64>)>;
+
+/// Runs method `forward` of the program `bytes` (any build of fixture `case`: as exported,
+/// or lowered) with that fixture's inputs.
+// ptera::Error is large by design (context inline, no allocation in the core).
+#[allow(clippy::result_large_err)]
+pub fn run_program(
+    bytes: &[u8],
+    case: &str,
+    registry: &ptera::Registry<'static>,
+) -> Result<Outputs, ptera::Error> {
+    use ptera::{MethodMeta, OwnedArenas, Program, Shape};
+    let buf;
+    let data = if (bytes.as_ptr() as usize).is_multiple_of(16) {
+        bytes
+    } else {
+        buf = AlignedBuf::from_bytes(bytes);
+        buf.as_slice()
+    };
+    let program = Program::load(data)?;
+    let meta = MethodMeta::new(&program, "forward", registry)?;
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
+    let mut method = bufs.load(meta, registry)?;
+    for (i, inp) in inputs(case).iter().enumerate() {
+        method.set_input(i, inp.dtype, &Shape::new(&inp.shape).unwrap(), &inp.bytes)?;
+    }
+    method.execute()?;
+    let mut outs = Vec::new();
+    for i in 0..method.num_outputs() {
+        let o = method.output(i)?;
+        outs.push((
+            o.dtype(),
+            o.dims().to_vec(),
+            (0..o.numel()).map(|k| o.get_f64(k)).collect(),
+        ));
+    }
+    Ok(outs)
+}
+
+/// Asserts that `got` matches fixture `case`'s reference outputs (dtype, shape, values).
+pub fn check_outputs(what: &str, got: &Outputs, case: &str) {
+    let want = outputs(case);
+    assert_eq!(got.len(), want.len(), "{what}: output count");
+    for (i, ((dt, shape, vals), w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(*dt, w.dtype, "{what} output {i} dtype");
+        assert_eq!(shape, &w.shape, "{what} output {i} shape");
+        assert_close(&format!("{what} output {i}"), vals, &w.f64());
+    }
+}

@@ -592,6 +592,23 @@ pub fn init_packed(
     Ok(())
 }
 
+/// The panels of a [`KIND_PACKED`] filter (`k × n`, tile width `Loc::ext`, at `Loc::offset` in
+/// the program; sizes checked at load).
+fn packed_filter<'p>(
+    program: &'p [u8],
+    wl: &Loc,
+    k: usize,
+    n: usize,
+) -> Result<gemm::PackedB<'p>, KernelError> {
+    let nr = wl.ext as usize;
+    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
+    let panels = program
+        .get(wl.offset as usize..wl.offset as usize + len)
+        .and_then(run::as_f32)
+        .ok_or(bad("packed filter outside the program or misaligned"))?;
+    gemm::PackedB::new(panels, k, n, nr)
+}
+
 /// Runs a graph planned by `init`/[`init_packed`] (the plan in `state` says which filters are
 /// pre-packed).
 pub fn execute_plan(
@@ -773,14 +790,7 @@ pub fn execute_plan(
                 };
                 let wl = &locs[w as usize];
                 if wl.kind == KIND_PACKED {
-                    // Panels checked at load: PackedB::len_for(k, n, nr) floats.
-                    let nr = wl.ext as usize;
-                    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
-                    let panels = program
-                        .get(wl.offset as usize..wl.offset as usize + len)
-                        .and_then(run::as_f32)
-                        .ok_or(bad("packed filter outside the program or misaligned"))?;
-                    let packed = gemm::PackedB::new(panels, k, n, nr)?;
+                    let packed = packed_filter(program, wl, k, n)?;
                     run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
                 } else {
                     run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
@@ -839,14 +849,8 @@ pub fn execute_plan(
                     .ok_or(bad("convolution: input or output is not rank 4"))?;
                 let wl = &locs[w as usize];
                 if wl.kind == KIND_PACKED {
-                    // Checked at load: a one-group filter, PackedB::len_for(K, OC, nr) floats.
-                    let (k, n, nr) = (p.depth(), p.out_c, wl.ext as usize);
-                    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
-                    let panels = program
-                        .get(wl.offset as usize..wl.offset as usize + len)
-                        .and_then(run::as_f32)
-                        .ok_or(bad("packed filter outside the program or misaligned"))?;
-                    let packed = gemm::PackedB::new(panels, k, n, nr)?;
+                    // A one-group filter (checked at load): B is K x OC.
+                    let packed = packed_filter(program, wl, p.depth(), p.out_c)?;
                     let x = rd(x)?;
                     crate::linalg::conv::nhwc::conv2d_prepacked(
                         &p,

@@ -205,15 +205,7 @@ fn group(
     let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
     let packed = match (filter, prepacked_bound(p)) {
         (Filter::Packed(pb), _) => Some(pb),
-        (Filter::Plain(b), Some(_)) => {
-            let nr = gemm::prepack_nr(rows, n, k);
-            let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
-            let dst = packed_area
-                .get_mut(..len)
-                .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
-            gemm::pack_b_ahead(b, nr, dst)?;
-            Some(PackedB::new(dst, k, n, nr)?)
-        }
+        (Filter::Plain(b), Some(_)) => Some(pack_filter(b, rows, packed_area)?),
         (Filter::Plain(_), None) => None,
     };
     for p0 in (0..total).step_by(rows) {
@@ -233,6 +225,23 @@ fn group(
         }
     }
     Ok(())
+}
+
+/// Packs the filter matrix `b` (`K × OCg`) into `area` for the tile width the GEMM prefers
+/// for `rows`-row chunks.
+fn pack_filter<'s>(
+    b: MatRef<'_>,
+    rows: usize,
+    area: &'s mut [f32],
+) -> Result<PackedB<'s>, KernelError> {
+    let (k, n) = (b.rows(), b.cols());
+    let nr = gemm::prepack_nr(rows, n, k);
+    let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
+    let dst = area
+        .get_mut(..len)
+        .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
+    gemm::pack_b_ahead(b, nr, dst)?;
+    PackedB::new(dst, k, n, nr)
 }
 
 /// The implicit-GEMM path for group `g` (filter small enough to pack once, or packed ahead
@@ -260,15 +269,7 @@ fn implicit(
     let (packed_area, gemm_scratch) = rest.split_at_mut(prepacked_bound(p).unwrap_or(0));
     let pb = match filter {
         Filter::Packed(pb) => pb,
-        Filter::Plain(b) => {
-            let nr = gemm::prepack_nr(rows, n, k);
-            let len = PackedB::len_for(k, n, nr).ok_or(shape_err("conv: size overflows"))?;
-            let dst = packed_area
-                .get_mut(..len)
-                .ok_or(shape_err("conv: packed filter exceeds its bound"))?;
-            gemm::pack_b_ahead(b, nr, dst)?;
-            PackedB::new(dst, k, n, nr)?
-        }
+        Filter::Plain(b) => pack_filter(b, rows, packed_area)?,
     };
     let uk = gemm::kernel_for_prepacked(rows, n, k, pb.nr())
         .ok_or(shape_err("conv: no micro-kernel for the packed filter"))?;
