@@ -22,6 +22,10 @@ pub struct PlanEdit {
     pub new_delegates: Vec<u32>,
     /// Existing delegates converted to `PteraBackend`: delegate index → payload segment.
     pub converted: BTreeMap<usize, u32>,
+    /// A new memory plan: value → (memory id, byte offset) for every planned tensor it moves.
+    pub alloc: BTreeMap<usize, (u32, u64)>,
+    /// The new `non_const_buffer_sizes` (with its placeholder 0 first), when re-planned.
+    pub arena_sizes: Option<Vec<i64>>,
 }
 
 /// Changes to the whole program.
@@ -63,6 +67,7 @@ fn tensor<'b>(
     b: &mut FlatBufferBuilder<'b>,
     t: fb::Tensor<'_>,
     map: &BTreeMap<u32, u32>,
+    place: Option<(u32, u64)>,
 ) -> Off<fb::Tensor<'b>> {
     let sizes = t
         .sizes()
@@ -71,12 +76,16 @@ fn tensor<'b>(
         .dim_order()
         .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
     let alloc = t.allocation_info().map(|a| {
+        let (memory_id, lo, hi) = match place {
+            Some((id, off)) => (id, off as u32, (off >> 32) as u32),
+            None => (a.memory_id(), a.memory_offset_low(), a.memory_offset_high()),
+        };
         fb::AllocationDetails::create(
             b,
             &fb::AllocationDetailsArgs {
-                memory_id: a.memory_id(),
-                memory_offset_low: a.memory_offset_low(),
-                memory_offset_high: a.memory_offset_high(),
+                memory_id,
+                memory_offset_low: lo,
+                memory_offset_high: hi,
             },
         )
     });
@@ -123,6 +132,7 @@ fn evalue<'b>(
     e: fb::EValue<'_>,
     map: &BTreeMap<u32, u32>,
     null: bool,
+    place: Option<(u32, u64)>,
 ) -> Off<fb::EValue<'b>> {
     use fb::KernelTypes as K;
     let (ty, val) = if null {
@@ -161,7 +171,7 @@ fn evalue<'b>(
                 )
             }
             K::Tensor => match e.val_as_tensor() {
-                Some(t) => (K::Tensor, tensor(b, t, map).as_union_value()),
+                Some(t) => (K::Tensor, tensor(b, t, map, place).as_union_value()),
                 None => (
                     K::Null,
                     fb::Null::create(b, &fb::NullArgs {}).as_union_value(),
@@ -430,7 +440,11 @@ fn plan<'b>(
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(i, e)| evalue(b, e, map, edit.is_some_and(|ed| ed.nulled.contains(&i))))
+        .map(|(i, e)| {
+            let null = edit.is_some_and(|ed| ed.nulled.contains(&i));
+            let place = edit.and_then(|ed| ed.alloc.get(&i).copied());
+            evalue(b, e, map, null, place)
+        })
         .collect();
     let values = b.create_vector(&vals);
     let inputs = p
@@ -498,9 +512,12 @@ fn plan<'b>(
         }
     }
     let delegates = b.create_vector(&dels);
-    let sizes = p
-        .non_const_buffer_sizes()
-        .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
+    let sizes = match edit.and_then(|e| e.arena_sizes.as_ref()) {
+        Some(new) => Some(b.create_vector(new)),
+        None => p
+            .non_const_buffer_sizes()
+            .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>())),
+    };
     let devices = p.non_const_buffer_device().map(|v| {
         let items: Vec<_> = v
             .iter()

@@ -13,6 +13,7 @@
 pub mod emit;
 pub mod partition;
 pub mod payload;
+pub mod replan;
 pub mod target;
 pub mod xnn;
 
@@ -100,6 +101,8 @@ pub struct Report {
     pub packed_bytes: usize,
     /// Bytes of original weights removed from the constant segment.
     pub removed_weight_bytes: usize,
+    /// The memory re-plan of each method (empty when not asked for).
+    pub plans: Vec<replan::PlanReport>,
     pub seconds: f64,
 }
 
@@ -118,6 +121,13 @@ impl Report {
             "packed_bytes": self.packed_bytes,
             "removed_weight_bytes": self.removed_weight_bytes,
             "seconds": self.seconds,
+            "memory_plans": self.plans.iter().map(|p| json!({
+                "method": p.method,
+                "executorch_arena_bytes": p.before.iter().skip(1).collect::<Vec<_>>(),
+                "ptera_arena_bytes": p.after.iter().skip(1).collect::<Vec<_>>(),
+                "kept_because": p.kept_because,
+                "dropped_values": p.dropped_values,
+            })).collect::<Vec<_>>(),
             "methods": self.methods.iter().map(|m| json!({
                 "name": m.name,
                 "regions": m.regions.iter().map(|r| json!({
@@ -143,6 +153,19 @@ impl Report {
                 "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })
+    }
+}
+
+/// What `lower` does besides forming regions.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Re-plan the activation memory from the lowered program's lifetimes ([`replan`]).
+    pub replan: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { replan: true }
     }
 }
 
@@ -177,8 +200,18 @@ pub fn lower(
     target: &Target,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Lowered, LowerError> {
+    lower_with(input, target, Options::default(), progress)
+}
+
+/// [`lower`] with [`Options`].
+pub fn lower_with(
+    input: &[u8],
+    target: &Target,
+    opts: Options,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Lowered, LowerError> {
     let mut bytes = Vec::new();
-    let report = lower_to(input, target, progress, &mut bytes)?;
+    let report = lower_to(input, target, opts, progress, &mut bytes)?;
     check(&bytes)?;
     Ok(Lowered { bytes, report })
 }
@@ -215,6 +248,7 @@ fn floats_as_bytes(f: &[f32]) -> &[u8] {
 pub fn lower_to(
     input: &[u8],
     target: &Target,
+    opts: Options,
     progress: &mut dyn FnMut(usize, usize),
     out: &mut dyn std::io::Write,
 ) -> Result<Report, LowerError> {
@@ -611,6 +645,11 @@ pub fn lower_to(
     };
     let fbytes = emit::program(root, &edit);
     let refs: Vec<&[u8]> = segments.iter().map(|s| s.bytes()).collect();
+    let (fbytes, plans) = if opts.replan {
+        replan::replan(&fbytes, &refs).map_err(LowerError)?
+    } else {
+        (fbytes, Vec::new())
+    };
     let output_bytes = ptera::format::write::container_to(out, &fbytes, &refs)
         .map_err(|e| LowerError(format!("writing the output: {e}")))?;
     let report = Report {
@@ -624,6 +663,7 @@ pub fn lower_to(
         packed_weights: packs.len(),
         packed_bytes,
         removed_weight_bytes,
+        plans,
         seconds: start.elapsed().as_secs_f64(),
     };
     Ok(report)
