@@ -127,6 +127,9 @@ impl Report {
                 "ptera_arena_bytes": p.after.iter().skip(1).collect::<Vec<_>>(),
                 "kept_because": p.kept_because,
                 "dropped_values": p.dropped_values,
+                "peak_live_bytes": p.peak_live_bytes,
+                "peak_instruction": p.peak_instruction,
+                "peak_groups": p.peak_groups,
             })).collect::<Vec<_>>(),
             "methods": self.methods.iter().map(|m| json!({
                 "name": m.name,

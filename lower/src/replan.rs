@@ -40,6 +40,12 @@ pub struct PlanReport {
     pub kept_because: Option<String>,
     /// Planned tensors that became `Null` (nothing names them any more).
     pub dropped_values: usize,
+    /// The high-water mark: the most bytes alive at one instruction (a lower bound for any
+    /// plan of these lifetimes), that instruction, and how many groups of tensors (a tensor
+    /// and its views) are alive there.
+    pub peak_live_bytes: u64,
+    pub peak_instruction: u32,
+    pub peak_groups: usize,
 }
 
 /// Union-find over value indices.
@@ -101,7 +107,7 @@ fn xnn_outputs(payload: &[u8]) -> Vec<usize> {
 fn plan_method(
     view: &PlanView<'_>,
     segments: &[&[u8]],
-) -> Result<(PlanEdit, Vec<i64>, usize), String> {
+) -> Result<(PlanEdit, Vec<i64>, usize, (u64, u32, usize)), String> {
     let plan = view.plan;
     if plan.chains().map_or(0, |c| c.len()) != 1 {
         return Err("more than one chain".into());
@@ -335,7 +341,16 @@ fn plan_method(
     }
     let dropped = edit.nulled.len();
     edit.arena_sizes = Some(after.clone());
-    Ok((edit, after, dropped))
+    // High-water mark over instructions.
+    let mut peak = (0u64, 0u32, 0usize);
+    for step in 0..=end {
+        let live = groups.values().filter(|g| g.3 <= step && step <= g.4);
+        let (bytes, n) = live.fold((0u64, 0usize), |(b, n), g| (b + (g.2 - g.1), n + 1));
+        if bytes > peak.0 {
+            peak = (bytes, step, n);
+        }
+    }
+    Ok((edit, after, dropped, peak))
 }
 
 /// Re-plans every method of the finished program flatbuffer `fbytes` (the output of
@@ -358,9 +373,10 @@ pub fn replan(fbytes: &[u8], segments: &[&[u8]]) -> Result<(Vec<u8>, Vec<PlanRep
             ..Default::default()
         };
         match plan_method(&view, segments) {
-            Ok((edit, after, dropped)) => {
+            Ok((edit, after, dropped, peak)) => {
                 rep.after = after;
                 rep.dropped_values = dropped;
+                (rep.peak_live_bytes, rep.peak_instruction, rep.peak_groups) = peak;
                 edits.push(edit);
             }
             Err(why) => {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use ptera::host::AlignedBuf;
-use ptera_lower::{check, lower_to, Report, Target};
+use ptera_lower::{check, lower_to, Options, Report, Target};
 
 #[derive(Args)]
 pub struct LowerArgs {
@@ -22,6 +22,9 @@ pub struct LowerArgs {
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Keep ExecuTorch's memory plan instead of re-planning the activations.
+    #[arg(long)]
+    pub no_replan: bool,
 }
 
 fn mib(b: usize) -> String {
@@ -89,6 +92,28 @@ fn print_report(r: &Report, out: &Path) {
             println!("  {n} {id} region(s) kept as they are");
         }
     }
+    for p in &r.plans {
+        match &p.kept_because {
+            Some(why) => println!("memory plan `{}`: ExecuTorch's kept ({why})", p.method),
+            None => {
+                for (k, (b, a)) in p.before.iter().zip(&p.after).enumerate().skip(1) {
+                    println!(
+                        "memory plan `{}`, arena {k}: ExecuTorch {} -> ptera {} ({} unused values dropped)",
+                        p.method,
+                        mib(*b as usize),
+                        mib(*a as usize),
+                        p.dropped_values
+                    );
+                }
+                println!(
+                    "  high-water mark: {} alive at instruction {} ({} tensors with their views)",
+                    mib(p.peak_live_bytes as usize),
+                    p.peak_instruction,
+                    p.peak_groups
+                );
+            }
+        }
+    }
     println!(
         "packed weights: {} ({}); original weights removed: {}",
         r.packed_weights,
@@ -128,7 +153,10 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    let report = lower_to(input.as_slice(), &target, &mut progress, &mut w)
+    let opts = Options {
+        replan: !args.no_replan,
+    };
+    let report = lower_to(input.as_slice(), &target, opts, &mut progress, &mut w)
         .with_context(|| format!("lowering {}", args.model.display()))?;
     w.flush()
         .with_context(|| format!("writing {}", args.output.display()))?;
