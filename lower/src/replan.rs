@@ -261,6 +261,15 @@ fn plan_method(
             );
         }
     }
+    // The last write of a value before instruction `pc`: under its own name, or (inputs and
+    // mutable buffers) before the run.
+    let last_write_before = |it: &Item<'_>, pc: usize| -> Option<usize> {
+        (0..pc)
+            .rev()
+            .find(|&p| written[p].contains(&it.value))
+            .map(|p| p + 1)
+            .or_else(|| (inputs.contains(&(it.value as i32)) || it.meta.buffer > 0).then_some(0))
+    };
     for i in 0..items.len() {
         let it = &items[i];
         let vi = it.value as i32;
@@ -273,14 +282,43 @@ fn plan_method(
         if written[first].contains(&it.value) {
             continue;
         }
+        let same_memory = |o: &Item<'_>| o.meta.alloc.map(|x| x.0) == it.meta.alloc.map(|x| x.0);
+        // Tensors overlapping these bytes that hold data before `first`, and when they got it.
+        let writers: Vec<(usize, usize)> = items
+            .iter()
+            .enumerate()
+            .filter(|&(j, o)| {
+                j != i && same_memory(o) && o.range.0 < it.range.1 && it.range.0 < o.range.1
+            })
+            .filter_map(|(j, o)| last_write_before(o, first).map(|w| (j, w)))
+            .collect();
+        // The bytes read at `first` come from the latest write that covers all of them and
+        // from any write after it (e.g. the slices of a concatenation).
+        let cover = writers
+            .iter()
+            .filter(|&&(j, _)| items[j].range.0 <= it.range.0 && it.range.1 <= items[j].range.1)
+            .map(|&(_, w)| w)
+            .max();
+        // A delegate whose outputs are unknown may be the writer: keep every earlier neighbour.
+        let unknown = (0..first).any(|p| {
+            calls
+                .get(p)
+                .is_some_and(|c| c.instr_args_type() != fb::InstructionArguments::KernelCall)
+                && written[p].is_empty()
+        });
         for (j, o) in items.iter().enumerate() {
-            let same_memory = o.meta.alloc.map(|x| x.0) == it.meta.alloc.map(|x| x.0);
-            if j != i
-                && same_memory
-                && o.life.0 < first as u32
-                && o.range.0 < it.range.1
-                && it.range.0 < o.range.1
-            {
+            let join = if unknown {
+                j != i
+                    && same_memory(o)
+                    && o.life.0 < first as u32
+                    && o.range.0 < it.range.1
+                    && it.range.0 < o.range.1
+            } else {
+                writers
+                    .iter()
+                    .any(|&(jj, w)| jj == j && cover.is_none_or(|c| w >= c))
+            };
+            if join {
                 let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
                 parent[ri] = rj;
             }

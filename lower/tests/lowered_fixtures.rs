@@ -156,3 +156,39 @@ fn lowered_xnnpack_language_models_shrink() {
         }
     }
 }
+
+/// The re-planned language models keep the load-time proof that only the last position's
+/// logits are read (`exec::demand`), so their LM head still computes one row.
+#[test]
+fn lowered_language_models_keep_their_row_demand() {
+    use ptera::host::AlignedBuf;
+    use ptera::{MethodMeta, OwnedArenas, Program};
+    for case in [
+        "gpt2_portable",
+        "gpt2_xnnpack",
+        "opt_portable",
+        "optb_portable",
+    ] {
+        let out = lower(
+            pte(case).as_slice(),
+            &Target::parse("neon").unwrap(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert!(
+            out.report.plans[0].kept_because.is_none(),
+            "{case}: not re-planned"
+        );
+        let buf = AlignedBuf::from_bytes(&out.bytes);
+        let reg = Registry::standard();
+        let program = Program::load(buf.as_slice()).unwrap();
+        let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
+        let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+        let method = bufs.load(meta, &reg).unwrap();
+        assert_eq!(
+            method.row_demands().len(),
+            1,
+            "{case}: no row demand after lowering"
+        );
+    }
+}
