@@ -664,3 +664,20 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
     fb::finish_program_buffer(&mut b, r);
     b.finished_data().to_vec()
 }
+
+/// The finished program flatbuffer `fbytes` again, with one more named-data entry `key` for
+/// the last of `segment_sizes` (a segment appended after the ones it already names).
+pub fn add_named(fbytes: &[u8], segment_sizes: &[usize], key: &str) -> Result<Vec<u8>, String> {
+    let root = fb::root_as_program(fbytes).map_err(|e| format!("named data: {e}"))?;
+    let n = root.execution_plan().map_or(0, |p| p.len());
+    let edit = ProgramEdit {
+        plans: (0..n).map(|_| PlanEdit::default()).collect(),
+        buffer_map: BTreeMap::new(),
+        constant_offsets: None,
+        segment_sizes: segment_sizes.to_vec(),
+        segment_map: (0..segment_sizes.len() as u32).map(Some).collect(),
+        new_named: vec![(key.to_string(), segment_sizes.len() as u32 - 1)],
+        dropped_keys: BTreeSet::new(),
+    };
+    Ok(program(root, &edit))
+}

@@ -121,16 +121,7 @@ impl Report {
             "packed_bytes": self.packed_bytes,
             "removed_weight_bytes": self.removed_weight_bytes,
             "seconds": self.seconds,
-            "memory_plans": self.plans.iter().map(|p| json!({
-                "method": p.method,
-                "executorch_arena_bytes": p.before.iter().skip(1).collect::<Vec<_>>(),
-                "ptera_arena_bytes": p.after.iter().skip(1).collect::<Vec<_>>(),
-                "kept_because": p.kept_because,
-                "dropped_values": p.dropped_values,
-                "peak_live_bytes": p.peak_live_bytes,
-                "peak_instruction": p.peak_instruction,
-                "peak_groups": p.peak_groups,
-            })).collect::<Vec<_>>(),
+            "memory_plans": self.plans.iter().map(plan_json).collect::<Vec<_>>(),
             "methods": self.methods.iter().map(|m| json!({
                 "name": m.name,
                 "regions": m.regions.iter().map(|r| json!({
@@ -170,6 +161,25 @@ impl Default for Options {
     fn default() -> Self {
         Options { replan: true }
     }
+}
+
+/// Named-data key of the lowering record in a lowered program: JSON with the target and,
+/// per method, ExecuTorch's and ptera's arena sizes and the high-water mark (`xtask inspect`
+/// prints it; the runtime never reads it).
+pub const LOWERING_RECORD: &str = "ptera/lower/record.json";
+
+/// One method's re-plan as JSON.
+fn plan_json(p: &replan::PlanReport) -> serde_json::Value {
+    serde_json::json!({
+        "method": p.method,
+        "executorch_arena_bytes": p.before.iter().skip(1).collect::<Vec<_>>(),
+        "ptera_arena_bytes": p.after.iter().skip(1).collect::<Vec<_>>(),
+        "kept_because": p.kept_because,
+        "dropped_values": p.dropped_values,
+        "peak_live_bytes": p.peak_live_bytes,
+        "peak_instruction": p.peak_instruction,
+        "peak_groups": p.peak_groups,
+    })
 }
 
 /// A lowered program and its report.
@@ -653,6 +663,17 @@ pub fn lower_to(
     } else {
         (fbytes, Vec::new())
     };
+    // What the lowering did to memory, for `xtask inspect` (a named blob the runtime ignores).
+    let record = serde_json::to_vec(&serde_json::json!({
+        "target": target.spec,
+        "memory_plans": plans.iter().map(plan_json).collect::<Vec<_>>(),
+    }))
+    .map_err(|e| LowerError(format!("lowering record: {e}")))?;
+    let mut sizes: Vec<usize> = refs.iter().map(|s| s.len()).collect();
+    sizes.push(record.len());
+    let fbytes = emit::add_named(&fbytes, &sizes, LOWERING_RECORD).map_err(LowerError)?;
+    let mut refs = refs;
+    refs.push(&record);
     let output_bytes = ptera::format::write::container_to(out, &fbytes, &refs)
         .map_err(|e| LowerError(format!("writing the output: {e}")))?;
     let report = Report {

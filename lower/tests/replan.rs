@@ -79,3 +79,31 @@ fn a_view_read_later_keeps_its_base_bytes() {
     assert_eq!(got[0].f32(), want[0].f32());
     assert_eq!(got[1].f32(), want[1].f32());
 }
+
+/// The lowered file records both plans (named data `LOWERING_RECORD`, JSON) for
+/// `xtask inspect`; the runtime ignores it.
+#[test]
+fn the_file_records_both_plans() {
+    let mut rng = Rng(13);
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[64], &rng.f32s(64, -1.0, 1.0));
+    let a = t.intermediate_f32(&[64]);
+    let out = t.output(DType::F32, &[64]);
+    t.steps(&[
+        k("aten::abs.out", &[x, a, a]),
+        k("aten::neg.out", &[a, out, out]),
+    ]);
+    let l = lower(&t.build(), &Target::parse("neon").unwrap(), &mut |_, _| {}).unwrap();
+    let buf = ptera::host::AlignedBuf::from_bytes(&l.bytes);
+    let program = ptera::Program::load(buf.as_slice()).unwrap();
+    let rec: serde_json::Value =
+        serde_json::from_slice(program.named_data(ptera_lower::LOWERING_RECORD).unwrap()).unwrap();
+    let (before, after) = arena(&l.report);
+    assert_eq!(rec["target"], "neon");
+    assert_eq!(rec["memory_plans"][0]["executorch_arena_bytes"][0], before);
+    assert_eq!(rec["memory_plans"][0]["ptera_arena_bytes"][0], after);
+    assert_eq!(
+        t.run_program(&l.bytes).unwrap()[0].f32(),
+        t.run().unwrap()[0].f32()
+    );
+}

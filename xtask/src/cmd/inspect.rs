@@ -199,6 +199,14 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
         "constant_bytes": program.constant_bytes(),
         "methods": methods,
     });
+    // The record `cargo xtask lower` leaves: target and both memory plans.
+    let mut doc = doc;
+    if let Some(rec) = program
+        .named_data(ptera_lower::LOWERING_RECORD)
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+    {
+        doc["lowering"] = rec;
+    }
     if as_json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
@@ -211,6 +219,38 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
         doc["segments"],
         doc["constant_bytes"]
     );
+    if let Some(rec) = doc.get("lowering") {
+        println!(
+            "lowered by `cargo xtask lower` for {}",
+            rec["target"].as_str().unwrap_or("?")
+        );
+        for p in rec["memory_plans"].as_array().into_iter().flatten() {
+            let list = |k: &str| -> String {
+                let v: Vec<String> = p[k]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| format!("{x} bytes"))
+                    .collect();
+                v.join(", ")
+            };
+            match p["kept_because"].as_str() {
+                Some(why) => println!(
+                    "  method `{}`: ExecuTorch's memory plan kept ({why})",
+                    p["method"].as_str().unwrap_or("")
+                ),
+                None => println!(
+                    "  method `{}`: arenas ExecuTorch {} -> ptera {}; high-water mark {} bytes at instruction {} ({} tensors with their views)",
+                    p["method"].as_str().unwrap_or(""),
+                    list("executorch_arena_bytes"),
+                    list("ptera_arena_bytes"),
+                    p["peak_live_bytes"],
+                    p["peak_instruction"],
+                    p["peak_groups"]
+                ),
+            }
+        }
+    }
     for m in doc["methods"].as_array().into_iter().flatten() {
         println!("method `{}`", m["name"].as_str().unwrap_or(""));
         let shape = |t: &Value| {
