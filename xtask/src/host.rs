@@ -84,10 +84,9 @@ pub fn synth_inputs(meta: &MethodMeta<'_>) -> Result<Vec<HostTensor>> {
         .collect()
 }
 
-/// One line about a program lowered by `cargo xtask lower`: what it was packed for, and whether
-/// this CPU reads its packed weights with kernels of their own width (`None` if the program has
-/// no PteraBackend region).
-pub fn lowered_note(program: &ptera::Program<'_>) -> Option<String> {
+/// What the PteraBackend regions of `program` were packed for ("ISA, N-bit vectors") and the
+/// widest packed tile this CPU has no kernel for; `None` without such regions.
+fn packed_target(program: &ptera::Program<'_>) -> Option<(String, Option<usize>)> {
     let mut target = None;
     let mut missing: Option<usize> = None;
     for plan in program.methods() {
@@ -97,16 +96,22 @@ pub fn lowered_note(program: &ptera::Program<'_>) -> Option<String> {
             }
             let payload = d.processed().and_then(|r| program.delegate_data(r).ok())?;
             let (isa, bits, miss) = ptera::delegate::ptera::packed_for(payload)?;
-            target.get_or_insert((isa.to_string(), bits));
+            target.get_or_insert(if bits > 0 {
+                format!("{isa}, {bits}-bit vectors")
+            } else {
+                isa.to_string()
+            });
             missing = missing.max(miss);
         }
     }
-    let (isa, bits) = target?;
-    let what = if bits > 0 {
-        format!("{isa}, {bits}-bit vectors")
-    } else {
-        isa
-    };
+    Some((target?, missing))
+}
+
+/// One line about a program lowered by `cargo xtask lower`: what it was packed for, and whether
+/// this CPU reads its packed weights with kernels of their own width (`None` if the program has
+/// no PteraBackend region).
+pub fn lowered_note(program: &ptera::Program<'_>) -> Option<String> {
+    let (what, missing) = packed_target(program)?;
     let kernel = ptera::linalg::gemm::micro_kernel().name();
     Some(match missing {
         None => format!("lowered for {what}: packed weights read in place by this CPU's kernels ({kernel})"),
@@ -120,22 +125,8 @@ pub fn lowered_note(program: &ptera::Program<'_>) -> Option<String> {
 /// "lowered for TARGET" for a program with PteraBackend regions (the board's CPU, not this
 /// host, decides which kernels read the panels).
 pub fn lowered_target(program: &ptera::Program<'_>) -> Option<String> {
-    for plan in program.methods() {
-        for d in plan.delegates().unwrap_or_default().iter() {
-            if d.id() != Some(ptera::delegate::ptera::ID) {
-                continue;
-            }
-            let payload = d.processed().and_then(|r| program.delegate_data(r).ok())?;
-            let (isa, bits, _) = ptera::delegate::ptera::packed_for(payload)?;
-            let bits = if bits > 0 {
-                format!(", {bits}-bit vectors")
-            } else {
-                String::new()
-            };
-            return Some(format!(
-                "lowered for {isa}{bits}: a CPU without that tile width reads the panels panel by panel"
-            ));
-        }
-    }
-    None
+    let (what, _) = packed_target(program)?;
+    Some(format!(
+        "lowered for {what}: a CPU without that tile width reads the panels panel by panel"
+    ))
 }
