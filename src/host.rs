@@ -1,6 +1,9 @@
-//! Host conveniences (`std` feature): 16-byte aligned buffers and file reading.
+//! Host conveniences (`std` feature): 16-byte aligned buffers, file reading and the `.npy`
+//! reader of the host tools.
 
 use std::vec::Vec;
+
+pub mod npy;
 
 /// A zero-initialised byte buffer whose start is 16-byte aligned.
 pub struct AlignedBuf {

@@ -1,10 +1,10 @@
 //! `.npy` input and output through the npyz crate: raw little-endian C-order tensors.
 
 use std::fs::File;
-use std::io::{BufWriter, Read};
+use std::io::BufWriter;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ptera::{DType, Shape};
 
 /// A host tensor read from or written to `.npy`.
@@ -52,33 +52,19 @@ fn descr_of(d: DType) -> &'static str {
 }
 
 impl HostTensor {
+    /// Reads a `.npy` file (`ptera::host::npy`: sizes checked against the file before
+    /// anything is allocated).
     pub fn read(path: &Path) -> Result<HostTensor> {
-        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
-            .with_context(|| format!("{}: not a .npy file", path.display()))?;
-        let descr = match npy.dtype() {
-            npyz::DType::Plain(t) => t.to_string(),
-            other => bail!(
-                "{}: unsupported .npy dtype {}",
-                path.display(),
-                other.descr()
-            ),
-        };
+        let file =
+            std::fs::read(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let npy = ptera::host::npy::parse(&file).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let descr = npy.descr();
         let dtype = dtype_of(&descr)
             .with_context(|| format!("{}: unsupported .npy dtype {descr}", path.display()))?;
-        if npy.order() != npyz::Order::C {
-            bail!("{}: Fortran-order arrays are not supported", path.display());
-        }
-        let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-        let n: usize = shape.iter().product::<usize>() * dtype.size();
-        let mut bytes = vec![0u8; n];
-        npy.into_inner()
-            .read_exact(&mut bytes)
-            .with_context(|| format!("{}: truncated data", path.display()))?;
         Ok(HostTensor {
             dtype,
-            shape,
-            bytes,
+            shape: npy.shape,
+            bytes: npy.data.to_vec(),
         })
     }
 
