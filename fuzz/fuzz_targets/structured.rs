@@ -1,6 +1,8 @@
 //! Programs generated from the fuzzer's bytes (`ptera_fuzz::structured`), run through the
 //! whole path. With `PTERA_FUZZ_STATS=1` it prints, at every power of two from 1024 runs, the
-//! share of generated programs that reached `execute` and that executed without error.
+//! share of generated programs that reached `execute` and that executed without error. With
+//! `PTERA_FUZZ_DUMP=FILE` it writes each generated program to FILE before running it (to turn
+//! a finding into an `execute` regression input).
 #![no_main]
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -18,6 +20,9 @@ fuzz_target!(|data: &[u8]| {
     let runs = RUNS.fetch_add(1, Relaxed) + 1;
     if let Ok(program) = ptera_fuzz::structured::program(&mut Unstructured::new(data)) {
         BUILT.fetch_add(1, Relaxed);
+        if let Some(path) = std::env::var_os("PTERA_FUZZ_DUMP") {
+            let _ = std::fs::write(path, &program);
+        }
         let (stage, result) = harness::execute(&program);
         if stage >= Stage::Execute {
             REACHED.fetch_add(1, Relaxed);

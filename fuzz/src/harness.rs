@@ -3,6 +3,8 @@
 //!
 //! Everything here behaves like a careful host: sizes that come from the file are checked
 //! against fixed budgets before anything is allocated, and every error is a value.
+// Errors carry their context by value, as in the library.
+#![allow(clippy::result_large_err)]
 
 use ptera::delegate::{Backend, DelegateInit};
 use ptera::host::AlignedBuf;
@@ -107,8 +109,7 @@ fn execute_inner(bytes: &[u8], stage: &mut Stage) -> Result<(), Error> {
     let total = (0..meta.arena_count())
         .map(|k| meta.arena_size(k))
         .chain([meta.metadata_bytes() as u64])
-        .try_fold(0u64, |a, b| a.checked_add(b))
-        .unwrap_or(u64::MAX);
+        .fold(0u64, u64::saturating_add);
     if total > MAX_METHOD_BYTES {
         return Err(Error::HostAllocation { bytes: total });
     }
@@ -122,7 +123,7 @@ fn execute_inner(bytes: &[u8], stage: &mut Stage) -> Result<(), Error> {
         // A non-tensor input cannot be set; `execute` then reports it as not set.
         let Some(info) = info else { continue };
         let numel = info.shape.numel();
-        let nbytes = numel.checked_mul(info.dtype.size()).unwrap_or(usize::MAX);
+        let nbytes = numel.saturating_mul(info.dtype.size());
         if nbytes as u64 > MAX_METHOD_BYTES {
             return Err(Error::HostAllocation {
                 bytes: nbytes as u64,

@@ -26,6 +26,10 @@ pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) scratch: &'c mut [u8],
     /// Data ranges of outputs already handed out.
     pub(crate) outputs: heapless::Vec<(usize, usize), MAX_OUTPUTS>,
+    /// Arguments whose tensors were handed out for reading: bit `a` for argument `a`, bit 63
+    /// for every argument from 63 on. An output may not be the tensor of another argument
+    /// already read (the views would alias).
+    pub(crate) read: core::cell::Cell<u64>,
     /// `(value, lo, hi)`: only rows `lo..hi` of tensor value `value` are read afterwards.
     pub(crate) rows: Option<(usize, usize, usize)>,
     /// Who watches this execution, if anyone ([`Observer`]).
@@ -64,6 +68,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             args,
             scratch,
             outputs: heapless::Vec::new(),
+            read: core::cell::Cell::new(0),
             rows: None,
             observer: None,
             _mem: PhantomData,
@@ -281,6 +286,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         if lo != hi && self.outputs.iter().any(|&(a, b)| lo < b && a < hi) {
             return Err(KernelError::Aliasing { arg });
         }
+        self.read.set(self.read.get() | 1 << arg.min(63));
         Ok(TensorRef {
             dtype: t.dtype,
             shape: t.shape,
@@ -373,7 +379,8 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
 
     /// Resizes the output tensor at `arg` to `shape` and returns a writable view.
     /// Fails if the shape does not fit (static shape or capacity), if the tensor is read-only,
-    /// or if its memory overlaps any other tensor argument of this call.
+    /// or if its memory overlaps any other tensor argument of this call (the same tensor at
+    /// another argument only if that argument was read).
     pub fn output(&mut self, arg: usize, shape: &Shape) -> Result<TensorMut<'a>, KernelError> {
         let slot = self.slot_of(arg)?;
         self.output_slot(slot, arg, shape)
@@ -431,9 +438,12 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             // Every other tensor argument (direct or in a list) must not overlap this output.
             for a in 0..self.args.len() {
                 let vi = self.args.get(a) as usize;
+                // The same tensor at another argument is fine (an in-place op's return, an
+                // `.out` op's out and return) unless the kernel already holds it for reading.
+                let read = a != arg && self.read.get() & (1 << a.min(63)) != 0;
                 let overlaps = |s: usize| -> bool {
                     if s == slot {
-                        return false;
+                        return read;
                     }
                     let (l2, h2) = self.tensors[s].range();
                     l2 < hi && lo < h2
