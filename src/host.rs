@@ -20,11 +20,25 @@ impl AlignedBuf {
     }
 
     /// Like [`zeroed`](Self::zeroed), but `None` instead of aborting when the memory cannot
-    /// be reserved (sizes come from untrusted files).
+    /// be reserved (sizes come from untrusted files). The memory is requested zeroed from the
+    /// allocator, so pages of a large buffer are only committed when first written.
     pub fn try_zeroed(len: usize) -> Option<AlignedBuf> {
-        let mut words = Vec::new();
-        words.try_reserve_exact(len.div_ceil(16)).ok()?;
-        words.resize(len.div_ceil(16), 0u128);
+        let n = len.div_ceil(16);
+        if n == 0 {
+            return Some(AlignedBuf {
+                words: Vec::new(),
+                len,
+            });
+        }
+        let layout = std::alloc::Layout::array::<u128>(n).ok()?;
+        // SAFETY: `layout` has a non-zero size (n > 0).
+        let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u128;
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: `p` comes from the global allocator with the layout of `[u128; n]` (what a
+        // Vec of capacity n uses), and its n elements are initialised (all-zero is a u128).
+        let words = unsafe { Vec::from_raw_parts(p, n, n) };
         Some(AlignedBuf { words, len })
     }
 

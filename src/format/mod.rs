@@ -513,12 +513,18 @@ fn slice_checked<'a>(
     }
 }
 
-/// `fmt::Write` into a fixed string, dropping what does not fit.
+/// `fmt::Write` into a fixed string, dropping what does not fit. Line breaks and tabs (the
+/// flatbuffer verifier's error trace has several) become single spaces: a detail is one line.
 struct TruncWriter<'s, const N: usize>(&'s mut heapless::String<N>);
 
 impl<const N: usize> core::fmt::Write for TruncWriter<'_, N> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        error::push_truncated(self.0, s);
+        for (i, part) in s.split(['\n', '\r', '\t']).enumerate() {
+            if i > 0 && !self.0.ends_with(' ') {
+                error::push_truncated(self.0, " ");
+            }
+            error::push_truncated(self.0, part);
+        }
         Ok(())
     }
 }

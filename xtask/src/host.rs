@@ -13,6 +13,45 @@ pub fn load_file(path: &Path) -> Result<AlignedBuf> {
     AlignedBuf::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// Bytes this host gives one method: `PTERA_MAX_MEMORY` (bytes) when set, else the memory
+/// the kernel reports available, else no limit.
+pub fn memory_budget() -> u64 {
+    if let Some(v) = std::env::var("PTERA_MAX_MEMORY")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        return v;
+    }
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb.saturating_mul(1024))
+}
+
+/// Refuses, before anything is allocated, a method whose planned memory (arenas and
+/// metadata) is more than [`memory_budget`], naming its largest arena.
+pub fn check_memory(meta: &MethodMeta<'_>) -> Result<()> {
+    let budget = memory_budget();
+    let arenas = (0..meta.arena_count()).map(|k| meta.arena_size(k));
+    let total = arenas
+        .clone()
+        .fold(meta.metadata_bytes() as u64, u64::saturating_add);
+    if total > budget {
+        let (k, size) = arenas.enumerate().max_by_key(|&(_, s)| s).unwrap_or((0, 0));
+        bail!(
+            "method `{}` needs {total} bytes of planned memory (largest: arena {} of {size} \
+             bytes), more than the {budget} bytes this host can give (PTERA_MAX_MEMORY)",
+            meta.name(),
+            k + 1
+        );
+    }
+    Ok(())
+}
+
 /// Checks inputs against the method's signature; one clear message on mismatch.
 pub fn check_inputs(meta: &MethodMeta<'_>, inputs: &[HostTensor], names: &[String]) -> Result<()> {
     if inputs.len() != meta.num_inputs() {
@@ -62,7 +101,16 @@ pub fn synth_inputs(meta: &MethodMeta<'_>) -> Result<Vec<HostTensor>> {
                 .input(i)
                 .with_context(|| format!("input {i} is not a tensor"))?;
             let n = info.shape.numel();
-            let mut bytes = vec![0u8; n * info.dtype.size()];
+            let nbytes = n
+                .checked_mul(info.dtype.size())
+                .filter(|&b| b as u64 <= memory_budget())
+                .with_context(|| {
+                    format!(
+                        "input {i}: {} {} is more bytes than this host can give",
+                        info.dtype, info.shape
+                    )
+                })?;
+            let mut bytes = vec![0u8; nbytes];
             for k in 0..n {
                 if info.dtype.is_float() {
                     ptera::tensor::write_f64(

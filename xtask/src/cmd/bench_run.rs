@@ -21,6 +21,7 @@ pub fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> 
         check_inputs(&meta, &t, &names)?;
         t
     };
+    crate::host::check_memory(&meta)?;
     let mut bufs = OwnedArenas::for_meta(&meta)?;
     let mut method = bufs.load(meta, &registry)?;
     let mut times = Vec::new();

@@ -23,6 +23,7 @@ pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path, max_instructions: u
     if let Some(note) = crate::host::lowered_note(&program) {
         println!("{note}");
     }
+    crate::host::check_memory(&meta)?;
     let mut bufs = OwnedArenas::for_meta(&meta)?;
     let t0 = Instant::now();
     let mut method = bufs.load(meta, &registry)?;
