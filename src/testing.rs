@@ -247,6 +247,11 @@ impl OpTest {
         self.planned(DType::F32, dims, false)
     }
 
+    /// A planned intermediate of any dtype.
+    pub fn intermediate(&mut self, dtype: DType, dims: &[usize]) -> i32 {
+        self.planned(dtype, dims, false)
+    }
+
     /// A planned tensor sharing `of`'s storage (same arena offset) with other dims: a view,
     /// as ExecuTorch's memory planner emits for `view`/`reshape`.
     pub fn view_of(&mut self, of: i32, dims: &[usize]) -> i32 {

@@ -26,6 +26,39 @@ pub struct PlanEdit {
     pub alloc: BTreeMap<usize, (u32, u64)>,
     /// The new `non_const_buffer_sizes` (with its placeholder 0 first), when re-planned.
     pub arena_sizes: Option<Vec<i64>>,
+    /// Values given a new definition (a planned tensor made a constant, ...).
+    pub replace_values: BTreeMap<usize, NewValue>,
+    /// Values appended after the existing ones (their indices continue the table).
+    pub new_values: Vec<NewValue>,
+    /// Kernel calls inserted before instruction `pc` of chain 0 (in this order).
+    pub inserted: BTreeMap<usize, Vec<NewCall>>,
+    /// New argument lists of kept kernel calls of chain 0.
+    pub args: BTreeMap<usize, Vec<i32>>,
+}
+
+/// A value written by the lowering.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NewValue {
+    Int(i64),
+    Tensor(NewTensor),
+}
+
+/// A tensor value written by the lowering: a constant (`buffer` > 0, no `alloc`) or planned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewTensor {
+    pub scalar_type: i8,
+    pub sizes: Vec<i32>,
+    pub dim_order: Vec<u8>,
+    pub buffer: u32,
+    pub alloc: Option<(u32, u64)>,
+}
+
+/// A kernel call written by the lowering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewCall {
+    pub name: String,
+    pub overload: String,
+    pub args: Vec<i32>,
 }
 
 /// Changes to the whole program.
@@ -43,6 +76,8 @@ pub struct ProgramEdit {
     pub new_named: Vec<(String, u32)>,
     /// Named-data keys removed (their blobs were packed).
     pub dropped_keys: BTreeSet<String>,
+    /// Segment of a constant segment the input did not have (with `constant_offsets`).
+    pub new_constant_segment: Option<u32>,
 }
 
 impl ProgramEdit {
@@ -243,10 +278,57 @@ fn evalue<'b>(
     )
 }
 
+fn new_value<'b>(b: &mut FlatBufferBuilder<'b>, v: &NewValue) -> Off<fb::EValue<'b>> {
+    let (ty, val) = match v {
+        NewValue::Int(i) => (
+            fb::KernelTypes::Int,
+            fb::Int::create(b, &fb::IntArgs { int_val: *i }).as_union_value(),
+        ),
+        NewValue::Tensor(t) => {
+            let sizes = Some(b.create_vector(&t.sizes));
+            let dim_order = Some(b.create_vector(&t.dim_order));
+            let allocation_info = t.alloc.map(|(memory_id, off)| {
+                fb::AllocationDetails::create(
+                    b,
+                    &fb::AllocationDetailsArgs {
+                        memory_id,
+                        memory_offset_low: off as u32,
+                        memory_offset_high: (off >> 32) as u32,
+                    },
+                )
+            });
+            let t = fb::Tensor::create(
+                b,
+                &fb::TensorArgs {
+                    scalar_type: fb::ScalarType(t.scalar_type),
+                    storage_offset: 0,
+                    sizes,
+                    dim_order,
+                    requires_grad: false,
+                    data_buffer_idx: t.buffer,
+                    allocation_info,
+                    layout: 0,
+                    shape_dynamism: fb::TensorShapeDynamism::STATIC,
+                    extra_tensor_info: None,
+                },
+            );
+            (fb::KernelTypes::Tensor, t.as_union_value())
+        }
+    };
+    fb::EValue::create(
+        b,
+        &fb::EValueArgs {
+            val_type: ty,
+            val: Some(val),
+        },
+    )
+}
+
 fn instruction<'b>(
     b: &mut FlatBufferBuilder<'b>,
     ins: fb::Instruction<'_>,
     renumber: &dyn Fn(i32) -> i32,
+    new_args: Option<&Vec<i32>>,
 ) -> Off<fb::Instruction<'b>> {
     use fb::InstructionArguments as I;
     let ints = |b: &mut FlatBufferBuilder<'b>, v: Option<Vector<'_, i32>>| {
@@ -255,7 +337,10 @@ fn instruction<'b>(
     let (ty, body) = match ins.instr_args_type() {
         I::KernelCall => {
             let k = ins.instr_args_as_kernel_call();
-            let args = ints(b, k.and_then(|k| k.args()));
+            let args = match new_args {
+                Some(a) => Some(b.create_vector(a)),
+                None => ints(b, k.and_then(|k| k.args())),
+            };
             let op_index = k.map_or(0, |k| k.op_index());
             (
                 I::KernelCall,
@@ -319,15 +404,18 @@ fn chain<'b>(
     c: fb::Chain<'_>,
     edit: Option<&PlanEdit>,
     first_new_delegate: i32,
+    op_index: &dyn Fn(&str, &str) -> u32,
 ) -> Off<fb::Chain<'b>> {
     let list = c.instructions().unwrap_or_default();
     let empty = PlanEdit::default();
     let edit = edit.unwrap_or(&empty);
-    // Old pc → new pc; a removed instruction's target is the next kept one.
+    // Old pc → new pc; a removed instruction's target is the next kept one, and a jump to an
+    // instruction lands on the calls inserted before it.
     let mut new_pc = Vec::with_capacity(list.len() + 1);
     let mut at = 0i32;
     for pc in 0..list.len() {
         new_pc.push(at);
+        at += edit.inserted.get(&pc).map_or(0, |v| v.len() as i32);
         if !edit.removed.contains(&pc) {
             at += 1;
         }
@@ -341,6 +429,23 @@ fn chain<'b>(
     };
     let mut out = Vec::new();
     for (pc, ins) in list.iter().enumerate() {
+        for call in edit.inserted.get(&pc).into_iter().flatten() {
+            let args = b.create_vector(&call.args);
+            let k = fb::KernelCall::create(
+                b,
+                &fb::KernelCallArgs {
+                    op_index: op_index(&call.name, &call.overload) as i32,
+                    args: Some(args),
+                },
+            );
+            out.push(fb::Instruction::create(
+                b,
+                &fb::InstructionArgs {
+                    instr_args_type: fb::InstructionArguments::KernelCall,
+                    instr_args: Some(k.as_union_value()),
+                },
+            ));
+        }
         if edit.removed.contains(&pc) {
             continue;
         }
@@ -361,7 +466,7 @@ fn chain<'b>(
                 },
             ));
         } else {
-            out.push(instruction(b, ins, &renumber));
+            out.push(instruction(b, ins, &renumber, edit.args.get(&pc)));
         }
     }
     let instructions = b.create_vector(&out);
@@ -435,17 +540,23 @@ fn plan<'b>(
             },
         )
     });
-    let vals: Vec<_> = p
+    let mut vals: Vec<_> = p
         .values()
         .unwrap_or_default()
         .iter()
         .enumerate()
         .map(|(i, e)| {
+            if let Some(nv) = edit.and_then(|ed| ed.replace_values.get(&i)) {
+                return new_value(b, nv);
+            }
             let null = edit.is_some_and(|ed| ed.nulled.contains(&i));
             let place = edit.and_then(|ed| ed.alloc.get(&i).copied());
             evalue(b, e, map, null, place)
         })
         .collect();
+    for nv in edit.map(|ed| ed.new_values.as_slice()).unwrap_or_default() {
+        vals.push(new_value(b, nv));
+    }
     let values = b.create_vector(&vals);
     let inputs = p
         .inputs()
@@ -454,15 +565,43 @@ fn plan<'b>(
         .outputs()
         .map(|v| b.create_vector(&v.iter().collect::<Vec<_>>()));
     let old_delegates = p.delegates().map_or(0, |d| d.len()) as i32;
+    // Operators: the input's, then those only inserted calls use.
+    let mut op_names: Vec<(String, String)> = p
+        .operators()
+        .unwrap_or_default()
+        .iter()
+        .map(|o| {
+            (
+                o.name().unwrap_or("").to_string(),
+                o.overload().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let old_ops = op_names.len();
+    for call in edit.into_iter().flat_map(|e| e.inserted.values().flatten()) {
+        let key = (call.name.clone(), call.overload.clone());
+        if !op_names.contains(&key) {
+            op_names.push(key);
+        }
+    }
+    let op_index = |n: &str, o: &str| {
+        op_names
+            .iter()
+            .position(|(a, b)| a == n && b == o)
+            .unwrap_or(0) as u32
+    };
     let chains: Vec<_> = p
         .chains()
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(ci, c)| chain(b, c, if ci == 0 { edit } else { None }, old_delegates))
+        .map(|(ci, c)| {
+            let e = if ci == 0 { edit } else { None };
+            chain(b, c, e, old_delegates, &op_index)
+        })
         .collect();
     let chains = b.create_vector(&chains);
-    let ops: Vec<_> = p
+    let mut ops: Vec<_> = p
         .operators()
         .unwrap_or_default()
         .iter()
@@ -478,6 +617,14 @@ fn plan<'b>(
             )
         })
         .collect();
+    for (n, o) in &op_names[old_ops..] {
+        let name = Some(b.create_string(n));
+        let overload = Some(b.create_string(o));
+        ops.push(fb::Operator::create(
+            b,
+            &fb::OperatorArgs { name, overload },
+        ));
+    }
     let operators = b.create_vector(&ops);
     let mut dels: Vec<_> = p
         .delegates()
@@ -603,13 +750,20 @@ pub fn program(root: fb::Program<'_>, edit: &ProgramEdit) -> Vec<u8> {
         })
         .collect();
     let segments = b.create_vector(&segs);
-    let constant_segment = root.constant_segment().map(|cs| {
-        let offs: Vec<u64> = match &edit.constant_offsets {
-            Some(o) => o.clone(),
-            None => cs.offsets().map(|v| v.iter().collect()).unwrap_or_default(),
-        };
-        subsegment(&mut b, edit.seg(cs.segment_index()), &offs)
-    });
+    let constant_segment = match (root.constant_segment(), edit.new_constant_segment) {
+        (Some(cs), _) => {
+            let offs: Vec<u64> = match &edit.constant_offsets {
+                Some(o) => o.clone(),
+                None => cs.offsets().map(|v| v.iter().collect()).unwrap_or_default(),
+            };
+            Some(subsegment(&mut b, edit.seg(cs.segment_index()), &offs))
+        }
+        (None, Some(seg)) => {
+            let offs = edit.constant_offsets.clone().unwrap_or_else(|| vec![0]);
+            Some(subsegment(&mut b, seg, &offs))
+        }
+        (None, None) => None,
+    };
     let mutable = root.mutable_data_segments().map(|v| {
         let items: Vec<_> = v
             .iter()
@@ -678,6 +832,7 @@ pub fn add_named(fbytes: &[u8], segment_sizes: &[usize], key: &str) -> Result<Ve
         segment_map: (0..segment_sizes.len() as u32).map(Some).collect(),
         new_named: vec![(key.to_string(), segment_sizes.len() as u32 - 1)],
         dropped_keys: BTreeSet::new(),
+        new_constant_segment: None,
     };
     Ok(program(root, &edit))
 }

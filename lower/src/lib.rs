@@ -10,10 +10,12 @@
 //! The output is checked before it is returned: it must load and validate with ptera's
 //! standard registry, every method.
 
+pub mod constants;
 pub mod emit;
 pub mod partition;
 pub mod payload;
 pub mod replan;
+pub mod rewrite;
 pub mod target;
 pub mod xnn;
 
@@ -27,6 +29,7 @@ use ptera::linalg::gemm::{pack_b_ahead, MatRef, PackedB};
 use ptera::{MethodMeta, Program, Registry};
 
 pub use partition::{Act, Candidate, Decision, Orient};
+pub use rewrite::{RewriteReport, Rewrites};
 pub use target::Target;
 
 /// A lowering failure (bad input, or an output that would not load), with context.
@@ -103,6 +106,10 @@ pub struct Report {
     pub removed_weight_bytes: usize,
     /// The memory re-plan of each method (empty when not asked for).
     pub plans: Vec<replan::PlanReport>,
+    /// The graph rewrites.
+    pub rewrites: RewriteReport,
+    /// Whether ptera's regions were formed (`false`: `--backend none`).
+    pub regions: bool,
     pub seconds: f64,
 }
 
@@ -122,6 +129,8 @@ impl Report {
             "removed_weight_bytes": self.removed_weight_bytes,
             "seconds": self.seconds,
             "memory_plans": self.plans.iter().map(plan_json).collect::<Vec<_>>(),
+            "backend": if self.regions { "ptera" } else { "none" },
+            "rewrites": rewrites_json(&self.rewrites),
             "methods": self.methods.iter().map(|m| json!({
                 "name": m.name,
                 "regions": m.regions.iter().map(|r| json!({
@@ -155,12 +164,42 @@ impl Report {
 pub struct Options {
     /// Re-plan the activation memory from the lowered program's lifetimes ([`replan`]).
     pub replan: bool,
+    /// Graph rewrites applied first ([`rewrite`]).
+    pub rewrites: Rewrites,
+    /// Form ptera's regions and convert XNNPACK ones (`false`: every operator stays a
+    /// standard kernel call, so the file runs in stock ExecuTorch too).
+    pub regions: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { replan: true }
+        Options {
+            replan: true,
+            rewrites: Rewrites::ALL,
+            regions: true,
+        }
     }
+}
+
+/// The rewrites as JSON.
+fn rewrites_json(r: &RewriteReport) -> serde_json::Value {
+    use serde_json::json;
+    json!({
+        "added_constant_bytes": r.added_constant_bytes,
+        "dropped_constant_bytes": r.dropped_constant_bytes,
+        "methods": r.methods.iter().map(|m| json!({
+            "method": m.method,
+            "skipped": m.skipped,
+            "folded": m.folded.iter().map(|(pc, op)| json!({"instruction": pc, "operator": op})).collect::<Vec<_>>(),
+            "constants": m.constants.iter().map(|(v, sizes, bytes)| json!({"value": v, "sizes": sizes, "bytes": bytes})).collect::<Vec<_>>(),
+            "copies_removed": m.copies.iter().map(|(pc, op)| json!({"instruction": pc, "operator": op})).collect::<Vec<_>>(),
+            "lm_heads": m.lm_heads.iter().map(|h| json!({
+                "product": h.product, "select": h.select, "operator": h.operator,
+                "rows_before": h.rows, "row": h.row,
+            })).collect::<Vec<_>>(),
+            "dropped_constant_values": m.dropped_values,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Named-data key of the lowering record in a lowered program: JSON with the target and,
@@ -186,25 +225,6 @@ fn plan_json(p: &replan::PlanReport) -> serde_json::Value {
 pub struct Lowered {
     pub bytes: Vec<u8>,
     pub report: Report,
-}
-
-/// Offsets of the constant segment's buffers and the extent of each (up to the next buffer
-/// or the segment's end).
-fn buffer_extents(offsets: &[u64], seg_len: usize) -> Vec<(usize, usize)> {
-    let mut starts: Vec<u64> = offsets.to_vec();
-    starts.sort_unstable();
-    starts.dedup();
-    offsets
-        .iter()
-        .map(|&o| {
-            let end = starts
-                .iter()
-                .copied()
-                .find(|&s| s > o)
-                .map_or(seg_len as u64, |s| s);
-            (o as usize, (end.min(seg_len as u64)) as usize)
-        })
-        .collect()
 }
 
 /// Lowers `input` for `target`. `progress(done, total)` is called as weights are packed.
@@ -255,6 +275,41 @@ fn floats_as_bytes(f: &[f32]) -> &[u8] {
     unsafe { core::slice::from_raw_parts(f.as_ptr() as *const u8, core::mem::size_of_val(f)) }
 }
 
+/// The graph rewrites of `opts` on `input` (16-byte aligned): the rewritten container, or
+/// `None` when nothing changed.
+fn rewrite_stage(
+    input: &[u8],
+    opts: &Options,
+) -> Result<(Option<AlignedBuf>, RewriteReport), LowerError> {
+    let program = Program::load(input)
+        .map_err(|e| LowerError(format!("input is not a valid program: {e}")))?;
+    validate(&program).map_err(|e| LowerError(format!("input: {e}")))?;
+    refuse_inline(&program)?;
+    if !opts.rewrites.any() {
+        return Ok((None, RewriteReport::default()));
+    }
+    let (buf, rep) = rewrite::rewrite(&program, opts.rewrites)
+        .map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
+    if let Some(b) = &buf {
+        check(b.as_slice()).map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
+    }
+    Ok((buf, rep))
+}
+
+fn refuse_inline(program: &Program<'_>) -> Result<(), LowerError> {
+    let root = program.root();
+    if root
+        .constant_buffer()
+        .is_some_and(|b| b.iter().any(|x| x.storage().is_some_and(|s| !s.is_empty())))
+    {
+        return err("input keeps constants in the legacy inline `constant_buffer`; re-export it with ExecuTorch ≥ 0.7");
+    }
+    if root.backend_delegate_data().is_some_and(|d| !d.is_empty()) {
+        return err("input has inline delegate payloads (`backend_delegate_data`); export with extract_delegate_segments=True");
+    }
+    Ok(())
+}
+
 /// [`lower`] writing the program to `out` as it is produced (the weights are held once:
 /// borrowed from `input` or packed; the output is never assembled in memory). The caller
 /// should check the written file with [`check`].
@@ -274,26 +329,77 @@ pub fn lower_to(
         copy = AlignedBuf::from_bytes(input);
         copy.as_slice()
     };
+    let (rewritten, rewrites) = rewrite_stage(data, &opts)?;
+    let data = rewritten.as_ref().map_or(data, |b| b.as_slice());
+    lower_stage(
+        data,
+        input.len(),
+        rewrites,
+        start,
+        target,
+        opts,
+        progress,
+        out,
+    )
+}
+
+/// [`lower_to`] taking the input by value: when the rewrites change the program, the input is
+/// freed before the weights are packed (the peak holds one copy of the weights, not two).
+pub fn lower_owned_to(
+    input: AlignedBuf,
+    target: &Target,
+    opts: Options,
+    progress: &mut dyn FnMut(usize, usize),
+    out: &mut dyn std::io::Write,
+) -> Result<Report, LowerError> {
+    let start = Instant::now();
+    let input_len = input.len();
+    let (rewritten, rewrites) = rewrite_stage(input.as_slice(), &opts)?;
+    let data = match rewritten {
+        Some(b) => {
+            drop(input);
+            b
+        }
+        None => input,
+    };
+    lower_stage(
+        data.as_slice(),
+        input_len,
+        rewrites,
+        start,
+        target,
+        opts,
+        progress,
+        out,
+    )
+}
+
+/// Partition, packing, emission and re-plan of a (rewritten, aligned) program.
+#[allow(clippy::too_many_arguments)]
+fn lower_stage(
+    data: &[u8],
+    input_len: usize,
+    rewrites: RewriteReport,
+    start: Instant,
+    target: &Target,
+    opts: Options,
+    progress: &mut dyn FnMut(usize, usize),
+    out: &mut dyn std::io::Write,
+) -> Result<Report, LowerError> {
     let program = Program::load(data)
         .map_err(|e| LowerError(format!("input is not a valid program: {e}")))?;
-    validate(&program).map_err(|e| LowerError(format!("input: {e}")))?;
     let root = program.root();
-    if root
-        .constant_buffer()
-        .is_some_and(|b| b.iter().any(|x| x.storage().is_some_and(|s| !s.is_empty())))
-    {
-        return err("input keeps constants in the legacy inline `constant_buffer`; re-export it with ExecuTorch ≥ 0.7");
-    }
-    if root.backend_delegate_data().is_some_and(|d| !d.is_empty()) {
-        return err("input has inline delegate payloads (`backend_delegate_data`); export with extract_delegate_segments=True");
-    }
     // Partition every method.
     let plans: Vec<_> = program.methods().collect();
     let mut views = Vec::new();
     let mut parts = Vec::new();
     for p in &plans {
         let view = partition::PlanView::new(*p);
-        let part = partition::partition(&view);
+        let part = if opts.regions {
+            partition::partition(&view)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         views.push(view);
         parts.push(part);
     }
@@ -321,7 +427,11 @@ pub fn lower_to(
     let mut key_refs: BTreeMap<String, usize> = BTreeMap::new();
     let mut xregions = Vec::new();
     for p in &plans {
-        xregions.push(xnn::regions(&program, *p, &mut key_refs).map_err(LowerError)?);
+        xregions.push(if opts.regions {
+            xnn::regions(&program, *p, &mut key_refs).map_err(LowerError)?
+        } else {
+            Vec::new()
+        });
     }
     // Constant segment without the packed weights.
     let dropped: BTreeSet<u32> = parts
@@ -403,30 +513,12 @@ pub fn lower_to(
             .get(si)
             .map(|s| s.bytes())
             .ok_or_else(|| LowerError("constant segment index out of range".into()))?;
-        let extents = buffer_extents(&offs, old.len());
-        let mut new = Vec::with_capacity(old.len());
-        let mut new_offs = vec![0u64];
-        let mut placed: BTreeMap<usize, u64> = BTreeMap::new();
-        for (idx, &(s, e)) in extents.iter().enumerate().skip(1) {
-            if dropped.contains(&(idx as u32)) {
-                removed_weight_bytes += e.saturating_sub(s);
-                continue;
-            }
-            let at = match placed.get(&s) {
-                Some(&at) => at,
-                None => {
-                    new.resize(new.len().div_ceil(16) * 16, 0);
-                    let at = new.len() as u64;
-                    new.extend_from_slice(old.get(s..e).unwrap_or_default());
-                    placed.insert(s, at);
-                    at
-                }
-            };
-            buffer_map.insert(idx as u32, new_offs.len() as u32);
-            new_offs.push(at);
-        }
+        let rebuilt = constants::rebuild(old, &offs, &dropped, &[]);
+        removed_weight_bytes += rebuilt.removed_bytes;
+        buffer_map = rebuilt.map.clone();
+        let new = rebuilt.parts.concat();
+        constant_offsets = Some(rebuilt.offsets);
         originals[si] = Seg::Bytes(new);
-        constant_offsets = Some(new_offs);
     }
     // Segments only dropped keys name disappear (nothing else refers to them).
     let mut seg_users: BTreeMap<u32, (usize, usize)> = BTreeMap::new(); // (all refs, dropped refs)
@@ -655,6 +747,7 @@ pub fn lower_to(
         segment_map,
         new_named,
         dropped_keys,
+        new_constant_segment: None,
     };
     let fbytes = emit::program(root, &edit);
     let refs: Vec<&[u8]> = segments.iter().map(|s| s.bytes()).collect();
@@ -681,13 +774,15 @@ pub fn lower_to(
         isa: target.label.to_string(),
         vector_bits: target.vector_bits,
         note: target.note.map(str::to_string),
-        input_bytes: input.len(),
+        input_bytes: input_len,
         output_bytes,
         methods: reports,
         packed_weights: packs.len(),
         packed_bytes,
         removed_weight_bytes,
         plans,
+        rewrites,
+        regions: opts.regions,
         seconds: start.elapsed().as_secs_f64(),
     };
     Ok(report)

@@ -58,7 +58,7 @@ fn find(parent: &mut [usize], mut i: usize) -> usize {
 }
 
 /// DelegateCall argument positions a delegate writes (see the module documentation).
-fn delegate_outputs(del: fb::BackendDelegate<'_>, segments: &[&[u8]]) -> Vec<usize> {
+pub(crate) fn delegate_outputs(del: fb::BackendDelegate<'_>, segments: &[&[u8]]) -> Vec<usize> {
     let Some(seg) = del
         .processed()
         .filter(|r| r.location() == fb::DataLocation::SEGMENT)
@@ -432,6 +432,7 @@ pub fn replan(fbytes: &[u8], segments: &[&[u8]]) -> Result<(Vec<u8>, Vec<PlanRep
         segment_map: (0..segments.len() as u32).map(Some).collect(),
         new_named: Vec::new(),
         dropped_keys: BTreeSet::new(),
+        new_constant_segment: None,
     };
     Ok((crate::emit::program(root, &edit), reports))
 }

@@ -67,6 +67,44 @@ fn every_fixture_lowered_for_every_target_matches_executorch() {
     );
 }
 
+/// `--backend none`: only the rewrites and the re-plan. Every fixture keeps standard kernel
+/// calls (no PteraBackend delegate appears, XNNPACK regions stay XNNPACK's) and still matches
+/// ExecuTorch; over the fixtures the rewrites fold, remove copies and rewrite LM heads.
+#[test]
+fn every_fixture_rewritten_without_regions_matches_executorch() {
+    use ptera::host::AlignedBuf;
+    use ptera::Program;
+    use ptera_lower::{lower_with, Options};
+    let opts = Options {
+        regions: false,
+        ..Options::default()
+    };
+    let target = Target::parse("neon").unwrap();
+    let (mut folded, mut copies, mut heads) = (0, 0, 0);
+    for case in cases() {
+        let input = pte(&case);
+        let out = lower_with(input.as_slice(), &target, opts, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("rewriting {case}: {e}"));
+        for m in &out.report.rewrites.methods {
+            folded += m.folded.len();
+            copies += m.copies.len();
+            heads += m.lm_heads.len();
+        }
+        let buf = AlignedBuf::from_bytes(&out.bytes);
+        let p = Program::load(buf.as_slice()).unwrap();
+        for plan in p.methods() {
+            for d in plan.delegates().unwrap_or_default().iter() {
+                assert_ne!(d.id(), Some(ptera::delegate::ptera::ID), "{case}: a region");
+            }
+        }
+        check(&case, "none", &out.bytes);
+    }
+    assert!(
+        folded > 100 && copies > 20 && heads >= 4,
+        "{folded} calls folded, {copies} copies removed, {heads} LM heads rewritten"
+    );
+}
+
 #[test]
 fn lowering_is_deterministic() {
     for case in ["gpt2_portable", "opt_portable", "mlp_portable"] {
@@ -78,8 +116,8 @@ fn lowering_is_deterministic() {
     }
 }
 
-/// Packed weights replace the originals: the portable programs grow by at most 1 % plus the
-/// zero columns that pad each weight's last panel to the tile width (none when the width
+/// Packed weights replace the originals: the portable programs grow by at most 1 % plus what
+/// constant folding added (net) plus the zero columns that pad each weight's last panel to the tile width (none when the width
 /// divides, e.g. Neon's 8 or 12 on 64- and 192-wide weights; SVE2 at 256 bits packs 24 wide,
 /// so a 64-wide weight becomes 72), and the packed bytes are exactly the removed weights plus
 /// that padding.
@@ -113,7 +151,13 @@ fn lowered_portable_programs_replace_their_weights() {
                 r.removed_weight_bytes + padded,
                 "{case} ({t}): packed size"
             );
-            let limit = 1.01 * r.input_bytes as f64 + padded as f64;
+            // Folded tables (masks, rotary cos/sin) may add what the constants they replace
+            // did not hold.
+            let folded = r
+                .rewrites
+                .added_constant_bytes
+                .saturating_sub(r.rewrites.dropped_constant_bytes);
+            let limit = 1.01 * r.input_bytes as f64 + padded as f64 + folded as f64;
             assert!(
                 (r.output_bytes as f64) <= limit,
                 "{case} ({t}): {} -> {} bytes ({padded} bytes of panel padding)",
@@ -157,38 +201,53 @@ fn lowered_xnnpack_language_models_shrink() {
     }
 }
 
-/// The re-planned language models keep the load-time proof that only the last position's
-/// logits are read (`exec::demand`), so their LM head still computes one row.
+/// The language models' LM heads compute one row: rewritten at lower time on the portable
+/// programs (the product's input is sliced first; no load-time proof needed), and, when that
+/// rewrite is off or the head is inside an XNNPACK region, still proven at load time
+/// (`exec::demand`) after the re-plan.
 #[test]
-fn lowered_language_models_keep_their_row_demand() {
+fn lowered_language_models_compute_one_logits_row() {
     use ptera::host::AlignedBuf;
     use ptera::{MethodMeta, OwnedArenas, Program};
-    for case in [
-        "gpt2_portable",
-        "gpt2_xnnpack",
-        "opt_portable",
-        "optb_portable",
-    ] {
-        let out = lower(
-            pte(case).as_slice(),
-            &Target::parse("neon").unwrap(),
-            &mut |_, _| {},
-        )
-        .unwrap();
-        assert!(
-            out.report.plans[0].kept_because.is_none(),
-            "{case}: not re-planned"
-        );
-        let buf = AlignedBuf::from_bytes(&out.bytes);
+    use ptera_lower::{lower_with, Options, Rewrites};
+    let demands = |bytes: &[u8]| {
+        let buf = AlignedBuf::from_bytes(bytes);
         let reg = Registry::standard();
         let program = Program::load(buf.as_slice()).unwrap();
         let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
         let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
         let method = bufs.load(meta, &reg).unwrap();
+        method.row_demands().len()
+    };
+    let neon = Target::parse("neon").unwrap();
+    for case in ["gpt2_portable", "opt_portable", "optb_portable"] {
+        let out = lower(pte(case).as_slice(), &neon, &mut |_, _| {}).unwrap();
+        let r = &out.report;
+        assert!(r.plans[0].kept_because.is_none(), "{case}: not re-planned");
+        assert_eq!(r.rewrites.methods[0].lm_heads.len(), 1, "{case}: LM head");
+        let head = r.methods[0].regions.last().unwrap();
+        assert_eq!(head.max_m, 1, "{case}: the LM head region computes one row");
+        assert_eq!(demands(&out.bytes), 0, "{case}: nothing left to prove");
+        let opts = Options {
+            rewrites: Rewrites {
+                lm_head: false,
+                ..Rewrites::ALL
+            },
+            ..Options::default()
+        };
+        let out = lower_with(pte(case).as_slice(), &neon, opts, &mut |_, _| {}).unwrap();
+        assert!(out.report.rewrites.methods[0].lm_heads.is_empty());
         assert_eq!(
-            method.row_demands().len(),
+            demands(&out.bytes),
             1,
-            "{case}: no row demand after lowering"
+            "{case}: no row demand without the rewrite"
         );
     }
+    let out = lower(pte("gpt2_xnnpack").as_slice(), &neon, &mut |_, _| {}).unwrap();
+    assert!(out.report.plans[0].kept_because.is_none());
+    assert_eq!(
+        demands(&out.bytes),
+        1,
+        "gpt2_xnnpack: no row demand after lowering"
+    );
 }

@@ -4,14 +4,26 @@
 
 use ptera::testing::{OpTest, Rng, Step, TestTensor};
 use ptera::DType;
-use ptera_lower::{lower, Lowered, Target};
+use ptera_lower::{lower, lower_with, Lowered, Options, Rewrites, Target};
 
 fn rand(rng: &mut Rng, n: usize) -> Vec<f32> {
     rng.f32s(n, -1.0, 1.0)
 }
 
+/// Lowered without the graph rewrites (folding would evaluate these small programs' weight
+/// transposes at lower time; `tests/rewrites.rs` covers that).
 fn lowered(t: &OpTest, target: &str) -> Lowered {
-    lower(&t.build(), &Target::parse(target).unwrap(), &mut |_, _| {}).expect("lowering")
+    let opts = Options {
+        rewrites: Rewrites::NONE,
+        ..Options::default()
+    };
+    lower_with(
+        &t.build(),
+        &Target::parse(target).unwrap(),
+        opts,
+        &mut |_, _| {},
+    )
+    .expect("lowering")
 }
 
 fn close(a: &[TestTensor], b: &[TestTensor]) {

@@ -46,7 +46,10 @@ fn a_chain_needs_only_what_is_alive_at_once() {
     let kept = lower_with(
         &t.build(),
         &target,
-        Options { replan: false },
+        Options {
+            replan: false,
+            ..Options::default()
+        },
         &mut |_, _| {},
     )
     .unwrap();

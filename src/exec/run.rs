@@ -72,6 +72,24 @@ impl<'p> Frame<'_, '_, 'p> {
         Ok(())
     }
 
+    /// Executes instruction `pc` of chain `chain` alone (no jump is followed, no step is
+    /// counted). Host tools use it to evaluate instructions whose inputs are all constants.
+    pub fn run_one(&mut self, chain: usize, pc: usize) -> Result<(), Error> {
+        let ins = self
+            .plan
+            .chains()
+            .filter(|c| chain < c.len())
+            .map(|c| c.get(chain))
+            .and_then(|c| c.instructions())
+            .filter(|l| pc < l.len())
+            .map(|l| l.get(pc))
+            .ok_or(Error::Execution {
+                instruction: pc,
+                detail: "no such instruction",
+            })?;
+        self.step(chain, pc, ins).map(|_| ())
+    }
+
     /// Executes one instruction; returns the next pc.
     fn step(&mut self, chain: usize, pc: usize, ins: fb::Instruction<'p>) -> Result<usize, Error> {
         let broken = Error::Execution {

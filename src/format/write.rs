@@ -42,7 +42,22 @@ pub fn container_to(
     flatbuffer: &[u8],
     segments: &[&[u8]],
 ) -> std::io::Result<usize> {
-    let sizes: Vec<usize> = segments.iter().map(|s| s.len()).collect();
+    let parts: Vec<[&[u8]; 1]> = segments.iter().map(|s| [*s]).collect();
+    let refs: Vec<&[&[u8]]> = parts.iter().map(|p| p.as_slice()).collect();
+    container_parts_to(w, flatbuffer, &refs)
+}
+
+/// [`container_to`] where each segment is the concatenation of its parts (a segment rebuilt
+/// from pieces of the input and new bytes need not be assembled first).
+pub fn container_parts_to(
+    w: &mut dyn std::io::Write,
+    flatbuffer: &[u8],
+    segments: &[&[&[u8]]],
+) -> std::io::Result<usize> {
+    let sizes: Vec<usize> = segments
+        .iter()
+        .map(|s| s.iter().map(|p| p.len()).sum())
+        .collect();
     let offsets = segment_offsets(&sizes);
     let data_size = match (offsets.last(), sizes.last()) {
         (Some(&o), Some(&s)) => o as usize + s,
@@ -66,10 +81,12 @@ pub fn container_to(
     let zeros = [0u8; SEGMENT_ALIGN];
     w.write_all(&zeros[..base - program_size])?;
     let mut at = 0usize;
-    for (s, &o) in segments.iter().zip(&offsets) {
+    for ((parts, &o), &size) in segments.iter().zip(&offsets).zip(&sizes) {
         w.write_all(&zeros[..o as usize - at])?;
-        w.write_all(s)?;
-        at = o as usize + s.len();
+        for p in parts.iter() {
+            w.write_all(p)?;
+        }
+        at = o as usize + size;
     }
     Ok(base + data_size)
 }

@@ -281,6 +281,26 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         })
     }
 
+    /// Executes instruction `pc` of chain `chain` on its own, out of order: no input needs to
+    /// be set and no row restriction applies. For host tools that evaluate instructions whose
+    /// operands are all constants (or outputs of instructions they evaluated before, in
+    /// program order); what any other instruction would read is whatever the arenas hold.
+    pub fn execute_instruction(&mut self, chain: usize, pc: usize) -> Result<(), Error> {
+        let t = &mut self.tables;
+        Frame {
+            plan: self.meta.plan(),
+            values: t.values,
+            tensors: t.tensors,
+            kernels: t.kernels,
+            delegates: t.delegates,
+            scratch: t.scratch,
+            demand: &[],
+            step_limit: self.step_limit,
+            observer: None,
+        }
+        .run_one(chain, pc)
+    }
+
     /// Sets how many instructions one [`Method::execute`] may execute before it stops with
     /// [`Error::StepLimit`] (default [`crate::exec::run::DEFAULT_STEP_LIMIT`]). Programs may
     /// loop (`JumpFalseCall` backwards); the caller decides the budget, e.g. from the time a

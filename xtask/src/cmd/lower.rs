@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use ptera::host::AlignedBuf;
-use ptera_lower::{check, lower_to, Options, Report, Target};
+use ptera_lower::{check, lower_owned_to, Options, Report, Rewrites, Target};
 
 #[derive(Args)]
 pub struct LowerArgs {
@@ -25,6 +25,78 @@ pub struct LowerArgs {
     /// Keep ExecuTorch's memory plan instead of re-planning the activations.
     #[arg(long)]
     pub no_replan: bool,
+    /// `ptera`: form ptera's regions (the default); `none`: only the rewrites and the re-plan,
+    /// every operator stays a standard kernel call (the file also runs in stock ExecuTorch).
+    #[arg(long, default_value = "ptera", value_parser = ["ptera", "none"])]
+    pub backend: String,
+    /// Do not evaluate constant subgraphs at lower time.
+    #[arg(long)]
+    pub no_fold: bool,
+    /// Keep copies that change nothing (clone, alias_copy, same-shape expand, reshapes).
+    #[arg(long)]
+    pub no_copy_removal: bool,
+    /// Keep the LM head computing every row before `select_copy` keeps one.
+    #[arg(long)]
+    pub no_lm_head: bool,
+}
+
+fn print_rewrites(r: &ptera_lower::RewriteReport) {
+    for m in &r.methods {
+        if let Some(why) = &m.skipped {
+            println!("rewrites `{}`: {why}", m.method);
+        }
+        if !m.folded.is_empty() {
+            let mut ops: std::collections::BTreeMap<&str, usize> = Default::default();
+            for (_, op) in &m.folded {
+                *ops.entry(op.as_str()).or_default() += 1;
+            }
+            let ops: Vec<String> = ops.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let bytes: usize = m.constants.iter().map(|c| c.2).sum();
+            println!(
+                "constant folding `{}`: {} calls evaluated ({}); {} tensors became constants ({})",
+                m.method,
+                m.folded.len(),
+                ops.join(", "),
+                m.constants.len(),
+                mib(bytes)
+            );
+            for (v, sizes, b) in &m.constants {
+                println!("  value {v}: {sizes:?}, {b} bytes");
+            }
+        }
+        if !m.copies.is_empty() {
+            let mut ops: std::collections::BTreeMap<&str, usize> = Default::default();
+            for (_, op) in &m.copies {
+                *ops.entry(op.as_str()).or_default() += 1;
+            }
+            let ops: Vec<String> = ops.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            println!(
+                "copies removed `{}`: {} ({}); their outputs now share their inputs' bytes",
+                m.method,
+                m.copies.len(),
+                ops.join(", ")
+            );
+        }
+        for h in &m.lm_heads {
+            println!(
+                "LM head `{}`: instruction {} ({}) computes row {} of {} only; select_copy at {} removed",
+                m.method, h.product, h.operator, h.row, h.rows, h.select
+            );
+        }
+        if m.dropped_values > 0 {
+            println!(
+                "  {} constants nothing reads any more dropped",
+                m.dropped_values
+            );
+        }
+    }
+    if r.added_constant_bytes > 0 || r.dropped_constant_bytes > 0 {
+        println!(
+            "constants: {} added, {} dropped",
+            mib(r.added_constant_bytes),
+            mib(r.dropped_constant_bytes)
+        );
+    }
 }
 
 fn mib(b: usize) -> String {
@@ -49,6 +121,10 @@ fn print_report(r: &Report, out: &Path) {
     );
     if let Some(n) = &r.note {
         println!("note: {n}");
+    }
+    print_rewrites(&r.rewrites);
+    if !r.regions {
+        println!("backend none: no regions formed, every operator is a standard kernel call");
     }
     for m in &r.methods {
         println!(
@@ -155,13 +231,19 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
     let opts = Options {
         replan: !args.no_replan,
+        rewrites: Rewrites {
+            fold: !args.no_fold,
+            copies: !args.no_copy_removal,
+            lm_head: !args.no_lm_head,
+        },
+        regions: args.backend == "ptera",
     };
-    let report = lower_to(input.as_slice(), &target, opts, &mut progress, &mut w)
+    // By value: the input is freed as soon as the rewrites have made their copy.
+    let report = lower_owned_to(input, &target, opts, &mut progress, &mut w)
         .with_context(|| format!("lowering {}", args.model.display()))?;
     w.flush()
         .with_context(|| format!("writing {}", args.output.display()))?;
     drop(w);
-    drop(input);
     // The written file must load and validate like its input.
     let written = AlignedBuf::read(&args.output)
         .with_context(|| format!("reading back {}", args.output.display()))?;

@@ -1,0 +1,259 @@
+//! The graph rewrites on small `OpTest` programs: the instruction list before and after, and
+//! the outputs, which must not change. `--backend none` keeps every rewrite in standard
+//! kernel calls (no regions), so these compare the rewritten program alone.
+
+use ptera::host::AlignedBuf;
+use ptera::testing::{OpTest, Rng, Step, TestTensor};
+use ptera::{DType, Program};
+use ptera_lower::{lower_with, Lowered, Options, Rewrites, Target};
+
+fn lowered(t: &OpTest, rewrites: Rewrites) -> Lowered {
+    let opts = Options {
+        rewrites,
+        regions: false,
+        ..Options::default()
+    };
+    lower_with(
+        &t.build(),
+        &Target::parse("neon").unwrap(),
+        opts,
+        &mut |_, _| {},
+    )
+    .expect("lowering")
+}
+
+/// Operator of every instruction of the first method (`name.overload`; delegate calls as
+/// `delegate`).
+fn ops(bytes: &[u8]) -> Vec<String> {
+    let buf = AlignedBuf::from_bytes(bytes);
+    let p = Program::load(buf.as_slice()).unwrap();
+    let plan = p.methods().next().unwrap();
+    let names: Vec<String> = plan
+        .operators()
+        .unwrap()
+        .iter()
+        .map(|o| format!("{}.{}", o.name().unwrap(), o.overload().unwrap()))
+        .collect();
+    plan.chains()
+        .unwrap()
+        .get(0)
+        .instructions()
+        .unwrap()
+        .iter()
+        .map(|i| match i.instr_args_as_kernel_call() {
+            Some(k) => names[k.op_index() as usize].clone(),
+            None => "delegate".to_string(),
+        })
+        .collect()
+}
+
+fn same(a: &[TestTensor], b: &[TestTensor]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.shape, y.shape);
+        assert_eq!(x.bytes, y.bytes, "outputs differ");
+    }
+}
+
+/// A causal-mask construction like the language-model exports': `arange` → `unsqueeze` (twice)
+/// → `le` → `where(mask, x, -inf)`. Only `where` reads the input.
+fn masked(t_len: usize, seed: u64) -> OpTest {
+    let mut rng = Rng(seed);
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[t_len, t_len], &rng.f32s(t_len * t_len, -1.0, 1.0));
+    let (zero, end, one) = (t.int(0), t.int(t_len as i64), t.int(1));
+    let pos = t.intermediate(DType::I64, &[t_len]);
+    let (d0, d1) = (t.int(0), t.int(1));
+    let row = t.intermediate(DType::I64, &[1, t_len]);
+    let col = t.intermediate(DType::I64, &[t_len, 1]);
+    let mask = t.intermediate(DType::Bool, &[t_len, t_len]);
+    let ninf = t.constant_f32(&[], &[f32::NEG_INFINITY]);
+    let y = t.output(DType::F32, &[t_len, t_len]);
+    t.steps(&[
+        Step::Kernel(
+            "aten::arange.start_out".into(),
+            vec![zero, end, one, pos, pos],
+        ),
+        Step::Kernel("aten::unsqueeze_copy.out".into(), vec![pos, d0, row, row]),
+        Step::Kernel("aten::unsqueeze_copy.out".into(), vec![pos, d1, col, col]),
+        Step::Kernel("aten::le.Tensor_out".into(), vec![row, col, mask, mask]),
+        Step::Kernel("aten::where.self_out".into(), vec![mask, x, ninf, y, y]),
+    ]);
+    t
+}
+
+#[test]
+fn constant_subgraphs_are_evaluated_at_lower_time() {
+    for n in [1, 3, 17, 129] {
+        let t = masked(n, n as u64);
+        let want = t.run().unwrap();
+        let before = ops(&t.build());
+        assert_eq!(before.len(), 5);
+        let l = lowered(&t, Rewrites::ALL);
+        let m = &l.report.rewrites.methods[0];
+        assert_eq!(m.folded.len(), 4, "T = {n}: {:?}", m.folded);
+        // The mask became one constant of T·T bools.
+        assert_eq!(m.constants.len(), 1);
+        assert_eq!(m.constants[0].1, vec![n, n]);
+        assert_eq!(m.constants[0].2, n * n);
+        assert_eq!(ops(&l.bytes), ["aten::where.self_out"]);
+        same(&t.run_program(&l.bytes).unwrap(), &want);
+        // Off: the program keeps its five calls.
+        let off = lowered(&t, Rewrites::NONE);
+        assert_eq!(ops(&off.bytes).len(), 5);
+        same(&t.run_program(&off.bytes).unwrap(), &want);
+    }
+}
+
+/// What reads an input is never folded, and neither is a call writing a method output (the
+/// output keeps its own storage).
+#[test]
+fn inputs_and_outputs_stop_folding() {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let (zero, end, one) = (t.int(0), t.int(4), t.int(1));
+    let pos = t.output(DType::I64, &[4]);
+    let alpha = t.int(1);
+    let c = t.constant_f32(&[4], &[0.5, 0.25, 0.125, 1.0]);
+    let y = t.output(DType::F32, &[4]);
+    t.steps(&[
+        Step::Kernel(
+            "aten::arange.start_out".into(),
+            vec![zero, end, one, pos, pos],
+        ),
+        Step::Kernel("aten::add.out".into(), vec![x, c, alpha, y, y]),
+    ]);
+    let l = lowered(&t, Rewrites::ALL);
+    assert!(l.report.rewrites.methods[0].folded.is_empty());
+    assert_eq!(ops(&l.bytes).len(), 2);
+    same(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
+
+/// `x → clone → add(·, c) → y`: the clone goes, `add` reads `x`'s bytes.
+fn cloned(n: usize, overwrite: bool) -> OpTest {
+    let mut rng = Rng(n as u64);
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[n], &rng.f32s(n, -1.0, 1.0));
+    let none = t.none();
+    let d = t.intermediate_f32(&[n]);
+    let c = t.constant_f32(&[n], &rng.f32s(n, -1.0, 1.0));
+    let alpha = t.int(1);
+    let y = t.output(DType::F32, &[n]);
+    let mut steps = vec![Step::Kernel("aten::clone.out".into(), vec![x, none, d, d])];
+    if overwrite {
+        // Something else is planned over x's bytes after the clone and written before the
+        // clone's output is read again: the copy is needed.
+        let z = t.view_of(x, &[n]);
+        let two = t.constant_f32(&[], &[2.0]);
+        steps.push(Step::Kernel("aten::mul.out".into(), vec![d, two, z, z]));
+    }
+    steps.push(Step::Kernel(
+        "aten::add.out".into(),
+        vec![d, c, alpha, y, y],
+    ));
+    t.steps(&steps);
+    t
+}
+
+#[test]
+fn copies_that_change_nothing_are_removed() {
+    for n in [1, 3, 17, 129] {
+        let t = cloned(n, false);
+        let l = lowered(&t, Rewrites::ALL);
+        let m = &l.report.rewrites.methods[0];
+        assert_eq!(m.copies.len(), 1, "n = {n}");
+        assert_eq!(m.copies[0].1, "aten::clone.out");
+        assert_eq!(ops(&t.build()), ["aten::clone.out", "aten::add.out"]);
+        assert_eq!(ops(&l.bytes), ["aten::add.out"]);
+        same(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+    }
+}
+
+#[test]
+fn a_copy_whose_source_is_overwritten_stays() {
+    let t = cloned(17, true);
+    let want = t.run().unwrap();
+    let l = lowered(&t, Rewrites::ALL);
+    assert!(l.report.rewrites.methods[0].copies.is_empty());
+    assert_eq!(
+        ops(&l.bytes),
+        ["aten::clone.out", "aten::mul.out", "aten::add.out"]
+    );
+    same(&t.run_program(&l.bytes).unwrap(), &want);
+}
+
+/// `logits = mm(h, W)` over T rows, then `select_copy(logits viewed [1, T, V], 1, index)`.
+fn lm_head(t_len: usize, k: usize, v: usize, index: i64, extra_reader: bool) -> OpTest {
+    let mut rng = Rng((t_len * 31 + v) as u64);
+    let mut t = OpTest::new("");
+    let h = t.input_f32(&[t_len, k], &rng.f32s(t_len * k, -1.0, 1.0));
+    let w = t.constant_f32(&[k, v], &rng.f32s(k * v, -1.0, 1.0));
+    let x = t.intermediate_f32(&[t_len, v]);
+    let xv = t.view_of(x, &[1, t_len, v]);
+    let (dim, idx) = (t.int(1), t.int(index));
+    let out = t.output(DType::F32, &[1, v]);
+    let mut steps = vec![
+        Step::Kernel("aten::mm.out".into(), vec![h, w, x, x]),
+        Step::Kernel(
+            "aten::select_copy.int_out".into(),
+            vec![xv, dim, idx, out, out],
+        ),
+    ];
+    if extra_reader {
+        let s = t.output(DType::F32, &[1, v]);
+        let (dim0, i0) = (t.int(1), t.int(0));
+        steps.push(Step::Kernel(
+            "aten::select_copy.int_out".into(),
+            vec![xv, dim0, i0, s, s],
+        ));
+    }
+    t.steps(&steps);
+    t
+}
+
+#[test]
+fn the_lm_head_computes_only_the_row_kept() {
+    for (t_len, k, v, index) in [
+        (3, 1, 1, -1),
+        (17, 3, 129, -1),
+        (5, 17, 3, 2),
+        (129, 4, 17, -129),
+    ] {
+        let t = lm_head(t_len, k, v, index, false);
+        let want = t.run().unwrap();
+        let l = lowered(&t, Rewrites::ALL);
+        let m = &l.report.rewrites.methods[0];
+        assert_eq!(m.lm_heads.len(), 1, "T = {t_len}");
+        let row = if index < 0 {
+            index + t_len as i64
+        } else {
+            index
+        };
+        assert_eq!(m.lm_heads[0].row as i64, row);
+        assert_eq!(m.lm_heads[0].rows, t_len);
+        assert_eq!(
+            ops(&l.bytes),
+            ["aten::slice_copy.Tensor_out", "aten::mm.out"]
+        );
+        same(&t.run_program(&l.bytes).unwrap(), &want);
+        // The [T, V] product left the plan: what is alive at once is the input, one row of it
+        // and the output row.
+        let p = &l.report.plans[0];
+        assert!(p.kept_because.is_none());
+        let row_bytes = |n: usize| (n * 4).div_ceil(16) * 16;
+        assert!(
+            (p.after[1] as usize) <= row_bytes(t_len * k) + row_bytes(k) + row_bytes(v) + 64,
+            "T = {t_len}: arena {} bytes",
+            p.after[1]
+        );
+    }
+}
+
+#[test]
+fn an_lm_head_read_elsewhere_keeps_every_row() {
+    let t = lm_head(17, 3, 129, -1, true);
+    let l = lowered(&t, Rewrites::ALL);
+    assert!(l.report.rewrites.methods[0].lm_heads.is_empty());
+    assert_eq!(ops(&l.bytes).len(), 3);
+    same(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
+}
