@@ -337,6 +337,11 @@ impl OpTest {
         self.steps = steps.to_vec();
     }
 
+    /// The instruction list set with [`OpTest::steps`].
+    pub fn steps_list(&self) -> Vec<Step> {
+        self.steps.clone()
+    }
+
     /// Sets the KernelCall arguments.
     pub fn call(&mut self, args: &[i32]) {
         self.args = args.to_vec();

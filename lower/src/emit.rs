@@ -34,12 +34,15 @@ pub struct PlanEdit {
     pub inserted: BTreeMap<usize, Vec<NewCall>>,
     /// New argument lists of kept kernel calls of chain 0.
     pub args: BTreeMap<usize, Vec<i32>>,
+    /// Instructions of chain 0 replaced by another kernel call.
+    pub calls: BTreeMap<usize, NewCall>,
 }
 
 /// A value written by the lowering.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NewValue {
     Int(i64),
+    Str(String),
     Tensor(NewTensor),
 }
 
@@ -284,6 +287,13 @@ fn new_value<'b>(b: &mut FlatBufferBuilder<'b>, v: &NewValue) -> Off<fb::EValue<
             fb::KernelTypes::Int,
             fb::Int::create(b, &fb::IntArgs { int_val: *i }).as_union_value(),
         ),
+        NewValue::Str(v) => {
+            let string_val = Some(b.create_string(v));
+            (
+                fb::KernelTypes::String,
+                fb::String::create(b, &fb::StringArgs { string_val }).as_union_value(),
+            )
+        }
         NewValue::Tensor(t) => {
             let sizes = Some(b.create_vector(&t.sizes));
             let dim_order = Some(b.create_vector(&t.dim_order));
@@ -429,7 +439,8 @@ fn chain<'b>(
     };
     let mut out = Vec::new();
     for (pc, ins) in list.iter().enumerate() {
-        for call in edit.inserted.get(&pc).into_iter().flatten() {
+        let replaced = edit.calls.get(&pc).filter(|_| !edit.removed.contains(&pc));
+        for call in edit.inserted.get(&pc).into_iter().flatten().chain(replaced) {
             let args = b.create_vector(&call.args);
             let k = fb::KernelCall::create(
                 b,
@@ -446,7 +457,7 @@ fn chain<'b>(
                 },
             ));
         }
-        if edit.removed.contains(&pc) {
+        if edit.removed.contains(&pc) || replaced.is_some() {
             continue;
         }
         if let Some((di, args)) = edit.replaced.get(&pc) {
@@ -578,7 +589,10 @@ fn plan<'b>(
         })
         .collect();
     let old_ops = op_names.len();
-    for call in edit.into_iter().flat_map(|e| e.inserted.values().flatten()) {
+    for call in edit
+        .into_iter()
+        .flat_map(|e| e.inserted.values().flatten().chain(e.calls.values()))
+    {
         let key = (call.name.clone(), call.overload.clone());
         if !op_names.contains(&key) {
             op_names.push(key);

@@ -192,6 +192,7 @@ fn rewrites_json(r: &RewriteReport) -> serde_json::Value {
             "skipped": m.skipped,
             "folded": m.folded.iter().map(|(pc, op)| json!({"instruction": pc, "operator": op})).collect::<Vec<_>>(),
             "constants": m.constants.iter().map(|(v, sizes, bytes)| json!({"value": v, "sizes": sizes, "bytes": bytes})).collect::<Vec<_>>(),
+            "gelus": m.gelus,
             "copies_removed": m.copies.iter().map(|(pc, op)| json!({"instruction": pc, "operator": op})).collect::<Vec<_>>(),
             "lm_heads": m.lm_heads.iter().map(|h| json!({
                 "product": h.product, "select": h.select, "operator": h.operator,
@@ -802,8 +803,15 @@ fn validate(p: &Program<'_>) -> Result<(), String> {
 
 /// A lowered program must load and validate like its input did.
 pub fn check(bytes: &[u8]) -> Result<(), LowerError> {
-    let buf = AlignedBuf::from_bytes(bytes);
-    let p = Program::load(buf.as_slice()).map_err(|e| {
+    // The loader needs 16-byte alignment: copy only when `bytes` lacks it.
+    let copy;
+    let bytes = if (bytes.as_ptr() as usize).is_multiple_of(16) {
+        bytes
+    } else {
+        copy = AlignedBuf::from_bytes(bytes);
+        copy.as_slice()
+    };
+    let p = Program::load(bytes).map_err(|e| {
         LowerError(format!(
             "internal error: lowered program does not load: {e}"
         ))

@@ -301,6 +301,32 @@ impl<'a> PlanView<'a> {
     }
 }
 
+/// Whether tensor `v`, planned over the bytes a product at `pc` writes and its activation at
+/// `pc + 1` reads, holds another value: it is named only before `pc`, or, when first named
+/// after `pc + 1`, some instruction in between (or that one) wrote over those bytes (so it is
+/// not a view reading the product's output).
+fn other_value_at(view: &PlanView<'_>, v: i32, pc: usize) -> bool {
+    let Some(names) = usize::try_from(v).ok().and_then(|i| view.named_by.get(i)) else {
+        return false;
+    };
+    let Some(tv) = view.tensor(v) else {
+        return false;
+    };
+    let after: Vec<usize> = names.iter().copied().filter(|&p| p > pc + 1).collect();
+    let before = names.iter().any(|&p| p < pc);
+    match after.first() {
+        None => true,
+        Some(_) if before => false,
+        Some(&first) => (pc + 2..=first).any(|q| {
+            view.instrs[q]
+                .1
+                .last()
+                .and_then(|&w| view.tensor(w))
+                .is_some_and(|tw| tw.overlaps(tv))
+        }),
+    }
+}
+
 /// Finds the absorbable products of chain 0 and the reasons the others stay portable.
 pub fn partition(view: &PlanView<'_>) -> (Vec<Candidate>, Vec<Decision>) {
     let mut cands = Vec::new();
@@ -429,9 +455,27 @@ fn candidate(
     let mut act = Act::None;
     let mut final_out = out;
     if let Some((akey, aargs)) = view.instrs.get(pc + 1) {
+        // The activation reads the product's output, or a view with exactly its bytes (a
+        // reshape ExecuTorch planned over it); nothing else names those bytes.
+        let same_bytes = |a: i32| {
+            view.tensor(a).is_some_and(|t| {
+                t.alloc.is_some() && t.alloc == ot.alloc && t.numel() == ot.numel()
+            })
+        };
+        let reads_out = |a: i32| {
+            a == out
+                || (same_bytes(a)
+                    && view.named_only_by(a, &[pc + 1])
+                    && view.named_only_by(out, &[pc])
+                    && (0..view.tensors.len() as i32)
+                        .filter(|&v| v != a && v != out && same_bytes(v))
+                        .all(|v| other_value_at(view, v, pc)))
+        };
         let fused = match akey.as_str() {
-            "aten::relu.out" if aargs.len() == 3 && aargs[0] == out => Some((Act::Relu, aargs[1])),
-            "aten::gelu.out" if aargs.len() == 4 && aargs[0] == out => {
+            "aten::relu.out" if aargs.len() == 3 && reads_out(aargs[0]) => {
+                Some((Act::Relu, aargs[1]))
+            }
+            "aten::gelu.out" if aargs.len() == 4 && reads_out(aargs[0]) => {
                 match string_of(&view.plan, aargs[1]) {
                     Some("none") => Some((Act::GeluErf, aargs[2])),
                     Some("tanh") => Some((Act::GeluTanh, aargs[2])),
@@ -449,7 +493,12 @@ fn candidate(
                         .and_then(|b| view.tensor(b))
                         .is_none_or(|bt| !t.overlaps(bt))
             };
-            let ok = view.named_only_by(out, &[pc, pc + 1])
+            let named = if aargs[0] == out {
+                view.named_only_by(out, &[pc, pc + 1])
+            } else {
+                true
+            };
+            let ok = named
                 && f32_tensor(view, aout, "activation output")
                     .is_ok_and(|t| t.numel() == ot.numel() && clear(t));
             if ok {

@@ -257,3 +257,103 @@ fn an_lm_head_read_elsewhere_keeps_every_row() {
     assert_eq!(ops(&l.bytes).len(), 3);
     same(&t.run_program(&l.bytes).unwrap(), &t.run().unwrap());
 }
+
+/// GPT-2's GELU as exported: eight elementwise calls after a product.
+fn gelu_chain(m: usize, n: usize, seed: u64) -> OpTest {
+    let mut rng = Rng(seed);
+    let mut t = OpTest::new("");
+    let k = 5;
+    let h = t.input_f32(&[m, k], &rng.f32s(m * k, -2.0, 2.0));
+    let w = t.constant_f32(&[k, n], &rng.f32s(k * n, -1.0, 1.0));
+    let x = t.intermediate_f32(&[m, n]);
+    let c = |t: &mut OpTest, v: f32| t.constant_f32(&[], &[v]);
+    let (half, kappa, beta, one) = (
+        c(&mut t, 0.5),
+        c(&mut t, 0.044715),
+        c(&mut t, (2.0f64 / std::f64::consts::PI).sqrt() as f32),
+        c(&mut t, 1.0),
+    );
+    let three = t.double(3.0);
+    let (al1, al2) = (t.int(1), t.int(1));
+    let inter: Vec<i32> = (0..7).map(|_| t.intermediate_f32(&[m, n])).collect();
+    let y = t.output(DType::F32, &[m, n]);
+    let (a, p, q, s, u, th, cc) = (
+        inter[0], inter[1], inter[2], inter[3], inter[4], inter[5], inter[6],
+    );
+    let k = |name: &str, args: Vec<i32>| Step::Kernel(name.into(), args);
+    t.steps(&[
+        k("aten::mm.out", vec![h, w, x, x]),
+        k("aten::mul.out", vec![x, half, a, a]),
+        k("aten::pow.Tensor_Scalar_out", vec![x, three, p, p]),
+        k("aten::mul.out", vec![p, kappa, q, q]),
+        k("aten::add.out", vec![x, q, al1, s, s]),
+        k("aten::mul.out", vec![s, beta, u, u]),
+        k("aten::tanh.out", vec![u, th, th]),
+        k("aten::add.out", vec![th, one, al2, cc, cc]),
+        k("aten::mul.out", vec![a, cc, y, y]),
+    ]);
+    t
+}
+
+fn close(a: &[TestTensor], b: &[TestTensor], tol: f32) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.shape, y.shape);
+        for (i, (p, q)) in x.f32().iter().zip(y.f32()).enumerate() {
+            assert!(
+                (p - q).abs() <= tol + tol * q.abs(),
+                "element {i}: {p} vs {q}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_decomposed_gelu_becomes_one_call_and_fuses_into_the_product() {
+    for (m, n) in [(1, 1), (3, 17), (17, 129)] {
+        let t = gelu_chain(m, n, (m * n) as u64);
+        let want = t.run().unwrap();
+        assert_eq!(ops(&t.build()).len(), 9);
+        let l = lowered(&t, Rewrites::ALL);
+        assert_eq!(l.report.rewrites.methods[0].gelus, vec![8]);
+        assert_eq!(ops(&l.bytes), ["aten::mm.out", "aten::gelu.out"]);
+        // The formula and the kernel round differently (a few ulps).
+        close(&t.run_program(&l.bytes).unwrap(), &want, 1e-5);
+        // With ptera's regions the activation is fused into the product's store.
+        let opts = Options {
+            rewrites: Rewrites::ALL,
+            ..Options::default()
+        };
+        let r = lower_with(
+            &t.build(),
+            &Target::parse("neon").unwrap(),
+            opts,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let g = &r.report.methods[0].regions;
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].absorbed, ["aten::mm.out", "aten::gelu.out"]);
+        assert_eq!(ops(&r.bytes), ["delegate"]);
+        close(&t.run_program(&r.bytes).unwrap(), &want, 1e-5);
+    }
+}
+
+/// A wrong constant (0.05 instead of 0.044715) is not GELU: nothing changes.
+#[test]
+fn a_chain_with_other_constants_is_left_alone() {
+    let mut t = gelu_chain(3, 17, 5);
+    let want = t.run().unwrap();
+    // The first multiply by 0.5 becomes a multiply by 0.6.
+    let bad = t.constant_f32(&[], &[0.6]);
+    let mut steps = t.steps_list();
+    if let Step::Kernel(_, args) = &mut steps[1] {
+        args[1] = bad;
+    }
+    t.steps(&steps);
+    let want_bad = t.run().unwrap();
+    assert_ne!(want_bad[0].bytes, want[0].bytes);
+    let l = lowered(&t, Rewrites::ALL);
+    assert!(l.report.rewrites.methods[0].gelus.is_empty());
+    same(&t.run_program(&l.bytes).unwrap(), &want_bad);
+}

@@ -2,6 +2,7 @@
 //! (dataflow over bytes), records its changes, and the rewritten program is emitted once.
 //!
 //! - [`fold`]: constant folding with ptera's kernels;
+//! - [`gelu`]: GELU spelled out in eight elementwise calls becomes `aten::gelu` (tanh);
 //! - [`copies`]: copies that change nothing are removed (their output placed over their input);
 //! - [`lm_head`]: a product followed by `select_copy` of one row computes only that row.
 //!
@@ -11,6 +12,7 @@
 
 pub mod copies;
 pub mod fold;
+pub mod gelu;
 pub mod graph;
 pub mod lm_head;
 
@@ -28,6 +30,7 @@ use graph::Graph;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rewrites {
     pub fold: bool,
+    pub gelu: bool,
     pub copies: bool,
     pub lm_head: bool,
 }
@@ -35,17 +38,19 @@ pub struct Rewrites {
 impl Rewrites {
     pub const ALL: Rewrites = Rewrites {
         fold: true,
+        gelu: true,
         copies: true,
         lm_head: true,
     };
     pub const NONE: Rewrites = Rewrites {
         fold: false,
+        gelu: false,
         copies: false,
         lm_head: false,
     };
 
     pub fn any(&self) -> bool {
-        self.fold || self.copies || self.lm_head
+        self.fold || self.gelu || self.copies || self.lm_head
     }
 }
 
@@ -70,6 +75,8 @@ pub struct MethodRewrites {
     pub folded: Vec<(usize, String)>,
     /// Tensors made constants: (value, shape, bytes).
     pub constants: Vec<(usize, Vec<usize>, usize)>,
+    /// Decomposed GELUs made one `aten::gelu` call: the instruction of the call.
+    pub gelus: Vec<usize>,
     /// Copies removed: (instruction, operator).
     pub copies: Vec<(usize, String)>,
     pub lm_heads: Vec<LmHeadReport>,
@@ -179,6 +186,35 @@ pub fn rewrite(
                 }
             }
         }
+        let nvalues = plan.values().map_or(0, |v| v.len());
+        if which.gelu {
+            let matches = gelu::find(&g, program);
+            if !matches.is_empty() {
+                edit.new_values.push(NewValue::Str("tanh".into()));
+                let tanh = (nvalues + edit.new_values.len() - 1) as i32;
+                for m in matches {
+                    for &r in &m.removed {
+                        g.ins[r].removed = true;
+                        edit.removed.insert(r);
+                    }
+                    let args = vec![m.x as i32, tanh, m.y as i32, m.y as i32];
+                    let i = &mut g.ins[m.last];
+                    i.key = "aten::gelu.out".into();
+                    i.args = args.clone();
+                    i.reads = vec![m.x, tanh as usize];
+                    i.writes = vec![m.y];
+                    edit.calls.insert(
+                        m.last,
+                        NewCall {
+                            name: "aten::gelu".into(),
+                            overload: "out".into(),
+                            args,
+                        },
+                    );
+                    rep.gelus.push(m.last);
+                }
+            }
+        }
         if which.copies {
             for pc in copies::run(&mut g) {
                 edit.removed.insert(pc);
@@ -191,7 +227,6 @@ pub fn rewrite(
             .unwrap_or_default();
         let arena_before = arena.clone();
         if which.lm_head {
-            let nvalues = plan.values().map_or(0, |v| v.len());
             for m in lm_head::find(&g) {
                 apply_lm_head(&mut g, &m, &mut edit, &mut arena, nvalues);
                 rep.lm_heads.push(LmHeadReport {

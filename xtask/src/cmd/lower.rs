@@ -32,6 +32,9 @@ pub struct LowerArgs {
     /// Do not evaluate constant subgraphs at lower time.
     #[arg(long)]
     pub no_fold: bool,
+    /// Keep GELU spelled out in elementwise calls instead of one `aten::gelu` call.
+    #[arg(long)]
+    pub no_gelu: bool,
     /// Keep copies that change nothing (clone, alias_copy, same-shape expand, reshapes).
     #[arg(long)]
     pub no_copy_removal: bool,
@@ -63,6 +66,13 @@ fn print_rewrites(r: &ptera_lower::RewriteReport) {
             for (v, sizes, b) in &m.constants {
                 println!("  value {v}: {sizes:?}, {b} bytes");
             }
+        }
+        if !m.gelus.is_empty() {
+            println!(
+                "GELU `{}`: {} decomposed GELUs (8 elementwise calls each) became aten::gelu (tanh)",
+                m.method,
+                m.gelus.len()
+            );
         }
         if !m.copies.is_empty() {
             let mut ops: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -233,6 +243,7 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
         replan: !args.no_replan,
         rewrites: Rewrites {
             fold: !args.no_fold,
+            gelu: !args.no_gelu,
             copies: !args.no_copy_removal,
             lm_head: !args.no_lm_head,
         },
