@@ -286,11 +286,25 @@ fn rewrite_stage(
         .map_err(|e| LowerError(format!("input is not a valid program: {e}")))?;
     validate(&program).map_err(|e| LowerError(format!("input: {e}")))?;
     refuse_inline(&program)?;
+    // ExecuTorch's plan as the input has it (the rewrites may add tensors before the re-plan).
+    let input_arenas: Vec<Vec<i64>> = program
+        .methods()
+        .map(|p| {
+            p.non_const_buffer_sizes()
+                .map(|v| v.iter().collect())
+                .unwrap_or_default()
+        })
+        .collect();
     if !opts.rewrites.any() {
-        return Ok((None, RewriteReport::default()));
+        let rep = RewriteReport {
+            input_arenas,
+            ..Default::default()
+        };
+        return Ok((None, rep));
     }
-    let (buf, rep) = rewrite::rewrite(&program, opts.rewrites)
+    let (buf, mut rep) = rewrite::rewrite(&program, opts.rewrites)
         .map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
+    rep.input_arenas = input_arenas;
     if let Some(b) = &buf {
         check(b.as_slice()).map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
     }
@@ -752,11 +766,14 @@ fn lower_stage(
     };
     let fbytes = emit::program(root, &edit);
     let refs: Vec<&[u8]> = segments.iter().map(|s| s.bytes()).collect();
-    let (fbytes, plans) = if opts.replan {
+    let (fbytes, mut plans) = if opts.replan {
         replan::replan(&fbytes, &refs).map_err(LowerError)?
     } else {
         (fbytes, Vec::new())
     };
+    for (p, before) in plans.iter_mut().zip(&rewrites.input_arenas) {
+        p.before = before.clone();
+    }
     // What the lowering did to memory, for `xtask inspect` (a named blob the runtime ignores).
     let record = serde_json::to_vec(&serde_json::json!({
         "target": target.spec,

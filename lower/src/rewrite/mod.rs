@@ -88,6 +88,8 @@ pub struct MethodRewrites {
 #[derive(Clone, Debug, Default)]
 pub struct RewriteReport {
     pub methods: Vec<MethodRewrites>,
+    /// `non_const_buffer_sizes` of each method of the input (ExecuTorch's plan).
+    pub input_arenas: Vec<Vec<i64>>,
     pub added_constant_bytes: usize,
     pub dropped_constant_bytes: usize,
 }
