@@ -70,7 +70,7 @@ fn near(a: f64, b: f64) -> bool {
 }
 
 /// Value arguments of a kept call with operator `key`.
-fn args_of<'g>(g: &'g Graph<'_>, pc: usize, key: &str, n: usize) -> Option<Vec<usize>> {
+fn args_of(g: &Graph<'_>, pc: usize, key: &str, n: usize) -> Option<Vec<usize>> {
     let i = &g.ins[pc];
     if i.removed || i.key != key || i.args.len() != n {
         return None;
