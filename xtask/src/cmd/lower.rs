@@ -220,6 +220,7 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
     // Read into an aligned buffer once: the lowering borrows every weight from it.
     let input = AlignedBuf::read(&args.model)
         .with_context(|| format!("reading {}", args.model.display()))?;
+    let meta_before = bookkeeping(input.as_slice());
     let show = !args.json && input.len() > (32 << 20);
     let mut progress = |done: usize, total: usize| {
         if show && total > 0 {
@@ -259,10 +260,48 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
     let written = AlignedBuf::read(&args.output)
         .with_context(|| format!("reading back {}", args.output.display()))?;
     check(written.as_slice())?;
+    let meta_after = bookkeeping(written.as_slice());
     if args.json {
-        println!("{}", report.to_json());
+        let mut j = report.to_json();
+        j["runtime_metadata"] = serde_json::json!(meta_before
+            .iter()
+            .zip(&meta_after)
+            .map(|(b, a)| serde_json::json!({
+                "method": b.0,
+                "executorch_plan": {"metadata_bytes": b.1, "values": b.2, "kernel_scratch_bytes": b.3},
+                "ptera": {"metadata_bytes": a.1, "values": a.2, "kernel_scratch_bytes": a.3},
+            }))
+            .collect::<Vec<_>>());
+        println!("{j}");
     } else {
         print_report(&report, &args.output);
+        for (b, a) in meta_before.iter().zip(&meta_after) {
+            println!(
+                "runtime metadata `{}`: {} bytes ({} values, kernel scratch {} bytes) -> {} bytes ({} values, kernel scratch {} bytes)",
+                b.0, b.1, b.2, b.3, a.1, a.2, a.3
+            );
+        }
     }
     Ok(())
+}
+
+/// Per method: name, the method's bookkeeping buffer (`MethodMeta::metadata_bytes`), values,
+/// kernel scratch. Methods that do not validate are left out.
+fn bookkeeping(bytes: &[u8]) -> Vec<(String, usize, usize, usize)> {
+    let Ok(p) = ptera::Program::load(bytes) else {
+        return Vec::new();
+    };
+    let reg = ptera::Registry::standard();
+    p.methods()
+        .filter_map(|plan| {
+            let name = plan.name().unwrap_or("");
+            let (m, _) = ptera::MethodMeta::new_lenient(&p, name, &reg).ok()?;
+            Some((
+                name.to_string(),
+                m.metadata_bytes(),
+                m.num_values(),
+                m.kernel_scratch_bytes(),
+            ))
+        })
+        .collect()
 }
