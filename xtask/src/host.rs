@@ -9,8 +9,45 @@ use ptera::MethodMeta;
 
 use crate::npy::HostTensor;
 
-pub fn load_file(path: &Path) -> Result<AlignedBuf> {
-    AlignedBuf::read(path).with_context(|| format!("cannot read {}", path.display()))
+/// A model file's bytes: mapped (page-aligned, only the pages a run touches are resident), or
+/// read into an aligned buffer where mapping is not possible (an empty file, a pipe).
+pub enum ModelFile {
+    Mapped(memmap2::Mmap),
+    Read(AlignedBuf),
+}
+
+impl ModelFile {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            ModelFile::Mapped(m) => m,
+            ModelFile::Read(b) => b.as_slice(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+}
+
+/// Maps `path` read-only (the runtime borrows weights in place, so a forward touches the file's
+/// pages instead of a copy of them); reads it when it cannot be mapped.
+pub fn load_file(path: &Path) -> Result<ModelFile> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let len = f
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if len > 0 {
+        // SAFETY: the map is private and read-only, and lives as long as the returned value;
+        // the bytes are only read. Another process truncating the file while it is mapped
+        // would fault the reader (SIGBUS): model files are not expected to change under a run.
+        if let Ok(m) = unsafe { memmap2::MmapOptions::new().map(&f) } {
+            return Ok(ModelFile::Mapped(m));
+        }
+    }
+    Ok(ModelFile::Read(AlignedBuf::read(path).with_context(|| {
+        format!("cannot read {}", path.display())
+    })?))
 }
 
 /// Bytes this host gives one method: `PTERA_MAX_MEMORY` (bytes) when set, else the memory
