@@ -203,12 +203,23 @@ pub fn prepare_and_init(
     backend.init(&init, state.as_mut_slice())
 }
 
-/// The XNNPACK payload reader on its own (header, flatbuffer), then the backend's
-/// translation (values, nodes, constants) with `host` as the program around it.
+/// The XNNPACK payload reader on its own (header, flatbuffer), then the region summary the
+/// inspection tool prints and the backend's translation (values, nodes, constants) with
+/// `host` as the program around it.
 pub fn xnnpack(host: &mut Host, payload: &[u8]) -> Result<(), KernelError> {
     ptera::delegate::xnnpack::header::parse(payload)?;
     ptera::delegate::xnnpack::graph_of(payload)?;
     host.with_payload(payload, |program, payload| {
+        // What `cargo xtask inspect` reads of a region.
+        let init = DelegateInit {
+            program,
+            payload,
+            index: 0,
+        };
+        if let Ok(s) = ptera::delegate::xnnpack::RegionSummary::new(&init) {
+            let n = s.node_types().count() + s.externals().count() + s.constant_count();
+            std::hint::black_box(n);
+        }
         prepare_and_init(&ptera::delegate::xnnpack::BACKEND, program, payload)
     })
     .unwrap_or(Ok(()))
