@@ -135,3 +135,18 @@ fn output_that_is_an_input_already_read_is_aliasing() {
         "{r:?}"
     );
 }
+
+/// `npy-huge-shape.bin`: an 87-byte `.npy` declaring 2^40 float32 elements. The reader of the
+/// host tools allocated what the header declared (an allocation abort); it now checks the
+/// declared size against the bytes present (`ptera::host::npy::parse`).
+#[test]
+fn npy_larger_than_its_file_is_truncated() {
+    match ptera::host::npy::parse(&input("npy-huge-shape.bin")) {
+        Err(ptera::host::npy::NpyError::Truncated {
+            what: "data",
+            needed,
+            len: 87,
+        }) => assert_eq!(needed, 79 + (4u64 << 40)),
+        other => panic!("{other:?}"),
+    }
+}

@@ -145,3 +145,34 @@ fn run_refuses_an_absurd_arena_by_name() {
     assert!(err.contains("more than the 1000 bytes"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An 87-byte `.npy` whose header declares 2^40 float32 elements: refused as truncated data
+/// before anything is allocated (the reader used to allocate what the header declared).
+#[test]
+fn run_refuses_an_npy_larger_than_its_file() {
+    let dir = std::env::temp_dir().join(format!("ptera-npy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    npy.extend_from_slice(&[0; 8]);
+    let input = dir.join("huge.npy");
+    std::fs::write(&input, &npy).unwrap();
+    let mlp = root().join("tests/fixtures/mlp_portable.pte");
+    let o = xtask(
+        &[
+            "run",
+            mlp.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+            "--output-dir",
+            dir.join("out").to_str().unwrap(),
+        ],
+        "2000000000",
+    );
+    check(&o, "huge npy");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("truncated .npy data"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
