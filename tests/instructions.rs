@@ -174,3 +174,48 @@ fn the_caller_sets_the_step_limit() {
         }
     }
 }
+
+/// The output-aliasing check moves to load time where the plan proves it (`exec::alias`):
+/// every call of these language models is proved; a call naming one tensor at two argument
+/// positions (an input and its output, or twice as input: `mul(x, x)`), an output planned
+/// over an input, or a method with moves keep the run-time check (and still fail it).
+#[test]
+fn output_aliasing_is_proved_at_load_where_the_plan_allows() {
+    use ptera::host::AlignedBuf;
+    use ptera::{MethodMeta, OwnedArenas, Program, Registry};
+    let proved = |bytes: &[u8]| {
+        let buf = AlignedBuf::from_bytes(bytes);
+        let reg = Registry::standard();
+        let p = Program::load(buf.as_slice()).unwrap();
+        let meta = MethodMeta::new(&p, "forward", &reg).unwrap();
+        let n = meta.num_instructions();
+        let mut a = OwnedArenas::for_meta(&meta).unwrap();
+        let m = a.load(meta, &reg).unwrap();
+        (m.alias_proved_calls(), n)
+    };
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+    for case in ["gpt2_portable", "opt_xnnpack", "optt128_portable"] {
+        let bytes = std::fs::read(format!("{dir}{case}.pte")).unwrap();
+        let (got, n) = proved(&bytes);
+        assert_eq!(got, n, "{case}");
+    }
+    // clone(x, out = x): not proved, and the run-time check refuses it.
+    let mut t = OpTest::new("aten::clone.out");
+    let x = t.input_f32(&[3], &[1.0, 2.0, 3.0]);
+    let none = t.none();
+    t.call(&[x, none, x, x]);
+    assert_eq!(proved(&t.build()), (0, 1));
+    assert!(matches!(
+        t.run(),
+        Err(Error::Kernel {
+            source: KernelError::Aliasing { .. },
+            ..
+        })
+    ));
+    // An output planned over its input's bytes: not proved.
+    let mut t = OpTest::new("aten::neg.out");
+    let x = t.input_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let y = t.view_of(x, &[4]);
+    t.call(&[x, y, y]);
+    assert_eq!(proved(&t.build()).0, 0);
+}

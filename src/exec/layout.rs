@@ -43,6 +43,8 @@ pub struct Counts {
     pub inputs: usize,
     /// Largest scratch any kernel or delegate declared.
     pub scratch: usize,
+    /// Instructions of all chains.
+    pub instructions: usize,
 }
 
 /// The runtime tables of a loaded method, in metadata-buffer order.
@@ -55,6 +57,9 @@ pub struct Tables<'a, 'p> {
     pub delegate_state: &'a mut [u8],
     pub input_set: &'a mut [bool],
     pub scratch: &'a mut [u8],
+    /// Per instruction (across chains, in order): its outputs are proved not to alias its
+    /// other arguments (`exec::alias`), so the run-time check is skipped.
+    pub proved: &'a mut [bool],
 }
 
 fn placeholder_kernel(_: &mut KernelCtx<'_, '_, '_>) -> Result<(), KernelError> {
@@ -93,6 +98,7 @@ impl<'a, 'p> Tables<'a, 'p> {
             delegate_state: bump.alloc(counts.delegate_state, 0u8)?,
             input_set: bump.alloc(counts.inputs, false)?,
             scratch: bump.alloc(counts.scratch, 0u8)?,
+            proved: bump.alloc(counts.instructions, false)?,
         })
     }
 

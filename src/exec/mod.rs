@@ -2,6 +2,7 @@
 //! backend [`Registry`], validation of a plan, the metadata-buffer layout, the value table,
 //! the instruction loop and the output-row demand analysis.
 
+pub mod alias;
 pub mod demand;
 pub mod layout;
 pub mod registry;

@@ -25,6 +25,9 @@ pub struct Frame<'c, 'a, 'p> {
     pub step_limit: u64,
     /// Output rows the program reads of some matmuls' outputs (`exec::demand`).
     pub demand: &'c [RowDemand],
+    /// Instructions (numbered across chains) proved free of output aliasing at load
+    /// (`exec::alias`); the others are checked as they run.
+    pub proved: &'c [bool],
     /// Who watches this execution, if anyone.
     pub observer: Option<&'c mut dyn Observer>,
 }
@@ -47,8 +50,11 @@ impl<'p> Frame<'_, '_, 'p> {
     /// Runs every chain of the plan once.
     pub fn run(&mut self) -> Result<(), Error> {
         let plan = self.plan;
+        let mut base = 0usize;
         for (ci, chain) in plan.chains().unwrap_or_default().iter().enumerate() {
             let instrs = chain.instructions().unwrap_or_default();
+            let proved = self.proved.get(base..base + instrs.len()).unwrap_or(&[]);
+            base += instrs.len();
             let mut pc = 0usize;
             let mut steps = 0u64;
             while pc < instrs.len() {
@@ -63,7 +69,8 @@ impl<'p> Frame<'_, '_, 'p> {
                 if let Some(o) = self.observer.as_deref_mut() {
                     o.instruction(ci, pc);
                 }
-                pc = self.step(ci, pc, instrs.get(pc))?;
+                let sure = proved.get(pc).copied().unwrap_or(false);
+                pc = self.step(ci, pc, instrs.get(pc), sure)?;
             }
         }
         if let Some(o) = self.observer.as_deref_mut() {
@@ -87,11 +94,17 @@ impl<'p> Frame<'_, '_, 'p> {
                 instruction: pc,
                 detail: "no such instruction",
             })?;
-        self.step(chain, pc, ins).map(|_| ())
+        self.step(chain, pc, ins, false).map(|_| ())
     }
 
     /// Executes one instruction; returns the next pc.
-    fn step(&mut self, chain: usize, pc: usize, ins: fb::Instruction<'p>) -> Result<usize, Error> {
+    fn step(
+        &mut self,
+        chain: usize,
+        pc: usize,
+        ins: fb::Instruction<'p>,
+        proved: bool,
+    ) -> Result<usize, Error> {
         let broken = Error::Execution {
             instruction: pc,
             detail: "malformed instruction",
@@ -113,6 +126,7 @@ impl<'p> Frame<'_, '_, 'p> {
                     self.scratch,
                 )
                 .with_rows(rows)
+                .with_alias_proved(proved)
                 .with_observer(
                     self.observer
                         .as_mut()
@@ -135,6 +149,7 @@ impl<'p> Frame<'_, '_, 'p> {
                     self.scratch,
                 )
                 .with_rows(rows)
+                .with_alias_proved(proved)
                 .with_observer(
                     self.observer
                         .as_mut()

@@ -34,6 +34,9 @@ pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) rows: Option<(usize, usize, usize)>,
     /// Who watches this execution, if anyone ([`Observer`]).
     pub(crate) observer: Option<&'c mut dyn Observer>,
+    /// The call's outputs were proved at load not to alias its other arguments
+    /// (`exec::alias`): [`KernelCtx::output`] skips its overlap check.
+    pub(crate) alias_proved: bool,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
 }
 
@@ -71,6 +74,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             read: core::cell::Cell::new(0),
             rows: None,
             observer: None,
+            alias_proved: false,
             _mem: PhantomData,
         }
     }
@@ -97,6 +101,11 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
+    pub(crate) fn with_alias_proved(mut self, proved: bool) -> Self {
+        self.alias_proved = proved;
+        self
+    }
+
     pub(crate) fn with_rows(mut self, rows: Option<(usize, usize, usize)>) -> Self {
         self.rows = rows;
         self
@@ -434,7 +443,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         }
         let t = self.tensors[slot];
         let (lo, hi) = t.range();
-        if lo != hi {
+        if lo != hi && !self.alias_proved {
             // Every other tensor argument (direct or in a list) must not overlap this output.
             for a in 0..self.args.len() {
                 let vi = self.args.get(a) as usize;

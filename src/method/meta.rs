@@ -82,6 +82,12 @@ impl<'p> MethodMeta<'p> {
                 operators: plan.operators().map_or(0, |v| v.len()),
                 delegates: plan.delegates().map_or(0, |v| v.len()),
                 inputs: plan.inputs().map_or(0, |v| v.len()),
+                instructions: plan
+                    .chains()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| c.instructions().map_or(0, |i| i.len()))
+                    .sum(),
                 ..Counts::default()
             },
             metadata_bytes: 0,

@@ -136,6 +136,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             }
         }
         let demand = demand::analyse(plan, tables.values, tables.tensors);
+        crate::exec::alias::prove(plan, tables.values, tables.tensors, tables.proved);
         Ok(Method {
             meta,
             tables,
@@ -148,6 +149,12 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// The runtime value table (for inspection and tests).
     pub fn values(&self) -> &[Value<'p>] {
         self.tables.values
+    }
+
+    /// Calls whose outputs were proved at load not to alias their other arguments
+    /// (`exec::alias`): the run-time overlap check is skipped for these.
+    pub fn alias_proved_calls(&self) -> usize {
+        self.tables.proved.iter().filter(|&&p| p).count()
     }
 
     /// The output-row restrictions found at load ([`demand`]).
@@ -295,6 +302,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             delegates: t.delegates,
             scratch: t.scratch,
             demand: &[],
+            proved: &[],
             step_limit: self.step_limit,
             observer: None,
         }
@@ -374,6 +382,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             delegates: t.delegates,
             scratch: t.scratch,
             demand: &self.demand,
+            proved: t.proved,
             step_limit: self.step_limit,
             observer: observer.map(|o| o as &mut dyn Observer),
         }
