@@ -24,6 +24,6 @@ for target in load execute xnnpack lowered npy structured; do
     echo "fuzz smoke: $target failed (input in fuzz/artifacts/$target/)" >&2
     exit 1
   fi
-  echo "fuzz smoke: $target: $(grep -E '^#[0-9]+ +DONE' "$corpus/$target.log" | tail -n 1)"
+  echo "fuzz smoke: $target: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$corpus/$target.log" | tail -n 1)"
 done
 echo "fuzz smoke passed in $(( $(date +%s) - start )) s"
