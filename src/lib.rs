@@ -25,6 +25,7 @@ extern crate std;
 extern crate std;
 
 pub mod delegate;
+pub mod devtools;
 pub mod dtype;
 pub mod error;
 pub mod exec;

@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // one-operator programs for tests (std): drives the whole public API
     &["testing"],
-    // public API: `MethodMeta` (validation and sizing) and `Method` (load, run, outputs)
-    &["method"],
+    // public API: `MethodMeta` (validation and sizing) and `Method` (load, run, outputs);
+    // devtools (ETDump profiles written by an observer of a run)
+    &["method", "devtools"],
     // operator/backend registry, metadata layout, value table, instruction loop, row demand
     &["exec"],
     // delegate backends and the portable ATen kernel library

@@ -7,6 +7,8 @@ pub mod generated;
 pub mod write;
 
 use crate::error::{self, Error};
+/// ExecuTorch's ETDump profile format (`schema/etdump.fbs`), for reading ETDumps back.
+pub use generated::etdump::etdump as etdump_fb;
 pub use generated::program::executorch_flatbuffer as fb;
 /// ptera's own delegate payload (`schema/ptera.fbs`), written by `xtask lower`.
 pub use generated::ptera::ptera_region as region_fb;

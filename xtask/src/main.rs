@@ -42,6 +42,10 @@ enum Cmd {
         /// Most instructions one forward may execute (programs may loop).
         #[arg(long, default_value_t = ptera::exec::run::DEFAULT_STEP_LIMIT)]
         max_instructions: u64,
+        /// Also write an ETDump profile of the forward (ExecuTorch's format, for its
+        /// Inspector): one event per instruction and per delegate-region operation.
+        #[arg(long, value_name = "FILE.etdp")]
+        etdump: Option<PathBuf>,
     },
     /// Compare two .npy files elementwise (|a-b| <= atol + rtol*|b|); non-zero exit on mismatch.
     Compare {
@@ -129,7 +133,14 @@ fn main() -> ExitCode {
             inputs,
             output_dir,
             max_instructions,
-        } => cmd::run::run(&model, &inputs, &output_dir, max_instructions),
+            etdump,
+        } => cmd::run::run(
+            &model,
+            &inputs,
+            &output_dir,
+            max_instructions,
+            etdump.as_deref(),
+        ),
         Cmd::Compare {
             got,
             want,

@@ -16,3 +16,5 @@ pub mod program;
 pub mod xnnpack;
 #[rustfmt::skip]
 pub mod ptera;
+#[rustfmt::skip]
+pub mod etdump;

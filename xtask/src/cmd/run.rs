@@ -10,7 +10,13 @@ use crate::host::{check_inputs, load_file, read_inputs};
 use crate::npy::HostTensor;
 use crate::registry;
 
-pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path, max_instructions: u64) -> Result<()> {
+pub fn run(
+    model: &Path,
+    inputs: &[PathBuf],
+    out_dir: &Path,
+    max_instructions: u64,
+    etdump: Option<&Path>,
+) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
     let registry = registry();
@@ -32,9 +38,49 @@ pub fn run(model: &Path, inputs: &[PathBuf], out_dir: &Path, max_instructions: u
     for (i, t) in tensors.iter().enumerate() {
         method.set_input(i, t.dtype, &t.shape()?, &t.bytes)?;
     }
+    let plan = method.meta().plan();
     let t1 = Instant::now();
-    method.execute()?;
+    let mut events = Vec::new();
+    if etdump.is_some() {
+        // The run's own event, one per instruction (loops run some again) and one per
+        // delegate-region operation.
+        let n: usize = plan
+            .chains()
+            .into_iter()
+            .flatten()
+            .map(|c| c.instructions().map_or(0, |i| i.len()))
+            .sum();
+        events = vec![ptera::devtools::etdump::Event::EMPTY; 1 + 4 * n + (1 << 16)];
+        let mut rec = ptera::devtools::etdump::Recorder::new(plan, &mut events, || {
+            t1.elapsed().as_nanos() as u64
+        });
+        method.execute_observed(&mut rec)?;
+        if rec.dropped() > 0 {
+            eprintln!(
+                "etdump: {} events did not fit and are not in the file",
+                rec.dropped()
+            );
+        }
+        let len = rec.events().len();
+        events.truncate(len);
+    } else {
+        method.execute()?;
+    }
     let exec = t1.elapsed();
+    if let Some(path) = etdump {
+        let mut positions = vec![[0u32; 2]; events.len()];
+        // Far more than the events need (each under 200 bytes with its strings).
+        let mut out = vec![0u8; 4096 + 512 * events.len()];
+        let n = ptera::devtools::etdump::encode(plan, &[&events], &mut positions, &mut out)
+            .map_err(|_| anyhow::anyhow!("ETDump larger than its buffer"))?;
+        std::fs::write(path, &out[..n])
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!(
+            "etdump: {} events -> {} ({n} bytes)",
+            events.len(),
+            path.display()
+        );
+    }
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     for i in 0..method.num_outputs() {

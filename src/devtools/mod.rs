@@ -1,0 +1,5 @@
+//! Developer tools that ExecuTorch's own devtools read: ETDump profiles ([`etdump`]).
+//! Everything here works without a heap, on caller-provided buffers, so a bare-metal image
+//! can use it as well as the host tools.
+
+pub mod etdump;
