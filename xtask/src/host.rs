@@ -45,9 +45,9 @@ pub fn load_file(path: &Path) -> Result<ModelFile> {
             return Ok(ModelFile::Mapped(m));
         }
     }
-    Ok(ModelFile::Read(AlignedBuf::read(path).with_context(|| {
-        format!("cannot read {}", path.display())
-    })?))
+    Ok(ModelFile::Read(AlignedBuf::read(path).with_context(
+        || format!("cannot read {}", path.display()),
+    )?))
 }
 
 /// Bytes this host gives one method: `PTERA_MAX_MEMORY` (bytes) when set, else the memory
