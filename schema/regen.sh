@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 flatc=${FLATC:-flatc}
 out=src/format/generated
-for name in program xnnpack ptera etdump; do
+for name in program xnnpack ptera etdump bundled_program; do
   "$flatc" --rust --gen-all -o "$out" "schema/$name.fbs"
   mv "$out/${name}_generated.rs" "$out/$name.rs"
 done

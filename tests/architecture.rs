@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // one-operator programs for tests (std): drives the whole public API
     &["testing"],
-    // public API: `MethodMeta` (validation and sizing) and `Method` (load, run, outputs);
-    // devtools (ETDump profiles written by an observer of a run)
-    &["method", "devtools"],
+    // ETDump profiles and BundledProgram self-tests, over the public API
+    &["devtools"],
+    // public API: `MethodMeta` (validation and sizing) and `Method` (load, run, outputs)
+    &["method"],
     // operator/backend registry, metadata layout, value table, instruction loop, row demand
     &["exec"],
     // delegate backends and the portable ATen kernel library

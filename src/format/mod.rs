@@ -2,6 +2,7 @@
 //! and its data segments. Everything is read in place from the caller's byte slice and every
 //! offset is checked before use; a bad file yields an [`Error`], never a panic.
 
+pub mod bundled;
 pub mod generated;
 #[cfg(any(test, feature = "std"))]
 pub mod write;
@@ -517,7 +518,7 @@ fn slice_checked<'a>(
 
 /// `fmt::Write` into a fixed string, dropping what does not fit. Line breaks and tabs (the
 /// flatbuffer verifier's error trace has several) become single spaces: a detail is one line.
-struct TruncWriter<'s, const N: usize>(&'s mut heapless::String<N>);
+pub(crate) struct TruncWriter<'s, const N: usize>(pub(crate) &'s mut heapless::String<N>);
 
 impl<const N: usize> core::fmt::Write for TruncWriter<'_, N> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {

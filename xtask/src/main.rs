@@ -30,7 +30,8 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Run method `forward` on the host and write outputs as .npy files.
+    /// Run method `forward` on the host and write outputs as .npy files; for a BundledProgram
+    /// (.bpte), run every test case of every method and check its outputs.
     Run {
         model: PathBuf,
         /// Input .npy files, in method input order.
@@ -46,6 +47,12 @@ enum Cmd {
         /// Inspector): one event per instruction and per delegate-region operation.
         #[arg(long, value_name = "FILE.etdp")]
         etdump: Option<PathBuf>,
+        /// For a BundledProgram (.bpte): absolute tolerance of the output check.
+        #[arg(long, default_value_t = 1e-4)]
+        atol: f64,
+        /// For a BundledProgram (.bpte): relative tolerance of the output check.
+        #[arg(long, default_value_t = 1e-4)]
+        rtol: f64,
     },
     /// Compare two .npy files elementwise (|a-b| <= atol + rtol*|b|); non-zero exit on mismatch.
     Compare {
@@ -134,13 +141,21 @@ fn main() -> ExitCode {
             output_dir,
             max_instructions,
             etdump,
-        } => cmd::run::run(
-            &model,
-            &inputs,
-            &output_dir,
-            max_instructions,
-            etdump.as_deref(),
-        ),
+            atol,
+            rtol,
+        } => {
+            if cmd::run::is_bundled(&model) {
+                cmd::run::run_bundled(&model, max_instructions, atol, rtol)
+            } else {
+                cmd::run::run(
+                    &model,
+                    &inputs,
+                    &output_dir,
+                    max_instructions,
+                    etdump.as_deref(),
+                )
+            }
+        }
         Cmd::Compare {
             got,
             want,

@@ -18,3 +18,5 @@ pub mod xnnpack;
 pub mod ptera;
 #[rustfmt::skip]
 pub mod etdump;
+#[rustfmt::skip]
+pub mod bundled_program;

@@ -106,3 +106,57 @@ pub fn run(
     );
     Ok(())
 }
+
+/// Whether `model` is a BundledProgram (identifier `BP08`).
+pub fn is_bundled(model: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    std::fs::File::open(model)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && ptera::format::bundled::is_bundled(&head)
+}
+
+/// Runs every test case of a BundledProgram and checks its outputs; fails when one fails.
+pub fn run_bundled(model: &Path, max_instructions: u64, atol: f64, rtol: f64) -> Result<()> {
+    use ptera::devtools::bundled::run_case;
+    use ptera::format::bundled::Bundled;
+    let file = load_file(model)?;
+    let bundled = Bundled::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
+    let program = Program::load(bundled.program())
+        .with_context(|| format!("{}: embedded program", model.display()))?;
+    let registry = registry();
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for suite in bundled.suites() {
+        let meta = MethodMeta::new(&program, suite.method(), &registry)
+            .with_context(|| format!("method `{}`", suite.method()))?;
+        crate::host::check_memory(&meta)?;
+        let mut bufs = OwnedArenas::for_meta(&meta)?;
+        let mut method = bufs.load(meta, &registry)?;
+        method.set_step_limit(max_instructions);
+        for (i, case) in suite.cases().enumerate() {
+            let o = run_case(&mut method, &case, atol, rtol)
+                .with_context(|| format!("method `{}` case {i}", suite.method()))?;
+            let verdict = if o.passed() { "pass" } else { "FAIL" };
+            println!(
+                "method `{}` case {i}: {verdict}: {} outputs, largest |diff| {:.3e} at output {} element {}, {} outside atol {atol:e} + rtol {rtol:e}",
+                suite.method(),
+                o.outputs,
+                o.worst,
+                o.worst_at.0,
+                o.worst_at.1,
+                o.mismatches
+            );
+            if o.passed() {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        anyhow::bail!("{failed} bundled test case(s) failed");
+    }
+    Ok(())
+}
