@@ -65,6 +65,22 @@ enum Cmd {
     },
     /// Lower a .pte for a target: matmul regions on ptera's own backend, weights pre-packed.
     Lower(cmd::lower::LowerArgs),
+    /// Where a forward's time goes on the host: top operators (by operator and by delegate
+    /// region operation) and top instructions, with their share of the forward.
+    Profile {
+        model: PathBuf,
+        /// Input .npy files; without them, deterministic inputs are synthesised.
+        #[arg(long = "input")]
+        inputs: Vec<PathBuf>,
+        /// Forwards measured (after one warm-up).
+        #[arg(long, default_value_t = 5)]
+        iters: usize,
+        /// Rows in each table.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Build the bare-metal firmware for a model and board and run it under qemu-system-aarch64.
     Qemu(cmd::qemu::QemuArgs),
     /// Write the boot files for a board (kernel8.img + config.txt, or image + U-Boot commands).
@@ -163,6 +179,13 @@ fn main() -> ExitCode {
             rtol,
         } => cmd::compare::compare(&got, &want, atol, rtol),
         Cmd::Lower(args) => cmd::lower::lower_cmd(args),
+        Cmd::Profile {
+            model,
+            inputs,
+            iters,
+            top,
+            json,
+        } => cmd::profile::profile(&model, &inputs, iters + 1, top, json),
         Cmd::Qemu(args) => cmd::qemu::qemu(args),
         Cmd::Deploy(args) => cmd::deploy::deploy(args),
         Cmd::Boards { names, json } => cmd::boards::boards(names, json),

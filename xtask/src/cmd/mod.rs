@@ -8,5 +8,6 @@ pub mod compare;
 pub mod deploy;
 pub mod inspect;
 pub mod lower;
+pub mod profile;
 pub mod qemu;
 pub mod run;
