@@ -133,9 +133,9 @@ pub fn profile(
     let counted = (runs - 1) as f64;
     let mut ops: Vec<(String, u64, usize)> =
         by_op.into_iter().map(|(k, (t, n))| (k, t, n)).collect();
-    ops.sort_by(|a, b| b.1.cmp(&a.1));
+    ops.sort_by_key(|o| std::cmp::Reverse(o.1));
     let mut ins: Vec<(u32, u64)> = by_ins.into_iter().collect();
-    ins.sort_by(|a, b| b.1.cmp(&a.1));
+    ins.sort_by_key(|i| std::cmp::Reverse(i.1));
     let share = |t: u64| 100.0 * t as f64 / total.max(1) as f64;
     let ms = |t: u64| t as f64 / counted / 1e6;
     if json {
