@@ -219,6 +219,7 @@ fn plan_json(p: &replan::PlanReport) -> serde_json::Value {
         "peak_live_bytes": p.peak_live_bytes,
         "peak_instruction": p.peak_instruction,
         "peak_groups": p.peak_groups,
+        "peak_values": p.peak_values.iter().map(|(v, b)| serde_json::json!({"value": v, "bytes": b})).collect::<Vec<_>>(),
     })
 }
 

@@ -46,7 +46,14 @@ pub struct PlanReport {
     pub peak_live_bytes: u64,
     pub peak_instruction: u32,
     pub peak_groups: usize,
+    /// What is alive at the high-water mark: per group, its largest tensor value and the
+    /// group's bytes (largest first).
+    pub peak_values: Vec<(usize, u64)>,
 }
+
+/// The high-water mark: bytes, instruction, groups alive, and per group its largest value
+/// with the group's bytes.
+type Peak = (u64, u32, usize, Vec<(usize, u64)>);
 
 /// Union-find over value indices.
 fn find(parent: &mut [usize], mut i: usize) -> usize {
@@ -107,7 +114,7 @@ fn xnn_outputs(payload: &[u8]) -> Vec<usize> {
 fn plan_method(
     view: &PlanView<'_>,
     segments: &[&[u8]],
-) -> Result<(PlanEdit, Vec<i64>, usize, (u64, u32, usize)), String> {
+) -> Result<(PlanEdit, Vec<i64>, usize, Peak), String> {
     let plan = view.plan;
     if plan.chains().map_or(0, |c| c.len()) != 1 {
         return Err("more than one chain".into());
@@ -388,7 +395,22 @@ fn plan_method(
             peak = (bytes, step, n);
         }
     }
-    Ok((edit, after, dropped, peak))
+    // The groups alive there, each named by its largest tensor.
+    let roots: Vec<usize> = (0..items.len()).map(|i| find(&mut parent, i)).collect();
+    let mut peak_values: Vec<(usize, u64)> = groups
+        .iter()
+        .filter(|(_, g)| g.3 <= peak.1 && peak.1 <= g.4)
+        .filter_map(|(&r, g)| {
+            let largest = items
+                .iter()
+                .zip(&roots)
+                .filter(|&(_, &root)| root == r)
+                .max_by_key(|(it, _)| it.range.1 - it.range.0)?;
+            Some((largest.0.value, g.2 - g.1))
+        })
+        .collect();
+    peak_values.sort_by_key(|&(v, b)| (std::cmp::Reverse(b), v));
+    Ok((edit, after, dropped, (peak.0, peak.1, peak.2, peak_values)))
 }
 
 /// Re-plans every method of the finished program flatbuffer `fbytes` (the output of
@@ -414,7 +436,12 @@ pub fn replan(fbytes: &[u8], segments: &[&[u8]]) -> Result<(Vec<u8>, Vec<PlanRep
             Ok((edit, after, dropped, peak)) => {
                 rep.after = after;
                 rep.dropped_values = dropped;
-                (rep.peak_live_bytes, rep.peak_instruction, rep.peak_groups) = peak;
+                (
+                    rep.peak_live_bytes,
+                    rep.peak_instruction,
+                    rep.peak_groups,
+                    rep.peak_values,
+                ) = peak;
                 edits.push(edit);
             }
             Err(why) => {

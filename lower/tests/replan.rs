@@ -42,6 +42,12 @@ fn a_chain_needs_only_what_is_alive_at_once() {
         t.run_program(&l.bytes).unwrap()[0].f32(),
         t.run().unwrap()[0].f32()
     );
+    // What is alive at the high-water mark adds up to it, largest first.
+    let p = &l.report.plans[0];
+    let live: u64 = p.peak_values.iter().map(|v| v.1).sum();
+    assert_eq!(live, p.peak_live_bytes);
+    assert_eq!(p.peak_values.len(), p.peak_groups);
+    assert!(p.peak_values.windows(2).all(|w| w[0].1 >= w[1].1));
     // Without the re-plan the file keeps ExecuTorch's sizes.
     let kept = lower_with(
         &t.build(),

@@ -249,6 +249,15 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
                     p["peak_groups"]
                 ),
             }
+            let live: Vec<String> = p["peak_values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|v| format!("value {} ({} bytes)", v["value"], v["bytes"]))
+                .collect();
+            if !live.is_empty() {
+                println!("    alive at the high-water mark: {}", live.join(", "));
+            }
         }
     }
     for m in doc["methods"].as_array().into_iter().flatten() {
