@@ -149,6 +149,18 @@ virt_fixture_tests! {
     virt_bert_xnnpack => "bert_xnnpack",
     virt_bertv_portable => "bertv_portable",
     virt_bertv_xnnpack => "bertv_xnnpack",
+    virt_gpt2t64_portable => "gpt2t64_portable",
+    virt_gpt2t64_xnnpack => "gpt2t64_xnnpack",
+    virt_gpt2t128_portable => "gpt2t128_portable",
+    virt_gpt2t128_xnnpack => "gpt2t128_xnnpack",
+    virt_gpt2t256_portable => "gpt2t256_portable",
+    virt_gpt2t256_xnnpack => "gpt2t256_xnnpack",
+    virt_optt64_portable => "optt64_portable",
+    virt_optt64_xnnpack => "optt64_xnnpack",
+    virt_optt128_portable => "optt128_portable",
+    virt_optt128_xnnpack => "optt128_xnnpack",
+    virt_optt256_portable => "optt256_portable",
+    virt_optt256_xnnpack => "optt256_xnnpack",
 }
 
 /// Programs lowered by `cargo xtask lower` run bare-metal and match ExecuTorch: for the
