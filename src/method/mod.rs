@@ -293,6 +293,16 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// operands are all constants (or outputs of instructions they evaluated before, in
     /// program order); what any other instruction would read is whatever the arenas hold.
     pub fn execute_instruction(&mut self, chain: usize, pc: usize) -> Result<(), Error> {
+        self.frame(false, None).run_one(chain, pc)
+    }
+
+    /// The instruction loop over this method's tables: with the load-time row demands and
+    /// alias proofs for a whole run (`whole`), without them for one instruction out of order.
+    fn frame<'c>(
+        &'c mut self,
+        whole: bool,
+        observer: Option<&'c mut dyn Observer>,
+    ) -> Frame<'c, 'a, 'p> {
         let t = &mut self.tables;
         Frame {
             plan: self.meta.plan(),
@@ -301,12 +311,11 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             kernels: t.kernels,
             delegates: t.delegates,
             scratch: t.scratch,
-            demand: &[],
-            proved: &[],
+            demand: if whole { &self.demand } else { &[] },
+            proved: if whole { t.proved } else { &[] },
             step_limit: self.step_limit,
-            observer: None,
+            observer,
         }
-        .run_one(chain, pc)
     }
 
     /// Sets how many instructions one [`Method::execute`] may execute before it stops with
@@ -374,19 +383,8 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             return Err(Error::InputNotSet { index: i });
         }
         t.input_set.iter_mut().for_each(|s| *s = false);
-        Frame {
-            plan: self.meta.plan(),
-            values: t.values,
-            tensors: t.tensors,
-            kernels: t.kernels,
-            delegates: t.delegates,
-            scratch: t.scratch,
-            demand: &self.demand,
-            proved: t.proved,
-            step_limit: self.step_limit,
-            observer: observer.map(|o| o as &mut dyn Observer),
-        }
-        .run()?;
+        self.frame(true, observer.map(|o| o as &mut dyn Observer))
+            .run()?;
         // Every tensor output must have storage to be read from (see `Method::output`).
         let outputs = self.meta.plan().outputs().unwrap_or_default();
         for (index, value) in outputs.iter().enumerate() {

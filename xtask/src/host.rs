@@ -215,3 +215,23 @@ pub fn lowered_target(program: &ptera::Program<'_>) -> Option<String> {
         "lowered for {what}: a CPU without that tile width reads the panels panel by panel"
     ))
 }
+
+/// The inputs of a forward: read from `paths` and checked against the method's signature, or
+/// synthesised deterministically when none are given.
+pub fn forward_inputs(meta: &MethodMeta<'_>, paths: &[PathBuf]) -> Result<Vec<HostTensor>> {
+    if paths.is_empty() {
+        return synth_inputs(meta);
+    }
+    let (t, names) = read_inputs(paths)?;
+    check_inputs(meta, &t, &names)?;
+    Ok(t)
+}
+
+/// Instructions of every chain of a method.
+pub fn instruction_count(plan: ptera::format::fb::ExecutionPlan<'_>) -> usize {
+    plan.chains()
+        .into_iter()
+        .flatten()
+        .map(|c| c.instructions().map_or(0, |i| i.len()))
+        .sum()
+}

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Result;
 use ptera::{MethodMeta, OwnedArenas, Program};
 
-use crate::host::{check_inputs, load_file, read_inputs, synth_inputs};
+use crate::host::{forward_inputs, load_file};
 use crate::registry;
 
 pub fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Result<()> {
@@ -14,13 +14,7 @@ pub fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> 
     let program = Program::load(file.as_slice())?;
     let registry = registry();
     let meta = MethodMeta::new(&program, "forward", &registry)?;
-    let tensors = if inputs.is_empty() {
-        synth_inputs(&meta)?
-    } else {
-        let (t, names) = read_inputs(inputs)?;
-        check_inputs(&meta, &t, &names)?;
-        t
-    };
+    let tensors = forward_inputs(&meta, inputs)?;
     crate::host::check_memory(&meta)?;
     let mut bufs = OwnedArenas::for_meta(&meta)?;
     let mut method = bufs.load(meta, &registry)?;

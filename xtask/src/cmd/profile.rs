@@ -12,7 +12,7 @@ use ptera::devtools::etdump::{Event, Kind, Recorder};
 use ptera::format::fb;
 use ptera::{MethodMeta, OwnedArenas, Program};
 
-use crate::host::{check_inputs, load_file, read_inputs, synth_inputs};
+use crate::host::{forward_inputs, instruction_count, load_file};
 use crate::registry;
 
 /// `name.overload` of kernel call `pc`, or the backend id of delegate call `pc`.
@@ -56,20 +56,9 @@ pub fn profile(
     let registry = registry();
     let meta = MethodMeta::new(&program, "forward", &registry)?;
     let plan = meta.plan();
-    let tensors = if inputs.is_empty() {
-        synth_inputs(&meta)?
-    } else {
-        let (t, names) = read_inputs(inputs)?;
-        check_inputs(&meta, &t, &names)?;
-        t
-    };
+    let tensors = forward_inputs(&meta, inputs)?;
     crate::host::check_memory(&meta)?;
-    let n_ins: usize = plan
-        .chains()
-        .into_iter()
-        .flatten()
-        .map(|c| c.instructions().map_or(0, |i| i.len()))
-        .sum();
+    let n_ins = instruction_count(plan);
     let mut bufs = OwnedArenas::for_meta(&meta)?;
     let mut method = bufs.load(meta, &registry)?;
     let mut events = vec![Event::EMPTY; 1 + 4 * n_ins + (1 << 16)];

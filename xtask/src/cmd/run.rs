@@ -44,12 +44,7 @@ pub fn run(
     if etdump.is_some() {
         // The run's own event, one per instruction (loops run some again) and one per
         // delegate-region operation.
-        let n: usize = plan
-            .chains()
-            .into_iter()
-            .flatten()
-            .map(|c| c.instructions().map_or(0, |i| i.len()))
-            .sum();
+        let n = crate::host::instruction_count(plan);
         events = vec![ptera::devtools::etdump::Event::EMPTY; 1 + 4 * n + (1 << 16)];
         let mut rec = ptera::devtools::etdump::Recorder::new(plan, &mut events, || {
             t1.elapsed().as_nanos() as u64
