@@ -14,6 +14,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 lock=()
 if [ -n "${PTERA_BUILD_LOCK:-}" ]; then lock=(flock "$PTERA_BUILD_LOCK"); fi
-(cd fuzz && "${lock[@]}" cargo +nightly fuzz build --debug-assertions)
+# Quiet: nightly-only lints about future std method names are not findings.
+(cd fuzz && RUSTFLAGS="${RUSTFLAGS:-} -A unstable_name_collisions" CARGO_TERM_QUIET=true \
+  "${lock[@]}" cargo +nightly fuzz build --debug-assertions)
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
 fuzz/target/"$host"/release/seed . "$corpus" >/dev/null
