@@ -165,6 +165,10 @@ fn max(x: &[f32]) -> f32 {
 }
 
 /// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
+///
+/// Four lanes all below `EXP_LO` (masked attention scores: a mask adds the most negative
+/// float) give exactly 0 in the formula; such vectors are stored as zeros without it. A NaN
+/// lane makes the lane maximum NaN, which takes the full formula (and propagates).
 #[inline(always)]
 fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     let n = x.len().min(out.len());
@@ -173,7 +177,13 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     let mut s = unsafe {
         let mut acc = vdupq_n_f32(0.0);
         while i + 4 <= n {
-            let e = exp4(vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mx)));
+            let d = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mx));
+            if vmaxvq_f32(d) < EXP_LO {
+                vst1q_f32(out.as_mut_ptr().add(i), vdupq_n_f32(0.0));
+                i += 4;
+                continue;
+            }
+            let e = exp4(d);
             vst1q_f32(out.as_mut_ptr().add(i), e);
             acc = vaddq_f32(acc, e);
             i += 4;

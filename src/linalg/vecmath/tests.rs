@@ -358,6 +358,33 @@ fn softmax_log_softmax_layer_norm() {
     assert!(softmax_rows(&[1.0; 5], &mut [0.0; 5], 2).is_err());
     assert!(softmax_rows(&[1.0; 4], &mut [0.0; 4], 0).is_err());
     softmax_rows(&[], &mut [], 0).unwrap();
+    // Masked attention rows (runs of the most negative float, as a causal or padding mask
+    // adds): identical to the scalar formula, zeros included, at every alignment.
+    for n in [1usize, 3, 4, 7, 16, 17, 129] {
+        for keep in [0usize, 1, 2, 5, n / 2, n] {
+            let keep = keep.min(n);
+            let mut x = data(n, 4.0);
+            for (j, v) in x.iter_mut().enumerate() {
+                if j >= keep || (j % 9 == 4 && keep > 1) {
+                    *v += f32::MIN;
+                }
+            }
+            let (mut a, mut b) = (std::vec![0.0; n], std::vec![0.0; n]);
+            softmax(&x, &mut a).unwrap();
+            generic::softmax(&x, &mut b);
+            for j in 0..n {
+                assert!(
+                    (a[j] - b[j]).abs() <= 1e-6 * b[j].abs() + 1e-12,
+                    "n={n} keep={keep} [{j}]: {} vs {}",
+                    a[j],
+                    b[j]
+                );
+                if b[j] == 0.0 {
+                    assert_eq!(a[j], 0.0);
+                }
+            }
+        }
+    }
     // NaN propagates through softmax.
     let mut y = [0.0f32; 3];
     softmax(&[1.0, f32::NAN, 2.0], &mut y).unwrap();
