@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ptera's test command (README). Host: formatting, clippy, unit and integration tests, the
-# bare-metal library build. Then, under QEMU: the bare-metal firmware checks
+# bare-metal library build, a short smoke of every fuzz target (docs/fuzzing.md). Then, under QEMU: the bare-metal firmware checks
 # (scripts/test-baremetal.sh) and the Arm kernel matrix (scripts/test-arm.sh).
 # PTERA_HOST_ONLY=1 skips the QEMU parts.
 set -euo pipefail
@@ -12,6 +12,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
 cargo build --lib --target aarch64-unknown-none
 cargo build --lib --release --target aarch64-unknown-none
+scripts/fuzz-smoke.sh   # every fuzz target 20 s on the fixture seeds (nightly + cargo-fuzz); fails on any crash
 echo "host checks passed in $(( $(date +%s) - start )) s"
 if [ "${PTERA_HOST_ONLY:-0}" != 1 ]; then
   scripts/setup-qemu.sh

@@ -11,9 +11,33 @@
 //!
 //! Nothing is proved in a method with `MoveCall`s or `FreeCall`s (they change what a value
 //! holds while the method runs). Calls not proved keep the run-time check.
+//!
+//! A proof is a [`Proof`]: besides "proved", it keeps the argument positions whose tensor is
+//! named at another position too (an `out` and its return, an in-place `self` and its return).
+//! For those the run-time rule that an output may not be a tensor the kernel already read
+//! under another argument is still applied, from the mask alone (no range comparisons).
 
 use crate::format::fb;
 use crate::kernel_api::{TensorSlot, Value};
+
+/// A call's proof: 0 when not proved; else bit 63 set and bits `0..63` the argument positions
+/// whose tensor is also named at another position.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Proof(pub u64);
+
+impl Proof {
+    pub const NONE: Proof = Proof(0);
+    const PROVED: u64 = 1 << 63;
+
+    pub fn proved(self) -> bool {
+        self.0 & Self::PROVED != 0
+    }
+
+    /// Positions sharing their tensor with another position.
+    pub fn shared(self) -> u64 {
+        self.0 & !Self::PROVED
+    }
+}
 
 /// The capacity range of slot `s` (empty when it has no storage).
 fn span(t: &TensorSlot) -> (usize, usize) {
@@ -24,14 +48,14 @@ fn span(t: &TensorSlot) -> (usize, usize) {
     }
 }
 
-/// Marks `proved[i]` for every call (numbered across chains in order) that is proved.
+/// Sets `proved[i]` for every call (numbered across chains in order).
 pub fn prove(
     plan: fb::ExecutionPlan<'_>,
     values: &[Value<'_>],
     tensors: &[TensorSlot],
-    proved: &mut [bool],
+    proved: &mut [Proof],
 ) {
-    proved.iter_mut().for_each(|p| *p = false);
+    proved.iter_mut().for_each(|p| *p = Proof::NONE);
     let chains = plan.chains().unwrap_or_default();
     let dynamic_values = chains.iter().any(|c| {
         c.instructions().unwrap_or_default().iter().any(|i| {
@@ -73,16 +97,27 @@ fn call_is_proved(
     kernel: bool,
     values: &[Value<'_>],
     tensors: &[TensorSlot],
-) -> bool {
+) -> Proof {
+    match check(args, kernel, values, tensors) {
+        Some(shared) => Proof(Proof::PROVED | shared),
+        None => Proof::NONE,
+    }
+}
+
+/// `Some(positions sharing a tensor)` when the call is proved.
+fn check(
+    args: flatbuffers::Vector<'_, i32>,
+    kernel: bool,
+    values: &[Value<'_>],
+    tensors: &[TensorSlot],
+) -> Option<u64> {
     let last = args.len().checked_sub(1);
-    // (slot, outside the return argument)
-    let mut named: heapless::Vec<(u32, bool), MAX_NAMED> = heapless::Vec::new();
+    // (slot, outside the return argument, position)
+    let mut named: heapless::Vec<(u32, bool, usize), MAX_NAMED> = heapless::Vec::new();
     for (pos, v) in args.iter().enumerate() {
         let outside = !(kernel && Some(pos) == last);
-        let Some(value) = usize::try_from(v).ok().and_then(|v| values.get(v)) else {
-            return false;
-        };
-        let mut add = |s: u32| named.push((s, outside)).is_ok();
+        let value = usize::try_from(v).ok().and_then(|v| values.get(v))?;
+        let mut add = |s: u32| named.push((s, outside, pos)).is_ok();
         let ok = match *value {
             Value::Tensor(s) => add(s),
             Value::TensorList(items) | Value::OptTensorList(items) => items.iter().all(|i| {
@@ -96,34 +131,34 @@ fn call_is_proved(
             _ => true,
         };
         if !ok {
-            return false;
+            return None;
         }
     }
-    for (i, &(s, outside)) in named.iter().enumerate() {
-        let Some(t) = tensors.get(s as usize) else {
-            return false;
-        };
+    let mut shared = 0u64;
+    for (i, &(s, outside, pos)) in named.iter().enumerate() {
+        let t = tensors.get(s as usize)?;
         // Storage fixed at load: planned, or a constant. (An unplanned tensor may be bound
         // to other bytes while the method runs, e.g. by `et_view`.)
         if !t.planned && (t.data.is_null() || t.writable) {
-            return false;
+            return None;
         }
         let (lo, hi) = span(t);
-        for &(s2, outside2) in &named[i + 1..] {
+        for &(s2, outside2, pos2) in &named[i + 1..] {
             if s2 == s {
-                if outside && outside2 {
-                    return false;
+                if (outside && outside2) || pos >= 63 || pos2 >= 63 {
+                    return None;
+                }
+                if pos != pos2 {
+                    shared |= (1 << pos) | (1 << pos2);
                 }
                 continue;
             }
-            let Some(t2) = tensors.get(s2 as usize) else {
-                return false;
-            };
+            let t2 = tensors.get(s2 as usize)?;
             let (l2, h2) = span(t2);
             if lo < hi && l2 < h2 && lo < h2 && l2 < hi {
-                return false;
+                return None;
             }
         }
     }
-    true
+    Some(shared)
 }

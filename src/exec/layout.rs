@@ -59,7 +59,7 @@ pub struct Tables<'a, 'p> {
     pub scratch: &'a mut [u8],
     /// Per instruction (across chains, in order): its outputs are proved not to alias its
     /// other arguments (`exec::alias`), so the run-time check is skipped.
-    pub proved: &'a mut [bool],
+    pub proved: &'a mut [crate::exec::alias::Proof],
 }
 
 fn placeholder_kernel(_: &mut KernelCtx<'_, '_, '_>) -> Result<(), KernelError> {
@@ -98,7 +98,7 @@ impl<'a, 'p> Tables<'a, 'p> {
             delegate_state: bump.alloc(counts.delegate_state, 0u8)?,
             input_set: bump.alloc(counts.inputs, false)?,
             scratch: bump.alloc(counts.scratch, 0u8)?,
-            proved: bump.alloc(counts.instructions, false)?,
+            proved: bump.alloc(counts.instructions, crate::exec::alias::Proof::NONE)?,
         })
     }
 

@@ -27,7 +27,7 @@ pub struct Frame<'c, 'a, 'p> {
     pub demand: &'c [RowDemand],
     /// Instructions (numbered across chains) proved free of output aliasing at load
     /// (`exec::alias`); the others are checked as they run.
-    pub proved: &'c [bool],
+    pub proved: &'c [super::alias::Proof],
     /// Who watches this execution, if anyone.
     pub observer: Option<&'c mut dyn Observer>,
 }
@@ -69,7 +69,7 @@ impl<'p> Frame<'_, '_, 'p> {
                 if let Some(o) = self.observer.as_deref_mut() {
                     o.instruction(ci, pc);
                 }
-                let sure = proved.get(pc).copied().unwrap_or(false);
+                let sure = proved.get(pc).copied().unwrap_or_default();
                 pc = self.step(ci, pc, instrs.get(pc), sure)?;
             }
         }
@@ -94,7 +94,8 @@ impl<'p> Frame<'_, '_, 'p> {
                 instruction: pc,
                 detail: "no such instruction",
             })?;
-        self.step(chain, pc, ins, false).map(|_| ())
+        self.step(chain, pc, ins, super::alias::Proof::NONE)
+            .map(|_| ())
     }
 
     /// Executes one instruction; returns the next pc.
@@ -103,7 +104,7 @@ impl<'p> Frame<'_, '_, 'p> {
         chain: usize,
         pc: usize,
         ins: fb::Instruction<'p>,
-        proved: bool,
+        proved: super::alias::Proof,
     ) -> Result<usize, Error> {
         let broken = Error::Execution {
             instruction: pc,
@@ -126,7 +127,7 @@ impl<'p> Frame<'_, '_, 'p> {
                     self.scratch,
                 )
                 .with_rows(rows)
-                .with_alias_proved(proved)
+                .with_alias_proof(proved)
                 .with_observer(
                     self.observer
                         .as_mut()
@@ -149,7 +150,7 @@ impl<'p> Frame<'_, '_, 'p> {
                     self.scratch,
                 )
                 .with_rows(rows)
-                .with_alias_proved(proved)
+                .with_alias_proof(proved)
                 .with_observer(
                     self.observer
                         .as_mut()

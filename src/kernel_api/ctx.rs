@@ -35,8 +35,9 @@ pub struct KernelCtx<'c, 'a, 'p> {
     /// Who watches this execution, if anyone ([`Observer`]).
     pub(crate) observer: Option<&'c mut dyn Observer>,
     /// The call's outputs were proved at load not to alias its other arguments
-    /// (`exec::alias`): [`KernelCtx::output`] skips its overlap check.
-    pub(crate) alias_proved: bool,
+    /// (`exec::alias`): [`KernelCtx::output`] skips its overlap check, keeping only the rule
+    /// for positions that name one tensor twice.
+    pub(crate) alias_proof: crate::exec::alias::Proof,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
 }
 
@@ -74,7 +75,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             read: core::cell::Cell::new(0),
             rows: None,
             observer: None,
-            alias_proved: false,
+            alias_proof: crate::exec::alias::Proof::NONE,
             _mem: PhantomData,
         }
     }
@@ -101,8 +102,8 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
-    pub(crate) fn with_alias_proved(mut self, proved: bool) -> Self {
-        self.alias_proved = proved;
+    pub(crate) fn with_alias_proof(mut self, proof: crate::exec::alias::Proof) -> Self {
+        self.alias_proof = proof;
         self
     }
 
@@ -443,7 +444,15 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         }
         let t = self.tensors[slot];
         let (lo, hi) = t.range();
-        if lo != hi && !self.alias_proved {
+        if lo != hi && self.alias_proof.proved() {
+            // Proved at load: only an output naming the tensor of another position the kernel
+            // already read is left to refuse.
+            let shared = self.alias_proof.shared();
+            let me = 1u64 << arg.min(63);
+            if shared & me != 0 && self.read.get() & shared & !me != 0 {
+                return Err(KernelError::Aliasing { arg });
+            }
+        } else if lo != hi {
             // Every other tensor argument (direct or in a list) must not overlap this output.
             for a in 0..self.args.len() {
                 let vi = self.args.get(a) as usize;

@@ -154,7 +154,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// Calls whose outputs were proved at load not to alias their other arguments
     /// (`exec::alias`): the run-time overlap check is skipped for these.
     pub fn alias_proved_calls(&self) -> usize {
-        self.tables.proved.iter().filter(|&&p| p).count()
+        self.tables.proved.iter().filter(|p| p.proved()).count()
     }
 
     /// The output-row restrictions found at load ([`demand`]).
