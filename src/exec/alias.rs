@@ -18,26 +18,8 @@
 //! under another argument is still applied, from the mask alone (no range comparisons).
 
 use crate::format::fb;
+pub use crate::kernel_api::AliasProof as Proof;
 use crate::kernel_api::{TensorSlot, Value};
-
-/// A call's proof: 0 when not proved; else bit 63 set and bits `0..63` the argument positions
-/// whose tensor is also named at another position.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Proof(pub u64);
-
-impl Proof {
-    pub const NONE: Proof = Proof(0);
-    const PROVED: u64 = 1 << 63;
-
-    pub fn proved(self) -> bool {
-        self.0 & Self::PROVED != 0
-    }
-
-    /// Positions sharing their tensor with another position.
-    pub fn shared(self) -> u64 {
-        self.0 & !Self::PROVED
-    }
-}
 
 /// The capacity range of slot `s` (empty when it has no storage).
 fn span(t: &TensorSlot) -> (usize, usize) {
@@ -99,7 +81,7 @@ fn call_is_proved(
     tensors: &[TensorSlot],
 ) -> Proof {
     match check(args, kernel, values, tensors) {
-        Some(shared) => Proof(Proof::PROVED | shared),
+        Some(shared) => Proof::proved_with(shared),
         None => Proof::NONE,
     }
 }

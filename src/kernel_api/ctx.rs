@@ -37,8 +37,32 @@ pub struct KernelCtx<'c, 'a, 'p> {
     /// The call's outputs were proved at load not to alias its other arguments
     /// (`exec::alias`): [`KernelCtx::output`] skips its overlap check, keeping only the rule
     /// for positions that name one tensor twice.
-    pub(crate) alias_proof: crate::exec::alias::Proof,
+    pub(crate) alias_proof: AliasProof,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
+}
+
+/// A call's output-aliasing proof, made at load by `exec::alias`: 0 when not proved; else bit 63 set and bits `0..63` the argument positions
+/// whose tensor is also named at another position.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AliasProof(pub u64);
+
+impl AliasProof {
+    pub const NONE: AliasProof = AliasProof(0);
+    const PROVED: u64 = 1 << 63;
+
+    /// A proved call whose `shared` positions name one tensor twice.
+    pub fn proved_with(shared: u64) -> AliasProof {
+        AliasProof(Self::PROVED | (shared & !Self::PROVED))
+    }
+
+    pub fn proved(self) -> bool {
+        self.0 & Self::PROVED != 0
+    }
+
+    /// Positions sharing their tensor with another position.
+    pub fn shared(self) -> u64 {
+        self.0 & !Self::PROVED
+    }
 }
 
 /// Watches one execution of a method (profilers, ETDump writers, per-operator instruction
@@ -75,7 +99,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             read: core::cell::Cell::new(0),
             rows: None,
             observer: None,
-            alias_proof: crate::exec::alias::Proof::NONE,
+            alias_proof: AliasProof::NONE,
             _mem: PhantomData,
         }
     }
@@ -102,7 +126,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
-    pub(crate) fn with_alias_proof(mut self, proof: crate::exec::alias::Proof) -> Self {
+    pub(crate) fn with_alias_proof(mut self, proof: AliasProof) -> Self {
         self.alias_proof = proof;
         self
     }

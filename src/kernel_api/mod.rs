@@ -10,7 +10,7 @@
 mod ctx;
 mod value;
 
-pub use ctx::{IntList, KernelCtx, Observer, MAX_LIST};
+pub use ctx::{AliasProof, IntList, KernelCtx, Observer, MAX_LIST};
 pub use value::{Dynamism, TensorSlot, Value};
 
 use crate::error::KernelError;
