@@ -88,7 +88,14 @@ pub fn regions(
                 .map(str::to_string)
         };
         for i in 0..values.len() {
-            if let Some(key) = tensor(i as u32).as_ref().and_then(key_of) {
+            // Quantized values' data counts too (they are never packed here).
+            let any = tensor(i as u32).or_else(|| {
+                values
+                    .get(i)
+                    .xvalue_union_as_xnnquantized_tensor_value()
+                    .and_then(|q| q.tensor_value())
+            });
+            if let Some(key) = any.as_ref().and_then(key_of) {
                 *key_refs.entry(key).or_default() += 1;
             }
         }

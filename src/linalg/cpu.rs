@@ -1,9 +1,11 @@
-//! CPU feature detection: on x86_64 CPUID (AVX2 + FMA); the AArch64 ID registers (SVE, SVE2, SME, SME2, fp32 FMOPA) and,
+//! CPU feature detection: on x86_64 CPUID (AVX2 + FMA); the AArch64 ID registers (SVE, SVE2, SME, SME2, fp32 FMOPA,
+//! the int8 dot product and matrix multiply) and,
 //! on bare metal, whether the firmware enabled the units in `CPACR_EL1`. Read by kernel
 //! selection (`gemm::select`) and by kernels that size themselves by the vector length.
 //!
 //! Detection reads the ID registers with `mrs` (`ID_AA64PFR0_EL1.SVE`, `ID_AA64PFR1_EL1.SME`,
-//! `ID_AA64ZFR0_EL1.SVEver`, `ID_AA64SMFR0_EL1.{F32F32,SMEver}`). At EL0 under Linux the
+//! `ID_AA64ZFR0_EL1.SVEver`, `ID_AA64SMFR0_EL1.{F32F32,SMEver}`, `ID_AA64ISAR0_EL1.DP`,
+//! `ID_AA64ISAR1_EL1.I8MM`). At EL0 under Linux the
 //! kernel emulates these reads (and reports only what it enabled); on bare metal
 //! (`target_os = "none"`, EL1) the firmware must also have opened the units in `CPACR_EL1`
 //! (ZEN, SMEN), which is checked too.
@@ -21,6 +23,10 @@ pub struct Features {
     pub sme2: bool,
     /// FMOPA fp32 (`ID_AA64SMFR0_EL1.F32F32`).
     pub sme_f32f32: bool,
+    /// FEAT_DotProd: `SDOT`/`UDOT` (`ID_AA64ISAR0_EL1.DP`).
+    pub dotprod: bool,
+    /// FEAT_I8MM: `SMMLA` (`ID_AA64ISAR1_EL1.I8MM`).
+    pub i8mm: bool,
 }
 
 /// Raw ID register values.
@@ -30,6 +36,8 @@ pub struct IdRegs {
     pub pfr1: u64,
     pub zfr0: u64,
     pub smfr0: u64,
+    pub isar0: u64,
+    pub isar1: u64,
 }
 
 fn field(reg: u64, lsb: u32) -> u64 {
@@ -37,7 +45,7 @@ fn field(reg: u64, lsb: u32) -> u64 {
 }
 
 impl IdRegs {
-    /// Reads the four ID registers.
+    /// Reads the six ID registers.
     pub fn read() -> IdRegs {
         #[cfg(target_arch = "aarch64")]
         {
@@ -60,6 +68,8 @@ impl IdRegs {
                 pfr1: mrs!("S3_0_C0_C4_1"),
                 zfr0: mrs!("S3_0_C0_C4_4"),
                 smfr0: mrs!("S3_0_C0_C4_5"),
+                isar0: mrs!("S3_0_C0_C6_0"),
+                isar1: mrs!("S3_0_C0_C6_1"),
             }
         }
         #[cfg(not(target_arch = "aarch64"))]
@@ -78,6 +88,8 @@ impl IdRegs {
             sme,
             sme2: sme_lvl >= 2 && field(self.smfr0, 56) >= 1,
             sme_f32f32,
+            dotprod: field(self.isar0, 44) >= 1,
+            i8mm: field(self.isar1, 52) >= 1,
         }
     }
 }

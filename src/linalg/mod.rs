@@ -6,4 +6,5 @@
 pub mod conv;
 pub mod cpu;
 pub mod gemm;
+pub mod quant;
 pub mod vecmath;

@@ -161,6 +161,14 @@ virt_fixture_tests! {
     virt_optt128_xnnpack => "optt128_xnnpack",
     virt_optt256_portable => "optt256_portable",
     virt_optt256_xnnpack => "optt256_xnnpack",
+    virt_mlp_qd8 => "mlp_qd8",
+    virt_mlp_8da4w => "mlp_8da4w",
+    virt_opt_qd8 => "opt_qd8",
+    virt_opt_8da4w => "opt_8da4w",
+    virt_gpt2_qd8 => "gpt2_qd8",
+    virt_gpt2_8da4w => "gpt2_8da4w",
+    virt_llama_qd8 => "llama_qd8",
+    virt_llama_8da4w => "llama_8da4w",
 }
 
 /// Programs lowered by `cargo xtask lower` run bare-metal and match ExecuTorch: for the

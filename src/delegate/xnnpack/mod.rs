@@ -22,6 +22,7 @@ use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
+use crate::linalg::quant::{self, QParams, QWeights};
 use crate::planner::{self, Interval};
 use crate::shape::Shape;
 use graph::{bad, last_dim, Op, INVALID_ID, MAX_DIMS};
@@ -83,6 +84,31 @@ pub struct Loc {
     /// [`ROWS_LOCAL`] for an external output written by a fully-connected node and read by
     /// no node of the graph: that node may compute only the rows the program reads.
     flags: u32,
+    /// Element type: [`DT_F32`] or one of the quantized `DT_*`.
+    dt: u32,
+    /// Inputs per scale group of [`DT_QB4W`] weights.
+    group: u32,
+    /// Program byte offset of quantized weights' scales.
+    aux: u64,
+}
+
+/// fp32 values (everything but the quantized ones below).
+const DT_F32: u32 = 0;
+/// Dynamically quantized int8 rows (`qdint8`, one [`QParams`] per row): internal values only,
+/// stored as the `numel` int8 values, then (16-aligned) the rows' parameters.
+const DT_QD8: u32 = 1;
+/// int8 weights, per-output-channel fp32 scales (`qcint8`).
+const DT_QC8W: u32 = 2;
+/// 4-bit weights, per-output-channel fp32 scales (`qcint4`).
+const DT_QC4W: u32 = 3;
+/// 4-bit weights, bf16 scales per group of inputs (`qbint4`).
+const DT_QB4W: u32 = 4;
+
+/// Bytes of a [`DT_QD8`] value: the int8 elements (rounded up to 16), then `rows` parameters.
+fn qd8_bytes(numel: usize, rows: usize) -> Option<usize> {
+    numel
+        .checked_next_multiple_of(16)?
+        .checked_add(rows.checked_mul(size_of::<QParams>())?)
 }
 
 /// [`Loc::flags`]: the output's rows are computed row by row by one fully-connected node.
@@ -141,6 +167,7 @@ fn constant_offset(
     constants: Option<(usize, usize)>,
     idx: u32,
     nbytes: usize,
+    align: usize,
 ) -> Result<u64, KernelError> {
     let base = init.program.bytes().as_ptr() as usize;
     let bytes: &[u8] = if let Some((c_off, c_len)) = constants {
@@ -192,8 +219,8 @@ fn constant_offset(
     if bytes.len() < nbytes {
         return Err(bad("constant data smaller than its tensor"));
     }
-    if !(bytes.as_ptr() as usize).is_multiple_of(align_of::<f32>()) {
-        return Err(bad("constant data not aligned for f32"));
+    if !(bytes.as_ptr() as usize).is_multiple_of(align) {
+        return Err(bad("constant data not aligned for its element type"));
     }
     Ok((bytes.as_ptr() as usize - base) as u64)
 }
@@ -222,23 +249,45 @@ fn analyze(
     // Pass 1: values.
     let mut dims_tab = heapless::Vec::<Shape, MAX_VALUES>::new();
     let mut kinds = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
+    // Per value: (element type, group, program offset of the scales).
+    let mut qinfo = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
+    let base = init.program.bytes().as_ptr() as usize;
     for xv in values.iter() {
-        let t = match xv.xvalue_union_type() {
-            xf::XValueUnion::XNNTensorValue => xv
-                .xvalue_union_as_xnntensor_value()
-                .ok_or(bad("value body missing"))?,
+        let (t, q) = match xv.xvalue_union_type() {
+            xf::XValueUnion::XNNTensorValue => (
+                xv.xvalue_union_as_xnntensor_value()
+                    .ok_or(bad("value body missing"))?,
+                None,
+            ),
             xf::XValueUnion::XNNQuantizedTensorValue => {
-                return Err(KernelError::Unsupported {
-                    detail: "quantized XNNPACK values",
-                })
+                let q = xv
+                    .xvalue_union_as_xnnquantized_tensor_value()
+                    .ok_or(bad("value body missing"))?;
+                (
+                    q.tensor_value()
+                        .ok_or(bad("quantized value without its tensor"))?,
+                    Some(q),
+                )
             }
             _ => return Err(bad("XNNPACK value of unknown type")),
         };
-        if t.datatype() != xf::XNNDatatype::xnn_datatype_fp32 {
-            return Err(KernelError::Unsupported {
-                detail: "XNNPACK value dtype other than fp32",
-            });
-        }
+        use xf::XNNDatatype as Dt;
+        let dt = match (t.datatype(), q.is_some()) {
+            (Dt::xnn_datatype_fp32, false) => DT_F32,
+            (Dt::xnn_datatype_qdint8, true) => DT_QD8,
+            (Dt::xnn_datatype_qcint8, true) => DT_QC8W,
+            (Dt::xnn_datatype_qcint4, true) => DT_QC4W,
+            (Dt::xnn_datatype_qbint4, true) => DT_QB4W,
+            (Dt::xnn_datatype_fp32, true) => {
+                return Err(bad("fp32 value with quantization parameters"))
+            }
+            _ => {
+                return Err(KernelError::Unsupported {
+                    detail:
+                        "XNNPACK value dtype other than fp32, qdint8, qcint8, qcint4 and qbint4",
+                })
+            }
+        };
         let dl = t.dims().ok_or(bad("XNNPACK value without dims"))?;
         if dl.len() > MAX_DIMS || dl.len() != t.num_dims() as usize {
             return Err(bad(
@@ -254,16 +303,93 @@ fn analyze(
                 .checked_mul(x as usize)
                 .ok_or(bad("XNNPACK value size overflows"))?;
         }
-        let nbytes = numel
-            .checked_mul(4)
-            .ok_or(bad("XNNPACK value size overflows"))?;
+        let overflow = || bad("XNNPACK value size overflows");
+        let nbytes = match dt {
+            DT_F32 => numel.checked_mul(4).ok_or_else(overflow)?,
+            DT_QD8 => {
+                let rows = numel.checked_div(last_dim(&d)).unwrap_or(0);
+                qd8_bytes(numel, rows).ok_or_else(overflow)?
+            }
+            DT_QC8W => numel,
+            _ if d.rank() == 2 => d.dims()[0]
+                .checked_mul(d.dims()[1].div_ceil(2))
+                .ok_or_else(overflow)?,
+            _ => 0, // rejected below (quantized weights are 2-D)
+        };
+        // Quantized values: activations live inside the graph, weights are 2-D constants
+        // with their scales in named data (or inline in the graph).
+        let mut qi = (dt, 0u32, 0u64);
+        if let Some(q) = q {
+            if dt == DT_QD8 {
+                let per_row = q
+                    .quant_params_as_per_token_dynamic_quant()
+                    .is_some_and(|p| p.num_nonbatch_dims() == 1);
+                if !per_row || t.constant_buffer_idx() != 0 || t.flags() != 0 {
+                    return Err(KernelError::Unsupported {
+                        detail: "qdint8 value other than an internal per-row dynamic quantization",
+                    });
+                }
+            } else {
+                if d.rank() != 2 || t.constant_buffer_idx() == 0 || t.flags() != 0 {
+                    return Err(bad("quantized weights must be 2-D constants"));
+                }
+                let n = d.dims()[0];
+                let scale_at = |idx: u32, inline: Option<&[u8]>, bytes: usize| {
+                    if idx > 0 {
+                        constant_offset(init, &g, constants, idx, bytes, 1)
+                    } else {
+                        match inline {
+                            Some(v) if v.len() >= bytes => Ok((v.as_ptr() as usize - base) as u64),
+                            _ => Err(bad("quantized weights without enough scales")),
+                        }
+                    }
+                };
+                if dt == DT_QB4W {
+                    let p = q
+                        .quant_params_as_per_channel_group_quant()
+                        .ok_or(bad("qbint4 weights without group-wise parameters"))?;
+                    let grp = p.group_size();
+                    let k = d.dims()[1];
+                    if p.channel_dim() != 0
+                        || grp <= 0
+                        || grp % 2 != 0
+                        || !k.is_multiple_of(grp as usize)
+                        || p.num_scales() as usize != n * (k / grp as usize)
+                    {
+                        return Err(bad(
+                            "qbint4 weights: group size or scale count disagrees with dims",
+                        ));
+                    }
+                    let inline = p.scale_bf16().map(|v| v.bytes());
+                    qi.1 = grp as u32;
+                    qi.2 = scale_at(p.scale_buffer_idx(), inline, 2 * p.num_scales() as usize)?;
+                } else {
+                    let p = q
+                        .quant_params_as_per_channel_quant()
+                        .ok_or(bad("per-channel weights without per-channel parameters"))?;
+                    if p.channel_dim() != 0
+                        || p.num_scales() as usize != n && p.scale_buffer_idx() > 0
+                    {
+                        return Err(bad(
+                            "per-channel weights: scale count or channel dim disagrees",
+                        ));
+                    }
+                    let inline = p.scale().map(|v| v.bytes());
+                    qi.2 = scale_at(p.scale_buffer_idx(), inline, 4 * n)?;
+                }
+            }
+        }
         let flags = t.flags();
         if flags & !3 != 0 {
             return Err(bad("XNNPACK value with unknown flags"));
         }
         let vid = kinds.len() as u32;
         let (kind, ext, offset) = if let Some(p) = packed.iter().find(|p| p.value == vid) {
-            if t.constant_buffer_idx() == 0 || flags != 0 || !(dl.len() == 2 || dl.len() == 4) {
+            if dt != DT_F32
+                || t.constant_buffer_idx() == 0
+                || flags != 0
+                || !(dl.len() == 2 || dl.len() == 4)
+            {
                 return Err(bad("overridden filter is not a 2-D or 4-D constant"));
             }
             let base = init.program.bytes().as_ptr() as u64;
@@ -281,7 +407,14 @@ fn analyze(
             (
                 KIND_CONSTANT,
                 0,
-                constant_offset(init, &g, constants, t.constant_buffer_idx(), nbytes)?,
+                constant_offset(
+                    init,
+                    &g,
+                    constants,
+                    t.constant_buffer_idx(),
+                    nbytes,
+                    if dt == DT_F32 { align_of::<f32>() } else { 1 },
+                )?,
             )
         } else if flags != 0 {
             let ext = t.external_id();
@@ -306,6 +439,7 @@ fn analyze(
         };
         let _ = dims_tab.push(d);
         let _ = kinds.push((kind, ext, offset));
+        let _ = qinfo.push(qi);
     }
     // Pass 2: nodes (decode, ids, shapes) and lifetimes of internal values.
     const UNSET: u32 = u32::MAX;
@@ -450,6 +584,38 @@ fn analyze(
             }
         }
         graph::check_shapes(&op, &|id| dims_tab[id as usize])?;
+        let dt_of = |id: u32| qinfo.get(id as usize).map_or(DT_F32, |q| q.0);
+        let dtypes_ok = match op {
+            Op::Unary {
+                op: graph::Unary::Copy,
+                x,
+                out,
+            } => dt_of(x) == DT_F32 && matches!(dt_of(out), DT_F32 | DT_QD8),
+            Op::FullyConnected {
+                x,
+                w,
+                bias,
+                out,
+                transpose_w,
+            } => {
+                let fp = dt_of(out) == DT_F32 && dt_of(bias) == DT_F32;
+                match dt_of(w) {
+                    DT_F32 => fp && dt_of(x) == DT_F32,
+                    DT_QC8W | DT_QC4W | DT_QB4W => fp && dt_of(x) == DT_QD8 && !transpose_w,
+                    _ => false,
+                }
+            }
+            _ => {
+                let (ins, n) = op.inputs();
+                ins[..n].iter().all(|&i| dt_of(i) == DT_F32) && dt_of(op.output()) == DT_F32
+            }
+        };
+        if !dtypes_ok {
+            return Err(KernelError::Unsupported {
+                detail: "XNNPACK node with quantized operands other than a dynamic-quantization \
+                         convert or a quantized fully-connected product",
+            });
+        }
         if let Op::Reshape { x, .. } = op {
             if kinds[x as usize].0 == KIND_INTERNAL && kinds[out as usize].0 == KIND_INTERNAL {
                 let root = alias[x as usize];
@@ -502,6 +668,9 @@ fn analyze(
                 rank: d.rank() as u32,
                 dims,
                 flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 },
+                dt: qinfo[i].0,
+                group: qinfo[i].1,
+                aux: qinfo[i].2,
             };
         }
     }
@@ -609,6 +778,44 @@ fn packed_filter<'p>(
     gemm::PackedB::new(panels, k, n, nr)
 }
 
+/// The quantized `[n, k]` filter described by `wl` (data and scales in the program, extents
+/// checked here; their presence was checked at load).
+fn quant_weights<'p>(
+    program: &'p [u8],
+    wl: &Loc,
+    n: usize,
+    k: usize,
+) -> Result<QWeights<'p>, KernelError> {
+    let outside = || bad("quantized weights outside the program");
+    let at = |off: u64, len: Option<usize>| {
+        let len = len.ok_or_else(outside)?;
+        program
+            .get(off as usize..(off as usize).checked_add(len).ok_or_else(outside)?)
+            .ok_or_else(outside)
+    };
+    let groups = if wl.group > 0 {
+        k / wl.group as usize
+    } else {
+        1
+    };
+    Ok(match wl.dt {
+        DT_QC8W => QWeights::Qc8w {
+            data: at(wl.offset, n.checked_mul(k))?,
+            scales: at(wl.aux, n.checked_mul(4))?,
+        },
+        DT_QC4W => QWeights::Qc4w {
+            data: at(wl.offset, n.checked_mul(k.div_ceil(2)))?,
+            scales: at(wl.aux, n.checked_mul(4))?,
+        },
+        DT_QB4W => QWeights::Qb4w {
+            data: at(wl.offset, n.checked_mul(k.div_ceil(2)))?,
+            scales: at(wl.aux, n.checked_mul(groups).and_then(|v| v.checked_mul(2)))?,
+            group: wl.group as usize,
+        },
+        _ => return Err(bad("fully-connected filter of an unknown quantized type")),
+    })
+}
+
 /// Runs a graph planned by `init`/[`init_packed`] (the plan in `state` says which filters are
 /// pre-packed).
 pub fn execute_plan(
@@ -675,6 +882,9 @@ pub fn execute_plan(
     // Raw location of value `id`: (pointer, elements).
     let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
         let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
+        if l.dt != DT_F32 {
+            return Err(bad("quantized value read as fp32"));
+        }
         let n = l.dims().numel();
         Ok(match l.kind {
             KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
@@ -722,6 +932,22 @@ pub fn execute_plan(
         }
     };
     let dims = |id: u32| locs[id as usize].dims();
+    // A dynamically quantized value: (its int8 elements, numel, rows), parameters behind.
+    let qd8 = |id: u32| -> Result<(*mut u8, usize, usize), KernelError> {
+        let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
+        let d = l.dims();
+        let numel = d.numel();
+        let rows = numel.checked_div(last_dim(&d)).unwrap_or(0);
+        let end = qd8_bytes(numel, rows).and_then(|b| b.checked_add(l.offset as usize));
+        if l.dt != DT_QD8
+            || l.kind != KIND_INTERNAL
+            || end.is_none_or(|e| e > head.gemm_off as usize)
+        {
+            return Err(bad("quantized activations outside the planned scratch"));
+        }
+        // SAFETY: offset + its bytes ≤ gemm_off ≤ scratch length (checked above).
+        Ok((unsafe { sp.add(l.offset as usize) }, numel, rows))
+    };
     // Rows of an external output the program reads (`exec::demand`), e.g. only the last
     // position of a language-model head: the fully-connected node writing that output
     // ([`ROWS_LOCAL`], found at init) computes only those rows.
@@ -730,8 +956,50 @@ pub fn execute_plan(
         .enumerate()
         .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
         .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
+    let qkernel = quant::QuantKernel::select();
     for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
         let (op, clamp) = graph::decode(node)?;
+        if locs
+            .get(op.output() as usize)
+            .is_some_and(|l| l.dt == DT_QD8)
+        {
+            // fp32 rows → int8 rows and their parameters (a convert node, checked at load).
+            let Op::Unary { x, .. } = op else {
+                return Err(bad("quantized output of a node other than a convert"));
+            };
+            let od = dims(op.output());
+            if ctx.observed() {
+                ctx.region_op(
+                    index,
+                    graph::node_name(node.xnode_union_type()),
+                    od.numel(),
+                    0,
+                );
+            }
+            let xs = rd(x)?;
+            let (qp, numel, rows) = qd8(op.output())?;
+            let k = last_dim(&od);
+            // SAFETY: `qd8` checked that the value's elements and, 16 bytes aligned behind
+            // them, its `rows` parameters lie inside the planned scratch; the scratch base
+            // and offsets are 16-aligned (QParams needs 4); the input is a distinct live
+            // value (planned disjoint, see the block comment above `rd`).
+            let (q, params) = unsafe {
+                (
+                    core::slice::from_raw_parts_mut(qp as *mut i8, numel),
+                    core::slice::from_raw_parts_mut(
+                        qp.add(numel.next_multiple_of(16)) as *mut QParams,
+                        rows,
+                    ),
+                )
+            };
+            if xs.len() != numel {
+                return Err(bad("convert: input and output sizes differ"));
+            }
+            for (r, p) in params.iter_mut().enumerate() {
+                *p = quant::quantize_row_qd8(&xs[r * k..(r + 1) * k], &mut q[r * k..(r + 1) * k]);
+            }
+            continue;
+        }
         let (po, no) = locate(op.output())?;
         if let Op::Reshape { x, .. } = op {
             if locate(x)?.0 == po {
@@ -778,22 +1046,57 @@ pub fn execute_plan(
                 } else {
                     Some(rd(bias)?)
                 };
-                let (xs, o) = match demanded {
-                    Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
-                        let xs = rd(x)?;
-                        if hi * k > xs.len() {
-                            return Err(bad("demanded rows outside the input"));
-                        }
-                        (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
-                    }
-                    _ => (rd(x)?, &mut out[..]),
-                };
                 let wl = &locs[w as usize];
-                if wl.kind == KIND_PACKED {
-                    let packed = packed_filter(program, wl, k, n)?;
-                    run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
+                if wl.dt != DT_F32 {
+                    let (qp, numel, rows) = qd8(x)?;
+                    // SAFETY: as for the convert above (`qd8` checked the extents); read-only
+                    // views of a value distinct from this node's output.
+                    let (a, ap) = unsafe {
+                        (
+                            core::slice::from_raw_parts(qp as *const i8, numel),
+                            core::slice::from_raw_parts(
+                                qp.add(numel.next_multiple_of(16)) as *const QParams,
+                                rows,
+                            ),
+                        )
+                    };
+                    let qw = quant_weights(program, wl, n, k)?;
+                    let (lo, hi) = match demanded {
+                        Some((id, (lo, hi))) if id == op.output() && hi <= rows => (lo, hi),
+                        _ => (0, rows),
+                    };
+                    if hi * n > out.len() {
+                        return Err(bad("fully-connected output smaller than its rows"));
+                    }
+                    quant::gemm_qd8_f32(
+                        qkernel,
+                        &a[lo * k..hi * k],
+                        &ap[lo..hi],
+                        hi - lo,
+                        k,
+                        &qw,
+                        n,
+                        b,
+                        &mut out[lo * n..hi * n],
+                        None,
+                    )?
                 } else {
-                    run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
+                    let (xs, o) = match demanded {
+                        Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
+                            let xs = rd(x)?;
+                            if hi * k > xs.len() {
+                                return Err(bad("demanded rows outside the input"));
+                            }
+                            (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
+                        }
+                        _ => (rd(x)?, &mut out[..]),
+                    };
+                    if wl.kind == KIND_PACKED {
+                        let packed = packed_filter(program, wl, k, n)?;
+                        run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
+                    } else {
+                        run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
+                    }
                 }
             }
             Op::BatchMatMul {

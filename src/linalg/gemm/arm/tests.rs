@@ -123,9 +123,13 @@ fn decode_id_registers() {
         pfr1: 1 << 24,
         zfr0: 0x110110100210021,
         smfr0: 0x80f100fd00000000,
+        // DP = 1 (bits 47:44), I8MM = 1 (bits 55:52).
+        isar0: 1 << 44,
+        isar1: 1 << 52,
     };
     let f = r.features();
     assert!(f.sve && f.sve2 && f.sme && f.sme_f32f32 && !f.sme2);
+    assert!(f.dotprod && f.i8mm);
     // SMFR0 says SME2 but PFR1 says SME1 (QEMU 10.0 -cpu max quirk): no SME2.
     let r2 = IdRegs {
         smfr0: r.smfr0 | (1 << 56),

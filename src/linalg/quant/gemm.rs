@@ -1,0 +1,236 @@
+//! The QD8 × quantized-weight product driver.
+//!
+//! Loop order: a block of 4 output channels outside (their weight rows stay in L1, their
+//! weight sums are computed once per call), all activation rows inside, 4 at a time. Each
+//! 4 × 4 tile sums `a · w` exactly in `i32` over the depth (per group for group-wise weights)
+//! with the selected [`QuantKernel`], and the epilogue removes the zero point through the
+//! weight sums: `Σ (a - zp)·w = Σ a·w - zp·Σ w`.
+
+use super::dynamic::QParams;
+use super::reference::weight;
+use super::weights::QWeights;
+use crate::error::KernelError;
+
+/// Which tile code runs the integer sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuantKernel {
+    /// Plain Rust (auto-vectorised for the target's baseline).
+    Portable,
+    /// Neon `SDOT` tiles (AArch64 with FEAT_DotProd).
+    NeonDot,
+}
+
+impl QuantKernel {
+    /// The kernel for this CPU: `NeonDot` where FEAT_DotProd is present and the fp32 kernel
+    /// selection is not pinned to the portable code, else `Portable`.
+    pub fn select() -> QuantKernel {
+        #[cfg(target_arch = "aarch64")]
+        {
+            use crate::linalg::gemm::{select, Isa};
+            if select::selected() != Isa::Generic && crate::linalg::cpu::features().dotprod {
+                return QuantKernel::NeonDot;
+            }
+        }
+        QuantKernel::Portable
+    }
+}
+
+const MR: usize = 4;
+const NR: usize = 4;
+
+fn bad(detail: &'static str) -> KernelError {
+    KernelError::Value { arg: 0, detail }
+}
+
+/// Portable tile: `Σ_{t∈[lo,hi)} a[i][t]·w[j][t]` for the tile's rows and columns.
+fn tile_portable(
+    a: &[i8],
+    k: usize,
+    rows: &[usize; MR],
+    w: &QWeights<'_>,
+    cols: &[usize; NR],
+    lo: usize,
+    hi: usize,
+) -> [[i32; NR]; MR] {
+    let mut out = [[0i32; NR]; MR];
+    let data = w.data();
+    for (jj, &j) in cols.iter().enumerate() {
+        match w {
+            QWeights::Qc8w { .. } => {
+                let wr = &data[j * k + lo..j * k + hi];
+                for (ii, &i) in rows.iter().enumerate() {
+                    let ar = &a[i * k + lo..i * k + hi];
+                    out[ii][jj] = ar
+                        .iter()
+                        .zip(wr)
+                        .map(|(&x, &y)| x as i32 * y as i8 as i32)
+                        .sum();
+                }
+            }
+            _ => {
+                for (ii, &i) in rows.iter().enumerate() {
+                    out[ii][jj] = (lo..hi)
+                        .map(|t| a[i * k + t] as i32 * weight(w, k, j, t))
+                        .sum();
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Integer sums of one tile over `[lo, hi)`: the vector tile on the largest aligned run, the
+/// portable tile on the rest.
+#[allow(clippy::too_many_arguments)]
+fn tile_sums(
+    kernel: QuantKernel,
+    a: &[i8],
+    k: usize,
+    rows: &[usize; MR],
+    w: &QWeights<'_>,
+    cols: &[usize; NR],
+    lo: usize,
+    hi: usize,
+) -> [[i32; NR]; MR] {
+    #[cfg(target_arch = "aarch64")]
+    if kernel == QuantKernel::NeonDot {
+        let int8 = matches!(w, QWeights::Qc8w { .. });
+        let step = if int8 { 16 } else { 32 };
+        // 4-bit runs must start on a whole byte: `lo` is even (groups are even, checked).
+        let run = (hi - lo) / step * step;
+        if run > 0 && (int8 || lo.is_multiple_of(2)) {
+            let ap = rows.map(|i| a[i * k + lo..].as_ptr());
+            let data = w.data();
+            let rb = w.row_bytes(k);
+            let sums = if int8 {
+                let wp = cols.map(|j| data[j * rb + lo..].as_ptr() as *const i8);
+                // SAFETY: FEAT_DotProd was detected (`select`); each activation row has
+                // `k - lo ≥ run` bytes from `lo`, each weight row `k - lo ≥ run` (checked
+                // by `QWeights::check` and the caller's length checks); run % 16 == 0.
+                unsafe { super::arm::dot_i8_4x4(&ap, &wp, run) }
+            } else {
+                let wp = cols.map(|j| data[j * rb + lo / 2..].as_ptr());
+                // SAFETY: as above; each 4-bit row has `rb - lo/2 ≥ run/2` bytes from
+                // `lo/2`; run % 32 == 0.
+                unsafe { super::arm::dot_q4_4x4(&ap, &wp, run) }
+            };
+            if lo + run == hi {
+                return sums;
+            }
+            let rest = tile_portable(a, k, rows, w, cols, lo + run, hi);
+            let mut out = sums;
+            for i in 0..MR {
+                for j in 0..NR {
+                    out[i][j] += rest[i][j];
+                }
+            }
+            return out;
+        }
+    }
+    let _ = kernel;
+    tile_portable(a, k, rows, w, cols, lo, hi)
+}
+
+/// `out[m × n] = clamp(dequant(a[m × k]) · dequant(w)ᵀ + bias)`: `a` quantized per row
+/// (`ap[i]`), `w` an `[n, k]` quantized filter. Results agree bit for bit with
+/// [`super::reference::gemm_qd8_f32_ref`] for per-channel weights; group-wise weights sum
+/// `Σ_g s_g·Σ a·w - zp·Σ_g s_g·Σ w` in fp32, which rounds differently from the reference's
+/// `Σ_g s_g·Σ (a - zp)·w` (as XNNPACK's does).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_qd8_f32(
+    kernel: QuantKernel,
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    w: &QWeights<'_>,
+    n: usize,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    clamp: Option<(f32, f32)>,
+) -> Result<(), KernelError> {
+    w.check(n, k)?;
+    if k > 1 << 16 {
+        // Keeps every i32 sum exact: |Σ a·w| ≤ 128 · 128 · 2^16 = 2^30.
+        return Err(KernelError::Unsupported {
+            detail: "quantized product deeper than 65536",
+        });
+    }
+    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
+    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
+    if a.len() < mk || ap.len() < m || out.len() < mn || bias.is_some_and(|b| b.len() < n) {
+        return Err(bad("quantized product operands shorter than their dims"));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let groups = w.groups(k);
+    let gsize = k.checked_div(groups).unwrap_or(k);
+    let grouped = matches!(w, QWeights::Qb4w { .. });
+    let (lo_c, hi_c) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    for j0 in (0..n).step_by(NR) {
+        let cols: [usize; NR] = core::array::from_fn(|jj| (j0 + jj).min(n - 1));
+        // Per column: Σ w (per-channel) or Σ_g s_g·Σ_{g} w (group-wise), and the scale.
+        let mut wsum = [0i32; NR];
+        let mut fsum = [0f32; NR];
+        let mut scale = [0f32; NR];
+        for (jj, &j) in cols.iter().enumerate() {
+            if grouped {
+                for g in 0..groups {
+                    let s: i32 = (g * gsize..(g + 1) * gsize)
+                        .map(|t| weight(w, k, j, t))
+                        .sum();
+                    fsum[jj] += s as f32 * w.scale(j, g, groups);
+                }
+            } else {
+                wsum[jj] = match w {
+                    QWeights::Qc8w { data, .. } => data[j * k..(j + 1) * k]
+                        .iter()
+                        .map(|&b| b as i8 as i32)
+                        .sum(),
+                    _ => (0..k).map(|t| weight(w, k, j, t)).sum(),
+                };
+                scale[jj] = w.scale(j, 0, 1);
+            }
+        }
+        for i0 in (0..m).step_by(MR) {
+            let rows: [usize; MR] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+            let mut res = [[0f32; NR]; MR];
+            if grouped {
+                for g in 0..groups {
+                    let s = tile_sums(kernel, a, k, &rows, w, &cols, g * gsize, (g + 1) * gsize);
+                    for jj in 0..NR {
+                        let sg = w.scale(cols[jj], g, groups);
+                        for ii in 0..MR {
+                            res[ii][jj] += s[ii][jj] as f32 * sg;
+                        }
+                    }
+                }
+                for ii in 0..MR {
+                    let zp = ap[rows[ii]].zero_point as f32;
+                    for jj in 0..NR {
+                        res[ii][jj] = (res[ii][jj] - zp * fsum[jj]) * ap[rows[ii]].scale;
+                    }
+                }
+            } else {
+                let s = tile_sums(kernel, a, k, &rows, w, &cols, 0, k);
+                for ii in 0..MR {
+                    let p = ap[rows[ii]];
+                    for jj in 0..NR {
+                        // Exact: |Σ a·w| and |zp·Σ w| stay far below 2^31 for k < 2^16.
+                        let acc = s[ii][jj].wrapping_sub(p.zero_point.wrapping_mul(wsum[jj]));
+                        res[ii][jj] = (acc as f32 * p.scale) * scale[jj];
+                    }
+                }
+            }
+            for ii in 0..MR.min(m - i0) {
+                let row = &mut out[(i0 + ii) * n..(i0 + ii + 1) * n];
+                for jj in 0..NR.min(n - j0) {
+                    let b = bias.map_or(0.0, |b| b[j0 + jj]);
+                    row[j0 + jj] = (res[ii][jj] + b).max(lo_c).min(hi_c);
+                }
+            }
+        }
+    }
+    Ok(())
+}

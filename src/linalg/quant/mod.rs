@@ -1,0 +1,31 @@
+//! Integer products for dynamically quantized programs: fp32 activations quantized per row to
+//! int8 at run time (QD8) times int8 or int4 weights quantized per output channel (QC8W,
+//! QC4W) or per group of input channels (QB4W), with an fp32 result.
+//!
+//! The arithmetic is XNNPACK's, so that a program lowered by ExecuTorch's XNNPACK partitioner
+//! gives the same integers here:
+//! - [`dynamic`]: the row quantizer (asymmetric int8, zero point nudged to an integer, the
+//!   range always containing 0);
+//! - [`weights`]: the weight layouts as the XNNPACK payload stores them (row-major `[N, K]`;
+//!   4-bit values two per byte, low nibble first, stored with an offset of 8);
+//! - [`gemm`]: the driver: exact `i32` dot products of the quantized rows with the weight
+//!   rows, the zero point removed through per-column weight sums, then
+//!   `out = (acc · row_scale) · channel_scale + bias` (group-wise weights sum their groups'
+//!   scaled products first), clamped;
+//! - [`reference`]: the scalar definition every kernel is tested against;
+//! - `arm`: the Neon `SDOT` tiles (FEAT_DotProd), chosen at run time.
+
+pub mod dynamic;
+pub mod gemm;
+pub mod reference;
+pub mod weights;
+
+#[cfg(target_arch = "aarch64")]
+pub mod arm;
+
+pub use dynamic::{qd8_params, quantize_row_qd8, QParams};
+pub use gemm::{gemm_qd8_f32, QuantKernel};
+pub use weights::QWeights;
+
+#[cfg(test)]
+mod tests;

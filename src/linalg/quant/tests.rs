@@ -1,0 +1,255 @@
+//! The quantizer against hand-computed rows, every kernel against the scalar reference on
+//! random shapes with odd edges (1, 3, 17, 129 and group boundaries).
+
+use super::gemm::{gemm_qd8_f32, QuantKernel};
+use super::reference::gemm_qd8_f32_ref;
+use super::*;
+use crate::testing::Rng;
+use std::vec;
+use std::vec::Vec;
+
+#[test]
+fn quantizer_matches_hand_computed_rows() {
+    // [-1, 3]: s = 255/4 = 63.75; zero point from the min end: -128 + 63.75 = -64.25 → -64.
+    let x = [-1.0f32, 0.0, 3.0, 1.0, 0.5];
+    let mut q = [0i8; 5];
+    let p = quantize_row_qd8(&x, &mut q);
+    assert_eq!(p.zero_point, -64);
+    assert_eq!(p.scale, 1.0 / 63.75);
+    // round(-63.75) = -64 → -128; 0 → -64; 191.25 → 191 clamped to 127 - (-64) = 191 → 127.
+    assert_eq!(q, [-128, -64, 127, 0, -32]);
+    // All positive: the range is widened to 0.
+    let p = quantize_row_qd8(&[2.0, 4.0], &mut q[..2]);
+    assert_eq!((p.zero_point, &q[..2]), (-128, &[0i8, 127][..]));
+    // All zero: scale 1; (-128 + 0) + (127 + 0) < 0 takes the max end: zero point 127.
+    let p = quantize_row_qd8(&[0.0; 3], &mut q[..3]);
+    assert_eq!((p.scale, p.zero_point), (1.0, 127));
+    assert_eq!(&q[..3], &[127; 3]);
+    // Ties round to even: x·s = 0.5 → 0, 1.5 → 2.
+    let (s, _) = qd8_params(-255.0 / 255.0, 1.0);
+    let half = 0.5 / s;
+    let p = quantize_row_qd8(&[-1.0, 1.0, half], &mut q[..3]);
+    assert_eq!(q[2] as i32 - p.zero_point, 0);
+}
+
+#[test]
+fn quantized_rows_dequantize_within_half_a_step() {
+    let mut rng = Rng(7);
+    for len in [1usize, 3, 17, 129] {
+        let x = rng.f32s(len, -3.0, 5.0);
+        let mut q = vec![0i8; len];
+        let p = quantize_row_qd8(&x, &mut q);
+        for (&v, &qv) in x.iter().zip(&q) {
+            let back = (qv as i32 - p.zero_point) as f32 * p.scale;
+            assert!(
+                (back - v).abs() <= 0.5 * p.scale * 1.001 + 1e-6,
+                "{v} -> {qv} -> {back}"
+            );
+        }
+    }
+}
+
+fn random_case(rng: &mut Rng, m: usize, k: usize) -> (Vec<i8>, Vec<QParams>) {
+    let mut a = vec![0i8; m * k];
+    let mut ap = Vec::new();
+    for i in 0..m {
+        let x = rng.f32s(k, -2.0 + i as f32 * 0.1, 3.0);
+        ap.push(quantize_row_qd8(&x, &mut a[i * k..(i + 1) * k]));
+    }
+    (a, ap)
+}
+
+fn kernels() -> Vec<QuantKernel> {
+    let mut v = vec![QuantKernel::Portable];
+    if QuantKernel::select() != QuantKernel::Portable {
+        v.push(QuantKernel::select());
+    }
+    v
+}
+
+#[test]
+fn qc8w_products_match_the_reference_exactly() {
+    let mut rng = Rng(11);
+    for &(m, k, n) in &[
+        (1, 1, 1),
+        (3, 17, 5),
+        (4, 16, 4),
+        (17, 129, 3),
+        (5, 64, 33),
+        (129, 48, 17),
+        (2, 300, 9),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let data: Vec<u8> = (0..n * k)
+            .map(|_| (rng.below(255) as i32 - 127) as i8 as u8)
+            .collect();
+        let scales: Vec<u8> = rng
+            .f32s(n, 0.001, 0.05)
+            .iter()
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
+        let bias = rng.vec(n);
+        let w = QWeights::Qc8w {
+            data: &data,
+            scales: &scales,
+        };
+        let mut want = vec![0f32; m * n];
+        gemm_qd8_f32_ref(
+            &a,
+            &ap,
+            m,
+            k,
+            &w,
+            n,
+            Some(&bias),
+            &mut want,
+            Some((-0.5, 0.7)),
+        );
+        for kern in kernels() {
+            let mut got = vec![f32::NAN; m * n];
+            gemm_qd8_f32(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &w,
+                n,
+                Some(&bias),
+                &mut got,
+                Some((-0.5, 0.7)),
+            )
+            .unwrap();
+            assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
+        }
+    }
+}
+
+fn four_bit(rng: &mut Rng, n: usize, k: usize) -> Vec<u8> {
+    let rb = k.div_ceil(2);
+    let mut d = vec![0u8; n * rb];
+    for j in 0..n {
+        for t in 0..k {
+            let v = rng.below(16) as u8;
+            d[j * rb + t / 2] |= if t % 2 == 0 { v } else { v << 4 };
+        }
+    }
+    d
+}
+
+#[test]
+fn qc4w_products_match_the_reference_exactly() {
+    let mut rng = Rng(13);
+    for &(m, k, n) in &[
+        (1, 1, 1),
+        (3, 17, 5),
+        (4, 32, 4),
+        (17, 129, 3),
+        (5, 96, 33),
+        (6, 64, 7),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let data = four_bit(&mut rng, n, k);
+        let scales: Vec<u8> = rng
+            .f32s(n, 0.01, 0.2)
+            .iter()
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
+        let w = QWeights::Qc4w {
+            data: &data,
+            scales: &scales,
+        };
+        let mut want = vec![0f32; m * n];
+        gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, None, &mut want, None);
+        for kern in kernels() {
+            let mut got = vec![f32::NAN; m * n];
+            gemm_qd8_f32(kern, &a, &ap, m, k, &w, n, None, &mut got, None).unwrap();
+            assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
+        }
+    }
+}
+
+#[test]
+fn qb4w_products_match_the_reference_within_rounding() {
+    let mut rng = Rng(17);
+    for &(m, k, n, g) in &[
+        (1, 32, 1, 32),
+        (3, 64, 5, 32),
+        (17, 128, 3, 64),
+        (5, 256, 33, 128),
+        (4, 96, 4, 32),
+        (2, 34, 3, 2),
+        (129, 64, 6, 16),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let data = four_bit(&mut rng, n, k);
+        let scales: Vec<u8> = rng
+            .f32s(n * k / g, 0.01, 0.2)
+            .iter()
+            .flat_map(|s| ((s.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        let w = QWeights::Qb4w {
+            data: &data,
+            scales: &scales,
+            group: g,
+        };
+        let bias = rng.vec(n);
+        let mut want = vec![0f32; m * n];
+        gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, Some(&bias), &mut want, None);
+        for kern in kernels() {
+            let mut got = vec![f32::NAN; m * n];
+            gemm_qd8_f32(kern, &a, &ap, m, k, &w, n, Some(&bias), &mut got, None).unwrap();
+            for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
+                // Both sum the same exact integers; fp32 rounding of the k/g scaled partial
+                // sums and of the zero-point term differ (a few ulps of the largest term).
+                let tol = 1e-5 * (1.0 + y.abs()) * (k as f32 / g as f32).max(1.0) * 8.0;
+                assert!(
+                    (x - y).abs() <= tol,
+                    "{kern:?} m={m} k={k} n={n} g={g} [{i}]: {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_weights_are_typed_errors() {
+    let a = [0i8; 8];
+    let ap = [QParams::default(); 2];
+    let mut out = [0f32; 4];
+    let short = QWeights::Qc8w {
+        data: &[0; 7],
+        scales: &[0; 8],
+    };
+    assert!(gemm_qd8_f32(
+        QuantKernel::Portable,
+        &a,
+        &ap,
+        2,
+        4,
+        &short,
+        2,
+        None,
+        &mut out,
+        None
+    )
+    .is_err());
+    let odd_group = QWeights::Qb4w {
+        data: &[0; 8],
+        scales: &[0; 8],
+        group: 3,
+    };
+    assert!(gemm_qd8_f32(
+        QuantKernel::Portable,
+        &a,
+        &ap,
+        2,
+        4,
+        &odd_group,
+        2,
+        None,
+        &mut out,
+        None
+    )
+    .is_err());
+}
