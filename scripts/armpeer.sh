@@ -6,7 +6,9 @@
 #
 # usage: scripts/armpeer.sh [options] [CASE ...]
 #   CASE                 fixture base names (default: gpt2 opt gpt2b optb); CASE_xnnpack.pte goes
-#                        through etrun and ptera-run, CASE_portable.pte through ptera-run
+#                        through etrun and ptera-run, CASE_portable.pte through ptera-run; a
+#                        full case name with its own CASE.pte (the quantized opt_qd8, ...) is
+#                        the XNNPACK file, with no portable twin
 #   --etrun PATH         aarch64 etrun built by armpeer/build.sh       (env ETRUN_ARM; required)
 #   --armpeer DIR        armpeer directory with measure.sh  (env ARMPEER_DIR; ../shared/tools/armpeer)
 #   --tbcount PATH       host tbcount binary              (env TBCOUNT; default ARMPEER/tbcount)
@@ -89,9 +91,8 @@ command -v python3 >/dev/null || die "python3 is needed (output check, histogram
 command -v readelf >/dev/null || die "readelf (binutils) is needed for the histograms"
 [[ -z "$ISA" || $ISA =~ ^(generic|portable|neon|sve2|sme|sme2)$ ]] || die "unknown --isa '$ISA'"
 for c in "${CASES[@]}"; do
-    for v in xnnpack portable; do
-        [[ -f "$FIX/${c}_$v.pte" ]] || die "no fixture $FIX/${c}_$v.pte"
-    done
+    [[ -f "$FIX/$c.pte" || ( -f "$FIX/${c}_xnnpack.pte" && -f "$FIX/${c}_portable.pte" ) ]] ||
+        die "no fixture $FIX/$c.pte or $FIX/${c}_{xnnpack,portable}.pte"
 done
 
 # ---- CPU specs -> qemu binary, -cpu name, extra properties, label
@@ -204,6 +205,10 @@ print(('ok' if ok and k > 0 else 'DIFF') + (f'({worst:.1e})' if k else ''))
 EOF
 }
 
+# The XNNPACK-lowered file of a case and its portable twin ("" when there is none).
+xname() { if [[ -f $FIX/$1.pte ]]; then echo "$1"; else echo "${1}_xnnpack"; fi; }
+pname() { if [[ -f $FIX/${1}_portable.pte ]]; then echo "${1}_portable"; fi; }
+
 # ---- lowered twins (host-side lowering of the portable fixture, same inputs and outputs)
 # lower_for CPU_INDEX -> directory with CASE_lowered.pte for every case
 lower_for() {
@@ -213,13 +218,14 @@ lower_for() {
     mkdir -p "$dir"
     for c in "${CASES[@]}"; do
         # CASE_lowered from the portable file, CASE_lowx from the XNNPACK file
-        for v in portable:lowered xnnpack:lowx; do
+        for v in "$(pname "$c"):lowered" "$(xname "$c"):lowx"; do
             local from=${v%%:*} to=${v##*:}
-            echo "== lowering ${c}_$from.pte for $t" >&2
-            (cd "$ROOT" && cargo xtask lower "$FIX/${c}_$from.pte" --target "$t" \
-                -o "$dir/${c}_$to.pte" >/dev/null) || die "lowering ${c}_$from for $t failed"
-            for f in "$FIX/${c}_$from".in*.npy "$FIX/${c}_$from".out*.npy; do
-                b=$(basename "$f"); ln -sf "$f" "$dir/${c}_$to${b#"${c}_$from"}"
+            [[ -n $from ]] || continue
+            echo "== lowering $from.pte for $t" >&2
+            (cd "$ROOT" && cargo xtask lower "$FIX/$from.pte" --target "$t" \
+                -o "$dir/${c}_$to.pte" >/dev/null) || die "lowering $from for $t failed"
+            for f in "$FIX/$from".in*.npy "$FIX/$from".out*.npy; do
+                b=$(basename "$f"); ln -sf "$f" "$dir/${c}_$to${b#"$from"}"
             done
         done
     done
@@ -232,22 +238,23 @@ for i in "${!C_CPU[@]}"; do
     [[ -z "$LOWER" ]] || LFIX=$(lower_for "$i")
     for c in "${CASES[@]}"; do
         echo "== ${C_DESC[$i]}: $c" >&2
-        R[$i,$c,et]=$(measure "$ETRUN" "${c}_xnnpack" "$i" et)
-        R[$i,$c,ptx]=$(measure "$PTRUN" "${c}_xnnpack" "$i" "$PTAG")
-        R[$i,$c,ptp]=$(measure "$PTRUN" "${c}_portable" "$i" "$PTAG")
-        R[$i,$c,ptl]=-; R[$i,$c,ptlx]=-
+        xf=$(xname "$c"); pf=$(pname "$c")
+        R[$i,$c,et]=$(measure "$ETRUN" "$xf" "$i" et)
+        R[$i,$c,ptx]=$(measure "$PTRUN" "$xf" "$i" "$PTAG")
+        R[$i,$c,ptp]=-; R[$i,$c,ptl]=-; R[$i,$c,ptlx]=-
+        [[ -z $pf ]] || R[$i,$c,ptp]=$(measure "$PTRUN" "$pf" "$i" "$PTAG")
         if [[ -n "$LOWER" ]]; then
-            R[$i,$c,ptl]=$(measure "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")
+            [[ -z $pf ]] || R[$i,$c,ptl]=$(measure "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")
             R[$i,$c,ptlx]=$(measure "$PTRUN" "${c}_lowx" "$i" "$PTAG" "$LFIX")
         fi
-        R[$i,$c,chk]="et $(check "$ETRUN" "${c}_xnnpack" "$i" et)"
-        R[$i,$c,chk]+=", ptera $(check "$PTRUN" "${c}_xnnpack" "$i" "$PTAG")"
-        R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_portable" "$i" "$PTAG")"
-        [[ -z "$LOWER" ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")"
+        R[$i,$c,chk]="et $(check "$ETRUN" "$xf" "$i" et)"
+        R[$i,$c,chk]+=", ptera $(check "$PTRUN" "$xf" "$i" "$PTAG")"
+        [[ -z $pf ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "$pf" "$i" "$PTAG")"
+        [[ -z "$LOWER" || -z $pf ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_lowered" "$i" "$PTAG" "$LFIX")"
         [[ -z "$LOWER" ]] || R[$i,$c,chk]+="/$(check "$PTRUN" "${c}_lowx" "$i" "$PTAG" "$LFIX")"
         # "ptera-run: isa sme2 sve-vl 512 sme-svl 256" -> "sme2 vl512 svl256"
         isa=$(sed -n 's/^ptera-run: isa //; T; s/ sve-vl / vl/; s/ sme-svl / svl/; p' \
-            "$RAW/${c}_xnnpack.$PTAG.${C_LABEL[$i]}.maps" 2>/dev/null || true)
+            "$RAW/$xf.$PTAG.${C_LABEL[$i]}.maps" 2>/dev/null || true)
         R[$i,$c,isa]=${isa:-?}
     done
 done

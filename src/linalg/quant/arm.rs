@@ -121,3 +121,177 @@ pub unsafe fn dot_q4_4x4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> 
         out
     }
 }
+
+/// The per-tile constants of the fused epilogue: rows' zero points and scales, columns'
+/// weight sums (`Σ w`, or `Σ_g s_g·Σ w` for group-wise weights), scales and biases, clamp.
+#[derive(Clone, Copy, Debug)]
+pub struct Epilogue {
+    pub zp: [i32; 4],
+    pub row_scale: [f32; 4],
+    pub wsum: [i32; 4],
+    pub fsum: [f32; 4],
+    pub col_scale: [f32; 4],
+    pub bias: [f32; 4],
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// Sums of one run as 4 row vectors, lane `j` = column `j` (pairwise-added accumulators).
+#[inline(always)]
+fn rows_of(acc: [[int32x4_t; 4]; 4]) -> [int32x4_t; 4] {
+    // SAFETY: Neon is part of the AArch64 baseline.
+    unsafe { acc.map(|r| vpaddq_s32(vpaddq_s32(r[0], r[1]), vpaddq_s32(r[2], r[3]))) }
+}
+
+/// int8 run sums (`len % 16 == 0`), rows × columns.
+///
+/// # Safety
+/// FEAT_DotProd; each row pointer valid for `len` bytes.
+#[inline(always)]
+unsafe fn run_i8(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4_t; 4] {
+    // SAFETY: (whole body) as the caller guarantees.
+    unsafe {
+        let mut acc = [[vdupq_n_s32(0); 4]; 4];
+        let mut t = 0;
+        while t < len {
+            let va = a.map(|p| vld1q_s8(p.add(t)));
+            let vw = w.map(|p| vld1q_s8(p.add(t) as *const i8));
+            for i in 0..4 {
+                for j in 0..4 {
+                    acc[i][j] = sdot(acc[i][j], va[i], vw[j]);
+                }
+            }
+            t += 16;
+        }
+        rows_of(acc)
+    }
+}
+
+/// 4-bit run sums times 16 (`len % 32 == 0`; weight pointers at the run's first byte).
+///
+/// # Safety
+/// FEAT_DotProd; activation rows valid for `len` bytes, weight rows for `len / 2`.
+#[inline(always)]
+unsafe fn run_q4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4_t; 4] {
+    // SAFETY: (whole body) as the caller guarantees.
+    unsafe {
+        let mut acc = [[vdupq_n_s32(0); 4]; 4];
+        let flip = vdupq_n_u8(0x88);
+        let hi_mask = vdupq_n_u8(0xF0);
+        let mut t = 0;
+        while t < len {
+            let va = a.map(|p| vld2q_s8(p.add(t)));
+            for j in 0..4 {
+                let b = veorq_u8(vld1q_u8(w[j].add(t / 2)), flip);
+                let even = vreinterpretq_s8_u8(vshlq_n_u8::<4>(b));
+                let odd = vreinterpretq_s8_u8(vandq_u8(b, hi_mask));
+                for i in 0..4 {
+                    acc[i][j] = sdot(acc[i][j], va[i].0, even);
+                    acc[i][j] = sdot(acc[i][j], va[i].1, odd);
+                }
+            }
+            t += 32;
+        }
+        rows_of(acc)
+    }
+}
+
+/// Clamps and stores the 4 × 4 fp32 results.
+///
+/// # Safety
+/// Each `out[i]` valid for 4 float writes.
+#[inline(always)]
+unsafe fn store(r: [float32x4_t; 4], e: &Epilogue, out: &[*mut f32; 4]) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let (lo, hi) = (vdupq_n_f32(e.lo), vdupq_n_f32(e.hi));
+        for i in 0..4 {
+            vst1q_f32(out[i], vminq_f32(vmaxq_f32(r[i], lo), hi));
+        }
+    }
+}
+
+/// Fused 4 × 4 tile, per-channel weights (int8, or 4-bit when `four_bit`):
+/// `out[i][j] = clamp(((Σ a·w - zp_i·wsum_j) · row_scale_i) · col_scale_j + bias_j)`.
+///
+/// # Safety
+/// FEAT_DotProd; `k % 16 == 0` (int8) or `k % 32 == 0` (4-bit); rows valid for `k`
+/// activations and `k` (int8) or `k / 2` (4-bit) weight bytes; `out[i]` for 4 floats.
+#[target_feature(enable = "dotprod")]
+pub unsafe fn tile_per_channel(
+    a: &[*const i8; 4],
+    w: &[*const u8; 4],
+    k: usize,
+    four_bit: bool,
+    e: &Epilogue,
+    out: &[*mut f32; 4],
+) {
+    // SAFETY: (whole body) as the caller guarantees.
+    unsafe {
+        let s = if four_bit {
+            run_q4(a, w, k).map(|v| vshrq_n_s32::<4>(v))
+        } else {
+            run_i8(a, w, k)
+        };
+        let wsum = vld1q_s32(e.wsum.as_ptr());
+        let cs = vld1q_f32(e.col_scale.as_ptr());
+        let bias = vld1q_f32(e.bias.as_ptr());
+        let mut r = [vdupq_n_f32(0.0); 4];
+        for i in 0..4 {
+            let acc = vmlsq_n_s32(s[i], wsum, e.zp[i]);
+            let f = vmulq_n_f32(vcvtq_f32_s32(acc), e.row_scale[i]);
+            r[i] = vaddq_f32(vmulq_f32(f, cs), bias);
+        }
+        store(r, e, out);
+    }
+}
+
+/// Fused 4 × 4 tile, group-wise 4-bit weights with bf16 scales (`scales[j]` = column `j`'s
+/// `k / group` scales): `out[i][j] = clamp((Σ_g s_jg·Σ_g a·w - zp_i·fsum_j) · row_scale_i +
+/// bias_j)`.
+///
+/// # Safety
+/// FEAT_DotProd; `group % 32 == 0`, `k % group == 0`; rows valid for `k` activations and
+/// `k / 2` weight bytes; `scales[j]` for `2 · k / group` bytes; `out[i]` for 4 floats.
+#[target_feature(enable = "dotprod")]
+pub unsafe fn tile_grouped(
+    a: &[*const i8; 4],
+    w: &[*const u8; 4],
+    k: usize,
+    group: usize,
+    scales: &[*const u8; 4],
+    e: &Epilogue,
+    out: &[*mut f32; 4],
+) {
+    // SAFETY: (whole body) as the caller guarantees.
+    unsafe {
+        let mut f = [vdupq_n_f32(0.0); 4];
+        let mut g = 0;
+        let mut lo = 0;
+        while lo < k {
+            let ag = a.map(|p| p.add(lo));
+            let wg = w.map(|p| p.add(lo / 2));
+            let s = run_q4(&ag, &wg, group);
+            // bf16 → f32 of the four columns' scales, divided by 16 (exact) for the nibble
+            // encoding.
+            let bits: [u32; 4] = core::array::from_fn(|j| {
+                (u16::from_le_bytes([*scales[j].add(2 * g), *scales[j].add(2 * g + 1)]) as u32)
+                    << 16
+            });
+            let sg = vmulq_n_f32(vreinterpretq_f32_u32(vld1q_u32(bits.as_ptr())), 0.0625);
+            for i in 0..4 {
+                f[i] = vfmaq_f32(f[i], vcvtq_f32_s32(s[i]), sg);
+            }
+            g += 1;
+            lo += group;
+        }
+        let fsum = vld1q_f32(e.fsum.as_ptr());
+        let bias = vld1q_f32(e.bias.as_ptr());
+        let mut r = [vdupq_n_f32(0.0); 4];
+        for i in 0..4 {
+            let c = vfmsq_n_f32(f[i], fsum, e.zp[i] as f32);
+            r[i] = vfmaq_n_f32(bias, c, e.row_scale[i]);
+        }
+        store(r, e, out);
+    }
+}

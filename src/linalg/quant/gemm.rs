@@ -79,6 +79,32 @@ fn tile_portable(
     out
 }
 
+/// `Σ w` of the 4-bit weights whose bytes are `bytes` (both nibbles of every byte).
+fn nibble_sum(bytes: &[u8]) -> i32 {
+    let s: u32 = bytes
+        .iter()
+        .map(|&b| (b & 15) as u32 + (b >> 4) as u32)
+        .sum();
+    s as i32 - 16 * bytes.len() as i32
+}
+
+/// `Σ_{lo≤t<hi} w[j][t]` of one weight row.
+fn row_sum(w: &QWeights<'_>, k: usize, j: usize, lo: usize, hi: usize) -> i32 {
+    let data = w.data();
+    let rb = w.row_bytes(k);
+    match w {
+        QWeights::Qc8w { .. } => data[j * k + lo..j * k + hi]
+            .iter()
+            .map(|&b| b as i8 as i32)
+            .sum(),
+        // Whole bytes (a padding nibble of an odd `k` is never inside `[lo, hi)` here).
+        _ if lo.is_multiple_of(2) && hi.is_multiple_of(2) => {
+            nibble_sum(&data[j * rb + lo / 2..j * rb + hi / 2])
+        }
+        _ => (lo..hi).map(|t| weight(w, k, j, t)).sum(),
+    }
+}
+
 /// Integer sums of one tile over `[lo, hi)`: the vector tile on the largest aligned run, the
 /// portable tile on the rest.
 #[allow(clippy::too_many_arguments)]
@@ -131,6 +157,78 @@ fn tile_sums(
     tile_portable(a, k, rows, w, cols, lo, hi)
 }
 
+/// All row tiles of one column block with the fused Neon tiles.
+#[cfg(target_arch = "aarch64")]
+#[allow(clippy::too_many_arguments)]
+fn fused_block(
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    w: &QWeights<'_>,
+    n: usize,
+    j0: usize,
+    cols: &[usize; NR],
+    wsum: [i32; NR],
+    fsum: [f32; NR],
+    col_scale: [f32; NR],
+    bias: [f32; NR],
+    (lo, hi): (f32, f32),
+    out: &mut [f32],
+) {
+    use super::arm;
+    let data = w.data();
+    let rb = w.row_bytes(k);
+    let wp = cols.map(|j| data[j * rb..].as_ptr());
+    let groups = w.groups(k);
+    let scales = match *w {
+        QWeights::Qb4w { scales, .. } => cols.map(|j| scales[2 * j * groups..].as_ptr()),
+        _ => [core::ptr::null(); NR],
+    };
+    let full = n - j0 >= NR;
+    let mut tmp = [[0f32; NR]; MR];
+    for i0 in (0..m).step_by(MR) {
+        let rows: [usize; MR] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+        let e = arm::Epilogue {
+            zp: rows.map(|i| ap[i].zero_point),
+            row_scale: rows.map(|i| ap[i].scale),
+            wsum,
+            fsum,
+            col_scale,
+            bias,
+            lo,
+            hi,
+        };
+        let arows = rows.map(|i| a[i * k..].as_ptr());
+        // Repeated rows of a partial tile write the same values to the same row.
+        let orows: [*mut f32; MR] = if full {
+            rows.map(|i| out[i * n + j0..].as_mut_ptr())
+        } else {
+            core::array::from_fn(|ii| tmp[ii].as_mut_ptr())
+        };
+        // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); `k` meets each tile's
+        // depth rule (checked by the caller); every activation row holds `k` bytes and every
+        // weight row `rb` bytes from its pointer (lengths checked by `gemm_qd8_f32` and
+        // `QWeights::check`); group scales hold `2·groups` bytes per column (checked); each
+        // output pointer has 4 floats (a full column block of `out`, or `tmp`).
+        unsafe {
+            match w {
+                QWeights::Qb4w { group, .. } => {
+                    arm::tile_grouped(&arows, &wp, k, *group, &scales, &e, &orows)
+                }
+                QWeights::Qc4w { .. } => arm::tile_per_channel(&arows, &wp, k, true, &e, &orows),
+                QWeights::Qc8w { .. } => arm::tile_per_channel(&arows, &wp, k, false, &e, &orows),
+            }
+        }
+        if !full {
+            for ii in 0..MR.min(m - i0) {
+                let row = &mut out[(i0 + ii) * n + j0..(i0 + ii + 1) * n];
+                row.copy_from_slice(&tmp[ii][..n - j0]);
+            }
+        }
+    }
+}
+
 /// `out[m × n] = clamp(dequant(a[m × k]) · dequant(w)ᵀ + bias)`: `a` quantized per row
 /// (`ap[i]`), `w` an `[n, k]` quantized filter. Results agree bit for bit with
 /// [`super::reference::gemm_qd8_f32_ref`] for per-channel weights; group-wise weights sum
@@ -177,20 +275,40 @@ pub fn gemm_qd8_f32(
         for (jj, &j) in cols.iter().enumerate() {
             if grouped {
                 for g in 0..groups {
-                    let s: i32 = (g * gsize..(g + 1) * gsize)
-                        .map(|t| weight(w, k, j, t))
-                        .sum();
+                    let s = row_sum(w, k, j, g * gsize, (g + 1) * gsize);
                     fsum[jj] += s as f32 * w.scale(j, g, groups);
                 }
             } else {
-                wsum[jj] = match w {
-                    QWeights::Qc8w { data, .. } => data[j * k..(j + 1) * k]
-                        .iter()
-                        .map(|&b| b as i8 as i32)
-                        .sum(),
-                    _ => (0..k).map(|t| weight(w, k, j, t)).sum(),
-                };
+                wsum[jj] = row_sum(w, k, j, 0, k);
                 scale[jj] = w.scale(j, 0, 1);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        if kernel == QuantKernel::NeonDot {
+            let fused = match w {
+                QWeights::Qc8w { .. } => k.is_multiple_of(16),
+                QWeights::Qc4w { .. } => k.is_multiple_of(32),
+                QWeights::Qb4w { group, .. } => group.is_multiple_of(32),
+            };
+            if fused {
+                let bias4: [f32; NR] = core::array::from_fn(|jj| bias.map_or(0.0, |b| b[cols[jj]]));
+                fused_block(
+                    a,
+                    ap,
+                    m,
+                    k,
+                    w,
+                    n,
+                    j0,
+                    &cols,
+                    wsum,
+                    fsum,
+                    scale,
+                    bias4,
+                    (lo_c, hi_c),
+                    out,
+                );
+                continue;
             }
         }
         for i0 in (0..m).step_by(MR) {
