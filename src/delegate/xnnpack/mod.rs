@@ -10,29 +10,29 @@
 //! copied or repacked into RAM. The translated plan (one [`Loc`] per value) lives in the
 //! method's metadata buffer.
 
+mod execute;
 pub mod graph;
 pub mod header;
+mod plan;
 pub mod run;
+
+pub use execute::execute_plan;
+use plan::*;
+pub use plan::{Loc, MAX_EXTERNS, MAX_VALUES};
 
 use core::mem::{align_of, size_of};
 
 use crate::delegate::{Backend, DelegateInit, Requirements};
-use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
-use crate::linalg::quant::{self, QParams, QWeights};
 use crate::planner::{self, Interval};
 use crate::shape::Shape;
 use graph::{bad, last_dim, Op, INVALID_ID, MAX_DIMS};
 
 /// The backend id programs use.
 pub const ID: &str = "XnnpackBackend";
-/// Most values one region may have (bounds the load-time planner's stack tables).
-pub const MAX_VALUES: usize = 1024;
-/// Most external values (DelegateCall arguments) of one region.
-pub const MAX_EXTERNS: usize = 64;
 
 const VERIFIER: flatbuffers::VerifierOptions = flatbuffers::VerifierOptions {
     max_depth: 32,
@@ -47,14 +47,6 @@ pub struct XnnpackBackend;
 /// The registry entry.
 pub static BACKEND: XnnpackBackend = XnnpackBackend;
 
-const KIND_INTERNAL: u32 = 0;
-const KIND_EXTERNAL_IN: u32 = 1;
-const KIND_EXTERNAL_OUT: u32 = 2;
-const KIND_CONSTANT: u32 = 3;
-/// A fully-connected filter packed ahead of time ([`FilterOverride`]); `Loc::offset` is its
-/// program byte offset, `Loc::ext` its tile width.
-const KIND_PACKED: u32 = 4;
-
 /// Where the bytes of a fully-connected filter come from instead of its own constant data
 /// (given by ptera's own backend for the XNNPACK graphs `xtask lower` wraps): the filter's
 /// named data is not looked up.
@@ -68,74 +60,6 @@ pub struct FilterOverride {
     /// `Some(nr)`: [`gemm::PackedB`] panels of width `nr` (exactly their size); `None`: the
     /// filter's own fp32 layout (e.g. the same bytes as a constant the program already has).
     pub nr: Option<u32>,
-}
-
-/// Where one graph value lives (the translated plan).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Loc {
-    kind: u32,
-    /// DelegateCall argument index for externals.
-    ext: u32,
-    /// Scratch offset (internal) or program byte offset (constant).
-    offset: u64,
-    rank: u32,
-    dims: [u32; MAX_DIMS],
-    /// [`ROWS_LOCAL`] for an external output written by a fully-connected node and read by
-    /// no node of the graph: that node may compute only the rows the program reads.
-    flags: u32,
-    /// Element type: [`DT_F32`] or one of the quantized `DT_*`.
-    dt: u32,
-    /// Inputs per scale group of [`DT_QB4W`] weights.
-    group: u32,
-    /// Program byte offset of quantized weights' scales.
-    aux: u64,
-}
-
-/// fp32 values (everything but the quantized ones below).
-const DT_F32: u32 = 0;
-/// Dynamically quantized int8 rows (`qdint8`, one [`QParams`] per row): internal values only,
-/// stored as the `numel` int8 values, then (16-aligned) the rows' parameters.
-const DT_QD8: u32 = 1;
-/// int8 weights, per-output-channel fp32 scales (`qcint8`).
-const DT_QC8W: u32 = 2;
-/// 4-bit weights, per-output-channel fp32 scales (`qcint4`).
-const DT_QC4W: u32 = 3;
-/// 4-bit weights, bf16 scales per group of inputs (`qbint4`).
-const DT_QB4W: u32 = 4;
-
-/// Bytes of a [`DT_QD8`] value: the int8 elements (rounded up to 16), then `rows` parameters.
-fn qd8_bytes(numel: usize, rows: usize) -> Option<usize> {
-    numel
-        .checked_next_multiple_of(16)?
-        .checked_add(rows.checked_mul(size_of::<QParams>())?)
-}
-
-/// [`Loc::flags`]: the output's rows are computed row by row by one fully-connected node.
-const ROWS_LOCAL: u32 = 1;
-
-impl Loc {
-    fn dims(&self) -> Shape {
-        // rank ≤ MAX_DIMS < MAX_RANK: always a shape.
-        Shape::from_u32(&self.dims[..(self.rank as usize).min(MAX_DIMS)]).unwrap_or(Shape::scalar())
-    }
-}
-
-/// Fixed header of the state area.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct Head {
-    n_values: u32,
-    num_externs: u32,
-    /// Flatbuffer position inside the payload.
-    fb_off: u64,
-    fb_len: u64,
-    /// Scratch offset of the GEMM packing area (f32-aligned).
-    gemm_off: u64,
-}
-
-fn state_bytes(n_values: usize) -> usize {
-    size_of::<Head>() + n_values * size_of::<Loc>()
 }
 
 /// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
@@ -683,26 +607,6 @@ fn analyze(
     ))
 }
 
-/// Splits the state area into the header and the value table.
-fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
-    if state.len() < size_of::<Head>() || !(state.as_ptr() as usize).is_multiple_of(16) {
-        return Err(bad("XNNPACK state area too small or misaligned"));
-    }
-    // SAFETY: the area is at least size_of::<Head>() bytes and 16-byte aligned (≥ align of
-    // Head); Head is repr(C) plain data (any bit pattern valid), written by `init`.
-    let head = unsafe { *(state.as_ptr() as *const Head) };
-    let n = head.n_values as usize;
-    if state.len() < state_bytes(n) {
-        return Err(bad("XNNPACK state area too small"));
-    }
-    // SAFETY: `n` Locs fit after the header (checked), the offset size_of::<Head>() = 32 keeps
-    // 8-byte alignment for Loc, Loc is repr(C) plain data, and `init` wrote all `n` of them.
-    let locs = unsafe {
-        core::slice::from_raw_parts(state.as_ptr().add(size_of::<Head>()) as *const Loc, n)
-    };
-    Ok((head, locs))
-}
-
 impl Backend for XnnpackBackend {
     fn id(&self) -> &'static str {
         ID
@@ -758,424 +662,6 @@ pub fn init_packed(
     let (_, head) = analyze(init, Some(locs), packed)?;
     // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
     unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
-    Ok(())
-}
-
-/// The panels of a [`KIND_PACKED`] filter (`k × n`, tile width `Loc::ext`, at `Loc::offset` in
-/// the program; sizes checked at load).
-fn packed_filter<'p>(
-    program: &'p [u8],
-    wl: &Loc,
-    k: usize,
-    n: usize,
-) -> Result<gemm::PackedB<'p>, KernelError> {
-    let nr = wl.ext as usize;
-    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
-    let panels = program
-        .get(wl.offset as usize..wl.offset as usize + len)
-        .and_then(run::as_f32)
-        .ok_or(bad("packed filter outside the program or misaligned"))?;
-    gemm::PackedB::new(panels, k, n, nr)
-}
-
-/// The quantized `[n, k]` filter described by `wl` (data and scales in the program, extents
-/// checked here; their presence was checked at load).
-fn quant_weights<'p>(
-    program: &'p [u8],
-    wl: &Loc,
-    n: usize,
-    k: usize,
-) -> Result<QWeights<'p>, KernelError> {
-    let outside = || bad("quantized weights outside the program");
-    let at = |off: u64, len: Option<usize>| {
-        let len = len.ok_or_else(outside)?;
-        program
-            .get(off as usize..(off as usize).checked_add(len).ok_or_else(outside)?)
-            .ok_or_else(outside)
-    };
-    let groups = if wl.group > 0 {
-        k / wl.group as usize
-    } else {
-        1
-    };
-    Ok(match wl.dt {
-        DT_QC8W => QWeights::Qc8w {
-            data: at(wl.offset, n.checked_mul(k))?,
-            scales: at(wl.aux, n.checked_mul(4))?,
-        },
-        DT_QC4W => QWeights::Qc4w {
-            data: at(wl.offset, n.checked_mul(k.div_ceil(2)))?,
-            scales: at(wl.aux, n.checked_mul(4))?,
-        },
-        DT_QB4W => QWeights::Qb4w {
-            data: at(wl.offset, n.checked_mul(k.div_ceil(2)))?,
-            scales: at(wl.aux, n.checked_mul(groups).and_then(|v| v.checked_mul(2)))?,
-            group: wl.group as usize,
-        },
-        _ => return Err(bad("fully-connected filter of an unknown quantized type")),
-    })
-}
-
-/// Runs a graph planned by `init`/[`init_packed`] (the plan in `state` says which filters are
-/// pre-packed).
-pub fn execute_plan(
-    init: &DelegateInit<'_>,
-    state: &[u8],
-    ctx: &mut KernelCtx<'_, '_, '_>,
-) -> Result<(), KernelError> {
-    let (head, locs) = state_view(state)?;
-    let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
-    // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
-    // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
-    let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
-    if ctx.nargs() < head.num_externs as usize {
-        return Err(KernelError::ArgCount {
-            expected: head.num_externs as usize,
-            got: ctx.nargs(),
-        });
-    }
-    // Externals: inputs as read-only views, outputs resized to their graph dims.
-    let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
-    let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
-    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
-        let t = ctx.input(l.ext as usize)?;
-        if t.numel() != l.dims().numel() {
-            return Err(KernelError::Shape {
-                arg: l.ext as usize,
-                detail: "input size differs from the delegate graph",
-            });
-        }
-        let s = t.as_slice::<f32>()?;
-        ext_in[l.ext as usize] = (s.as_ptr(), s.len());
-    }
-    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
-        let dtype = ctx.out_dtype(l.ext as usize)?;
-        if dtype != DType::F32 {
-            return Err(KernelError::UnsupportedDType {
-                arg: l.ext as usize,
-                dtype,
-            });
-        }
-        let shape = ctx.tensor_shape(l.ext as usize)?;
-        if shape.numel() != l.dims().numel() {
-            return Err(KernelError::Shape {
-                arg: l.ext as usize,
-                detail: "output size differs from the delegate graph",
-            });
-        }
-        let mut t = ctx.output(l.ext as usize, &shape)?;
-        let s = t.as_mut_slice::<f32>()?;
-        ext_out[l.ext as usize] = (s.as_mut_ptr(), s.len());
-    }
-    let program = init.program.bytes();
-    let (sp, slen) = {
-        let s = ctx.scratch();
-        (s.as_mut_ptr(), s.len())
-    };
-    let gemm_len = slen.saturating_sub(head.gemm_off as usize) / 4;
-    if !(sp as usize).is_multiple_of(16) || slen < head.gemm_off as usize {
-        return Err(KernelError::Scratch {
-            needed: head.gemm_off as usize,
-            got: slen,
-        });
-    }
-    // Raw location of value `id`: (pointer, elements).
-    let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
-        let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
-        if l.dt != DT_F32 {
-            return Err(bad("quantized value read as fp32"));
-        }
-        let n = l.dims().numel();
-        Ok(match l.kind {
-            KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
-            KIND_EXTERNAL_OUT => (ext_out[l.ext as usize].0, n),
-            KIND_CONSTANT => {
-                let end = l.offset as usize + n * 4;
-                if end > program.len() {
-                    return Err(bad("constant outside the program"));
-                }
-                (program[l.offset as usize..].as_ptr() as *mut f32, n)
-            }
-            KIND_PACKED => return Err(bad("packed filter read as plain data")),
-            _ => {
-                if l.offset as usize + n * 4 > head.gemm_off as usize {
-                    return Err(bad("intermediate outside the planned scratch"));
-                }
-                // SAFETY: offset + n*4 ≤ gemm_off ≤ scratch length (checked above).
-                (unsafe { sp.add(l.offset as usize) } as *mut f32, n)
-            }
-        })
-    };
-    // SAFETY (for `rd`/`wr` below): every pointer comes from `locate`, which yields ranges
-    // inside the program bytes (constants, borrowed immutably), the argument tensors
-    // (checked by KernelCtx: outputs overlap no input), or the planned scratch. The planner
-    // gives values whose lifetimes overlap disjoint ranges; a node's inputs and its output
-    // are alive at the same step and are distinct values (checked at load), so the `&mut`
-    // output never aliases an input slice — except a reshape planned as a view of its
-    // input (same storage), which is skipped before any slice of it is made. Alignment: constants and tensors were checked
-    // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
-    let rd = |id: u32| -> Result<&[f32], KernelError> {
-        let (p, n) = locate(id)?;
-        Ok(if n == 0 {
-            &[]
-        } else {
-            // SAFETY: see the block comment above.
-            unsafe { core::slice::from_raw_parts(p as *const f32, n) }
-        })
-    };
-    let gemm_scratch: &mut [f32] = {
-        // SAFETY: [gemm_off, gemm_off + gemm_len*4) is inside the scratch (gemm_len is
-        // clamped to what remains), disjoint from every planned value (all end at or before
-        // gemm_off), and 64-byte aligned. The GEMM reports a too-small scratch itself.
-        unsafe {
-            core::slice::from_raw_parts_mut(sp.add(head.gemm_off as usize) as *mut f32, gemm_len)
-        }
-    };
-    let dims = |id: u32| locs[id as usize].dims();
-    // A dynamically quantized value: (its int8 elements, numel, rows), parameters behind.
-    let qd8 = |id: u32| -> Result<(*mut u8, usize, usize), KernelError> {
-        let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
-        let d = l.dims();
-        let numel = d.numel();
-        let rows = numel.checked_div(last_dim(&d)).unwrap_or(0);
-        let end = qd8_bytes(numel, rows).and_then(|b| b.checked_add(l.offset as usize));
-        if l.dt != DT_QD8
-            || l.kind != KIND_INTERNAL
-            || end.is_none_or(|e| e > head.gemm_off as usize)
-        {
-            return Err(bad("quantized activations outside the planned scratch"));
-        }
-        // SAFETY: offset + its bytes ≤ gemm_off ≤ scratch length (checked above).
-        Ok((unsafe { sp.add(l.offset as usize) }, numel, rows))
-    };
-    // Rows of an external output the program reads (`exec::demand`), e.g. only the last
-    // position of a language-model head: the fully-connected node writing that output
-    // ([`ROWS_LOCAL`], found at init) computes only those rows.
-    let demanded = locs
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
-        .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
-    let qkernel = quant::QuantKernel::select();
-    for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
-        let (op, clamp) = graph::decode(node)?;
-        if locs
-            .get(op.output() as usize)
-            .is_some_and(|l| l.dt == DT_QD8)
-        {
-            // fp32 rows → int8 rows and their parameters (a convert node, checked at load).
-            let Op::Unary { x, .. } = op else {
-                return Err(bad("quantized output of a node other than a convert"));
-            };
-            let od = dims(op.output());
-            if ctx.observed() {
-                ctx.region_op(
-                    index,
-                    graph::node_name(node.xnode_union_type()),
-                    od.numel(),
-                    0,
-                );
-            }
-            let xs = rd(x)?;
-            let (qp, numel, rows) = qd8(op.output())?;
-            let k = last_dim(&od);
-            // SAFETY: `qd8` checked that the value's elements and, 16 bytes aligned behind
-            // them, its `rows` parameters lie inside the planned scratch; the scratch base
-            // and offsets are 16-aligned (QParams needs 4); the input is a distinct live
-            // value (planned disjoint, see the block comment above `rd`).
-            let (q, params) = unsafe {
-                (
-                    core::slice::from_raw_parts_mut(qp as *mut i8, numel),
-                    core::slice::from_raw_parts_mut(
-                        qp.add(numel.next_multiple_of(16)) as *mut QParams,
-                        rows,
-                    ),
-                )
-            };
-            if xs.len() != numel {
-                return Err(bad("convert: input and output sizes differ"));
-            }
-            for (r, p) in params.iter_mut().enumerate() {
-                *p = quant::quantize_row_qd8(&xs[r * k..(r + 1) * k], &mut q[r * k..(r + 1) * k]);
-            }
-            continue;
-        }
-        let (po, no) = locate(op.output())?;
-        if let Op::Reshape { x, .. } = op {
-            if locate(x)?.0 == po {
-                continue; // a view planned onto its input's storage (see `analyze`)
-            }
-        }
-        // SAFETY: see the block comment above `rd`.
-        let out: &mut [f32] = if no == 0 {
-            &mut []
-        } else {
-            // SAFETY: see the block comment above `rd`.
-            unsafe { core::slice::from_raw_parts_mut(po, no) }
-        };
-        let od = dims(op.output());
-        if ctx.observed() {
-            ctx.region_op(
-                index,
-                graph::node_name(node.xnode_union_type()),
-                od.numel(),
-                macs(&op, &|id| dims(id), &od),
-            );
-        }
-        match op {
-            Op::Binary { op, a, b, .. } => {
-                run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
-            }
-            Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
-            Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, last_dim(&od)),
-            Op::FullyConnected {
-                x,
-                w,
-                bias,
-                transpose_w,
-                ..
-            } => {
-                let wd = dims(w);
-                let (n, k) = if transpose_w {
-                    (wd.dims()[1], wd.dims()[0])
-                } else {
-                    (wd.dims()[0], wd.dims()[1])
-                };
-                let b = if bias == INVALID_ID {
-                    None
-                } else {
-                    Some(rd(bias)?)
-                };
-                let wl = &locs[w as usize];
-                if wl.dt != DT_F32 {
-                    let (qp, numel, rows) = qd8(x)?;
-                    // SAFETY: as for the convert above (`qd8` checked the extents); read-only
-                    // views of a value distinct from this node's output.
-                    let (a, ap) = unsafe {
-                        (
-                            core::slice::from_raw_parts(qp as *const i8, numel),
-                            core::slice::from_raw_parts(
-                                qp.add(numel.next_multiple_of(16)) as *const QParams,
-                                rows,
-                            ),
-                        )
-                    };
-                    let qw = quant_weights(program, wl, n, k)?;
-                    let (lo, hi) = match demanded {
-                        Some((id, (lo, hi))) if id == op.output() && hi <= rows => (lo, hi),
-                        _ => (0, rows),
-                    };
-                    if hi * n > out.len() {
-                        return Err(bad("fully-connected output smaller than its rows"));
-                    }
-                    quant::gemm_qd8_f32(
-                        qkernel,
-                        &a[lo * k..hi * k],
-                        &ap[lo..hi],
-                        hi - lo,
-                        k,
-                        &qw,
-                        n,
-                        b,
-                        &mut out[lo * n..hi * n],
-                        None,
-                    )?
-                } else {
-                    let (xs, o) = match demanded {
-                        Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
-                            let xs = rd(x)?;
-                            if hi * k > xs.len() {
-                                return Err(bad("demanded rows outside the input"));
-                            }
-                            (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
-                        }
-                        _ => (rd(x)?, &mut out[..]),
-                    };
-                    if wl.kind == KIND_PACKED {
-                        let packed = packed_filter(program, wl, k, n)?;
-                        run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
-                    } else {
-                        run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
-                    }
-                }
-            }
-            Op::BatchMatMul {
-                a, b, transpose_b, ..
-            } => {
-                let ad = dims(a);
-                let r = ad.rank();
-                let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
-                let n = od.dims()[r - 1];
-                let batch = ad.dims()[..r - 2].iter().product();
-                run::batch_matmul(
-                    rd(a)?,
-                    rd(b)?,
-                    out,
-                    batch,
-                    m,
-                    k,
-                    n,
-                    transpose_b,
-                    gemm_scratch,
-                )?
-            }
-            Op::Transpose { x, perm, rank, .. } => {
-                run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
-            }
-            Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
-            Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
-            Op::Concat {
-                inputs, n, axis, ..
-            } => {
-                let mut parts: heapless::Vec<(&[f32], Shape), 5> = heapless::Vec::new();
-                for &id in &inputs[..n as usize] {
-                    let _ = parts.push((rd(id)?, dims(id)));
-                }
-                run::concat(&parts, axis as usize, out, &od)
-            }
-            Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
-            Op::Conv {
-                x,
-                w,
-                bias,
-                win,
-                groups,
-                depthwise,
-                ..
-            } => {
-                let b = if bias == INVALID_ID {
-                    None
-                } else {
-                    Some(rd(bias)?)
-                };
-                let p = run::conv_geometry(&dims(x), &od, &win, groups)
-                    .ok_or(bad("convolution: input or output is not rank 4"))?;
-                let wl = &locs[w as usize];
-                if wl.kind == KIND_PACKED {
-                    // A one-group filter (checked at load): B is K x OC.
-                    let packed = packed_filter(program, wl, p.depth(), p.out_c)?;
-                    let x = rd(x)?;
-                    crate::linalg::conv::nhwc::conv2d_prepacked(
-                        &p,
-                        x,
-                        packed,
-                        b,
-                        out,
-                        clamp,
-                        &mut *gemm_scratch,
-                    )?;
-                } else {
-                    run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
-                }
-                continue;
-            }
-            Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
-            Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
-        }
-        if let Some((lo, hi)) = clamp {
-            run::clamp(out, lo, hi);
-        }
-    }
     Ok(())
 }
 
@@ -1240,31 +726,3 @@ impl<'p> RegionSummary<'p> {
 
 #[cfg(test)]
 mod tests;
-
-/// Multiply-adds of a product-like node (fully connected, batch matmul, convolution), for
-/// profiles; 0 for the others. Saturating (the dims were checked at load).
-fn macs(op: &Op, dims: &dyn Fn(u32) -> Shape, od: &Shape) -> u64 {
-    let n = od.numel() as u64;
-    let last = |id: u32| dims(id).dims().last().copied().unwrap_or(1) as u64;
-    match *op {
-        // Every output element sums one input row.
-        Op::FullyConnected { x, .. } => n.saturating_mul(last(x)),
-        Op::BatchMatMul { a, .. } => n.saturating_mul(last(a)),
-        Op::Conv {
-            x,
-            win,
-            groups,
-            depthwise,
-            ..
-        } => {
-            let taps = (win.kh * win.kw) as u64;
-            let per = if depthwise {
-                taps
-            } else {
-                taps.saturating_mul(last(x) / groups.max(1) as u64)
-            };
-            n.saturating_mul(per)
-        }
-        _ => 0,
-    }
-}

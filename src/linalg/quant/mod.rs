@@ -12,7 +12,7 @@
 //!   rows, the zero point removed through per-column weight sums, then
 //!   `out = (acc · row_scale) · channel_scale + bias` (group-wise weights sum their groups'
 //!   scaled products first), clamped;
-//! - [`reference`]: the scalar definition every kernel is tested against;
+//! - [`mod@reference`]: the scalar definition every kernel is tested against;
 //! - `arm`: the Neon `SDOT` tiles (FEAT_DotProd), chosen at run time.
 
 pub mod dynamic;

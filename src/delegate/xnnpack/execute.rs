@@ -1,0 +1,460 @@
+//! Running a translated region: externals bound to the DelegateCall's tensors, every node's
+//! operands located in the program (constants, packed or quantized filters), the argument
+//! tensors or the planned scratch, and computed in graph order.
+
+use super::graph::{self, bad, last_dim, Op, INVALID_ID};
+use super::plan::*;
+use super::run;
+use crate::delegate::DelegateInit;
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::format::generated::xnnpack::fb_xnnpack as xf;
+use crate::kernel_api::KernelCtx;
+use crate::linalg::gemm;
+use crate::linalg::quant::{self, QParams, QWeights};
+use crate::shape::Shape;
+/// The panels of a [`KIND_PACKED`] filter (`k × n`, tile width `Loc::ext`, at `Loc::offset` in
+/// the program; sizes checked at load).
+fn packed_filter<'p>(
+    program: &'p [u8],
+    wl: &Loc,
+    k: usize,
+    n: usize,
+) -> Result<gemm::PackedB<'p>, KernelError> {
+    let nr = wl.ext as usize;
+    let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
+    let panels = program
+        .get(wl.offset as usize..wl.offset as usize + len)
+        .and_then(run::as_f32)
+        .ok_or(bad("packed filter outside the program or misaligned"))?;
+    gemm::PackedB::new(panels, k, n, nr)
+}
+
+/// The quantized `[n, k]` filter described by `wl` (data and scales in the program, extents
+/// checked here; their presence was checked at load).
+fn quant_weights<'p>(
+    program: &'p [u8],
+    wl: &Loc,
+    n: usize,
+    k: usize,
+) -> Result<QWeights<'p>, KernelError> {
+    let outside = || bad("quantized weights outside the program");
+    let at = |off: u64, len: Option<usize>| {
+        let len = len.ok_or_else(outside)?;
+        program
+            .get(off as usize..(off as usize).checked_add(len).ok_or_else(outside)?)
+            .ok_or_else(outside)
+    };
+    let groups = if wl.group > 0 {
+        k / wl.group as usize
+    } else {
+        1
+    };
+    Ok(match wl.dt {
+        DT_QC8W => QWeights::Qc8w {
+            data: at(wl.offset, n.checked_mul(k))?,
+            scales: at(wl.aux, n.checked_mul(4))?,
+        },
+        DT_QC4W => QWeights::Qc4w {
+            data: at(wl.offset, n.checked_mul(k.div_ceil(2)))?,
+            scales: at(wl.aux, n.checked_mul(4))?,
+        },
+        DT_QB4W => QWeights::Qb4w {
+            data: at(wl.offset, n.checked_mul(k.div_ceil(2)))?,
+            scales: at(wl.aux, n.checked_mul(groups).and_then(|v| v.checked_mul(2)))?,
+            group: wl.group as usize,
+        },
+        _ => return Err(bad("fully-connected filter of an unknown quantized type")),
+    })
+}
+
+/// Runs a graph planned by `init`/[`super::init_packed`] (the plan in `state` says which filters are
+/// pre-packed).
+pub fn execute_plan(
+    init: &DelegateInit<'_>,
+    state: &[u8],
+    ctx: &mut KernelCtx<'_, '_, '_>,
+) -> Result<(), KernelError> {
+    let (head, locs) = state_view(state)?;
+    let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
+    // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
+    // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
+    let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
+    if ctx.nargs() < head.num_externs as usize {
+        return Err(KernelError::ArgCount {
+            expected: head.num_externs as usize,
+            got: ctx.nargs(),
+        });
+    }
+    // Externals: inputs as read-only views, outputs resized to their graph dims.
+    let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
+    let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
+    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
+        let t = ctx.input(l.ext as usize)?;
+        if t.numel() != l.dims().numel() {
+            return Err(KernelError::Shape {
+                arg: l.ext as usize,
+                detail: "input size differs from the delegate graph",
+            });
+        }
+        let s = t.as_slice::<f32>()?;
+        ext_in[l.ext as usize] = (s.as_ptr(), s.len());
+    }
+    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
+        let dtype = ctx.out_dtype(l.ext as usize)?;
+        if dtype != DType::F32 {
+            return Err(KernelError::UnsupportedDType {
+                arg: l.ext as usize,
+                dtype,
+            });
+        }
+        let shape = ctx.tensor_shape(l.ext as usize)?;
+        if shape.numel() != l.dims().numel() {
+            return Err(KernelError::Shape {
+                arg: l.ext as usize,
+                detail: "output size differs from the delegate graph",
+            });
+        }
+        let mut t = ctx.output(l.ext as usize, &shape)?;
+        let s = t.as_mut_slice::<f32>()?;
+        ext_out[l.ext as usize] = (s.as_mut_ptr(), s.len());
+    }
+    let program = init.program.bytes();
+    let (sp, slen) = {
+        let s = ctx.scratch();
+        (s.as_mut_ptr(), s.len())
+    };
+    let gemm_len = slen.saturating_sub(head.gemm_off as usize) / 4;
+    if !(sp as usize).is_multiple_of(16) || slen < head.gemm_off as usize {
+        return Err(KernelError::Scratch {
+            needed: head.gemm_off as usize,
+            got: slen,
+        });
+    }
+    // Raw location of value `id`: (pointer, elements).
+    let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
+        let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
+        if l.dt != DT_F32 {
+            return Err(bad("quantized value read as fp32"));
+        }
+        let n = l.dims().numel();
+        Ok(match l.kind {
+            KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
+            KIND_EXTERNAL_OUT => (ext_out[l.ext as usize].0, n),
+            KIND_CONSTANT => {
+                let end = l.offset as usize + n * 4;
+                if end > program.len() {
+                    return Err(bad("constant outside the program"));
+                }
+                (program[l.offset as usize..].as_ptr() as *mut f32, n)
+            }
+            KIND_PACKED => return Err(bad("packed filter read as plain data")),
+            _ => {
+                if l.offset as usize + n * 4 > head.gemm_off as usize {
+                    return Err(bad("intermediate outside the planned scratch"));
+                }
+                // SAFETY: offset + n*4 ≤ gemm_off ≤ scratch length (checked above).
+                (unsafe { sp.add(l.offset as usize) } as *mut f32, n)
+            }
+        })
+    };
+    // SAFETY (for `rd`/`wr` below): every pointer comes from `locate`, which yields ranges
+    // inside the program bytes (constants, borrowed immutably), the argument tensors
+    // (checked by KernelCtx: outputs overlap no input), or the planned scratch. The planner
+    // gives values whose lifetimes overlap disjoint ranges; a node's inputs and its output
+    // are alive at the same step and are distinct values (checked at load), so the `&mut`
+    // output never aliases an input slice — except a reshape planned as a view of its
+    // input (same storage), which is skipped before any slice of it is made. Alignment: constants and tensors were checked
+    // for f32 alignment, scratch offsets are multiples of 16 from a 16-aligned base.
+    let rd = |id: u32| -> Result<&[f32], KernelError> {
+        let (p, n) = locate(id)?;
+        Ok(if n == 0 {
+            &[]
+        } else {
+            // SAFETY: see the block comment above.
+            unsafe { core::slice::from_raw_parts(p as *const f32, n) }
+        })
+    };
+    let gemm_scratch: &mut [f32] = {
+        // SAFETY: [gemm_off, gemm_off + gemm_len*4) is inside the scratch (gemm_len is
+        // clamped to what remains), disjoint from every planned value (all end at or before
+        // gemm_off), and 64-byte aligned. The GEMM reports a too-small scratch itself.
+        unsafe {
+            core::slice::from_raw_parts_mut(sp.add(head.gemm_off as usize) as *mut f32, gemm_len)
+        }
+    };
+    let dims = |id: u32| locs[id as usize].dims();
+    // A dynamically quantized value: (its int8 elements, numel, rows), parameters behind.
+    let qd8 = |id: u32| -> Result<(*mut u8, usize, usize), KernelError> {
+        let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
+        let d = l.dims();
+        let numel = d.numel();
+        let rows = numel.checked_div(last_dim(&d)).unwrap_or(0);
+        let end = qd8_bytes(numel, rows).and_then(|b| b.checked_add(l.offset as usize));
+        if l.dt != DT_QD8
+            || l.kind != KIND_INTERNAL
+            || end.is_none_or(|e| e > head.gemm_off as usize)
+        {
+            return Err(bad("quantized activations outside the planned scratch"));
+        }
+        // SAFETY: offset + its bytes ≤ gemm_off ≤ scratch length (checked above).
+        Ok((unsafe { sp.add(l.offset as usize) }, numel, rows))
+    };
+    // Rows of an external output the program reads (`exec::demand`), e.g. only the last
+    // position of a language-model head: the fully-connected node writing that output
+    // ([`ROWS_LOCAL`], found at init) computes only those rows.
+    let demanded = locs
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
+        .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
+    let qkernel = quant::QuantKernel::select();
+    for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
+        let (op, clamp) = graph::decode(node)?;
+        if locs
+            .get(op.output() as usize)
+            .is_some_and(|l| l.dt == DT_QD8)
+        {
+            // fp32 rows → int8 rows and their parameters (a convert node, checked at load).
+            let Op::Unary { x, .. } = op else {
+                return Err(bad("quantized output of a node other than a convert"));
+            };
+            let od = dims(op.output());
+            if ctx.observed() {
+                ctx.region_op(
+                    index,
+                    graph::node_name(node.xnode_union_type()),
+                    od.numel(),
+                    0,
+                );
+            }
+            let xs = rd(x)?;
+            let (qp, numel, rows) = qd8(op.output())?;
+            let k = last_dim(&od);
+            // SAFETY: `qd8` checked that the value's elements and, 16 bytes aligned behind
+            // them, its `rows` parameters lie inside the planned scratch; the scratch base
+            // and offsets are 16-aligned (QParams needs 4); the input is a distinct live
+            // value (planned disjoint, see the block comment above `rd`).
+            let (q, params) = unsafe {
+                (
+                    core::slice::from_raw_parts_mut(qp as *mut i8, numel),
+                    core::slice::from_raw_parts_mut(
+                        qp.add(numel.next_multiple_of(16)) as *mut QParams,
+                        rows,
+                    ),
+                )
+            };
+            if xs.len() != numel {
+                return Err(bad("convert: input and output sizes differ"));
+            }
+            for (r, p) in params.iter_mut().enumerate() {
+                *p = quant::quantize_row_qd8(&xs[r * k..(r + 1) * k], &mut q[r * k..(r + 1) * k]);
+            }
+            continue;
+        }
+        let (po, no) = locate(op.output())?;
+        if let Op::Reshape { x, .. } = op {
+            if locate(x)?.0 == po {
+                continue; // a view planned onto its input's storage (see `analyze`)
+            }
+        }
+        // SAFETY: see the block comment above `rd`.
+        let out: &mut [f32] = if no == 0 {
+            &mut []
+        } else {
+            // SAFETY: see the block comment above `rd`.
+            unsafe { core::slice::from_raw_parts_mut(po, no) }
+        };
+        let od = dims(op.output());
+        if ctx.observed() {
+            ctx.region_op(
+                index,
+                graph::node_name(node.xnode_union_type()),
+                od.numel(),
+                macs(&op, &|id| dims(id), &od),
+            );
+        }
+        match op {
+            Op::Binary { op, a, b, .. } => {
+                run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
+            }
+            Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
+            Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, last_dim(&od)),
+            Op::FullyConnected {
+                x,
+                w,
+                bias,
+                transpose_w,
+                ..
+            } => {
+                let wd = dims(w);
+                let (n, k) = if transpose_w {
+                    (wd.dims()[1], wd.dims()[0])
+                } else {
+                    (wd.dims()[0], wd.dims()[1])
+                };
+                let b = if bias == INVALID_ID {
+                    None
+                } else {
+                    Some(rd(bias)?)
+                };
+                let wl = &locs[w as usize];
+                if wl.dt != DT_F32 {
+                    let (qp, numel, rows) = qd8(x)?;
+                    // SAFETY: as for the convert above (`qd8` checked the extents); read-only
+                    // views of a value distinct from this node's output.
+                    let (a, ap) = unsafe {
+                        (
+                            core::slice::from_raw_parts(qp as *const i8, numel),
+                            core::slice::from_raw_parts(
+                                qp.add(numel.next_multiple_of(16)) as *const QParams,
+                                rows,
+                            ),
+                        )
+                    };
+                    let qw = quant_weights(program, wl, n, k)?;
+                    let (lo, hi) = match demanded {
+                        Some((id, (lo, hi))) if id == op.output() && hi <= rows => (lo, hi),
+                        _ => (0, rows),
+                    };
+                    if hi * n > out.len() {
+                        return Err(bad("fully-connected output smaller than its rows"));
+                    }
+                    quant::gemm_qd8_f32(
+                        qkernel,
+                        &a[lo * k..hi * k],
+                        &ap[lo..hi],
+                        hi - lo,
+                        k,
+                        &qw,
+                        n,
+                        b,
+                        &mut out[lo * n..hi * n],
+                        None,
+                    )?
+                } else {
+                    let (xs, o) = match demanded {
+                        Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
+                            let xs = rd(x)?;
+                            if hi * k > xs.len() {
+                                return Err(bad("demanded rows outside the input"));
+                            }
+                            (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
+                        }
+                        _ => (rd(x)?, &mut out[..]),
+                    };
+                    if wl.kind == KIND_PACKED {
+                        let packed = packed_filter(program, wl, k, n)?;
+                        run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
+                    } else {
+                        run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
+                    }
+                }
+            }
+            Op::BatchMatMul {
+                a, b, transpose_b, ..
+            } => {
+                let ad = dims(a);
+                let r = ad.rank();
+                let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
+                let n = od.dims()[r - 1];
+                let batch = ad.dims()[..r - 2].iter().product();
+                run::batch_matmul(
+                    rd(a)?,
+                    rd(b)?,
+                    out,
+                    batch,
+                    m,
+                    k,
+                    n,
+                    transpose_b,
+                    gemm_scratch,
+                )?
+            }
+            Op::Transpose { x, perm, rank, .. } => {
+                run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
+            }
+            Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
+            Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
+            Op::Concat {
+                inputs, n, axis, ..
+            } => {
+                let mut parts: heapless::Vec<(&[f32], Shape), 5> = heapless::Vec::new();
+                for &id in &inputs[..n as usize] {
+                    let _ = parts.push((rd(id)?, dims(id)));
+                }
+                run::concat(&parts, axis as usize, out, &od)
+            }
+            Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
+            Op::Conv {
+                x,
+                w,
+                bias,
+                win,
+                groups,
+                depthwise,
+                ..
+            } => {
+                let b = if bias == INVALID_ID {
+                    None
+                } else {
+                    Some(rd(bias)?)
+                };
+                let p = run::conv_geometry(&dims(x), &od, &win, groups)
+                    .ok_or(bad("convolution: input or output is not rank 4"))?;
+                let wl = &locs[w as usize];
+                if wl.kind == KIND_PACKED {
+                    // A one-group filter (checked at load): B is K x OC.
+                    let packed = packed_filter(program, wl, p.depth(), p.out_c)?;
+                    let x = rd(x)?;
+                    crate::linalg::conv::nhwc::conv2d_prepacked(
+                        &p,
+                        x,
+                        packed,
+                        b,
+                        out,
+                        clamp,
+                        &mut *gemm_scratch,
+                    )?;
+                } else {
+                    run::conv2d_nhwc(&p, rd(x)?, rd(w)?, b, out, depthwise, clamp, gemm_scratch)?;
+                }
+                continue;
+            }
+            Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
+            Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
+        }
+        if let Some((lo, hi)) = clamp {
+            run::clamp(out, lo, hi);
+        }
+    }
+    Ok(())
+}
+
+/// Multiply-adds of a product-like node (fully connected, batch matmul, convolution), for
+/// profiles; 0 for the others. Saturating (the dims were checked at load).
+fn macs(op: &Op, dims: &dyn Fn(u32) -> Shape, od: &Shape) -> u64 {
+    let n = od.numel() as u64;
+    let last = |id: u32| dims(id).dims().last().copied().unwrap_or(1) as u64;
+    match *op {
+        // Every output element sums one input row.
+        Op::FullyConnected { x, .. } => n.saturating_mul(last(x)),
+        Op::BatchMatMul { a, .. } => n.saturating_mul(last(a)),
+        Op::Conv {
+            x,
+            win,
+            groups,
+            depthwise,
+            ..
+        } => {
+            let taps = (win.kh * win.kw) as u64;
+            let per = if depthwise {
+                taps
+            } else {
+                taps.saturating_mul(last(x) / groups.max(1) as u64)
+            };
+            n.saturating_mul(per)
+        }
+        _ => 0,
+    }
+}

@@ -1,0 +1,111 @@
+//! The translated plan of one region as it lives in the method's metadata buffer: a fixed
+//! [`Head`], then one [`Loc`] per graph value (its kind, element type, dims and where its bytes
+//! are).
+
+use core::mem::size_of;
+
+use super::graph::{bad, MAX_DIMS};
+use crate::error::KernelError;
+use crate::linalg::quant::QParams;
+use crate::shape::Shape;
+
+/// Most values one region may have (bounds the load-time planner's stack tables).
+pub const MAX_VALUES: usize = 1024;
+/// Most external values (DelegateCall arguments) of one region.
+pub const MAX_EXTERNS: usize = 64;
+
+pub(super) const KIND_INTERNAL: u32 = 0;
+pub(super) const KIND_EXTERNAL_IN: u32 = 1;
+pub(super) const KIND_EXTERNAL_OUT: u32 = 2;
+pub(super) const KIND_CONSTANT: u32 = 3;
+/// A fully-connected filter packed ahead of time ([`FilterOverride`]); `Loc::offset` is its
+/// program byte offset, `Loc::ext` its tile width.
+pub(super) const KIND_PACKED: u32 = 4;
+
+/// Where one graph value lives (the translated plan).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Loc {
+    pub(super) kind: u32,
+    /// DelegateCall argument index for externals.
+    pub(super) ext: u32,
+    /// Scratch offset (internal) or program byte offset (constant).
+    pub(super) offset: u64,
+    pub(super) rank: u32,
+    pub(super) dims: [u32; MAX_DIMS],
+    /// [`ROWS_LOCAL`] for an external output written by a fully-connected node and read by
+    /// no node of the graph: that node may compute only the rows the program reads.
+    pub(super) flags: u32,
+    /// Element type: [`DT_F32`] or one of the quantized `DT_*`.
+    pub(super) dt: u32,
+    /// Inputs per scale group of [`DT_QB4W`] weights.
+    pub(super) group: u32,
+    /// Program byte offset of quantized weights' scales.
+    pub(super) aux: u64,
+}
+
+/// fp32 values (everything but the quantized ones below).
+pub(super) const DT_F32: u32 = 0;
+/// Dynamically quantized int8 rows (`qdint8`, one [`QParams`] per row): internal values only,
+/// stored as the `numel` int8 values, then (16-aligned) the rows' parameters.
+pub(super) const DT_QD8: u32 = 1;
+/// int8 weights, per-output-channel fp32 scales (`qcint8`).
+pub(super) const DT_QC8W: u32 = 2;
+/// 4-bit weights, per-output-channel fp32 scales (`qcint4`).
+pub(super) const DT_QC4W: u32 = 3;
+/// 4-bit weights, bf16 scales per group of inputs (`qbint4`).
+pub(super) const DT_QB4W: u32 = 4;
+
+/// Bytes of a [`DT_QD8`] value: the int8 elements (rounded up to 16), then `rows` parameters.
+pub(super) fn qd8_bytes(numel: usize, rows: usize) -> Option<usize> {
+    numel
+        .checked_next_multiple_of(16)?
+        .checked_add(rows.checked_mul(size_of::<QParams>())?)
+}
+
+/// [`Loc::flags`]: the output's rows are computed row by row by one fully-connected node.
+pub(super) const ROWS_LOCAL: u32 = 1;
+
+impl Loc {
+    pub(super) fn dims(&self) -> Shape {
+        // rank ≤ MAX_DIMS < MAX_RANK: always a shape.
+        Shape::from_u32(&self.dims[..(self.rank as usize).min(MAX_DIMS)]).unwrap_or(Shape::scalar())
+    }
+}
+
+/// Fixed header of the state area.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Head {
+    pub(super) n_values: u32,
+    pub(super) num_externs: u32,
+    /// Flatbuffer position inside the payload.
+    pub(super) fb_off: u64,
+    pub(super) fb_len: u64,
+    /// Scratch offset of the GEMM packing area (f32-aligned).
+    pub(super) gemm_off: u64,
+}
+
+pub(super) fn state_bytes(n_values: usize) -> usize {
+    size_of::<Head>() + n_values * size_of::<Loc>()
+}
+
+/// Splits the state area into the header and the value table.
+pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
+    if state.len() < size_of::<Head>() || !(state.as_ptr() as usize).is_multiple_of(16) {
+        return Err(bad("XNNPACK state area too small or misaligned"));
+    }
+    // SAFETY: the area is at least size_of::<Head>() bytes and 16-byte aligned (≥ align of
+    // Head); Head is repr(C) plain data (any bit pattern valid), written by `init`.
+    let head = unsafe { *(state.as_ptr() as *const Head) };
+    let n = head.n_values as usize;
+    if state.len() < state_bytes(n) {
+        return Err(bad("XNNPACK state area too small"));
+    }
+    // SAFETY: `n` Locs fit after the header (checked), the offset size_of::<Head>() = 32 keeps
+    // 8-byte alignment for Loc, Loc is repr(C) plain data, and `init` wrote all `n` of them.
+    let locs = unsafe {
+        core::slice::from_raw_parts(state.as_ptr().add(size_of::<Head>()) as *const Loc, n)
+    };
+    Ok((head, locs))
+}
