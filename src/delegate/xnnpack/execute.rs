@@ -32,7 +32,7 @@ fn packed_filter<'p>(
 
 /// The quantized `[n, k]` filter described by `wl` (data and scales in the program, extents
 /// checked here; their presence was checked at load).
-fn quant_weights<'p>(
+pub(super) fn quant_weights<'p>(
     program: &'p [u8],
     wl: &Loc,
     n: usize,
@@ -75,7 +75,7 @@ pub fn execute_plan(
     state: &[u8],
     ctx: &mut KernelCtx<'_, '_, '_>,
 ) -> Result<(), KernelError> {
-    let (head, locs) = state_view(state)?;
+    let (head, locs, sums) = state_view(state)?;
     let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
     // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
     // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
@@ -320,6 +320,9 @@ pub fn execute_plan(
                     if hi * n > out.len() {
                         return Err(bad("fully-connected output smaller than its rows"));
                     }
+                    let wsums = sums
+                        .get(wl.sums as usize..(wl.sums as usize).saturating_add(n))
+                        .ok_or(bad("column sums outside the state"))?;
                     quant::gemm_qd8_f32(
                         qkernel,
                         &a[lo * k..hi * k],
@@ -329,6 +332,7 @@ pub fn execute_plan(
                         &qw,
                         n,
                         b,
+                        Some(wsums),
                         &mut out[lo * n..hi * n],
                         None,
                     )?

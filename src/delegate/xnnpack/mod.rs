@@ -27,6 +27,7 @@ use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
+use crate::linalg::quant;
 use crate::planner::{self, Interval};
 use crate::shape::Shape;
 use graph::{bad, last_dim, Op, INVALID_ID, MAX_DIMS};
@@ -572,7 +573,17 @@ fn analyze(
         fb_off: fb_off as u64,
         fb_len: fb_len as u64,
         gemm_off: gemm_off as u64,
+        n_sums: 0,
     };
+    // Column sums of the quantized filters: one f32 per output channel.
+    let mut head = head;
+    let mut sums_at = heapless::Vec::<u64, MAX_VALUES>::new();
+    for (i, q) in qinfo.iter().enumerate() {
+        let _ = sums_at.push(head.n_sums);
+        if matches!(q.0, DT_QC8W | DT_QC4W | DT_QB4W) {
+            head.n_sums += dims_tab[i].dims().first().copied().unwrap_or(0) as u64;
+        }
+    }
     if let Some(locs) = locs {
         for i in 0..nv {
             let (kind, ext, offset) = kinds[i];
@@ -595,12 +606,13 @@ fn analyze(
                 dt: qinfo[i].0,
                 group: qinfo[i].1,
                 aux: qinfo[i].2,
+                sums: sums_at[i],
             };
         }
     }
     Ok((
         Requirements {
-            state: state_bytes(nv),
+            state: state_bytes(nv, head.n_sums as usize),
             scratch,
         },
         head,
@@ -646,12 +658,15 @@ pub fn init_packed(
     packed: &[FilterOverride],
 ) -> Result<(), KernelError> {
     let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
-    if state.len() < state_bytes(n) || !(state.as_ptr() as usize).is_multiple_of(16) {
+    if n > MAX_VALUES
+        || state.len() < state_bytes(n, 0)
+        || !(state.as_ptr() as usize).is_multiple_of(16)
+    {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
-    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n) bytes
+    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n, 0) bytes
     // (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
-    // pointers (at offset 32, 8-byte alignment) is sound.
+    // pointers (at offset 40, 8-byte alignment) is sound.
     let locs = unsafe {
         let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
         for i in 0..n {
@@ -660,6 +675,31 @@ pub fn init_packed(
         core::slice::from_raw_parts_mut(p, n)
     };
     let (_, head) = analyze(init, Some(locs), packed)?;
+    let n_sums = head.n_sums as usize;
+    if state.len() < state_bytes(n, n_sums) {
+        return Err(bad("XNNPACK state area too small"));
+    }
+    // The quantized filters' column sums, behind the value table.
+    let program = init.program.bytes();
+    let sums_off = size_of::<Head>() + n * size_of::<Loc>();
+    for i in 0..n {
+        // SAFETY: Loc i was written by `analyze` above (same area, offset 40 + 72·i).
+        let l = unsafe { *(state.as_ptr().add(size_of::<Head>()) as *const Loc).add(i) };
+        if !matches!(l.dt, DT_QC8W | DT_QC4W | DT_QB4W) {
+            continue;
+        }
+        let d = l.dims();
+        let (rows, k) = (d.dims()[0], d.dims()[1]); // quantized filters are 2-D (checked)
+        let qw = execute::quant_weights(program, &l, rows, k)?;
+        let at = sums_off + l.sums as usize * size_of::<f32>();
+        // SAFETY: the sums table lies inside the checked state_bytes(n, n_sums) bytes; its
+        // entries for this filter, [sums, sums + rows), are within n_sums (assigned in order
+        // by `analyze`); 4-byte aligned (sums_off is a multiple of 8); no other live borrow.
+        let out = unsafe {
+            core::slice::from_raw_parts_mut(state.as_mut_ptr().add(at) as *mut f32, rows)
+        };
+        quant::column_sums(&qw, rows, k, out)?;
+    }
     // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
     unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
     Ok(())

@@ -42,6 +42,8 @@ pub struct Loc {
     pub(super) group: u32,
     /// Program byte offset of quantized weights' scales.
     pub(super) aux: u64,
+    /// Quantized weights: index of their column sums in the state's sums table.
+    pub(super) sums: u64,
 }
 
 /// fp32 values (everything but the quantized ones below).
@@ -84,14 +86,18 @@ pub(super) struct Head {
     pub(super) fb_len: u64,
     /// Scratch offset of the GEMM packing area (f32-aligned).
     pub(super) gemm_off: u64,
+    /// Entries of the column-sums table behind the value table (one f32 per output channel of
+    /// every quantized filter, `linalg::quant::column_sums`, computed at init).
+    pub(super) n_sums: u64,
 }
 
-pub(super) fn state_bytes(n_values: usize) -> usize {
-    size_of::<Head>() + n_values * size_of::<Loc>()
+/// Bytes of the state area: header, value table, column sums.
+pub(super) fn state_bytes(n_values: usize, n_sums: usize) -> usize {
+    size_of::<Head>() + n_values * size_of::<Loc>() + n_sums * size_of::<f32>()
 }
 
-/// Splits the state area into the header and the value table.
-pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
+/// Splits the state area into the header, the value table and the column sums.
+pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc], &[f32]), KernelError> {
     if state.len() < size_of::<Head>() || !(state.as_ptr() as usize).is_multiple_of(16) {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
@@ -99,13 +105,22 @@ pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc]), KernelError> {
     // Head); Head is repr(C) plain data (any bit pattern valid), written by `init`.
     let head = unsafe { *(state.as_ptr() as *const Head) };
     let n = head.n_values as usize;
-    if state.len() < state_bytes(n) {
+    let n_sums = usize::try_from(head.n_sums).unwrap_or(usize::MAX);
+    if n > super::MAX_VALUES || n_sums > u32::MAX as usize || state.len() < state_bytes(n, n_sums) {
         return Err(bad("XNNPACK state area too small"));
     }
-    // SAFETY: `n` Locs fit after the header (checked), the offset size_of::<Head>() = 32 keeps
-    // 8-byte alignment for Loc, Loc is repr(C) plain data, and `init` wrote all `n` of them.
-    let locs = unsafe {
-        core::slice::from_raw_parts(state.as_ptr().add(size_of::<Head>()) as *const Loc, n)
+    // SAFETY: `n` Locs and then `n_sums` f32 fit after the header (checked); the offset
+    // size_of::<Head>() = 40 keeps 8-byte alignment for Loc (size 72, a multiple of 8) and
+    // 4-byte alignment for the sums; Loc and f32 are plain data, and `init` wrote all of them.
+    let (locs, sums) = unsafe {
+        let lp = state.as_ptr().add(size_of::<Head>());
+        (
+            core::slice::from_raw_parts(lp as *const Loc, n),
+            core::slice::from_raw_parts(lp.add(n * size_of::<Loc>()) as *const f32, n_sums),
+        )
     };
-    Ok((head, locs))
+    Ok((head, locs, sums))
 }
+
+// The alignment arguments of `state_view` and `init_packed` rest on these sizes.
+const _: () = assert!(size_of::<Head>() == 40 && size_of::<Loc>() == 72);

@@ -15,6 +15,8 @@
 use core::arch::aarch64::*;
 use core::arch::asm;
 
+use super::dynamic::QParams;
+
 /// `acc += Σ_{4 lanes} a · b` per 32-bit lane (one `SDOT`).
 ///
 /// # Safety
@@ -122,18 +124,30 @@ pub unsafe fn dot_q4_4x4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> 
     }
 }
 
-/// The per-tile constants of the fused epilogue: rows' zero points and scales, columns'
-/// weight sums (`Σ w`, or `Σ_g s_g·Σ w` for group-wise weights), scales and biases, clamp.
+/// Constants of one block of 4 output channels: weight sums (`Σ w`, exact integers, for
+/// per-channel weights; `Σ_g s_g·Σ_g w` for group-wise ones), per-channel scales, biases and
+/// the clamp.
 #[derive(Clone, Copy, Debug)]
-pub struct Epilogue {
-    pub zp: [i32; 4],
-    pub row_scale: [f32; 4],
-    pub wsum: [i32; 4],
-    pub fsum: [f32; 4],
-    pub col_scale: [f32; 4],
+pub struct Columns {
+    pub sum: [f32; 4],
+    pub scale: [f32; 4],
     pub bias: [f32; 4],
     pub lo: f32,
     pub hi: f32,
+}
+
+/// The weight rows' encoding.
+#[derive(Clone, Copy, Debug)]
+pub enum Rows {
+    /// int8, per-channel scales.
+    I8,
+    /// 4-bit, per-channel scales.
+    Q4,
+    /// 4-bit, bf16 scales per `group` inputs; `scales[j]` = column `j`'s `k / group` scales.
+    Grouped {
+        group: usize,
+        scales: [*const u8; 4],
+    },
 }
 
 /// Sums of one run as 4 row vectors, lane `j` = column `j` (pairwise-added accumulators).
@@ -196,102 +210,99 @@ unsafe fn run_q4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4
     }
 }
 
-/// Clamps and stores the 4 × 4 fp32 results.
+/// One column block of the product, all `m` rows, 4 at a time:
+/// per-channel `out[i][j] = clamp(((Σ a·w - zp_i·sum_j) · scale_i) · col_scale_j + bias_j)`,
+/// group-wise `out[i][j] = clamp((Σ_g s_jg·Σ_g a·w - zp_i·sum_j) · scale_i + bias_j)`.
+/// Rows `i` of `a` are `k` apart, rows of `out` `ldo` apart; `ncols ≤ 4` columns are stored
+/// (a partial block computes its repeated last column and drops it).
 ///
 /// # Safety
-/// Each `out[i]` valid for 4 float writes.
-#[inline(always)]
-unsafe fn store(r: [float32x4_t; 4], e: &Epilogue, out: &[*mut f32; 4]) {
-    // SAFETY: as the caller guarantees.
-    unsafe {
-        let (lo, hi) = (vdupq_n_f32(e.lo), vdupq_n_f32(e.hi));
-        for i in 0..4 {
-            vst1q_f32(out[i], vminq_f32(vmaxq_f32(r[i], lo), hi));
-        }
-    }
-}
-
-/// Fused 4 × 4 tile, per-channel weights (int8, or 4-bit when `four_bit`):
-/// `out[i][j] = clamp(((Σ a·w - zp_i·wsum_j) · row_scale_i) · col_scale_j + bias_j)`.
-///
-/// # Safety
-/// FEAT_DotProd; `k % 16 == 0` (int8) or `k % 32 == 0` (4-bit); rows valid for `k`
-/// activations and `k` (int8) or `k / 2` (4-bit) weight bytes; `out[i]` for 4 floats.
+/// FEAT_DotProd; `m ≥ 1`; `k % 16 == 0` (int8), `k % 32 == 0` (4-bit per channel), or
+/// `group % 32 == 0` and `k % group == 0`; `a` valid for `m·k` reads, `ap` for `m`; each `w[j]`
+/// for `k` (int8) or `k / 2` (4-bit) bytes; group scales for `2·k / group` bytes; `out` for
+/// `ncols` floats at each of the `m` rows.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "dotprod")]
-pub unsafe fn tile_per_channel(
-    a: &[*const i8; 4],
-    w: &[*const u8; 4],
+pub unsafe fn block(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
     k: usize,
-    four_bit: bool,
-    e: &Epilogue,
-    out: &[*mut f32; 4],
-) {
-    // SAFETY: (whole body) as the caller guarantees.
-    unsafe {
-        let s = if four_bit {
-            run_q4(a, w, k).map(|v| vshrq_n_s32::<4>(v))
-        } else {
-            run_i8(a, w, k)
-        };
-        let wsum = vld1q_s32(e.wsum.as_ptr());
-        let cs = vld1q_f32(e.col_scale.as_ptr());
-        let bias = vld1q_f32(e.bias.as_ptr());
-        let mut r = [vdupq_n_f32(0.0); 4];
-        for i in 0..4 {
-            let acc = vmlsq_n_s32(s[i], wsum, e.zp[i]);
-            let f = vmulq_n_f32(vcvtq_f32_s32(acc), e.row_scale[i]);
-            r[i] = vaddq_f32(vmulq_f32(f, cs), bias);
-        }
-        store(r, e, out);
-    }
-}
-
-/// Fused 4 × 4 tile, group-wise 4-bit weights with bf16 scales (`scales[j]` = column `j`'s
-/// `k / group` scales): `out[i][j] = clamp((Σ_g s_jg·Σ_g a·w - zp_i·fsum_j) · row_scale_i +
-/// bias_j)`.
-///
-/// # Safety
-/// FEAT_DotProd; `group % 32 == 0`, `k % group == 0`; rows valid for `k` activations and
-/// `k / 2` weight bytes; `scales[j]` for `2 · k / group` bytes; `out[i]` for 4 floats.
-#[target_feature(enable = "dotprod")]
-pub unsafe fn tile_grouped(
-    a: &[*const i8; 4],
     w: &[*const u8; 4],
-    k: usize,
-    group: usize,
-    scales: &[*const u8; 4],
-    e: &Epilogue,
-    out: &[*mut f32; 4],
+    rows: Rows,
+    c: &Columns,
+    out: *mut f32,
+    ldo: usize,
+    ncols: usize,
 ) {
-    // SAFETY: (whole body) as the caller guarantees.
+    // SAFETY: (whole body) every pointer stays within the extents the caller guarantees:
+    // row indices are clamped to `m - 1`, only the first `min(4, m - i0)` rows and `ncols`
+    // columns are stored.
     unsafe {
-        let mut f = [vdupq_n_f32(0.0); 4];
-        let mut g = 0;
-        let mut lo = 0;
-        while lo < k {
-            let ag = a.map(|p| p.add(lo));
-            let wg = w.map(|p| p.add(lo / 2));
-            let s = run_q4(&ag, &wg, group);
-            // bf16 → f32 of the four columns' scales, divided by 16 (exact) for the nibble
-            // encoding.
-            let bits: [u32; 4] = core::array::from_fn(|j| {
-                (u16::from_le_bytes([*scales[j].add(2 * g), *scales[j].add(2 * g + 1)]) as u32)
-                    << 16
-            });
-            let sg = vmulq_n_f32(vreinterpretq_f32_u32(vld1q_u32(bits.as_ptr())), 0.0625);
-            for i in 0..4 {
-                f[i] = vfmaq_f32(f[i], vcvtq_f32_s32(s[i]), sg);
+        let sum = vld1q_f32(c.sum.as_ptr());
+        let isum = vcvtq_s32_f32(sum); // exact: per-channel sums are integers below 2^24
+        let cs = vld1q_f32(c.scale.as_ptr());
+        let bias = vld1q_f32(c.bias.as_ptr());
+        let (lo, hi) = (vdupq_n_f32(c.lo), vdupq_n_f32(c.hi));
+        let mut i0 = 0;
+        while i0 < m {
+            let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+            let ar = idx.map(|i| a.add(i * k));
+            let p = idx.map(|i| *ap.add(i));
+            let mut r = [vdupq_n_f32(0.0); 4];
+            match rows {
+                Rows::I8 | Rows::Q4 => {
+                    let s = if matches!(rows, Rows::Q4) {
+                        run_q4(&ar, w, k).map(|v| vshrq_n_s32::<4>(v))
+                    } else {
+                        run_i8(&ar, w, k)
+                    };
+                    for i in 0..4 {
+                        let acc = vmlsq_n_s32(s[i], isum, p[i].zero_point);
+                        let f = vmulq_n_f32(vcvtq_f32_s32(acc), p[i].scale);
+                        r[i] = vaddq_f32(vmulq_f32(f, cs), bias);
+                    }
+                }
+                Rows::Grouped { group, scales } => {
+                    let mut f = [vdupq_n_f32(0.0); 4];
+                    let (mut g, mut t) = (0, 0);
+                    while t < k {
+                        let ag = ar.map(|q| q.add(t));
+                        let wg = w.map(|q| q.add(t / 2));
+                        let s = run_q4(&ag, &wg, group);
+                        // bf16 → f32 of the four columns' scales, / 16 (exact) for the nibble
+                        // encoding.
+                        let bits: [u32; 4] = core::array::from_fn(|j| {
+                            (u16::from_le_bytes([*scales[j].add(2 * g), *scales[j].add(2 * g + 1)])
+                                as u32)
+                                << 16
+                        });
+                        let sg =
+                            vmulq_n_f32(vreinterpretq_f32_u32(vld1q_u32(bits.as_ptr())), 0.0625);
+                        for i in 0..4 {
+                            f[i] = vfmaq_f32(f[i], vcvtq_f32_s32(s[i]), sg);
+                        }
+                        g += 1;
+                        t += group;
+                    }
+                    for i in 0..4 {
+                        let c = vfmsq_n_f32(f[i], sum, p[i].zero_point as f32);
+                        r[i] = vfmaq_n_f32(bias, c, p[i].scale);
+                    }
+                }
             }
-            g += 1;
-            lo += group;
+            for (ii, v) in r.iter().enumerate().take((m - i0).min(4)) {
+                let v = vminq_f32(vmaxq_f32(*v, lo), hi);
+                let o = out.add((i0 + ii) * ldo);
+                if ncols >= 4 {
+                    vst1q_f32(o, v);
+                } else {
+                    let mut t = [0f32; 4];
+                    vst1q_f32(t.as_mut_ptr(), v);
+                    core::ptr::copy_nonoverlapping(t.as_ptr(), o, ncols);
+                }
+            }
+            i0 += 4;
         }
-        let fsum = vld1q_f32(e.fsum.as_ptr());
-        let bias = vld1q_f32(e.bias.as_ptr());
-        let mut r = [vdupq_n_f32(0.0); 4];
-        for i in 0..4 {
-            let c = vfmsq_n_f32(f[i], fsum, e.zp[i] as f32);
-            r[i] = vfmaq_n_f32(bias, c, e.row_scale[i]);
-        }
-        store(r, e, out);
     }
 }

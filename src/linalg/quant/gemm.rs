@@ -157,76 +157,36 @@ fn tile_sums(
     tile_portable(a, k, rows, w, cols, lo, hi)
 }
 
-/// All row tiles of one column block with the fused Neon tiles.
-#[cfg(target_arch = "aarch64")]
-#[allow(clippy::too_many_arguments)]
-fn fused_block(
-    a: &[i8],
-    ap: &[QParams],
-    m: usize,
-    k: usize,
+/// [`column_sums`] of one column.
+fn column_sums_one(w: &QWeights<'_>, k: usize, j: usize, out: &mut f32) {
+    let groups = w.groups(k);
+    let gsize = k.checked_div(groups).unwrap_or(k);
+    *out = match w {
+        QWeights::Qb4w { .. } => (0..groups)
+            .map(|g| row_sum(w, k, j, g * gsize, (g + 1) * gsize) as f32 * w.scale(j, g, groups))
+            .sum(),
+        _ => row_sum(w, k, j, 0, k) as f32,
+    };
+}
+
+/// The column sums a filter's products need, one per output channel: `Σ_t w[j][t]` for
+/// per-channel weights (an integer, exact in f32: `|Σ w| ≤ 127 · 2^16 < 2^24`), and
+/// `Σ_g s[j][g]·Σ_{t∈g} w[j][t]` for group-wise ones. Computed once (the XNNPACK delegate does
+/// it at load) and passed to [`gemm_qd8_f32`].
+pub fn column_sums(
     w: &QWeights<'_>,
     n: usize,
-    j0: usize,
-    cols: &[usize; NR],
-    wsum: [i32; NR],
-    fsum: [f32; NR],
-    col_scale: [f32; NR],
-    bias: [f32; NR],
-    (lo, hi): (f32, f32),
+    k: usize,
     out: &mut [f32],
-) {
-    use super::arm;
-    let data = w.data();
-    let rb = w.row_bytes(k);
-    let wp = cols.map(|j| data[j * rb..].as_ptr());
-    let groups = w.groups(k);
-    let scales = match *w {
-        QWeights::Qb4w { scales, .. } => cols.map(|j| scales[2 * j * groups..].as_ptr()),
-        _ => [core::ptr::null(); NR],
-    };
-    let full = n - j0 >= NR;
-    let mut tmp = [[0f32; NR]; MR];
-    for i0 in (0..m).step_by(MR) {
-        let rows: [usize; MR] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
-        let e = arm::Epilogue {
-            zp: rows.map(|i| ap[i].zero_point),
-            row_scale: rows.map(|i| ap[i].scale),
-            wsum,
-            fsum,
-            col_scale,
-            bias,
-            lo,
-            hi,
-        };
-        let arows = rows.map(|i| a[i * k..].as_ptr());
-        // Repeated rows of a partial tile write the same values to the same row.
-        let orows: [*mut f32; MR] = if full {
-            rows.map(|i| out[i * n + j0..].as_mut_ptr())
-        } else {
-            core::array::from_fn(|ii| tmp[ii].as_mut_ptr())
-        };
-        // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); `k` meets each tile's
-        // depth rule (checked by the caller); every activation row holds `k` bytes and every
-        // weight row `rb` bytes from its pointer (lengths checked by `gemm_qd8_f32` and
-        // `QWeights::check`); group scales hold `2·groups` bytes per column (checked); each
-        // output pointer has 4 floats (a full column block of `out`, or `tmp`).
-        unsafe {
-            match w {
-                QWeights::Qb4w { group, .. } => {
-                    arm::tile_grouped(&arows, &wp, k, *group, &scales, &e, &orows)
-                }
-                QWeights::Qc4w { .. } => arm::tile_per_channel(&arows, &wp, k, true, &e, &orows),
-                QWeights::Qc8w { .. } => arm::tile_per_channel(&arows, &wp, k, false, &e, &orows),
-            }
-        }
-        if !full {
-            for ii in 0..MR.min(m - i0) {
-                let row = &mut out[(i0 + ii) * n + j0..(i0 + ii + 1) * n];
-                row.copy_from_slice(&tmp[ii][..n - j0]);
-            }
-        }
+) -> Result<(), KernelError> {
+    w.check(n, k)?;
+    if out.len() < n {
+        return Err(bad("column sums shorter than the output channels"));
     }
+    for (j, o) in out[..n].iter_mut().enumerate() {
+        column_sums_one(w, k, j, o);
+    }
+    Ok(())
 }
 
 /// `out[m × n] = clamp(dequant(a[m × k]) · dequant(w)ᵀ + bias)`: `a` quantized per row
@@ -244,10 +204,14 @@ pub fn gemm_qd8_f32(
     w: &QWeights<'_>,
     n: usize,
     bias: Option<&[f32]>,
+    sums: Option<&[f32]>,
     out: &mut [f32],
     clamp: Option<(f32, f32)>,
 ) -> Result<(), KernelError> {
     w.check(n, k)?;
+    if sums.is_some_and(|s| s.len() < n) {
+        return Err(bad("column sums shorter than the output channels"));
+    }
     if k > 1 << 16 {
         // Keeps every i32 sum exact: |Σ a·w| ≤ 128 · 128 · 2^16 = 2^30.
         return Err(KernelError::Unsupported {
@@ -273,41 +237,69 @@ pub fn gemm_qd8_f32(
         let mut fsum = [0f32; NR];
         let mut scale = [0f32; NR];
         for (jj, &j) in cols.iter().enumerate() {
-            if grouped {
-                for g in 0..groups {
-                    let s = row_sum(w, k, j, g * gsize, (g + 1) * gsize);
-                    fsum[jj] += s as f32 * w.scale(j, g, groups);
+            let sum = match sums {
+                Some(s) => s[j],
+                None => {
+                    let mut one = [0f32];
+                    column_sums_one(w, k, j, &mut one[0]);
+                    one[0]
                 }
+            };
+            if grouped {
+                fsum[jj] = sum;
             } else {
-                wsum[jj] = row_sum(w, k, j, 0, k);
+                wsum[jj] = sum as i32;
                 scale[jj] = w.scale(j, 0, 1);
             }
         }
         #[cfg(target_arch = "aarch64")]
         if kernel == QuantKernel::NeonDot {
-            let fused = match w {
-                QWeights::Qc8w { .. } => k.is_multiple_of(16),
-                QWeights::Qc4w { .. } => k.is_multiple_of(32),
-                QWeights::Qb4w { group, .. } => group.is_multiple_of(32),
+            let data = w.data();
+            let rb = w.row_bytes(k);
+            let rows = match *w {
+                QWeights::Qc8w { .. } if k.is_multiple_of(16) => Some(super::arm::Rows::I8),
+                QWeights::Qc4w { .. } if k.is_multiple_of(32) => Some(super::arm::Rows::Q4),
+                QWeights::Qb4w { scales, group, .. } if group.is_multiple_of(32) => {
+                    Some(super::arm::Rows::Grouped {
+                        group,
+                        scales: cols.map(|j| scales[2 * j * groups..].as_ptr()),
+                    })
+                }
+                _ => None,
             };
-            if fused {
-                let bias4: [f32; NR] = core::array::from_fn(|jj| bias.map_or(0.0, |b| b[cols[jj]]));
-                fused_block(
-                    a,
-                    ap,
-                    m,
-                    k,
-                    w,
-                    n,
-                    j0,
-                    &cols,
-                    wsum,
-                    fsum,
+            if let Some(rows) = rows {
+                let c = super::arm::Columns {
+                    sum: if grouped {
+                        fsum
+                    } else {
+                        wsum.map(|v| v as f32)
+                    },
                     scale,
-                    bias4,
-                    (lo_c, hi_c),
-                    out,
-                );
+                    bias: cols.map(|j| bias.map_or(0.0, |b| b[j])),
+                    lo: lo_c,
+                    hi: hi_c,
+                };
+                let wp = cols.map(|j| data[j * rb..].as_ptr());
+                // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); `rows` was chosen
+                // only where `k` (or the group) meets the block's depth rule; `a` holds m·k
+                // bytes, `ap` m parameters, `out` m·n floats (checked above), every weight row
+                // `rb` bytes from its pointer and every column's group scales `2·groups`
+                // bytes (`QWeights::check`); from column j0, each output row has
+                // `min(4, n - j0)` floats and `ldo = n`.
+                unsafe {
+                    super::arm::block(
+                        a.as_ptr(),
+                        ap.as_ptr(),
+                        m,
+                        k,
+                        &wp,
+                        rows,
+                        &c,
+                        out[j0..].as_mut_ptr(),
+                        n,
+                        (n - j0).min(NR),
+                    )
+                };
                 continue;
             }
         }

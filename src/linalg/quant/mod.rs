@@ -24,7 +24,7 @@ pub mod weights;
 pub mod arm;
 
 pub use dynamic::{qd8_params, quantize_row_qd8, QParams};
-pub use gemm::{gemm_qd8_f32, QuantKernel};
+pub use gemm::{column_sums, gemm_qd8_f32, QuantKernel};
 pub use weights::QWeights;
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The quantizer against hand-computed rows, every kernel against the scalar reference on
 //! random shapes with odd edges (1, 3, 17, 129 and group boundaries).
 
-use super::gemm::{gemm_qd8_f32, QuantKernel};
+use super::gemm::{self, gemm_qd8_f32, QuantKernel};
 use super::reference::gemm_qd8_f32_ref;
 use super::*;
 use crate::testing::Rng;
@@ -67,6 +67,16 @@ fn kernels() -> Vec<QuantKernel> {
     v
 }
 
+/// Every kernel, with the column sums computed per call and precomputed by `column_sums`.
+fn kernels_and_sums(w: &QWeights<'_>, n: usize, k: usize) -> Vec<(QuantKernel, Option<Vec<f32>>)> {
+    let mut sums = vec![0f32; n];
+    gemm::column_sums(w, n, k, &mut sums).unwrap();
+    kernels()
+        .into_iter()
+        .flat_map(|kern| [(kern, None), (kern, Some(sums.clone()))])
+        .collect()
+}
+
 #[test]
 fn qc8w_products_match_the_reference_exactly() {
     let mut rng = Rng(11);
@@ -105,7 +115,7 @@ fn qc8w_products_match_the_reference_exactly() {
             &mut want,
             Some((-0.5, 0.7)),
         );
-        for kern in kernels() {
+        for (kern, sums) in kernels_and_sums(&w, n, k) {
             let mut got = vec![f32::NAN; m * n];
             gemm_qd8_f32(
                 kern,
@@ -116,11 +126,17 @@ fn qc8w_products_match_the_reference_exactly() {
                 &w,
                 n,
                 Some(&bias),
+                sums.as_deref(),
                 &mut got,
                 Some((-0.5, 0.7)),
             )
             .unwrap();
-            assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
+            assert_eq!(
+                got,
+                want,
+                "{kern:?} sums {} m={m} k={k} n={n}",
+                sums.is_some()
+            );
         }
     }
 }
@@ -161,10 +177,28 @@ fn qc4w_products_match_the_reference_exactly() {
         };
         let mut want = vec![0f32; m * n];
         gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, None, &mut want, None);
-        for kern in kernels() {
+        for (kern, sums) in kernels_and_sums(&w, n, k) {
             let mut got = vec![f32::NAN; m * n];
-            gemm_qd8_f32(kern, &a, &ap, m, k, &w, n, None, &mut got, None).unwrap();
-            assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
+            gemm_qd8_f32(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &w,
+                n,
+                None,
+                sums.as_deref(),
+                &mut got,
+                None,
+            )
+            .unwrap();
+            assert_eq!(
+                got,
+                want,
+                "{kern:?} sums {} m={m} k={k} n={n}",
+                sums.is_some()
+            );
         }
     }
 }
@@ -196,9 +230,22 @@ fn qb4w_products_match_the_reference_within_rounding() {
         let bias = rng.vec(n);
         let mut want = vec![0f32; m * n];
         gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, Some(&bias), &mut want, None);
-        for kern in kernels() {
+        for (kern, sums) in kernels_and_sums(&w, n, k) {
             let mut got = vec![f32::NAN; m * n];
-            gemm_qd8_f32(kern, &a, &ap, m, k, &w, n, Some(&bias), &mut got, None).unwrap();
+            gemm_qd8_f32(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &w,
+                n,
+                Some(&bias),
+                sums.as_deref(),
+                &mut got,
+                None,
+            )
+            .unwrap();
             for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
                 // Both sum the same exact integers; fp32 rounding of the k/g scaled partial
                 // sums and of the zero-point term differ (a few ulps of the largest term).
@@ -230,6 +277,7 @@ fn bad_weights_are_typed_errors() {
         &short,
         2,
         None,
+        None,
         &mut out,
         None
     )
@@ -247,6 +295,7 @@ fn bad_weights_are_typed_errors() {
         4,
         &odd_group,
         2,
+        None,
         None,
         &mut out,
         None
