@@ -22,7 +22,7 @@ fi
 
 echo "== build (tests for $T)"
 nice cargo test --quiet --target "$T" --lib --test fixtures --no-run
-nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --no-run
+nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --test quantize --no-run
 
 # run QEMU CPU_OPTS ISA_LIST
 matrix() {
@@ -38,8 +38,8 @@ matrix() {
             linalg::gemm::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
-        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for every target"
-        PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures 2>&1 \
+        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for every target, and quantized"
+        PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --test quantize 2>&1 \
             | grep -E "test result|panicked|FAILED"
     done
 }

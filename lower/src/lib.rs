@@ -14,6 +14,7 @@ pub mod constants;
 pub mod emit;
 pub mod partition;
 pub mod payload;
+pub mod quantize;
 pub mod replan;
 pub mod rewrite;
 pub mod target;
@@ -60,6 +61,20 @@ pub struct RegionReport {
     /// `Some(nr)` when the weight is packed for tile width `nr`; `None` when the region reads
     /// the constant as an argument (it has other readers).
     pub packed_nr: Option<usize>,
+    /// Set when the weight was quantized (`--quantize`) instead of packed.
+    pub quant: Option<QuantReport>,
+}
+
+/// One weight quantized by `--quantize`.
+#[derive(Clone, Debug)]
+pub struct QuantReport {
+    /// `int8` or `int4:G`.
+    pub scheme: String,
+    /// Bytes of its rows and scales (the column sums add `4·N`), and of the fp32 weight.
+    pub bytes: usize,
+    pub fp32_bytes: usize,
+    /// `max |w - ŵ| / max |w|` over the weight.
+    pub max_rel_err: f32,
 }
 
 /// What happened to one method.
@@ -137,9 +152,13 @@ impl Report {
                     "instruction": r.instruction,
                     "absorbed": r.absorbed,
                     "k": r.k, "n": r.n, "max_m": r.max_m,
-                    "weight": match r.packed_nr {
-                        Some(nr) => json!({"packed": true, "nr": nr}),
-                        None => json!({"packed": false}),
+                    "weight": match (&r.quant, r.packed_nr) {
+                        (Some(q), _) => json!({
+                            "packed": false, "quantized": q.scheme, "bytes": q.bytes,
+                            "fp32_bytes": q.fp32_bytes, "max_rel_err": q.max_rel_err,
+                        }),
+                        (None, Some(nr)) => json!({"packed": true, "nr": nr}),
+                        (None, None) => json!({"packed": false}),
                     },
                 })).collect::<Vec<_>>(),
                 "portable": m.portable.iter().map(|(pc, op, why)| json!({
@@ -169,6 +188,9 @@ pub struct Options {
     /// Form ptera's regions and convert XNNPACK ones (`false`: every operator stays a
     /// standard kernel call, so the file runs in stock ExecuTorch too).
     pub regions: bool,
+    /// Quantize the constant weights of the `Linear` regions (dynamic int8 activations at run
+    /// time); `None` keeps them fp32. XNNPACK regions keep their filters.
+    pub quantize: Option<quantize::Scheme>,
 }
 
 impl Default for Options {
@@ -177,6 +199,7 @@ impl Default for Options {
             replan: true,
             rewrites: Rewrites::ALL,
             regions: true,
+            quantize: None,
         }
     }
 }
@@ -587,8 +610,18 @@ fn lower_stage(
         Key(String),
     }
     let mut todo: BTreeMap<(Source, Orient, usize), (usize, usize)> = BTreeMap::new();
+    // Weights quantized instead (`--quantize`): products with alpha 1 whose depth the scheme fits.
+    let quantized_here = |c: &partition::Candidate| {
+        opts.quantize
+            .filter(|s| c.packed && c.alpha == 1.0 && s.fits(c.k))
+    };
+    let mut qtodo: BTreeMap<(u32, i32, Orient), (usize, usize, quantize::Scheme)> = BTreeMap::new();
     for (c, _) in &parts {
         for c in c.iter().filter(|c| c.packed) {
+            if let Some(s) = quantized_here(c) {
+                qtodo.insert((c.buffer, c.w, c.orient), (c.k, c.n, s));
+                continue;
+            }
             todo.insert(
                 (Source::Buffer(c.buffer, c.w), c.orient, target.nr(c.n)),
                 (c.k, c.n),
@@ -656,6 +689,51 @@ fn lower_stage(
         packs.insert((src, orient, nr), key);
     }
     progress(total, total);
+    // Quantized weights: rows, scales and column sums, each its own named blob.
+    let mut quants: BTreeMap<(u32, i32, Orient), ([String; 3], QuantReport)> = BTreeMap::new();
+    for ((buffer, w, orient), (k, n, scheme)) in qtodo {
+        let what = format!("weight value {w}");
+        let raw = program
+            .constant(buffer, (k * n * 4) as u64, w as usize)
+            .map_err(|e| LowerError(format!("{what}: {e}")))?;
+        let f = |i: usize| {
+            let b = &raw[4 * i..4 * i + 4];
+            f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        };
+        let at = |j: usize, t: usize| match orient {
+            Orient::KxN => f(t * n + j),
+            Orient::NxK => f(j * k + t),
+        };
+        let q = quantize::quantize(&at, n, k, scheme)
+            .map_err(|e| LowerError(format!("{what}: {e}")))?;
+        let tag = match scheme {
+            quantize::Scheme::Int8 => "q8".to_string(),
+            quantize::Scheme::Int4 { group } => format!("q4g{group}"),
+        };
+        let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
+        let base = format!("ptera/{tag}/b{buffer}/{o}");
+        let keys = [
+            base.clone(),
+            format!("{base}/scales"),
+            format!("{base}/sums"),
+        ];
+        let report = QuantReport {
+            scheme: scheme.label(),
+            bytes: q.rows.len() + q.scales.len(),
+            fp32_bytes: k * n * 4,
+            max_rel_err: q.max_rel_err,
+        };
+        packed_bytes += q.rows.len() + q.scales.len() + q.sums.len() * 4;
+        for (key, seg) in keys.iter().zip([
+            Seg::Bytes(q.rows),
+            Seg::Bytes(q.scales),
+            Seg::Floats(q.sums),
+        ]) {
+            segments.push(seg);
+            new_named.push((key.clone(), (segments.len() - 1) as u32));
+        }
+        quants.insert((buffer, w, orient), (keys, report));
+    }
 
     // Payloads, delegates and instruction edits.
     let mut edits = Vec::new();
@@ -674,7 +752,18 @@ fn lower_stage(
                 args.len() - 1
             });
             let nr = target.nr(c.n);
-            let weight = if c.packed {
+            let quant = quants.get(&(c.buffer, c.w, c.orient));
+            let weight = if let Some((keys, _)) = quant {
+                payload::WeightSource::Quant {
+                    rows: &keys[0],
+                    scales: &keys[1],
+                    sums: &keys[2],
+                    group: match quantized_here(c) {
+                        Some(quantize::Scheme::Int4 { group }) => Some(group),
+                        _ => None,
+                    },
+                }
+            } else if c.packed {
                 let key = &packs[&(Source::Buffer(c.buffer, c.w), c.orient, nr)];
                 payload::WeightSource::Packed { key, nr }
             } else {
@@ -694,7 +783,8 @@ fn lower_stage(
                 k: c.k,
                 n: c.n,
                 max_m: c.max_m,
-                packed_nr: c.packed.then_some(nr),
+                packed_nr: (c.packed && quant.is_none()).then_some(nr),
+                quant: quant.map(|q| q.1.clone()),
             });
         }
         for r in &xregions[pi] {

@@ -13,6 +13,13 @@ pub enum WeightSource<'k> {
     Packed { key: &'k str, nr: usize },
     /// The constant as a DelegateCall argument at this position.
     Arg(usize),
+    /// Quantized rows, scales and column sums under these keys; `group` for 4-bit rows.
+    Quant {
+        rows: &'k str,
+        scales: &'k str,
+        sums: &'k str,
+        group: Option<usize>,
+    },
 }
 
 /// A one-operation region for `c`. Argument positions: input 0, then the bias (if any), then
@@ -25,6 +32,7 @@ pub fn linear_region(
     out_arg: usize,
 ) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
+    let (mut scales_key, mut sums_key, mut group) = (None, None, 0);
     let (layout, key, nr, arg) = match weight {
         WeightSource::Packed { key, nr } => (
             rf::WeightLayout::Packed,
@@ -32,6 +40,26 @@ pub fn linear_region(
             nr as u32,
             -1,
         ),
+        WeightSource::Quant {
+            rows,
+            scales,
+            sums,
+            group: g,
+        } => {
+            scales_key = Some(b.create_string(scales));
+            sums_key = Some(b.create_string(sums));
+            group = g.unwrap_or(0) as u32;
+            (
+                if g.is_some() {
+                    rf::WeightLayout::Int4
+                } else {
+                    rf::WeightLayout::Int8
+                },
+                Some(b.create_string(rows)),
+                0,
+                -1,
+            )
+        }
         WeightSource::Arg(a) => (
             match c.orient {
                 Orient::KxN => rf::WeightLayout::KxN,
@@ -49,6 +77,9 @@ pub fn linear_region(
             key,
             nr,
             arg,
+            scales_key,
+            sums_key,
+            group,
         },
     );
     let activation = match c.act {

@@ -257,6 +257,7 @@ fn region_payload(abi: u32) -> Vec<u8> {
             key: None,
             nr: 0,
             arg: 1,
+            ..Default::default()
         },
     );
     let lin = rf::Linear::create(

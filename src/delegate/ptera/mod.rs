@@ -24,6 +24,7 @@ use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm::{self, MatRef, PackedB, GEMM_SCRATCH_F32, MAX_NR};
+use crate::linalg::quant::{self, QParams, QWeights};
 use crate::linalg::vecmath as vec;
 
 /// The backend id programs use.
@@ -40,7 +41,7 @@ pub static BACKEND: PteraBackend = PteraBackend;
 pub struct PteraBackend;
 
 /// Bytes of state per `Linear` operation (see [`encode`]), after the header.
-const STATE_PER_OP: usize = 64;
+const STATE_PER_OP: usize = 96;
 /// State header: `0 operation count (u32), 4 kind (u32: 0 linear list, 1 XNNPACK graph),
 /// 8 wrapped payload offset in the program (u64), 16 its length (u64)`; 32 keeps the
 /// XNNPACK plan behind it 16-byte aligned.
@@ -193,11 +194,23 @@ struct Linear {
 enum WeightRef {
     /// Packed panels of width `nr` in named data `key`.
     Packed { nr: usize },
+    /// Quantized rows (int8, or 4-bit with scales per `group` inputs), their scales and
+    /// column sums in named data; the input is quantized per row at run time.
+    Quant { four_bit: bool, group: usize },
     /// A constant argument, `[K, N]` (`transposed == false`) or `[N, K]`.
     Arg { arg: usize, transposed: bool },
 }
 
-fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Option<&str>), KernelError> {
+/// Named-data keys of an operation's weight: the packed panels or quantized rows, and for
+/// quantized rows their scales and column sums.
+#[derive(Clone, Copy, Default)]
+struct Keys<'a> {
+    data: Option<&'a str>,
+    scales: Option<&'a str>,
+    sums: Option<&'a str>,
+}
+
+fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Keys<'_>), KernelError> {
     let l = op
         .op_as_linear()
         .ok_or(bad("ptera region: unknown operation kind"))?;
@@ -218,22 +231,51 @@ fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Option<&str>), KernelErro
             let key = w
                 .key()
                 .ok_or(bad("ptera region: packed weight without key"))?;
-            (WeightRef::Packed { nr }, Some(key))
+            (
+                WeightRef::Packed { nr },
+                Keys {
+                    data: Some(key),
+                    ..Keys::default()
+                },
+            )
         }
         rf::WeightLayout::KxN => (
             WeightRef::Arg {
                 arg: arg(w.arg())?,
                 transposed: false,
             },
-            None,
+            Keys::default(),
         ),
         rf::WeightLayout::NxK => (
             WeightRef::Arg {
                 arg: arg(w.arg())?,
                 transposed: true,
             },
-            None,
+            Keys::default(),
         ),
+        layout @ (rf::WeightLayout::Int8 | rf::WeightLayout::Int4) => {
+            let four_bit = layout == rf::WeightLayout::Int4;
+            let group = if four_bit { w.group() as usize } else { 0 };
+            if four_bit && (group == 0 || group % 2 != 0 || k % group != 0) {
+                return Err(bad(
+                    "ptera region: 4-bit weight group not an even divisor of the depth",
+                ));
+            }
+            if l.alpha() != 1.0 {
+                return Err(bad(
+                    "ptera region: quantized linear with alpha other than 1",
+                ));
+            }
+            let missing = || bad("ptera region: quantized weight without its keys");
+            (
+                WeightRef::Quant { four_bit, group },
+                Keys {
+                    data: Some(w.key().ok_or_else(missing)?),
+                    scales: Some(w.scales_key().ok_or_else(missing)?),
+                    sums: Some(w.sums_key().ok_or_else(missing)?),
+                },
+            )
+        }
         _ => return Err(bad("ptera region: unknown weight layout")),
     };
     let act = l.activation();
@@ -286,6 +328,55 @@ fn packed_bytes<'p>(
     Ok(data)
 }
 
+/// Byte ranges (program offset, length) of a quantized weight's rows, scales and column sums,
+/// each exactly its size (sums 4-byte aligned).
+fn quant_ranges(
+    init: &DelegateInit<'_>,
+    keys: Keys<'_>,
+    l: &Linear,
+    four_bit: bool,
+    group: usize,
+) -> Result<[(u64, u64); 3], KernelError> {
+    let base = init.program.bytes().as_ptr() as usize;
+    let get = |key: Option<&str>, want: Option<usize>| -> Result<(u64, u64), KernelError> {
+        let data = key.and_then(|k| init.program.named_data(k)).ok_or(bad(
+            "ptera region: quantized weight key not in the program's named data",
+        ))?;
+        if want != Some(data.len()) {
+            return Err(bad(
+                "ptera region: quantized weight data size does not match k and n",
+            ));
+        }
+        Ok(((data.as_ptr() as usize - base) as u64, data.len() as u64))
+    };
+    let (n, k) = (l.n, l.k);
+    let rows = if four_bit {
+        n.checked_mul(k.div_ceil(2))
+    } else {
+        n.checked_mul(k)
+    };
+    let scales = if four_bit {
+        n.checked_mul(k / group).and_then(|v| v.checked_mul(2))
+    } else {
+        n.checked_mul(4)
+    };
+    let r = [
+        get(keys.data, rows)?,
+        get(keys.scales, scales)?,
+        get(keys.sums, n.checked_mul(4))?,
+    ];
+    if !((base as u64 + r[2].0).is_multiple_of(4)) {
+        return Err(bad("ptera region: column sums not 4-byte aligned"));
+    }
+    Ok(r)
+}
+
+/// Floats of scratch a quantized operation needs for `m` rows: the rows' parameters (two
+/// floats each) and the int8 rows.
+fn quant_scratch_f32(m: usize, k: usize) -> Option<usize> {
+    m.checked_mul(2)?.checked_add(m.checked_mul(k)?.div_ceil(4))
+}
+
 fn u32_at(r: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]])
 }
@@ -296,12 +387,14 @@ fn u64_at(r: &[u8], at: usize) -> u64 {
 
 /// The state record of one operation (little endian):
 /// `0 input, 4 output, 8 bias (i32, -1 none), 12 weight kind (0 packed, 1 [K,N] arg,
-/// 2 [N,K] arg), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32 bits),
-/// 40 activation, 48 packed offset in the program (u64), 56 packed length (u64)`.
-fn encode(l: &Linear, packed: (u64, u64), r: &mut [u8]) {
-    let (kind, arg, nr) = match l.weight {
-        WeightRef::Packed { nr } => (0u32, 0u32, nr as u32),
-        WeightRef::Arg { arg, transposed } => (1 + transposed as u32, arg as u32, 0),
+/// 2 [N,K] arg, 3 int8, 4 4-bit), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32
+/// bits), 40 activation, 44 group, then (program offset, length) pairs (u64): 48 packed
+/// panels or quantized rows, 64 scales, 80 column sums`.
+fn encode(l: &Linear, ranges: [(u64, u64); 3], r: &mut [u8]) {
+    let (kind, arg, nr, group) = match l.weight {
+        WeightRef::Packed { nr } => (0u32, 0u32, nr as u32, 0),
+        WeightRef::Arg { arg, transposed } => (1 + transposed as u32, arg as u32, 0, 0),
+        WeightRef::Quant { four_bit, group } => (3 + four_bit as u32, 0, 0, group as u32),
     };
     let words = [
         l.input as u32,
@@ -315,21 +408,27 @@ fn encode(l: &Linear, packed: (u64, u64), r: &mut [u8]) {
         l.alpha.to_bits(),
         l.beta.to_bits(),
         l.act.0 as u8 as u32,
-        0,
+        group,
     ];
     for (i, w) in words.iter().enumerate() {
         r[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
     }
-    r[48..56].copy_from_slice(&packed.0.to_le_bytes());
-    r[56..64].copy_from_slice(&packed.1.to_le_bytes());
+    for (i, (off, len)) in ranges.iter().enumerate() {
+        r[48 + 16 * i..56 + 16 * i].copy_from_slice(&off.to_le_bytes());
+        r[56 + 16 * i..64 + 16 * i].copy_from_slice(&len.to_le_bytes());
+    }
 }
 
 /// Reads back a record written by [`encode`] (from validated values).
-fn decode(r: &[u8]) -> (Linear, (u64, u64)) {
+fn decode(r: &[u8]) -> (Linear, [(u64, u64); 3]) {
     let kind = u32_at(r, 12);
     let weight = match kind {
         0 => WeightRef::Packed {
             nr: u32_at(r, 20) as usize,
+        },
+        3 | 4 => WeightRef::Quant {
+            four_bit: kind == 4,
+            group: u32_at(r, 44) as usize,
         },
         k => WeightRef::Arg {
             arg: u32_at(r, 16) as usize,
@@ -349,7 +448,7 @@ fn decode(r: &[u8]) -> (Linear, (u64, u64)) {
             act: rf::Activation(u32_at(r, 40) as i8),
             weight,
         },
-        (u64_at(r, 48), u64_at(r, 56)),
+        core::array::from_fn(|i| (u64_at(r, 48 + 16 * i), u64_at(r, 56 + 16 * i))),
     )
 }
 
@@ -368,10 +467,21 @@ impl Backend for PteraBackend {
             });
         }
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        let mut scratch_f32 = GEMM_SCRATCH_F32;
         for op in ops.iter() {
-            let (l, key) = linear_of(op)?;
-            if let (WeightRef::Packed { nr }, Some(key)) = (l.weight, key) {
-                packed_bytes(init, key, &l, nr)?;
+            let (l, keys) = linear_of(op)?;
+            match (l.weight, keys.data) {
+                (WeightRef::Packed { nr }, Some(key)) => {
+                    packed_bytes(init, key, &l, nr)?;
+                }
+                (WeightRef::Quant { four_bit, group }, _) => {
+                    quant_ranges(init, keys, &l, four_bit, group)?;
+                    let max_m = op.op_as_linear().map_or(0, |x| x.max_m() as usize);
+                    let need = quant_scratch_f32(max_m, l.k)
+                        .ok_or(bad("ptera region: quantized scratch overflows"))?;
+                    scratch_f32 = scratch_f32.max(need);
+                }
+                _ => {}
             }
         }
         let state = ops
@@ -384,7 +494,10 @@ impl Backend for PteraBackend {
             scratch: if ops.is_empty() {
                 0
             } else {
-                GEMM_SCRATCH_F32 * 4 + 16
+                scratch_f32
+                    .checked_mul(4)
+                    .and_then(|b| b.checked_add(16))
+                    .ok_or(bad("ptera region: scratch overflows"))?
             },
         })
     }
@@ -411,16 +524,23 @@ impl Backend for PteraBackend {
         state[4..8].copy_from_slice(&KIND_LINEAR.to_le_bytes());
         let base = init.program.bytes().as_ptr() as usize;
         for (i, op) in ops.iter().enumerate() {
-            let (l, key) = linear_of(op)?;
-            let packed = match (l.weight, key) {
+            let (l, keys) = linear_of(op)?;
+            let ranges = match (l.weight, keys.data) {
                 (WeightRef::Packed { nr }, Some(key)) => {
                     let b = packed_bytes(init, key, &l, nr)?;
-                    ((b.as_ptr() as usize - base) as u64, b.len() as u64)
+                    [
+                        ((b.as_ptr() as usize - base) as u64, b.len() as u64),
+                        (0, 0),
+                        (0, 0),
+                    ]
                 }
-                _ => (0, 0),
+                (WeightRef::Quant { four_bit, group }, _) => {
+                    quant_ranges(init, keys, &l, four_bit, group)?
+                }
+                _ => [(0, 0); 3],
             };
             let at = STATE_HEAD + i * STATE_PER_OP;
-            encode(&l, packed, &mut state[at..at + STATE_PER_OP]);
+            encode(&l, ranges, &mut state[at..at + STATE_PER_OP]);
         }
         Ok(())
     }
@@ -453,17 +573,34 @@ impl Backend for PteraBackend {
             .get(STATE_HEAD..STATE_HEAD + count * STATE_PER_OP)
             .ok_or(bad("ptera region: state area too small"))?;
         for (i, rec) in records.chunks_exact(STATE_PER_OP).enumerate() {
-            let (l, (off, len)) = decode(rec);
+            let (l, ranges) = decode(rec);
+            let bytes = |(off, len): (u64, u64)| {
+                usize::try_from(off)
+                    .ok()
+                    .zip(usize::try_from(len).ok())
+                    .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
+                    .ok_or(bad("ptera region: weight outside the program"))
+            };
             let packed = match l.weight {
                 WeightRef::Packed { nr } => {
-                    let bytes = usize::try_from(off)
-                        .ok()
-                        .zip(usize::try_from(len).ok())
-                        .and_then(|(o, n)| program.get(o..o.checked_add(n)?))
-                        .ok_or(bad("ptera region: packed weight outside the program"))?;
-                    let data = xnnpack::run::as_f32(bytes)
+                    let data = xnnpack::run::as_f32(bytes(ranges[0])?)
                         .ok_or(bad("ptera region: packed weight misaligned"))?;
                     Some(PackedB::new(data, l.k, l.n, nr)?)
+                }
+                WeightRef::Quant { four_bit, group } => {
+                    let (data, scales) = (bytes(ranges[0])?, bytes(ranges[1])?);
+                    let w = match (four_bit, group) {
+                        (false, _) => QWeights::Qc8w { data, scales },
+                        (true, group) => QWeights::Qb4w {
+                            data,
+                            scales,
+                            group,
+                        },
+                    };
+                    let sums = xnnpack::run::as_f32(bytes(ranges[2])?)
+                        .ok_or(bad("ptera region: column sums misaligned"))?;
+                    linear_quant(ctx, i, &l, &w, sums)?;
+                    continue;
                 }
                 WeightRef::Arg { .. } => None,
             };
@@ -522,7 +659,7 @@ fn linear(
                 MatRef::row_major(wd, l.k, l.n)?
             })
         }
-        WeightRef::Packed { .. } => None,
+        WeightRef::Packed { .. } | WeightRef::Quant { .. } => None,
     };
     let (lo, hi) = match ctx.demanded_rows(l.output) {
         Some((lo, hi)) if lo < hi && hi <= m => (lo, hi),
@@ -548,6 +685,93 @@ fn linear(
         (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
         (None, None) => return Err(bad("ptera region: linear without weight")),
     }
+    if let (Some(bv), true) = (bias, l.beta != 1.0) {
+        for row in c.chunks_exact_mut(n) {
+            for (o, b) in row.iter_mut().zip(bv) {
+                *o += l.beta * b;
+            }
+        }
+    }
+    activate(l.act, c)
+}
+
+/// Runs one quantized linear operation: the input rows quantized to int8 (per row, XNNPACK's
+/// arithmetic) into the scratch, `out = act(dequant(q) · dequant(W)ᵀ + beta · bias)`.
+fn linear_quant(
+    ctx: &mut KernelCtx<'_, '_, '_>,
+    index: usize,
+    l: &Linear,
+    w: &QWeights<'_>,
+    sums: &[f32],
+) -> Result<(), KernelError> {
+    let x = ctx.input(l.input)?;
+    let xd = x.as_slice::<f32>()?;
+    if x.rank() == 0 || x.dims()[x.rank() - 1] != l.k {
+        return Err(KernelError::Shape {
+            arg: l.input,
+            detail: "ptera linear: input's last dimension differs from the weight's depth",
+        });
+    }
+    let (k, n) = (l.k, l.n);
+    let m = x.numel() / k;
+    let mut shape = *x.shape();
+    let last = shape.rank() - 1;
+    shape.dims_mut()[last] = n;
+    let bias = match l.bias {
+        Some(b) => {
+            let v = ctx.input(b)?.as_slice::<f32>()?;
+            if v.len() != n {
+                return Err(KernelError::Shape {
+                    arg: b,
+                    detail: "ptera linear: bias length differs from the output width",
+                });
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let (lo, hi) = match ctx.demanded_rows(l.output) {
+        Some((lo, hi)) if lo < hi && hi <= m => (lo, hi),
+        _ => (0, m),
+    };
+    if ctx.observed() {
+        ctx.region_op(index, "QuantizedLinear", m * n, ((hi - lo) * n * k) as u64);
+    }
+    let rows = hi - lo;
+    let need =
+        quant_scratch_f32(rows, k).ok_or(bad("ptera region: quantized scratch overflows"))?;
+    let scratch = ctx.scratch_f32(need)?;
+    let (params_f, q_f) = scratch.split_at_mut(2 * rows);
+    // SAFETY: `params_f` holds 2·rows f32 (4-byte aligned): exactly `rows` QParams (repr(C)
+    // f32 + i32, size 8, align 4, every bit pattern valid); `q_f` holds ≥ rows·k bytes, and
+    // i8 has alignment 1. Both are exclusive borrows of disjoint scratch parts.
+    let (params, q) = unsafe {
+        (
+            core::slice::from_raw_parts_mut(params_f.as_mut_ptr() as *mut QParams, rows),
+            core::slice::from_raw_parts_mut(q_f.as_mut_ptr() as *mut i8, rows * k),
+        )
+    };
+    for (r, p) in params.iter_mut().enumerate() {
+        let src = &xd[(lo + r) * k..(lo + r + 1) * k];
+        *p = quant::quantize_row_qd8(src, &mut q[r * k..(r + 1) * k]);
+    }
+    let mut out = ctx.output(l.output, &shape)?;
+    let od = out.as_mut_slice::<f32>()?;
+    let c = &mut od[lo * n..hi * n];
+    let direct_bias = if l.beta == 1.0 { bias } else { None };
+    quant::gemm_qd8_f32(
+        quant::QuantKernel::select(),
+        q,
+        params,
+        rows,
+        k,
+        w,
+        n,
+        direct_bias,
+        Some(sums),
+        c,
+        None,
+    )?;
     if let (Some(bv), true) = (bias, l.beta != 1.0) {
         for row in c.chunks_exact_mut(n) {
             for (o, b) in row.iter_mut().zip(bv) {

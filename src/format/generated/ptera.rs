@@ -102,13 +102,15 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Activation {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_WEIGHT_LAYOUT: i8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 2;
+pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 4;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 3] = [
+pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 5] = [
   WeightLayout::Packed,
   WeightLayout::KxN,
   WeightLayout::NxK,
+  WeightLayout::Int8,
+  WeightLayout::Int4,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -119,13 +121,17 @@ impl WeightLayout {
   pub const Packed: Self = Self(0);
   pub const KxN: Self = Self(1);
   pub const NxK: Self = Self(2);
+  pub const Int8: Self = Self(3);
+  pub const Int4: Self = Self(4);
 
   pub const ENUM_MIN: i8 = 0;
-  pub const ENUM_MAX: i8 = 2;
+  pub const ENUM_MAX: i8 = 4;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::Packed,
     Self::KxN,
     Self::NxK,
+    Self::Int8,
+    Self::Int4,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -133,6 +139,8 @@ impl WeightLayout {
       Self::Packed => Some("Packed"),
       Self::KxN => Some("KxN"),
       Self::NxK => Some("NxK"),
+      Self::Int8 => Some("Int8"),
+      Self::Int4 => Some("Int4"),
       _ => None,
     }
   }
@@ -297,6 +305,9 @@ impl<'a> Weight<'a> {
   pub const VT_KEY: ::flatbuffers::VOffsetT = 6;
   pub const VT_NR: ::flatbuffers::VOffsetT = 8;
   pub const VT_ARG: ::flatbuffers::VOffsetT = 10;
+  pub const VT_SCALES_KEY: ::flatbuffers::VOffsetT = 12;
+  pub const VT_SUMS_KEY: ::flatbuffers::VOffsetT = 14;
+  pub const VT_GROUP: ::flatbuffers::VOffsetT = 16;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -308,6 +319,9 @@ impl<'a> Weight<'a> {
     args: &'args WeightArgs<'args>
   ) -> ::flatbuffers::WIPOffset<Weight<'bldr>> {
     let mut builder = WeightBuilder::new(_fbb);
+    builder.add_group(args.group);
+    if let Some(x) = args.sums_key { builder.add_sums_key(x); }
+    if let Some(x) = args.scales_key { builder.add_scales_key(x); }
     builder.add_arg(args.arg);
     builder.add_nr(args.nr);
     if let Some(x) = args.key { builder.add_key(x); }
@@ -344,6 +358,27 @@ impl<'a> Weight<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<i32>(Weight::VT_ARG, Some(-1)).unwrap()}
   }
+  #[inline]
+  pub fn scales_key(&self) -> Option<&'a str> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<&str>>(Weight::VT_SCALES_KEY, None)}
+  }
+  #[inline]
+  pub fn sums_key(&self) -> Option<&'a str> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<&str>>(Weight::VT_SUMS_KEY, None)}
+  }
+  #[inline]
+  pub fn group(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Weight::VT_GROUP, Some(0)).unwrap()}
+  }
 }
 
 impl ::flatbuffers::Verifiable for Weight<'_> {
@@ -356,6 +391,9 @@ impl ::flatbuffers::Verifiable for Weight<'_> {
      .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("key", Self::VT_KEY, false)?
      .visit_field::<u32>("nr", Self::VT_NR, false)?
      .visit_field::<i32>("arg", Self::VT_ARG, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("scales_key", Self::VT_SCALES_KEY, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("sums_key", Self::VT_SUMS_KEY, false)?
+     .visit_field::<u32>("group", Self::VT_GROUP, false)?
      .finish();
     Ok(())
   }
@@ -365,6 +403,9 @@ pub struct WeightArgs<'a> {
     pub key: Option<::flatbuffers::WIPOffset<&'a str>>,
     pub nr: u32,
     pub arg: i32,
+    pub scales_key: Option<::flatbuffers::WIPOffset<&'a str>>,
+    pub sums_key: Option<::flatbuffers::WIPOffset<&'a str>>,
+    pub group: u32,
 }
 impl<'a> Default for WeightArgs<'a> {
   #[inline]
@@ -374,6 +415,9 @@ impl<'a> Default for WeightArgs<'a> {
       key: None,
       nr: 0,
       arg: -1,
+      scales_key: None,
+      sums_key: None,
+      group: 0,
     }
   }
 }
@@ -400,6 +444,18 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> WeightBuilder<'a, 'b, A> {
     self.fbb_.push_slot::<i32>(Weight::VT_ARG, arg, -1);
   }
   #[inline]
+  pub fn add_scales_key(&mut self, scales_key: ::flatbuffers::WIPOffset<&'b  str>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Weight::VT_SCALES_KEY, scales_key);
+  }
+  #[inline]
+  pub fn add_sums_key(&mut self, sums_key: ::flatbuffers::WIPOffset<&'b  str>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(Weight::VT_SUMS_KEY, sums_key);
+  }
+  #[inline]
+  pub fn add_group(&mut self, group: u32) {
+    self.fbb_.push_slot::<u32>(Weight::VT_GROUP, group, 0);
+  }
+  #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> WeightBuilder<'a, 'b, A> {
     let start = _fbb.start_table();
     WeightBuilder {
@@ -421,6 +477,9 @@ impl ::core::fmt::Debug for Weight<'_> {
       ds.field("key", &self.key());
       ds.field("nr", &self.nr());
       ds.field("arg", &self.arg());
+      ds.field("scales_key", &self.scales_key());
+      ds.field("sums_key", &self.sums_key());
+      ds.field("group", &self.group());
       ds.finish()
   }
 }

@@ -41,6 +41,11 @@ pub struct LowerArgs {
     /// Keep the LM head computing every row before `select_copy` keeps one.
     #[arg(long)]
     pub no_lm_head: bool,
+    /// Quantize the weights of the matmul regions: `int8` (symmetric, per output channel) or
+    /// `int4:G` (symmetric, bf16 scales per output channel and group of G inputs); inputs are
+    /// quantized per row at run time (dynamic int8). No calibration data.
+    #[arg(long, value_name = "int8|int4:G")]
+    pub quantize: Option<String>,
 }
 
 fn print_rewrites(r: &ptera_lower::RewriteReport) {
@@ -144,9 +149,13 @@ fn print_report(r: &Report, out: &Path) {
             m.converted.len()
         );
         for g in &m.regions {
-            let w = match g.packed_nr {
-                Some(nr) => format!("weight packed, NR {nr}"),
-                None => "weight read in place (other readers)".to_string(),
+            let w = match (&g.quant, g.packed_nr) {
+                (Some(q), _) => format!(
+                    "weight {}: {} bytes (fp32 {}), largest error {:.2e} of max |w|",
+                    q.scheme, q.bytes, q.fp32_bytes, q.max_rel_err
+                ),
+                (None, Some(nr)) => format!("weight packed, NR {nr}"),
+                (None, None) => "weight read in place (other readers)".to_string(),
             };
             println!(
                 "  instruction {}: {} -> Linear M<={} K={} N={}, {w}",
@@ -249,6 +258,12 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
             lm_head: !args.no_lm_head,
         },
         regions: args.backend == "ptera",
+        quantize: args
+            .quantize
+            .as_deref()
+            .map(ptera_lower::quantize::Scheme::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
     };
     // By value: the input is freed as soon as the rewrites have made their copy.
     let report = lower_owned_to(input, &target, opts, &mut progress, &mut w)
