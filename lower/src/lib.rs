@@ -100,6 +100,8 @@ pub struct XnnRegionReport {
     /// One-group convolutions (their filters are packed like fully-connected ones).
     pub convolutions: usize,
     pub packed_filters: usize,
+    /// Fully-connected filters quantized (`--quantize`) instead of packed.
+    pub quantized_filters: Vec<QuantReport>,
     /// Filters read from a program constant with the same bytes (stored once).
     pub aliased_filters: usize,
 }
@@ -170,6 +172,10 @@ impl Report {
                     "fully_connected": c.fully_connected,
                     "convolutions": c.convolutions,
                     "packed_filters": c.packed_filters,
+                    "quantized_filters": c.quantized_filters.iter().map(|q| json!({
+                        "scheme": q.scheme, "bytes": q.bytes, "fp32_bytes": q.fp32_bytes,
+                        "max_rel_err": q.max_rel_err,
+                    })).collect::<Vec<_>>(),
                     "aliased_filters": c.aliased_filters,
                 })).collect::<Vec<_>>(),
                 "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
@@ -188,8 +194,9 @@ pub struct Options {
     /// Form ptera's regions and convert XNNPACK ones (`false`: every operator stays a
     /// standard kernel call, so the file runs in stock ExecuTorch too).
     pub regions: bool,
-    /// Quantize the constant weights of the `Linear` regions (dynamic int8 activations at run
-    /// time); `None` keeps them fp32. XNNPACK regions keep their filters.
+    /// Quantize the constant weights of the `Linear` regions and the fully-connected filters
+    /// of converted XNNPACK regions (dynamic int8 activations at run time); `None` keeps them
+    /// fp32.
     pub quantize: Option<quantize::Scheme>,
 }
 
@@ -615,11 +622,11 @@ fn lower_stage(
         opts.quantize
             .filter(|s| c.packed && c.alpha == 1.0 && s.fits(c.k))
     };
-    let mut qtodo: BTreeMap<(u32, i32, Orient), (usize, usize, quantize::Scheme)> = BTreeMap::new();
+    let mut qtodo: BTreeMap<(Source, Orient), (usize, usize, quantize::Scheme)> = BTreeMap::new();
     for (c, _) in &parts {
         for c in c.iter().filter(|c| c.packed) {
             if let Some(s) = quantized_here(c) {
-                qtodo.insert((c.buffer, c.w, c.orient), (c.k, c.n, s));
+                qtodo.insert((Source::Buffer(c.buffer, c.w), c.orient), (c.k, c.n, s));
                 continue;
             }
             todo.insert(
@@ -628,8 +635,14 @@ fn lower_stage(
             );
         }
     }
+    // XNNPACK fully-connected filters quantized instead (`--quantize`).
+    let xquant = |f: &xnn::Filter| opts.quantize.filter(|s| !f.conv && s.fits(f.k));
     for r in xregions.iter().flatten() {
         for f in r.filters.iter().filter(|f| !alias_of.contains_key(&f.key)) {
+            if let Some(s) = xquant(f) {
+                qtodo.insert((Source::Key(f.key.clone()), f.orient), (f.k, f.n, s));
+                continue;
+            }
             todo.insert(
                 (Source::Key(f.key.clone()), f.orient, target.nr(f.n)),
                 (f.k, f.n),
@@ -690,12 +703,29 @@ fn lower_stage(
     }
     progress(total, total);
     // Quantized weights: rows, scales and column sums, each its own named blob.
-    let mut quants: BTreeMap<(u32, i32, Orient), ([String; 3], QuantReport)> = BTreeMap::new();
-    for ((buffer, w, orient), (k, n, scheme)) in qtodo {
-        let what = format!("weight value {w}");
-        let raw = program
-            .constant(buffer, (k * n * 4) as u64, w as usize)
-            .map_err(|e| LowerError(format!("{what}: {e}")))?;
+    let mut quants: BTreeMap<(Source, Orient), ([String; 3], QuantReport)> = BTreeMap::new();
+    for ((src, orient), (k, n, scheme)) in qtodo {
+        let nbytes = k * n * 4;
+        let (what, raw) = match &src {
+            Source::Buffer(b, w) => (
+                format!("weight value {w}"),
+                program
+                    .constant(*b, nbytes as u64, *w as usize)
+                    .map_err(|e| LowerError(format!("weight value {w}: {e}")))?,
+            ),
+            Source::Key(key) => (
+                format!("XNNPACK filter {key}"),
+                program
+                    .named_data(key)
+                    .filter(|d| d.len() >= nbytes)
+                    .map(|d| &d[..nbytes])
+                    .ok_or_else(|| {
+                        LowerError(format!(
+                            "XNNPACK filter {key}: named data missing or too small"
+                        ))
+                    })?,
+            ),
+        };
         let f = |i: usize| {
             let b = &raw[4 * i..4 * i + 4];
             f32::from_le_bytes([b[0], b[1], b[2], b[3]])
@@ -711,7 +741,10 @@ fn lower_stage(
             quantize::Scheme::Int4 { group } => format!("q4g{group}"),
         };
         let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
-        let base = format!("ptera/{tag}/b{buffer}/{o}");
+        let base = match &src {
+            Source::Buffer(b, _) => format!("ptera/{tag}/b{b}/{o}"),
+            Source::Key(key) => format!("ptera/{tag}/{key}/{o}"),
+        };
         let keys = [
             base.clone(),
             format!("{base}/scales"),
@@ -732,7 +765,7 @@ fn lower_stage(
             segments.push(seg);
             new_named.push((key.clone(), (segments.len() - 1) as u32));
         }
-        quants.insert((buffer, w, orient), (keys, report));
+        quants.insert((src, orient), (keys, report));
     }
 
     // Payloads, delegates and instruction edits.
@@ -752,7 +785,7 @@ fn lower_stage(
                 args.len() - 1
             });
             let nr = target.nr(c.n);
-            let quant = quants.get(&(c.buffer, c.w, c.orient));
+            let quant = quants.get(&(Source::Buffer(c.buffer, c.w), c.orient));
             let weight = if let Some((keys, _)) = quant {
                 payload::WeightSource::Quant {
                     rows: &keys[0],
@@ -796,20 +829,29 @@ fn lower_stage(
                     Some((f.value, buffer_map.get(&b).copied().unwrap_or(b)))
                 })
                 .collect();
-            let filters: Vec<(u32, &str, usize)> = r
-                .filters
-                .iter()
-                .filter(|f| !alias_of.contains_key(&f.key))
-                .map(|f| {
-                    let nr = target.nr(f.n);
-                    let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
-                    (f.value, key.as_str(), nr)
-                })
-                .collect();
+            let mut qfilters: Vec<(u32, &[String; 3], Option<usize>)> = Vec::new();
+            let mut qreports: Vec<QuantReport> = Vec::new();
+            let mut filters: Vec<(u32, &str, usize)> = Vec::new();
+            for f in r.filters.iter().filter(|f| !alias_of.contains_key(&f.key)) {
+                if let Some(s) = xquant(f) {
+                    let (keys, qr) = &quants[&(Source::Key(f.key.clone()), f.orient)];
+                    let group = match s {
+                        quantize::Scheme::Int4 { group } => Some(group),
+                        quantize::Scheme::Int8 => None,
+                    };
+                    qfilters.push((f.value, keys, group));
+                    qreports.push(qr.clone());
+                    continue;
+                }
+                let nr = target.nr(f.n);
+                let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
+                filters.push((f.value, key.as_str(), nr));
+            }
             segments.push(Seg::Bytes(payload::xnn_region(
                 target,
                 seg(r.segment),
                 &filters,
+                &qfilters,
                 &aliased,
             )));
             edit.converted
@@ -820,6 +862,7 @@ fn lower_stage(
                 fully_connected: r.fc_nodes,
                 convolutions: r.conv_nodes,
                 packed_filters: filters.len(),
+                quantized_filters: qreports,
                 aliased_filters: aliased.len(),
             });
         }

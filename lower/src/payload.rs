@@ -117,16 +117,18 @@ pub fn linear_region(
 }
 
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
-/// filters `(graph value id, named-data key, tile width)`.
+/// filters `(graph value id, named-data key, tile width)` and `quantized` ones `(graph value
+/// id, keys of rows, scales and column sums, group of 4-bit rows)`.
 /// `aliased` filters `(graph value id, program constant buffer)` are read from that constant.
 pub fn xnn_region(
     target: &Target,
     segment: u32,
     packed: &[(u32, &str, usize)],
+    quantized: &[(u32, &[String; 3], Option<usize>)],
     aliased: &[(u32, u32)],
 ) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
-    let filters: Vec<_> = packed
+    let mut filters: Vec<_> = packed
         .iter()
         .map(|&(value, key, nr)| {
             let key = b.create_string(key);
@@ -136,10 +138,32 @@ pub fn xnn_region(
                     value,
                     key: Some(key),
                     nr: nr as u32,
+                    ..Default::default()
                 },
             )
         })
         .collect();
+    for &(value, keys, group) in quantized {
+        let key = b.create_string(&keys[0]);
+        let scales_key = b.create_string(&keys[1]);
+        let sums_key = b.create_string(&keys[2]);
+        filters.push(rf::PackedFilter::create(
+            &mut b,
+            &rf::PackedFilterArgs {
+                value,
+                key: Some(key),
+                nr: 0,
+                layout: if group.is_some() {
+                    rf::WeightLayout::Int4
+                } else {
+                    rf::WeightLayout::Int8
+                },
+                scales_key: Some(scales_key),
+                sums_key: Some(sums_key),
+                group: group.unwrap_or(0) as u32,
+            },
+        ));
+    }
     let filters = b.create_vector(&filters);
     let aliases: Vec<_> = aliased
         .iter()

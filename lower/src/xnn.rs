@@ -26,6 +26,8 @@ pub struct Filter {
     pub orient: Orient,
     pub k: usize,
     pub n: usize,
+    /// A one-group convolution's filter (else a fully-connected node's).
+    pub conv: bool,
 }
 
 /// One XNNPACK delegate of a method.
@@ -174,6 +176,7 @@ pub fn regions(
                 orient,
                 k,
                 n,
+                conv,
             });
         }
         out.push(Region {

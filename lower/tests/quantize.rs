@@ -73,13 +73,23 @@ fn run_quantized(case: &str, scheme: Scheme) -> (f64, bool, bool) {
     let target = Target::parse("neon").unwrap();
     let out = lower_with(pte(case).as_slice(), &target, opts, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case} --quantize {}: {e}", scheme.label()));
+    let small = |q: &ptera_lower::QuantReport| q.bytes * 3 < q.fp32_bytes;
     let quantized: usize = out
         .report
         .methods
         .iter()
-        .flat_map(|m| &m.regions)
-        .filter(|r| r.quant.as_ref().is_some_and(|q| q.bytes * 3 < q.fp32_bytes))
-        .count();
+        .map(|m| {
+            m.regions
+                .iter()
+                .filter(|r| r.quant.as_ref().is_some_and(small))
+                .count()
+                + m.converted
+                    .iter()
+                    .flat_map(|c| &c.quantized_filters)
+                    .filter(|q| small(q))
+                    .count()
+        })
+        .sum();
     assert!(quantized >= 4, "{case}: {quantized} weights quantized");
     let got = run_program(&out.bytes, case, &Registry::standard())
         .unwrap_or_else(|e| panic!("{case} --quantize {}: {e}", scheme.label()));
@@ -107,14 +117,21 @@ fn run_quantized(case: &str, scheme: Scheme) -> (f64, bool, bool) {
     (err / wmax, tg == tw, within)
 }
 
+/// Portable programs (ptera's `Linear` regions) and XNNPACK ones (their fully-connected
+/// filters quantized inside the converted graphs).
+const LMS: [&str; 7] = [
+    "gpt2_portable",
+    "opt_portable",
+    "llama_portable",
+    "gpt2t64_portable",
+    "gpt2_xnnpack",
+    "opt_xnnpack",
+    "llama_xnnpack",
+];
+
 #[test]
 fn int8_language_models_keep_the_top_token() {
-    for case in [
-        "gpt2_portable",
-        "opt_portable",
-        "llama_portable",
-        "gpt2t64_portable",
-    ] {
+    for case in LMS {
         let (rel, same, _) = run_quantized(case, Scheme::Int8);
         assert!(
             rel < 0.03,
@@ -126,12 +143,7 @@ fn int8_language_models_keep_the_top_token() {
 
 #[test]
 fn int4_language_models_stay_close() {
-    for case in [
-        "gpt2_portable",
-        "opt_portable",
-        "llama_portable",
-        "gpt2t64_portable",
-    ] {
+    for case in LMS {
         let (rel, same, within) = run_quantized(case, Scheme::Int4 { group: 32 });
         assert!(
             rel < 0.2,

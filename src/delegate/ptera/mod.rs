@@ -82,6 +82,45 @@ fn xnn_parts<'p>(
         let data = init.program.named_data(key).ok_or(bad(
             "ptera region: packed filter key not in the program's named data",
         ))?;
+        if matches!(pf.layout(), rf::WeightLayout::Int8 | rf::WeightLayout::Int4) {
+            let blob = |k: Option<&str>| {
+                k.and_then(|k| init.program.named_data(k))
+                    .map(|d| ((d.as_ptr() as usize - base) as u64, d.len() as u64))
+                    .ok_or(bad(
+                        "ptera region: quantized filter's scales or sums not in the named data",
+                    ))
+            };
+            let (scales, sums) = (blob(pf.scales_key())?, blob(pf.sums_key())?);
+            let group = if pf.layout() == rf::WeightLayout::Int4 {
+                pf.group()
+            } else {
+                0
+            };
+            if !(base as u64 + sums.0).is_multiple_of(4)
+                || (pf.layout() == rf::WeightLayout::Int4 && group == 0)
+            {
+                return Err(bad(
+                    "ptera region: quantized filter sums misaligned or 4-bit group missing",
+                ));
+            }
+            filters
+                .push(FilterOverride {
+                    value: pf.value(),
+                    offset: (data.as_ptr() as usize - base) as u64,
+                    len: data.len() as u64,
+                    nr: None,
+                    quant: Some(xnnpack::QuantFilter {
+                        group,
+                        scales,
+                        sums,
+                    }),
+                })
+                .map_err(|_| too_many())?;
+            continue;
+        }
+        if pf.layout() != rf::WeightLayout::Packed {
+            return Err(bad("ptera region: unknown packed filter layout"));
+        }
         if !(data.as_ptr() as usize).is_multiple_of(4) || pf.nr() == 0 || pf.nr() as usize > MAX_NR
         {
             return Err(bad(
@@ -94,6 +133,7 @@ fn xnn_parts<'p>(
                 offset: (data.as_ptr() as usize - base) as u64,
                 len: data.len() as u64,
                 nr: Some(pf.nr()),
+                quant: None,
             })
             .map_err(|_| too_many())?;
     }
@@ -108,6 +148,7 @@ fn xnn_parts<'p>(
                 offset: (data.as_ptr() as usize - base) as u64,
                 len: data.len() as u64,
                 nr: None,
+                quant: None,
             })
             .map_err(|_| too_many())?;
     }
@@ -165,6 +206,7 @@ pub fn packed_for(payload: &[u8]) -> Option<(&str, u32, Option<usize>)> {
                     .and_then(|x| x.packed())
                     .into_iter()
                     .flatten()
+                    .filter(|p| p.layout() == rf::WeightLayout::Packed)
                     .map(|p| p.nr() as usize),
             );
         for nr in widths {

@@ -300,42 +300,93 @@ pub fn execute_plan(
                 };
                 let wl = &locs[w as usize];
                 if wl.dt != DT_F32 {
-                    let (qp, numel, rows) = qd8(x)?;
-                    // SAFETY: as for the convert above (`qd8` checked the extents); read-only
-                    // views of a value distinct from this node's output.
-                    let (a, ap) = unsafe {
-                        (
-                            core::slice::from_raw_parts(qp as *const i8, numel),
-                            core::slice::from_raw_parts(
-                                qp.add(numel.next_multiple_of(16)) as *const QParams,
-                                rows,
-                            ),
-                        )
-                    };
                     let qw = quant_weights(program, wl, n, k)?;
+                    let wsums = sums
+                        .get(wl.sums as usize..(wl.sums as usize).saturating_add(n))
+                        .ok_or(bad("column sums outside the state"))?;
+                    let x_rows = dims(x).numel() / k.max(1);
                     let (lo, hi) = match demanded {
-                        Some((id, (lo, hi))) if id == op.output() && hi <= rows => (lo, hi),
-                        _ => (0, rows),
+                        Some((id, (lo, hi))) if id == op.output() && hi <= x_rows => (lo, hi),
+                        _ => (0, x_rows),
                     };
                     if hi * n > out.len() {
                         return Err(bad("fully-connected output smaller than its rows"));
                     }
-                    let wsums = sums
-                        .get(wl.sums as usize..(wl.sums as usize).saturating_add(n))
-                        .ok_or(bad("column sums outside the state"))?;
-                    quant::gemm_qd8_f32(
-                        qkernel,
-                        &a[lo * k..hi * k],
-                        &ap[lo..hi],
-                        hi - lo,
-                        k,
-                        &qw,
-                        n,
-                        b,
-                        Some(wsums),
-                        &mut out[lo * n..hi * n],
-                        None,
-                    )?
+                    let o = &mut out[lo * n..hi * n];
+                    if locs[x as usize].dt == DT_QD8 {
+                        let (qp, numel, rows) = qd8(x)?;
+                        if rows != x_rows {
+                            return Err(bad("quantized activations: rows disagree"));
+                        }
+                        // SAFETY: as for the convert above (`qd8` checked the extents);
+                        // read-only views of a value distinct from this node's output.
+                        let (a, ap) = unsafe {
+                            (
+                                core::slice::from_raw_parts(qp as *const i8, numel),
+                                core::slice::from_raw_parts(
+                                    qp.add(numel.next_multiple_of(16)) as *const QParams,
+                                    rows,
+                                ),
+                            )
+                        };
+                        let (a, ap) = (&a[lo * k..hi * k], &ap[lo..hi]);
+                        quant::gemm_qd8_f32(
+                            qkernel,
+                            a,
+                            ap,
+                            hi - lo,
+                            k,
+                            &qw,
+                            n,
+                            b,
+                            Some(wsums),
+                            o,
+                            None,
+                        )?
+                    } else {
+                        // A filter quantized ahead: the fp32 rows are quantized here, into the
+                        // work area (sized for every row at load), parameters first.
+                        let xs = rd(x)?;
+                        let rows = hi - lo;
+                        let (pf, rest) = gemm_scratch
+                            .split_at_mut_checked(2 * rows)
+                            .ok_or(bad("work area too small for quantized rows"))?;
+                        if rest.len() * 4 < rows * k || hi * k > xs.len() {
+                            return Err(bad("work area too small for quantized rows"));
+                        }
+                        // SAFETY: `pf` holds 2·rows f32 = rows QParams (repr(C) f32 + i32,
+                        // align 4); `rest` holds ≥ rows·k bytes (checked); disjoint exclusive
+                        // parts of the work area, which no planned value overlaps.
+                        let (ap, a) = unsafe {
+                            (
+                                core::slice::from_raw_parts_mut(
+                                    pf.as_mut_ptr() as *mut QParams,
+                                    rows,
+                                ),
+                                core::slice::from_raw_parts_mut(
+                                    rest.as_mut_ptr() as *mut i8,
+                                    rows * k,
+                                ),
+                            )
+                        };
+                        for (r, p) in ap.iter_mut().enumerate() {
+                            let src = &xs[(lo + r) * k..(lo + r + 1) * k];
+                            *p = quant::quantize_row_qd8(src, &mut a[r * k..(r + 1) * k]);
+                        }
+                        quant::gemm_qd8_f32(
+                            qkernel,
+                            a,
+                            ap,
+                            rows,
+                            k,
+                            &qw,
+                            n,
+                            b,
+                            Some(wsums),
+                            o,
+                            None,
+                        )?
+                    }
                 } else {
                     let (xs, o) = match demanded {
                         Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {

@@ -61,6 +61,19 @@ pub struct FilterOverride {
     /// `Some(nr)`: [`gemm::PackedB`] panels of width `nr` (exactly their size); `None`: the
     /// filter's own fp32 layout (e.g. the same bytes as a constant the program already has).
     pub nr: Option<u32>,
+    /// The fp32 filter quantized ahead (`offset`/`len` are then its rows, `[N, K]` whatever
+    /// the node's transpose flag): the node quantizes its input per row at run time.
+    pub quant: Option<QuantFilter>,
+}
+
+/// Scales and column sums of a filter quantized ahead ([`FilterOverride::quant`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantFilter {
+    /// 0: int8 rows, fp32 scales `[N]`; otherwise 4-bit rows, bf16 scales per `group` inputs.
+    pub group: u32,
+    /// (program byte offset, length) of the scales and of the fp32 column sums `[N]`.
+    pub scales: (u64, u64),
+    pub sums: (u64, u64),
 }
 
 /// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
@@ -174,8 +187,9 @@ fn analyze(
     // Pass 1: values.
     let mut dims_tab = heapless::Vec::<Shape, MAX_VALUES>::new();
     let mut kinds = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
-    // Per value: (element type, group, program offset of the scales).
-    let mut qinfo = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
+    // Per value: (element type, group, program offset of the scales, quantized ahead by an
+    // override: rows `[N, K]` whatever the transpose flag).
+    let mut qinfo = heapless::Vec::<(u32, u32, u64, bool), MAX_VALUES>::new();
     let base = init.program.bytes().as_ptr() as usize;
     for xv in values.iter() {
         let (t, q) = match xv.xvalue_union_type() {
@@ -243,7 +257,7 @@ fn analyze(
         };
         // Quantized values: activations live inside the graph, weights are 2-D constants
         // with their scales in named data (or inline in the graph).
-        let mut qi = (dt, 0u32, 0u64);
+        let mut qi = (dt, 0u32, 0u64, false);
         if let Some(q) = q {
             if dt == DT_QD8 {
                 let per_row = q
@@ -318,7 +332,22 @@ fn analyze(
                 return Err(bad("overridden filter is not a 2-D or 4-D constant"));
             }
             let base = init.program.bytes().as_ptr() as u64;
+            if let Some(q) = p.quant {
+                // Sizes are checked against the node's (n, k) in the node pass.
+                if dl.len() != 2 || (q.group > 0 && q.group % 2 != 0) {
+                    return Err(bad(
+                        "quantized filter override is not 2-D or its group is odd",
+                    ));
+                }
+                qi = (
+                    if q.group == 0 { DT_QC8W } else { DT_QB4W },
+                    q.group,
+                    q.scales.0,
+                    true,
+                );
+            }
             match p.nr {
+                _ if p.quant.is_some() => (KIND_CONSTANT, 0, p.offset),
                 Some(nr) => (KIND_PACKED, nr, p.offset),
                 None if p.len < nbytes as u64 || !(base + p.offset).is_multiple_of(4) => {
                     return Err(bad("aliased filter data too short or misaligned"))
@@ -524,8 +553,41 @@ fn analyze(
                 transpose_w,
             } => {
                 let fp = dt_of(out) == DT_F32 && dt_of(bias) == DT_F32;
+                let ahead = qinfo.get(w as usize).is_some_and(|q| q.3);
                 match dt_of(w) {
                     DT_F32 => fp && dt_of(x) == DT_F32,
+                    DT_QC8W | DT_QC4W | DT_QB4W if ahead => {
+                        let wd = dims_tab[w as usize];
+                        let (n, k) = if transpose_w {
+                            (wd.dims()[1], wd.dims()[0])
+                        } else {
+                            (wd.dims()[0], wd.dims()[1])
+                        };
+                        let o = packed.iter().find(|p| p.value == w);
+                        let sizes_ok =
+                            o.and_then(|o| o.quant.map(|q| (o.len, q)))
+                                .is_some_and(|(len, q)| {
+                                    let g = q.group as usize;
+                                    let (rows, scales) = match k.checked_div(g) {
+                                        None => (n * k, 4 * n),
+                                        Some(groups) => (n * k.div_ceil(2), 2 * n * groups),
+                                    };
+                                    (g == 0 || k.is_multiple_of(g))
+                                        && len == rows as u64
+                                        && q.scales.1 == scales as u64
+                                        && q.sums.1 == 4 * n as u64
+                                });
+                        if !sizes_ok {
+                            return Err(bad(
+                                "quantized filter override sizes disagree with the node's dims",
+                            ));
+                        }
+                        // fp32 input: quantized per row into the work area at run time.
+                        let rows = dims_tab[x as usize].numel() / k.max(1);
+                        let need = qd8_bytes(rows * k, rows).unwrap_or(usize::MAX);
+                        work_f32 = work_f32.max(need.div_ceil(4) + 4);
+                        fp && matches!(dt_of(x), DT_F32 | DT_QD8)
+                    }
                     DT_QC8W | DT_QC4W | DT_QB4W => fp && dt_of(x) == DT_QD8 && !transpose_w,
                     _ => false,
                 }
@@ -580,7 +642,11 @@ fn analyze(
     let mut sums_at = heapless::Vec::<u64, MAX_VALUES>::new();
     for (i, q) in qinfo.iter().enumerate() {
         let _ = sums_at.push(head.n_sums);
-        if matches!(q.0, DT_QC8W | DT_QC4W | DT_QB4W) {
+        if q.3 {
+            // Quantized ahead: its column sums come with it.
+            let o = packed.iter().find(|p| p.value == i as u32);
+            head.n_sums += o.and_then(|o| o.quant).map_or(0, |q| q.sums.1 / 4);
+        } else if matches!(q.0, DT_QC8W | DT_QC4W | DT_QB4W) {
             head.n_sums += dims_tab[i].dims().first().copied().unwrap_or(0) as u64;
         }
     }
@@ -602,7 +668,8 @@ fn analyze(
                 },
                 rank: d.rank() as u32,
                 dims,
-                flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 },
+                flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 }
+                    | if qinfo[i].3 { QUANT_AHEAD } else { 0 },
                 dt: qinfo[i].0,
                 group: qinfo[i].1,
                 aux: qinfo[i].2,
@@ -688,10 +755,27 @@ pub fn init_packed(
         if !matches!(l.dt, DT_QC8W | DT_QC4W | DT_QB4W) {
             continue;
         }
+        let at = sums_off + l.sums as usize * size_of::<f32>();
+        if l.flags & QUANT_AHEAD != 0 {
+            // Column sums written by the lowering: copied (sizes checked by `analyze`).
+            let q = packed
+                .iter()
+                .find(|p| p.value == i as u32)
+                .and_then(|p| p.quant)
+                .ok_or(bad("quantized filter override missing"))?;
+            let src = usize::try_from(q.sums.0)
+                .ok()
+                .and_then(|o| program.get(o..o.checked_add(q.sums.1 as usize)?))
+                .ok_or(bad("quantized filter sums outside the program"))?;
+            state
+                .get_mut(at..at + src.len())
+                .ok_or(bad("XNNPACK state area too small"))?
+                .copy_from_slice(src);
+            continue;
+        }
         let d = l.dims();
         let (rows, k) = (d.dims()[0], d.dims()[1]); // quantized filters are 2-D (checked)
         let qw = execute::quant_weights(program, &l, rows, k)?;
-        let at = sums_off + l.sums as usize * size_of::<f32>();
         // SAFETY: the sums table lies inside the checked state_bytes(n, n_sums) bytes; its
         // entries for this filter, [sums, sums + rows), are within n_sums (assigned in order
         // by `analyze`); 4-byte aligned (sums_off is a multiple of 8); no other live borrow.

@@ -67,6 +67,9 @@ pub(super) fn qd8_bytes(numel: usize, rows: usize) -> Option<usize> {
 
 /// [`Loc::flags`]: the output's rows are computed row by row by one fully-connected node.
 pub(super) const ROWS_LOCAL: u32 = 1;
+/// [`Loc::flags`]: a filter quantized ahead by the lowering (rows `[N, K]` whatever the
+/// node's transpose flag; column sums from the program).
+pub(super) const QUANT_AHEAD: u32 = 2;
 
 impl Loc {
     pub(super) fn dims(&self) -> Shape {

@@ -751,6 +751,10 @@ impl<'a> PackedFilter<'a> {
   pub const VT_VALUE: ::flatbuffers::VOffsetT = 4;
   pub const VT_KEY: ::flatbuffers::VOffsetT = 6;
   pub const VT_NR: ::flatbuffers::VOffsetT = 8;
+  pub const VT_LAYOUT: ::flatbuffers::VOffsetT = 10;
+  pub const VT_SCALES_KEY: ::flatbuffers::VOffsetT = 12;
+  pub const VT_SUMS_KEY: ::flatbuffers::VOffsetT = 14;
+  pub const VT_GROUP: ::flatbuffers::VOffsetT = 16;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -762,9 +766,13 @@ impl<'a> PackedFilter<'a> {
     args: &'args PackedFilterArgs<'args>
   ) -> ::flatbuffers::WIPOffset<PackedFilter<'bldr>> {
     let mut builder = PackedFilterBuilder::new(_fbb);
+    builder.add_group(args.group);
+    if let Some(x) = args.sums_key { builder.add_sums_key(x); }
+    if let Some(x) = args.scales_key { builder.add_scales_key(x); }
     builder.add_nr(args.nr);
     if let Some(x) = args.key { builder.add_key(x); }
     builder.add_value(args.value);
+    builder.add_layout(args.layout);
     builder.finish()
   }
 
@@ -790,6 +798,34 @@ impl<'a> PackedFilter<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<u32>(PackedFilter::VT_NR, Some(0)).unwrap()}
   }
+  #[inline]
+  pub fn layout(&self) -> WeightLayout {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<WeightLayout>(PackedFilter::VT_LAYOUT, Some(WeightLayout::Packed)).unwrap()}
+  }
+  #[inline]
+  pub fn scales_key(&self) -> Option<&'a str> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<&str>>(PackedFilter::VT_SCALES_KEY, None)}
+  }
+  #[inline]
+  pub fn sums_key(&self) -> Option<&'a str> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<::flatbuffers::ForwardsUOffset<&str>>(PackedFilter::VT_SUMS_KEY, None)}
+  }
+  #[inline]
+  pub fn group(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(PackedFilter::VT_GROUP, Some(0)).unwrap()}
+  }
 }
 
 impl ::flatbuffers::Verifiable for PackedFilter<'_> {
@@ -801,6 +837,10 @@ impl ::flatbuffers::Verifiable for PackedFilter<'_> {
      .visit_field::<u32>("value", Self::VT_VALUE, false)?
      .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("key", Self::VT_KEY, false)?
      .visit_field::<u32>("nr", Self::VT_NR, false)?
+     .visit_field::<WeightLayout>("layout", Self::VT_LAYOUT, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("scales_key", Self::VT_SCALES_KEY, false)?
+     .visit_field::<::flatbuffers::ForwardsUOffset<&str>>("sums_key", Self::VT_SUMS_KEY, false)?
+     .visit_field::<u32>("group", Self::VT_GROUP, false)?
      .finish();
     Ok(())
   }
@@ -809,6 +849,10 @@ pub struct PackedFilterArgs<'a> {
     pub value: u32,
     pub key: Option<::flatbuffers::WIPOffset<&'a str>>,
     pub nr: u32,
+    pub layout: WeightLayout,
+    pub scales_key: Option<::flatbuffers::WIPOffset<&'a str>>,
+    pub sums_key: Option<::flatbuffers::WIPOffset<&'a str>>,
+    pub group: u32,
 }
 impl<'a> Default for PackedFilterArgs<'a> {
   #[inline]
@@ -817,6 +861,10 @@ impl<'a> Default for PackedFilterArgs<'a> {
       value: 0,
       key: None,
       nr: 0,
+      layout: WeightLayout::Packed,
+      scales_key: None,
+      sums_key: None,
+      group: 0,
     }
   }
 }
@@ -839,6 +887,22 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> PackedFilterBuilder<'a, 'b, A
     self.fbb_.push_slot::<u32>(PackedFilter::VT_NR, nr, 0);
   }
   #[inline]
+  pub fn add_layout(&mut self, layout: WeightLayout) {
+    self.fbb_.push_slot::<WeightLayout>(PackedFilter::VT_LAYOUT, layout, WeightLayout::Packed);
+  }
+  #[inline]
+  pub fn add_scales_key(&mut self, scales_key: ::flatbuffers::WIPOffset<&'b  str>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(PackedFilter::VT_SCALES_KEY, scales_key);
+  }
+  #[inline]
+  pub fn add_sums_key(&mut self, sums_key: ::flatbuffers::WIPOffset<&'b  str>) {
+    self.fbb_.push_slot_always::<::flatbuffers::WIPOffset<_>>(PackedFilter::VT_SUMS_KEY, sums_key);
+  }
+  #[inline]
+  pub fn add_group(&mut self, group: u32) {
+    self.fbb_.push_slot::<u32>(PackedFilter::VT_GROUP, group, 0);
+  }
+  #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> PackedFilterBuilder<'a, 'b, A> {
     let start = _fbb.start_table();
     PackedFilterBuilder {
@@ -859,6 +923,10 @@ impl ::core::fmt::Debug for PackedFilter<'_> {
       ds.field("value", &self.value());
       ds.field("key", &self.key());
       ds.field("nr", &self.nr());
+      ds.field("layout", &self.layout());
+      ds.field("scales_key", &self.scales_key());
+      ds.field("sums_key", &self.sums_key());
+      ds.field("group", &self.group());
       ds.finish()
   }
 }
