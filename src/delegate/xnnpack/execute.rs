@@ -68,7 +68,7 @@ pub(super) fn quant_weights<'p>(
     })
 }
 
-/// Runs a graph planned by `init`/[`super::init_packed`] (the plan in `state` says which filters are
+/// Runs a graph planned by `init`/`init_packed` (the plan in `state` says which filters are
 /// pre-packed).
 pub fn execute_plan(
     init: &DelegateInit<'_>,

@@ -109,7 +109,7 @@ pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc], &[f32]), KernelE
     let head = unsafe { *(state.as_ptr() as *const Head) };
     let n = head.n_values as usize;
     let n_sums = usize::try_from(head.n_sums).unwrap_or(usize::MAX);
-    if n > super::MAX_VALUES || n_sums > u32::MAX as usize || state.len() < state_bytes(n, n_sums) {
+    if n > MAX_VALUES || n_sums > u32::MAX as usize || state.len() < state_bytes(n, n_sums) {
         return Err(bad("XNNPACK state area too small"));
     }
     // SAFETY: `n` Locs and then `n_sums` f32 fit after the header (checked); the offset
