@@ -179,6 +179,12 @@ fn print_report(r: &Report, out: &Path) {
                 c.packed_filters,
                 c.aliased_filters
             );
+            for q in &c.quantized_filters {
+                println!(
+                    "    filter quantized {}: {} bytes (fp32 {}), largest error {:.2e} of max |w|",
+                    q.scheme, q.bytes, q.fp32_bytes, q.max_rel_err
+                );
+            }
         }
         for (pc, op, why) in &m.portable {
             println!("  instruction {pc}: {op} stays portable: {why}");
