@@ -12,6 +12,13 @@ use common::*;
 use ptera::Registry;
 use ptera::{Error, MethodMeta, OwnedArenas, Program, Shape};
 
+/// Cases whose program holds XNNPACK regions (fp32 or quantized).
+fn delegated(case: &str) -> bool {
+    ["_xnnpack", "_qd8", "_8da4w"]
+        .iter()
+        .any(|k| case.ends_with(k))
+}
+
 fn run_case(case: &str, registry: &Registry<'static>) -> Result<Outputs, Error> {
     run_program(pte(case).as_slice(), case, registry)
 }
@@ -64,6 +71,18 @@ fn quantized_fixtures_match_executorch() {
     for case in &cases {
         check_case(case, &Registry::standard());
     }
+    // Without a delegate: the quantized_decomposed operators as portable kernels.
+    let portable: Vec<String> = common::cases()
+        .into_iter()
+        .filter(|c| c.ends_with("_qs8p") || c.ends_with("_qd8p"))
+        .collect();
+    assert!(
+        portable.len() >= 3,
+        "expected static and dynamic int8 portable fixtures"
+    );
+    for case in &portable {
+        check_case(case, &Registry::portable());
+    }
 }
 
 #[test]
@@ -75,7 +94,7 @@ fn portable_fixtures_also_run_with_the_standard_registry() {
 
 #[test]
 fn xnnpack_fixtures_without_backend_fail_at_load_naming_it() {
-    for case in cases().into_iter().filter(|c| !c.ends_with("_portable")) {
+    for case in cases().into_iter().filter(|c| delegated(c)) {
         match run_case(&case, &Registry::portable()) {
             Err(Error::UnknownBackend { backend, .. }) => {
                 assert_eq!(backend.as_str(), "XnnpackBackend", "{case}")
@@ -157,7 +176,7 @@ fn observer_sees_every_instruction_and_region_node() {
         let want: Vec<(usize, usize)> = (0..n_instr).map(|pc| (0, pc)).collect();
         assert_eq!(seen.instructions, want, "{case}");
         assert_eq!(seen.finished, 1, "{case}");
-        if !case.ends_with("_portable") {
+        if delegated(case) {
             assert!(!seen.nodes.is_empty(), "{case}: region nodes");
             assert!(
                 seen.nodes.iter().all(|n| !n.1.is_empty() && n.2 > 0),

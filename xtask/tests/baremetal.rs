@@ -169,6 +169,9 @@ virt_fixture_tests! {
     virt_gpt2_8da4w => "gpt2_8da4w",
     virt_llama_qd8 => "llama_qd8",
     virt_llama_8da4w => "llama_8da4w",
+    virt_mlp_qs8p => "mlp_qs8p",
+    virt_cnn_qs8p => "cnn_qs8p",
+    virt_mlp_qd8p => "mlp_qd8p",
 }
 
 /// Programs lowered by `cargo xtask lower` run bare-metal and match ExecuTorch: for the

@@ -51,6 +51,7 @@ pub mod pad;
 pub mod pool;
 pub mod prim;
 mod promote;
+pub mod quantized;
 pub mod reduce;
 pub mod slice;
 pub mod softmax;
@@ -85,4 +86,5 @@ pub static KERNELS: &[&[KernelDef]] = &[
     pool::KERNELS,
     reduce::KERNELS,
     prim::KERNELS,
+    quantized::KERNELS,
 ];
