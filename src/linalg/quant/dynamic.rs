@@ -57,12 +57,34 @@ pub fn qd8_params(lo: f32, hi: f32) -> (f32, QParams) {
 pub fn quantize_row_qd8(x: &[f32], q: &mut [i8]) -> QParams {
     let n = x.len().min(q.len());
     let (x, q) = (&x[..n], &mut q[..n]);
-    // Four running minima/maxima so that the loop vectorises.
-    let mut lo = [f32::INFINITY; 4];
-    let mut hi = [f32::NEG_INFINITY; 4];
-    let mut chunks = x.chunks_exact(4);
+    #[cfg(target_arch = "aarch64")]
+    {
+        // SAFETY: Neon is part of the AArch64 baseline; both slices have length n.
+        unsafe { neon::quantize_row(x, q) }
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        let (lo, hi) = min_max(x);
+        let (s, p) = qd8_params(lo, hi);
+        let zp = p.zero_point as f32;
+        let (qlo, qhi) = (-128.0 - zp, 127.0 - zp);
+        for (o, &v) in q.iter_mut().zip(x) {
+            // Bounds are integers, so clamping before rounding equals clamping after; NaN → qlo.
+            let c = (v * s).max(qlo).min(qhi);
+            *o = (round_small(c) + zp) as i8;
+        }
+        p
+    }
+}
+
+/// Smallest and largest element (±inf for an empty row), in eight running lanes.
+#[cfg(not(target_arch = "aarch64"))]
+fn min_max(x: &[f32]) -> (f32, f32) {
+    let mut lo = [f32::INFINITY; 8];
+    let mut hi = [f32::NEG_INFINITY; 8];
+    let mut chunks = x.chunks_exact(8);
     for c in &mut chunks {
-        for j in 0..4 {
+        for j in 0..8 {
             lo[j] = lo[j].min(c[j]);
             hi[j] = hi[j].max(c[j]);
         }
@@ -71,15 +93,72 @@ pub fn quantize_row_qd8(x: &[f32], q: &mut [i8]) -> QParams {
         lo[0] = lo[0].min(v);
         hi[0] = hi[0].max(v);
     }
-    let lo = lo[0].min(lo[1]).min(lo[2].min(lo[3]));
-    let hi = hi[0].max(hi[1]).max(hi[2].max(hi[3]));
-    let (s, p) = qd8_params(lo, hi);
-    let zp = p.zero_point as f32;
-    let (qlo, qhi) = (-128.0 - zp, 127.0 - zp);
-    for (o, &v) in q.iter_mut().zip(x) {
-        // Bounds are integers, so clamping before rounding equals clamping after; NaN → qlo.
-        let c = (v * s).max(qlo).min(qhi);
-        *o = (round_small(c) + zp) as i8;
+    (
+        lo.iter().fold(f32::INFINITY, |m, &v| m.min(v)),
+        hi.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)),
+    )
+}
+
+/// Neon row quantizer: min/max over 8 lanes (`FMINNM`/`FMAXNM`, NaN ignored like
+/// `f32::min`), then per 8 elements multiply, clamp, round to nearest even (`FCVTNS`), add the
+/// zero point and narrow with saturation (exact: the values are already in range).
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{qd8_params, QParams};
+    use core::arch::aarch64::*;
+
+    /// # Safety
+    /// `x.len() == q.len()`.
+    pub(super) unsafe fn quantize_row(x: &[f32], q: &mut [i8]) -> QParams {
+        let n = x.len();
+        let xp = x.as_ptr();
+        // SAFETY: (whole body) every vector load reads x[i..i + 8] or x[i..i + 4] with
+        // i + 8 ≤ n (resp. i + 4 ≤ n); every store writes q[i..i + 8] with i + 8 ≤ n; the
+        // tails use checked slice indexing.
+        unsafe {
+            let (mut lo0, mut lo1) = (vdupq_n_f32(f32::INFINITY), vdupq_n_f32(f32::INFINITY));
+            let (mut hi0, mut hi1) = (
+                vdupq_n_f32(f32::NEG_INFINITY),
+                vdupq_n_f32(f32::NEG_INFINITY),
+            );
+            let mut i = 0;
+            while i + 8 <= n {
+                let (a, b) = (vld1q_f32(xp.add(i)), vld1q_f32(xp.add(i + 4)));
+                lo0 = vminnmq_f32(lo0, a);
+                lo1 = vminnmq_f32(lo1, b);
+                hi0 = vmaxnmq_f32(hi0, a);
+                hi1 = vmaxnmq_f32(hi1, b);
+                i += 8;
+            }
+            let mut lo = vminnmvq_f32(vminnmq_f32(lo0, lo1));
+            let mut hi = vmaxnmvq_f32(vmaxnmq_f32(hi0, hi1));
+            for &v in &x[i..] {
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+            let (s, p) = qd8_params(lo, hi);
+            let zp = p.zero_point as f32;
+            let (qlo, qhi) = (vdupq_n_f32(-128.0 - zp), vdupq_n_f32(127.0 - zp));
+            let vzp = vdupq_n_s32(p.zero_point);
+            let qp = q.as_mut_ptr();
+            let mut i = 0;
+            while i + 8 <= n {
+                let a = vminnmq_f32(vmaxnmq_f32(vmulq_n_f32(vld1q_f32(xp.add(i)), s), qlo), qhi);
+                let b = vminnmq_f32(
+                    vmaxnmq_f32(vmulq_n_f32(vld1q_f32(xp.add(i + 4)), s), qlo),
+                    qhi,
+                );
+                let ia = vaddq_s32(vcvtnq_s32_f32(a), vzp);
+                let ib = vaddq_s32(vcvtnq_s32_f32(b), vzp);
+                let h = vcombine_s16(vqmovn_s32(ia), vqmovn_s32(ib));
+                vst1_s8(qp.add(i), vqmovn_s16(h));
+                i += 8;
+            }
+            for (o, &v) in q[i..].iter_mut().zip(&x[i..]) {
+                let c = (v * s).max(-128.0 - zp).min(127.0 - zp);
+                *o = (super::round_small(c) + zp) as i8;
+            }
+            p
+        }
     }
-    p
 }

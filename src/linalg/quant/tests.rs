@@ -302,3 +302,29 @@ fn bad_weights_are_typed_errors() {
     )
     .is_err());
 }
+
+#[test]
+fn quantizer_matches_its_definition_on_random_rows() {
+    let mut rng = Rng(9);
+    for len in [1usize, 3, 7, 8, 17, 64, 129, 300] {
+        for shift in [-1.0f32, 0.0, 2.5] {
+            let mut x = rng.f32s(len, -3.0 + shift, 2.0 + shift);
+            // Exact halves after scaling hit the ties-to-even rule.
+            if len > 4 {
+                x[1] = 0.0;
+                x[2] = x[0] / 2.0;
+            }
+            let mut q = vec![0i8; len];
+            let p = quantize_row_qd8(&x, &mut q);
+            let lo = x.iter().fold(f32::INFINITY, |m, &v| m.min(v));
+            let hi = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let (s, want) = qd8_params(lo, hi);
+            assert_eq!(p, want, "len {len}");
+            let zp = p.zero_point as f32;
+            for (i, (&v, &got)) in x.iter().zip(&q).enumerate() {
+                let r = (v * s).max(-128.0 - zp).min(127.0 - zp).round_ties_even() + zp;
+                assert_eq!(got as f32, r, "len {len} [{i}] x={v}");
+            }
+        }
+    }
+}
