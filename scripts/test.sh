@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/setup-rust.sh   # the pinned toolchain with its targets and components, explicitly
 start=$(date +%s)
 cargo fmt --all --check
+cargo fmt --manifest-path fuzz/Cargo.toml --check
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings   # the fuzz targets too
 cargo test --workspace
 cargo build --lib --target aarch64-unknown-none
 cargo build --lib --release --target aarch64-unknown-none
