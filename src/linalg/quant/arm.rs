@@ -33,15 +33,13 @@ unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
     r
 }
 
-/// Horizontal sums of the 16 accumulators.
+/// The lanes of `rows_of`'s row vectors as integers.
 #[inline(always)]
-fn reduce(acc: [[int32x4_t; 4]; 4]) -> [[i32; 4]; 4] {
+fn lanes(r: [int32x4_t; 4]) -> [[i32; 4]; 4] {
     let mut out = [[0i32; 4]; 4];
-    for i in 0..4 {
-        for j in 0..4 {
-            // SAFETY: Neon is part of the AArch64 baseline.
-            out[i][j] = unsafe { vaddvq_s32(acc[i][j]) };
-        }
+    for (o, v) in out.iter_mut().zip(r) {
+        // SAFETY: Neon is part of the AArch64 baseline; `o` holds 4 i32.
+        unsafe { vst1q_s32(o.as_mut_ptr(), v) };
     }
     out
 }
@@ -52,34 +50,8 @@ fn reduce(acc: [[int32x4_t; 4]; 4]) -> [[i32; 4]; 4] {
 /// FEAT_DotProd; `len % 16 == 0`; each `a[i]` and `w[j]` valid for `len` byte reads.
 #[target_feature(enable = "dotprod")]
 pub unsafe fn dot_i8_4x4(a: &[*const i8; 4], w: &[*const i8; 4], len: usize) -> [[i32; 4]; 4] {
-    // SAFETY: (whole body) loads stay within the `len` bytes the caller guarantees per row;
-    // the caller guarantees FEAT_DotProd for `sdot`.
-    unsafe {
-        let z = vdupq_n_s32(0);
-        let mut acc = [[z; 4]; 4];
-        let mut t = 0;
-        while t < len {
-            let va = [
-                vld1q_s8(a[0].add(t)),
-                vld1q_s8(a[1].add(t)),
-                vld1q_s8(a[2].add(t)),
-                vld1q_s8(a[3].add(t)),
-            ];
-            let vw = [
-                vld1q_s8(w[0].add(t)),
-                vld1q_s8(w[1].add(t)),
-                vld1q_s8(w[2].add(t)),
-                vld1q_s8(w[3].add(t)),
-            ];
-            for i in 0..4 {
-                for j in 0..4 {
-                    acc[i][j] = sdot(acc[i][j], va[i], vw[j]);
-                }
-            }
-            t += 16;
-        }
-        reduce(acc)
-    }
+    // SAFETY: as the caller guarantees (the same extents as `run_i8` needs).
+    lanes(unsafe { run_i8(a, &w.map(|p| p as *const u8), len) })
 }
 
 /// int8 × 4-bit tile: `out[i][j] = Σ_{t<len} a[i][t] · (nibble(w[j], t) - 8)`.
@@ -88,40 +60,9 @@ pub unsafe fn dot_i8_4x4(a: &[*const i8; 4], w: &[*const i8; 4], len: usize) -> 
 /// FEAT_DotProd; `len % 32 == 0`; each `a[i]` valid for `len` reads, each `w[j]` for `len / 2`.
 #[target_feature(enable = "dotprod")]
 pub unsafe fn dot_q4_4x4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [[i32; 4]; 4] {
-    // SAFETY: (whole body) loads stay within the rows' guaranteed extents; FEAT_DotProd is
-    // guaranteed by the caller.
-    unsafe {
-        let z = vdupq_n_s32(0);
-        let mut acc = [[z; 4]; 4];
-        let flip = vdupq_n_u8(0x88);
-        let hi_mask = vdupq_n_u8(0xF0);
-        let mut t = 0;
-        while t < len {
-            let va = [
-                vld2q_s8(a[0].add(t)),
-                vld2q_s8(a[1].add(t)),
-                vld2q_s8(a[2].add(t)),
-                vld2q_s8(a[3].add(t)),
-            ];
-            for j in 0..4 {
-                let b = veorq_u8(vld1q_u8(w[j].add(t / 2)), flip);
-                let even = vreinterpretq_s8_u8(vshlq_n_u8::<4>(b));
-                let odd = vreinterpretq_s8_u8(vandq_u8(b, hi_mask));
-                for i in 0..4 {
-                    acc[i][j] = sdot(acc[i][j], va[i].0, even);
-                    acc[i][j] = sdot(acc[i][j], va[i].1, odd);
-                }
-            }
-            t += 32;
-        }
-        let mut out = reduce(acc);
-        for row in out.iter_mut() {
-            for v in row.iter_mut() {
-                *v >>= 4; // every product was 16 · a · w: exact
-            }
-        }
-        out
-    }
+    // SAFETY: as the caller guarantees (the same extents as `run_q4` needs). Every product
+    // was 16 · a · w: the shift is exact.
+    lanes(unsafe { run_q4(a, w, len) }).map(|r| r.map(|v| v >> 4))
 }
 
 /// Constants of one block of 4 output channels: weight sums (`Σ w`, exact integers, for
