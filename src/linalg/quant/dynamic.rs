@@ -104,7 +104,7 @@ fn min_max(x: &[f32]) -> (f32, f32) {
 /// zero point and narrow with saturation (exact: the values are already in range).
 #[cfg(target_arch = "aarch64")]
 mod neon {
-    use super::{qd8_params, QParams};
+    use crate::linalg::quant::dynamic::{qd8_params, round_small, QParams};
     use core::arch::aarch64::*;
 
     /// # Safety
@@ -156,7 +156,7 @@ mod neon {
             }
             for (o, &v) in q[i..].iter_mut().zip(&x[i..]) {
                 let c = (v * s).max(-128.0 - zp).min(127.0 - zp);
-                *o = (super::round_small(c) + zp) as i8;
+                *o = (round_small(c) + zp) as i8;
             }
             p
         }
