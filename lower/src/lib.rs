@@ -211,6 +211,11 @@ impl Default for Options {
     }
 }
 
+/// Whether `--quantize` packs this weight's int8 rows `qc8w_p4x4` (ptera's `Linear` regions).
+fn packs_int8(scheme: quantize::Scheme, k: usize) -> bool {
+    scheme == quantize::Scheme::Int8 && k.is_multiple_of(16)
+}
+
 /// The rewrites as JSON.
 fn rewrites_json(r: &RewriteReport) -> serde_json::Value {
     use serde_json::json;
@@ -741,6 +746,19 @@ fn lower_stage(
             quantize::Scheme::Int4 { group } => format!("q4g{group}"),
         };
         let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
+        // int8 rows of ptera's own regions are packed for lane-indexed SDOT where the depth
+        // allows (the XNNPACK interpreter reads row-major filters).
+        let mut q = q;
+        let pack = matches!(src, Source::Buffer(..)) && packs_int8(scheme, k);
+        if pack {
+            let len = ptera::linalg::quant::packed::packed_len(n, k)
+                .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
+            let mut packed = vec![0u8; len];
+            ptera::linalg::quant::packed::pack_qc8w_p4x4(&q.rows, n, k, &mut packed)
+                .map_err(|e| LowerError(format!("{what}: {e}")))?;
+            q.rows = packed;
+        }
+        let tag = if pack { format!("{tag}p4x4") } else { tag };
         let base = match &src {
             Source::Buffer(b, _) => format!("ptera/{tag}/b{b}/{o}"),
             Source::Key(key) => format!("ptera/{tag}/{key}/{o}"),
@@ -795,6 +813,7 @@ fn lower_stage(
                         Some(quantize::Scheme::Int4 { group }) => Some(group),
                         _ => None,
                     },
+                    packed: quantized_here(c).is_some_and(|s| packs_int8(s, c.k)),
                 }
             } else if c.packed {
                 let key = &packs[&(Source::Buffer(c.buffer, c.w), c.orient, nr)];

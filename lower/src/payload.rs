@@ -13,12 +13,14 @@ pub enum WeightSource<'k> {
     Packed { key: &'k str, nr: usize },
     /// The constant as a DelegateCall argument at this position.
     Arg(usize),
-    /// Quantized rows, scales and column sums under these keys; `group` for 4-bit rows.
+    /// Quantized rows, scales and column sums under these keys; `group` for 4-bit rows;
+    /// `packed`: int8 rows packed `qc8w_p4x4`.
     Quant {
         rows: &'k str,
         scales: &'k str,
         sums: &'k str,
         group: Option<usize>,
+        packed: bool,
     },
 }
 
@@ -45,15 +47,16 @@ pub fn linear_region(
             scales,
             sums,
             group: g,
+            packed,
         } => {
             scales_key = Some(b.create_string(scales));
             sums_key = Some(b.create_string(sums));
             group = g.unwrap_or(0) as u32;
             (
-                if g.is_some() {
-                    rf::WeightLayout::Int4
-                } else {
-                    rf::WeightLayout::Int8
+                match (g, packed) {
+                    (Some(_), _) => rf::WeightLayout::Int4,
+                    (None, true) => rf::WeightLayout::Int8Packed,
+                    (None, false) => rf::WeightLayout::Int8,
                 },
                 Some(b.create_string(rows)),
                 0,

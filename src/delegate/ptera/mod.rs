@@ -236,9 +236,14 @@ struct Linear {
 enum WeightRef {
     /// Packed panels of width `nr` in named data `key`.
     Packed { nr: usize },
-    /// Quantized rows (int8, or 4-bit with scales per `group` inputs), their scales and
-    /// column sums in named data; the input is quantized per row at run time.
-    Quant { four_bit: bool, group: usize },
+    /// Quantized rows (int8, or 4-bit with scales per `group` inputs; int8 rows may be packed
+    /// `qc8w_p4x4`), their scales and column sums in named data; the input is quantized per
+    /// row at run time.
+    Quant {
+        four_bit: bool,
+        group: usize,
+        packed: bool,
+    },
     /// A constant argument, `[K, N]` (`transposed == false`) or `[N, K]`.
     Arg { arg: usize, transposed: bool },
 }
@@ -295,8 +300,16 @@ fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Keys<'_>), KernelError> {
             },
             Keys::default(),
         ),
-        layout @ (rf::WeightLayout::Int8 | rf::WeightLayout::Int4) => {
+        layout @ (rf::WeightLayout::Int8
+        | rf::WeightLayout::Int4
+        | rf::WeightLayout::Int8Packed) => {
             let four_bit = layout == rf::WeightLayout::Int4;
+            let packed = layout == rf::WeightLayout::Int8Packed;
+            if packed && k % 16 != 0 {
+                return Err(bad(
+                    "ptera region: packed int8 weight with a depth not a multiple of 16",
+                ));
+            }
             let group = if four_bit { w.group() as usize } else { 0 };
             if four_bit && (group == 0 || group % 2 != 0 || k % group != 0) {
                 return Err(bad(
@@ -310,7 +323,11 @@ fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Keys<'_>), KernelError> {
             }
             let missing = || bad("ptera region: quantized weight without its keys");
             (
-                WeightRef::Quant { four_bit, group },
+                WeightRef::Quant {
+                    four_bit,
+                    group,
+                    packed,
+                },
                 Keys {
                     data: Some(w.key().ok_or_else(missing)?),
                     scales: Some(w.scales_key().ok_or_else(missing)?),
@@ -378,6 +395,7 @@ fn quant_ranges(
     l: &Linear,
     four_bit: bool,
     group: usize,
+    packed: bool,
 ) -> Result<[(u64, u64); 3], KernelError> {
     let base = init.program.bytes().as_ptr() as usize;
     let get = |key: Option<&str>, want: Option<usize>| -> Result<(u64, u64), KernelError> {
@@ -394,6 +412,8 @@ fn quant_ranges(
     let (n, k) = (l.n, l.k);
     let rows = if four_bit {
         n.checked_mul(k.div_ceil(2))
+    } else if packed {
+        quant::packed::packed_len(n, k)
     } else {
         n.checked_mul(k)
     };
@@ -436,7 +456,16 @@ fn encode(l: &Linear, ranges: [(u64, u64); 3], r: &mut [u8]) {
     let (kind, arg, nr, group) = match l.weight {
         WeightRef::Packed { nr } => (0u32, 0u32, nr as u32, 0),
         WeightRef::Arg { arg, transposed } => (1 + transposed as u32, arg as u32, 0, 0),
-        WeightRef::Quant { four_bit, group } => (3 + four_bit as u32, 0, 0, group as u32),
+        WeightRef::Quant {
+            four_bit,
+            group,
+            packed,
+        } => (
+            if packed { 5 } else { 3 + four_bit as u32 },
+            0,
+            0,
+            group as u32,
+        ),
     };
     let words = [
         l.input as u32,
@@ -468,9 +497,10 @@ fn decode(r: &[u8]) -> (Linear, [(u64, u64); 3]) {
         0 => WeightRef::Packed {
             nr: u32_at(r, 20) as usize,
         },
-        3 | 4 => WeightRef::Quant {
+        3..=5 => WeightRef::Quant {
             four_bit: kind == 4,
             group: u32_at(r, 44) as usize,
+            packed: kind == 5,
         },
         k => WeightRef::Arg {
             arg: u32_at(r, 16) as usize,
@@ -516,8 +546,15 @@ impl Backend for PteraBackend {
                 (WeightRef::Packed { nr }, Some(key)) => {
                     packed_bytes(init, key, &l, nr)?;
                 }
-                (WeightRef::Quant { four_bit, group }, _) => {
-                    quant_ranges(init, keys, &l, four_bit, group)?;
+                (
+                    WeightRef::Quant {
+                        four_bit,
+                        group,
+                        packed,
+                    },
+                    _,
+                ) => {
+                    quant_ranges(init, keys, &l, four_bit, group, packed)?;
                     let max_m = op.op_as_linear().map_or(0, |x| x.max_m() as usize);
                     let need = quant_scratch_f32(max_m, l.k)
                         .ok_or(bad("ptera region: quantized scratch overflows"))?;
@@ -576,9 +613,14 @@ impl Backend for PteraBackend {
                         (0, 0),
                     ]
                 }
-                (WeightRef::Quant { four_bit, group }, _) => {
-                    quant_ranges(init, keys, &l, four_bit, group)?
-                }
+                (
+                    WeightRef::Quant {
+                        four_bit,
+                        group,
+                        packed,
+                    },
+                    _,
+                ) => quant_ranges(init, keys, &l, four_bit, group, packed)?,
                 _ => [(0, 0); 3],
             };
             let at = STATE_HEAD + i * STATE_PER_OP;
@@ -629,15 +671,20 @@ impl Backend for PteraBackend {
                         .ok_or(bad("ptera region: packed weight misaligned"))?;
                     Some(PackedB::new(data, l.k, l.n, nr)?)
                 }
-                WeightRef::Quant { four_bit, group } => {
+                WeightRef::Quant {
+                    four_bit,
+                    group,
+                    packed,
+                } => {
                     let (data, scales) = (bytes(ranges[0])?, bytes(ranges[1])?);
-                    let w = match (four_bit, group) {
-                        (false, _) => QWeights::Qc8w { data, scales },
-                        (true, group) => QWeights::Qb4w {
+                    let w = match (four_bit, packed) {
+                        (true, _) => QuantW::Rows(QWeights::Qb4w {
                             data,
                             scales,
                             group,
-                        },
+                        }),
+                        (false, false) => QuantW::Rows(QWeights::Qc8w { data, scales }),
+                        (false, true) => QuantW::Packed { data, scales },
                     };
                     let sums = xnnpack::run::as_f32(bytes(ranges[2])?)
                         .ok_or(bad("ptera region: column sums misaligned"))?;
@@ -737,13 +784,19 @@ fn linear(
     activate(l.act, c)
 }
 
+/// A quantized weight: rows in a [`QWeights`] layout, or int8 rows packed `qc8w_p4x4`.
+enum QuantW<'p> {
+    Rows(QWeights<'p>),
+    Packed { data: &'p [u8], scales: &'p [u8] },
+}
+
 /// Runs one quantized linear operation: the input rows quantized to int8 (per row, XNNPACK's
 /// arithmetic) into the scratch, `out = act(dequant(q) · dequant(W)ᵀ + beta · bias)`.
 fn linear_quant(
     ctx: &mut KernelCtx<'_, '_, '_>,
     index: usize,
     l: &Linear,
-    w: &QWeights<'_>,
+    w: &QuantW<'_>,
     sums: &[f32],
 ) -> Result<(), KernelError> {
     let x = ctx.input(l.input)?;
@@ -801,19 +854,36 @@ fn linear_quant(
     let od = out.as_mut_slice::<f32>()?;
     let c = &mut od[lo * n..hi * n];
     let direct_bias = if l.beta == 1.0 { bias } else { None };
-    quant::gemm_qd8_f32(
-        quant::QuantKernel::select(),
-        q,
-        params,
-        rows,
-        k,
-        w,
-        n,
-        direct_bias,
-        Some(sums),
-        c,
-        None,
-    )?;
+    let kernel = quant::QuantKernel::select();
+    match w {
+        QuantW::Rows(w) => quant::gemm_qd8_f32(
+            kernel,
+            q,
+            params,
+            rows,
+            k,
+            w,
+            n,
+            direct_bias,
+            Some(sums),
+            c,
+            None,
+        )?,
+        QuantW::Packed { data, scales } => quant::gemm_qd8_f32_p4x4(
+            kernel,
+            q,
+            params,
+            rows,
+            k,
+            data,
+            scales,
+            n,
+            direct_bias,
+            sums,
+            c,
+            None,
+        )?,
+    }
     if let (Some(bv), true) = (bias, l.beta != 1.0) {
         for row in c.chunks_exact_mut(n) {
             for (o, b) in row.iter_mut().zip(bv) {

@@ -102,15 +102,16 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Activation {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_WEIGHT_LAYOUT: i8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 4;
+pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 5;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 5] = [
+pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 6] = [
   WeightLayout::Packed,
   WeightLayout::KxN,
   WeightLayout::NxK,
   WeightLayout::Int8,
   WeightLayout::Int4,
+  WeightLayout::Int8Packed,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -123,15 +124,17 @@ impl WeightLayout {
   pub const NxK: Self = Self(2);
   pub const Int8: Self = Self(3);
   pub const Int4: Self = Self(4);
+  pub const Int8Packed: Self = Self(5);
 
   pub const ENUM_MIN: i8 = 0;
-  pub const ENUM_MAX: i8 = 4;
+  pub const ENUM_MAX: i8 = 5;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::Packed,
     Self::KxN,
     Self::NxK,
     Self::Int8,
     Self::Int4,
+    Self::Int8Packed,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -141,6 +144,7 @@ impl WeightLayout {
       Self::NxK => Some("NxK"),
       Self::Int8 => Some("Int8"),
       Self::Int4 => Some("Int4"),
+      Self::Int8Packed => Some("Int8Packed"),
       _ => None,
     }
   }

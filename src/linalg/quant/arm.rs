@@ -247,3 +247,98 @@ pub unsafe fn block(
         }
     }
 }
+
+/// `acc += Σ_{t<4} w[4·lane + t] · a[4·L + t]` per lane (`SDOT` by element).
+///
+/// # Safety
+/// The CPU must implement FEAT_DotProd.
+#[inline(always)]
+unsafe fn sdot_lane<const L: i32>(acc: int32x4_t, w: int8x16_t, a: int8x16_t) -> int32x4_t {
+    let mut r = acc;
+    // SAFETY: register-only instruction; the caller guarantees FEAT_DotProd.
+    unsafe {
+        asm!(".arch_extension dotprod", "sdot {r:v}.4s, {w:v}.16b, {a:v}.4b[{l}]",
+            r = inout(vreg) r, w = in(vreg) w, a = in(vreg) a, l = const L,
+            options(pure, nomem, nostack, preserves_flags));
+    }
+    r
+}
+
+/// `NB` blocks of 4 output channels of int8 weights packed `qc8w_p4x4` (see
+/// [`super::packed`]), all `m` rows, 4 at a time: per 16 depth steps 4 activation loads, 4
+/// weight vectors per block and 16 `SDOT`s by element per block; the sums land one channel per
+/// lane, so the epilogue is the per-channel one of [`block`] without a reduction.
+///
+/// # Safety
+/// FEAT_DotProd; `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads, `ap` for `m`; each `w[b]`
+/// for `4·k` bytes; `out + b·4` valid for `ncols[b] ≤ 4` floats at each of the `m` rows
+/// (rows `ldo` apart).
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "dotprod")]
+pub unsafe fn block_p4x4<const NB: usize>(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: [*const u8; NB],
+    c: &[Columns; NB],
+    out: *mut f32,
+    ldo: usize,
+    ncols: [usize; NB],
+) {
+    // SAFETY: (whole body) every pointer stays within the extents the caller guarantees: row
+    // indices are clamped to `m - 1`; weight reads are at `4·t + 16·q < 4·k`; only the first
+    // `min(4, m - i0)` rows and `ncols[b]` columns of block `b` are stored.
+    unsafe {
+        let mut i0 = 0;
+        while i0 < m {
+            let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+            let ar = idx.map(|i| a.add(i * k));
+            let mut acc = [[vdupq_n_s32(0); 4]; NB];
+            let mut t = 0;
+            while t < k {
+                let va = ar.map(|p| vld1q_s8(p.add(t)));
+                for b in 0..NB {
+                    let wp = w[b].add(4 * t) as *const i8;
+                    let wv = [
+                        vld1q_s8(wp),
+                        vld1q_s8(wp.add(16)),
+                        vld1q_s8(wp.add(32)),
+                        vld1q_s8(wp.add(48)),
+                    ];
+                    for i in 0..4 {
+                        let mut s = acc[b][i];
+                        s = sdot_lane::<0>(s, wv[0], va[i]);
+                        s = sdot_lane::<1>(s, wv[1], va[i]);
+                        s = sdot_lane::<2>(s, wv[2], va[i]);
+                        s = sdot_lane::<3>(s, wv[3], va[i]);
+                        acc[b][i] = s;
+                    }
+                }
+                t += 16;
+            }
+            for b in 0..NB {
+                let cb = &c[b];
+                let isum = vcvtq_s32_f32(vld1q_f32(cb.sum.as_ptr()));
+                let cs = vld1q_f32(cb.scale.as_ptr());
+                let bias = vld1q_f32(cb.bias.as_ptr());
+                let (lo, hi) = (vdupq_n_f32(cb.lo), vdupq_n_f32(cb.hi));
+                for (ii, &i) in idx.iter().enumerate().take((m - i0).min(4)) {
+                    let p = *ap.add(i);
+                    let s = vmlsq_n_s32(acc[b][ii], isum, p.zero_point);
+                    let f = vmulq_n_f32(vcvtq_f32_s32(s), p.scale);
+                    let v = vminq_f32(vmaxq_f32(vaddq_f32(vmulq_f32(f, cs), bias), lo), hi);
+                    let o = out.add(i * ldo + 4 * b);
+                    if ncols[b] >= 4 {
+                        vst1q_f32(o, v);
+                    } else {
+                        let mut tmp = [0f32; 4];
+                        vst1q_f32(tmp.as_mut_ptr(), v);
+                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o, ncols[b]);
+                    }
+                }
+            }
+            i0 += 4;
+        }
+    }
+}

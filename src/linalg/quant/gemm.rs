@@ -344,3 +344,146 @@ pub fn gemm_qd8_f32(
     }
     Ok(())
 }
+
+/// [`gemm_qd8_f32`] for int8 per-channel weights packed `qc8w_p4x4` ([`super::packed`]):
+/// `data` the packed filter, `scales` its fp32 `[N]` scales, `sums` its column sums. Agrees
+/// bit for bit with the reference on the row-major filter.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_qd8_f32_p4x4(
+    kernel: QuantKernel,
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    bias: Option<&[f32]>,
+    sums: &[f32],
+    out: &mut [f32],
+    clamp: Option<(f32, f32)>,
+) -> Result<(), KernelError> {
+    use super::packed::{check_packed, packed_weight};
+    check_packed(data, scales, n, k)?;
+    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
+    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
+    if a.len() < mk
+        || ap.len() < m
+        || out.len() < mn
+        || sums.len() < n
+        || bias.is_some_and(|b| b.len() < n)
+    {
+        return Err(bad("quantized product operands shorter than their dims"));
+    }
+    if k > 1 << 16 {
+        return Err(KernelError::Unsupported {
+            detail: "quantized product deeper than 65536",
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    let scale = |j: usize| {
+        f32::from_le_bytes([
+            scales[4 * j],
+            scales[4 * j + 1],
+            scales[4 * j + 2],
+            scales[4 * j + 3],
+        ])
+    };
+    let columns = |j0: usize| arm_columns(j0, n, sums, &scale, bias, lo, hi);
+    let blocks = n.div_ceil(4);
+    #[cfg(target_arch = "aarch64")]
+    if kernel == QuantKernel::NeonDot {
+        let mut b = 0;
+        while b < blocks {
+            let two = b + 2 <= blocks;
+            let ncols = |bb: usize| (n - 4 * bb).min(4);
+            // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); k % 16 == 0 and the
+            // packed size were checked (`check_packed`), so block `bb` has 4·k bytes at
+            // bb·4·k; `a` holds m·k bytes and `ap` m parameters; from column 4·b each output
+            // row of `out` (m·n floats, `ldo = n`) has the `ncols` floats stored.
+            unsafe {
+                let o = out[4 * b..].as_mut_ptr();
+                if two {
+                    let w = [data[4 * b * k..].as_ptr(), data[4 * (b + 1) * k..].as_ptr()];
+                    super::arm::block_p4x4::<2>(
+                        a.as_ptr(),
+                        ap.as_ptr(),
+                        m,
+                        k,
+                        w,
+                        &[columns(4 * b), columns(4 * b + 4)],
+                        o,
+                        n,
+                        [ncols(b), ncols(b + 1)],
+                    );
+                } else {
+                    super::arm::block_p4x4::<1>(
+                        a.as_ptr(),
+                        ap.as_ptr(),
+                        m,
+                        k,
+                        [data[4 * b * k..].as_ptr()],
+                        &[columns(4 * b)],
+                        o,
+                        n,
+                        [ncols(b)],
+                    );
+                }
+            }
+            b += if two { 2 } else { 1 };
+        }
+        return Ok(());
+    }
+    let _ = (kernel, blocks, &columns);
+    for i in 0..m {
+        let p = ap[i];
+        for j in 0..n {
+            let dot: i32 = (0..k)
+                .map(|t| a[i * k + t] as i32 * packed_weight(data, k, j, t))
+                .sum();
+            let acc = dot.wrapping_sub(p.zero_point.wrapping_mul(sums[j] as i32));
+            let v = (acc as f32 * p.scale) * scale(j) + bias.map_or(0.0, |b| b[j]);
+            out[i * n + j] = v.max(lo).min(hi);
+        }
+    }
+    Ok(())
+}
+
+/// The constants of the column block starting at `j0` (channels past `n` zero).
+#[cfg(target_arch = "aarch64")]
+fn arm_columns(
+    j0: usize,
+    n: usize,
+    sums: &[f32],
+    scale: &dyn Fn(usize) -> f32,
+    bias: Option<&[f32]>,
+    lo: f32,
+    hi: f32,
+) -> super::arm::Columns {
+    let at = |f: &dyn Fn(usize) -> f32| -> [f32; 4] {
+        core::array::from_fn(|jj| if j0 + jj < n { f(j0 + jj) } else { 0.0 })
+    };
+    super::arm::Columns {
+        sum: at(&|j| sums[j]),
+        scale: at(scale),
+        bias: at(&|j| bias.map_or(0.0, |b| b[j])),
+        lo,
+        hi,
+    }
+}
+
+/// (No Neon tiles off AArch64.)
+#[cfg(not(target_arch = "aarch64"))]
+fn arm_columns(
+    _: usize,
+    _: usize,
+    _: &[f32],
+    _: &dyn Fn(usize) -> f32,
+    _: Option<&[f32]>,
+    _: f32,
+    _: f32,
+) {
+}

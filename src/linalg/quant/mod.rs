@@ -13,10 +13,13 @@
 //!   `out = (acc · row_scale) · channel_scale + bias` (group-wise weights sum their groups'
 //!   scaled products first), clamped;
 //! - [`mod@reference`]: the scalar definition every kernel is tested against;
+//! - [`packed`]: int8 weights packed for lane-indexed `SDOT` (`qc8w_p4x4`, written by
+//!   `xtask lower --quantize int8`), and their driver [`gemm_qd8_f32_p4x4`];
 //! - `arm`: the Neon `SDOT` tiles (FEAT_DotProd), chosen at run time.
 
 pub mod dynamic;
 pub mod gemm;
+pub mod packed;
 pub mod reference;
 pub mod weights;
 
@@ -24,7 +27,7 @@ pub mod weights;
 pub mod arm;
 
 pub use dynamic::{qd8_params, quantize_row_qd8, QParams};
-pub use gemm::{column_sums, gemm_qd8_f32, QuantKernel};
+pub use gemm::{column_sums, gemm_qd8_f32, gemm_qd8_f32_p4x4, QuantKernel};
 pub use weights::QWeights;
 
 #[cfg(test)]

@@ -328,3 +328,68 @@ fn quantizer_matches_its_definition_on_random_rows() {
         }
     }
 }
+
+#[test]
+fn packed_int8_products_match_the_reference_exactly() {
+    let mut rng = Rng(21);
+    for &(m, k, n) in &[
+        (1, 16, 1),
+        (3, 64, 5),
+        (17, 32, 3),
+        (4, 128, 8),
+        (129, 48, 17),
+        (2, 16, 12),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let rows: Vec<u8> = (0..n * k)
+            .map(|_| (rng.below(255) as i32 - 127) as i8 as u8)
+            .collect();
+        let scales: Vec<u8> = rng
+            .f32s(n, 0.001, 0.05)
+            .iter()
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
+        let bias = rng.vec(n);
+        let w = QWeights::Qc8w {
+            data: &rows,
+            scales: &scales,
+        };
+        let mut sums = vec![0f32; n];
+        gemm::column_sums(&w, n, k, &mut sums).unwrap();
+        let mut want = vec![0f32; m * n];
+        gemm_qd8_f32_ref(
+            &a,
+            &ap,
+            m,
+            k,
+            &w,
+            n,
+            Some(&bias),
+            &mut want,
+            Some((-0.4, 0.6)),
+        );
+        let mut packed = vec![0u8; packed::packed_len(n, k).unwrap()];
+        packed::pack_qc8w_p4x4(&rows, n, k, &mut packed).unwrap();
+        for kern in kernels() {
+            let mut got = vec![f32::NAN; m * n];
+            gemm::gemm_qd8_f32_p4x4(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &packed,
+                &scales,
+                n,
+                Some(&bias),
+                &sums,
+                &mut got,
+                Some((-0.4, 0.6)),
+            )
+            .unwrap();
+            assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
+        }
+    }
+    // A depth that is not a multiple of 16 cannot be packed.
+    assert!(packed::pack_qc8w_p4x4(&[0; 20], 1, 20, &mut [0; 80]).is_err());
+}
