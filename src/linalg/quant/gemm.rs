@@ -67,6 +67,26 @@ fn tile_portable(
                         .sum();
                 }
             }
+            _ if lo.is_multiple_of(2) => {
+                // Whole bytes: element 2u in the low nibble, 2u + 1 in the high one.
+                let pairs = (hi - lo) / 2;
+                let wr = &data[j * w.row_bytes(k) + lo / 2..][..pairs + (hi - lo) % 2];
+                for (ii, &i) in rows.iter().enumerate() {
+                    let ar = &a[i * k + lo..i * k + hi];
+                    let mut s: i32 = ar
+                        .chunks_exact(2)
+                        .zip(wr)
+                        .map(|(x, &b)| {
+                            x[0] as i32 * ((b & 15) as i32 - 8)
+                                + x[1] as i32 * ((b >> 4) as i32 - 8)
+                        })
+                        .sum();
+                    if (hi - lo) % 2 == 1 {
+                        s += ar[hi - lo - 1] as i32 * ((wr[pairs] & 15) as i32 - 8);
+                    }
+                    out[ii][jj] = s;
+                }
+            }
             _ => {
                 for (ii, &i) in rows.iter().enumerate() {
                     out[ii][jj] = (lo..hi)
