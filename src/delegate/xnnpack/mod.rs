@@ -637,20 +637,23 @@ fn analyze(
         gemm_off: gemm_off as u64,
         n_sums: 0,
     };
-    // Column sums of the quantized filters: one f32 per output channel.
-    let mut head = head;
-    let mut sums_at = heapless::Vec::<u64, MAX_VALUES>::new();
-    for (i, q) in qinfo.iter().enumerate() {
-        let _ = sums_at.push(head.n_sums);
+    // Column sums of the quantized filters: one f32 per output channel, in value order.
+    let sums_of = |i: usize| -> u64 {
+        let q = qinfo[i];
         if q.3 {
             // Quantized ahead: its column sums come with it.
             let o = packed.iter().find(|p| p.value == i as u32);
-            head.n_sums += o.and_then(|o| o.quant).map_or(0, |q| q.sums.1 / 4);
+            o.and_then(|o| o.quant).map_or(0, |q| q.sums.1 / 4)
         } else if matches!(q.0, DT_QC8W | DT_QC4W | DT_QB4W) {
-            head.n_sums += dims_tab[i].dims().first().copied().unwrap_or(0) as u64;
+            dims_tab[i].dims().first().copied().unwrap_or(0) as u64
+        } else {
+            0
         }
-    }
+    };
+    let mut head = head;
+    head.n_sums = (0..nv).map(sums_of).sum();
     if let Some(locs) = locs {
+        let mut sums_at = 0u64;
         for i in 0..nv {
             let (kind, ext, offset) = kinds[i];
             let d = dims_tab[i];
@@ -673,8 +676,9 @@ fn analyze(
                 dt: qinfo[i].0,
                 group: qinfo[i].1,
                 aux: qinfo[i].2,
-                sums: sums_at[i],
+                sums: sums_at,
             };
+            sums_at += sums_of(i);
         }
     }
     Ok((
