@@ -211,7 +211,7 @@ impl Default for Options {
     }
 }
 
-/// Whether `--quantize` packs this weight's int8 rows `qc8w_p4x4` (ptera's `Linear` regions).
+/// Whether `--quantize` packs this weight's int8 rows `qc8w_p4x4`.
 fn packs_int8(scheme: quantize::Scheme, k: usize) -> bool {
     scheme == quantize::Scheme::Int8 && k.is_multiple_of(16)
 }
@@ -746,10 +746,9 @@ fn lower_stage(
             quantize::Scheme::Int4 { group } => format!("q4g{group}"),
         };
         let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
-        // int8 rows of ptera's own regions are packed for lane-indexed SDOT where the depth
-        // allows (the XNNPACK interpreter reads row-major filters).
+        // int8 rows are packed for lane-indexed SDOT where the depth allows.
         let mut q = q;
-        let pack = matches!(src, Source::Buffer(..)) && packs_int8(scheme, k);
+        let pack = packs_int8(scheme, k);
         if pack {
             let len = ptera::linalg::quant::packed::packed_len(n, k)
                 .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
@@ -848,7 +847,7 @@ fn lower_stage(
                     Some((f.value, buffer_map.get(&b).copied().unwrap_or(b)))
                 })
                 .collect();
-            let mut qfilters: Vec<(u32, &[String; 3], Option<usize>)> = Vec::new();
+            let mut qfilters: Vec<(u32, &[String; 3], Option<usize>, bool)> = Vec::new();
             let mut qreports: Vec<QuantReport> = Vec::new();
             let mut filters: Vec<(u32, &str, usize)> = Vec::new();
             for f in r.filters.iter().filter(|f| !alias_of.contains_key(&f.key)) {
@@ -858,7 +857,7 @@ fn lower_stage(
                         quantize::Scheme::Int4 { group } => Some(group),
                         quantize::Scheme::Int8 => None,
                     };
-                    qfilters.push((f.value, keys, group));
+                    qfilters.push((f.value, keys, group, packs_int8(s, f.k)));
                     qreports.push(qr.clone());
                     continue;
                 }

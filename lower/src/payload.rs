@@ -121,13 +121,14 @@ pub fn linear_region(
 
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
 /// filters `(graph value id, named-data key, tile width)` and `quantized` ones `(graph value
-/// id, keys of rows, scales and column sums, group of 4-bit rows)`.
+/// id, keys of rows, scales and column sums, group of 4-bit rows, int8 rows packed
+/// `qc8w_p4x4`)`.
 /// `aliased` filters `(graph value id, program constant buffer)` are read from that constant.
 pub fn xnn_region(
     target: &Target,
     segment: u32,
     packed: &[(u32, &str, usize)],
-    quantized: &[(u32, &[String; 3], Option<usize>)],
+    quantized: &[(u32, &[String; 3], Option<usize>, bool)],
     aliased: &[(u32, u32)],
 ) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
@@ -146,7 +147,7 @@ pub fn xnn_region(
             )
         })
         .collect();
-    for &(value, keys, group) in quantized {
+    for &(value, keys, group, packed) in quantized {
         let key = b.create_string(&keys[0]);
         let scales_key = b.create_string(&keys[1]);
         let sums_key = b.create_string(&keys[2]);
@@ -156,10 +157,10 @@ pub fn xnn_region(
                 value,
                 key: Some(key),
                 nr: 0,
-                layout: if group.is_some() {
-                    rf::WeightLayout::Int4
-                } else {
-                    rf::WeightLayout::Int8
+                layout: match (group, packed) {
+                    (Some(_), _) => rf::WeightLayout::Int4,
+                    (None, true) => rf::WeightLayout::Int8Packed,
+                    (None, false) => rf::WeightLayout::Int8,
                 },
                 scales_key: Some(scales_key),
                 sums_key: Some(sums_key),

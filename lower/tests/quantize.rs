@@ -91,9 +91,9 @@ fn run_quantized(case: &str, scheme: Scheme) -> (f64, bool, bool) {
         })
         .sum();
     assert!(quantized >= 4, "{case}: {quantized} weights quantized");
-    // ptera's own int8 regions read rows packed for lane-indexed SDOT (depths here are
-    // multiples of 16).
-    if scheme == Scheme::Int8 && case.ends_with("_portable") {
+    // int8 rows are packed for lane-indexed SDOT (depths here are multiples of 16), in
+    // ptera's own regions and in converted XNNPACK ones.
+    if scheme == Scheme::Int8 {
         assert!(
             out.bytes.windows(6).any(|w| w == b"q8p4x4"),
             "{case}: int8 rows not packed"

@@ -82,7 +82,10 @@ fn xnn_parts<'p>(
         let data = init.program.named_data(key).ok_or(bad(
             "ptera region: packed filter key not in the program's named data",
         ))?;
-        if matches!(pf.layout(), rf::WeightLayout::Int8 | rf::WeightLayout::Int4) {
+        if matches!(
+            pf.layout(),
+            rf::WeightLayout::Int8 | rf::WeightLayout::Int4 | rf::WeightLayout::Int8Packed
+        ) {
             let blob = |k: Option<&str>| {
                 k.and_then(|k| init.program.named_data(k))
                     .map(|d| ((d.as_ptr() as usize - base) as u64, d.len() as u64))
@@ -113,6 +116,7 @@ fn xnn_parts<'p>(
                         group,
                         scales,
                         sums,
+                        packed: pf.layout() == rf::WeightLayout::Int8Packed,
                     }),
                 })
                 .map_err(|_| too_many())?;

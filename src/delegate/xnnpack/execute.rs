@@ -313,6 +313,38 @@ pub fn execute_plan(
                         return Err(bad("fully-connected output smaller than its rows"));
                     }
                     let o = &mut out[lo * n..hi * n];
+                    // Row-major weights, or int8 rows packed ahead for lane-indexed SDOT.
+                    let packed_rows = if wl.flags & QUANT_PACKED != 0 {
+                        let len = quant::packed::packed_len(n, k)
+                            .ok_or(bad("packed filter size overflows"))?;
+                        let at = |off: u64, len: usize| {
+                            program
+                                .get(off as usize..(off as usize).saturating_add(len))
+                                .ok_or(bad("packed filter outside the program"))
+                        };
+                        Some((at(wl.offset, len)?, at(wl.aux, 4 * n)?))
+                    } else {
+                        None
+                    };
+                    let product =
+                        |a: &[i8], ap: &[QParams], m: usize, o: &mut [f32]| match packed_rows {
+                            Some((data, scales)) => quant::gemm_qd8_f32_p4x4(
+                                qkernel, a, ap, m, k, data, scales, n, b, wsums, o, None,
+                            ),
+                            None => quant::gemm_qd8_f32(
+                                qkernel,
+                                a,
+                                ap,
+                                m,
+                                k,
+                                &qw,
+                                n,
+                                b,
+                                Some(wsums),
+                                o,
+                                None,
+                            ),
+                        };
                     if locs[x as usize].dt == DT_QD8 {
                         let (qp, numel, rows) = qd8(x)?;
                         if rows != x_rows {
@@ -330,19 +362,7 @@ pub fn execute_plan(
                             )
                         };
                         let (a, ap) = (&a[lo * k..hi * k], &ap[lo..hi]);
-                        quant::gemm_qd8_f32(
-                            qkernel,
-                            a,
-                            ap,
-                            hi - lo,
-                            k,
-                            &qw,
-                            n,
-                            b,
-                            Some(wsums),
-                            o,
-                            None,
-                        )?
+                        product(a, ap, hi - lo, o)?
                     } else {
                         // A filter quantized ahead: the fp32 rows are quantized here, into the
                         // work area (sized for every row at load), parameters first.
@@ -373,19 +393,7 @@ pub fn execute_plan(
                             let src = &xs[(lo + r) * k..(lo + r + 1) * k];
                             *p = quant::quantize_row_qd8(src, &mut a[r * k..(r + 1) * k]);
                         }
-                        quant::gemm_qd8_f32(
-                            qkernel,
-                            a,
-                            ap,
-                            rows,
-                            k,
-                            &qw,
-                            n,
-                            b,
-                            Some(wsums),
-                            o,
-                            None,
-                        )?
+                        product(a, ap, rows, o)?
                     }
                 } else {
                     let (xs, o) = match demanded {

@@ -74,6 +74,8 @@ pub struct QuantFilter {
     /// (program byte offset, length) of the scales and of the fp32 column sums `[N]`.
     pub scales: (u64, u64),
     pub sums: (u64, u64),
+    /// int8 rows packed `qc8w_p4x4` (`linalg::quant::packed`) instead of row-major.
+    pub packed: bool,
 }
 
 /// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
@@ -324,7 +326,9 @@ fn analyze(
         }
         let vid = kinds.len() as u32;
         let (kind, ext, offset) = if let Some(p) = packed.iter().find(|p| p.value == vid) {
-            if dt != DT_F32
+            // fp32 filters may be packed, aliased or quantized ahead; int8 ones repacked.
+            let repack = dt == DT_QC8W && p.quant.is_some_and(|q| q.group == 0);
+            if !(dt == DT_F32 || repack)
                 || t.constant_buffer_idx() == 0
                 || flags != 0
                 || !(dl.len() == 2 || dl.len() == 4)
@@ -334,7 +338,7 @@ fn analyze(
             let base = init.program.bytes().as_ptr() as u64;
             if let Some(q) = p.quant {
                 // Sizes are checked against the node's (n, k) in the node pass.
-                if dl.len() != 2 || (q.group > 0 && q.group % 2 != 0) {
+                if dl.len() != 2 || (q.group > 0 && (q.group % 2 != 0 || q.packed)) {
                     return Err(bad(
                         "quantized filter override is not 2-D or its group is odd",
                     ));
@@ -569,6 +573,12 @@ fn analyze(
                                 .is_some_and(|(len, q)| {
                                     let g = q.group as usize;
                                     let (rows, scales) = match k.checked_div(g) {
+                                        None if q.packed => (
+                                            crate::linalg::quant::packed::packed_len(n, k)
+                                                .filter(|_| k.is_multiple_of(16))
+                                                .unwrap_or(usize::MAX),
+                                            4 * n,
+                                        ),
                                         None => (n * k, 4 * n),
                                         Some(groups) => (n * k.div_ceil(2), 2 * n * groups),
                                     };
@@ -672,7 +682,15 @@ fn analyze(
                 rank: d.rank() as u32,
                 dims,
                 flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 }
-                    | if qinfo[i].3 { QUANT_AHEAD } else { 0 },
+                    | if qinfo[i].3 { QUANT_AHEAD } else { 0 }
+                    | if packed
+                        .iter()
+                        .any(|p| p.value == i as u32 && p.quant.is_some_and(|q| q.packed))
+                    {
+                        QUANT_PACKED
+                    } else {
+                        0
+                    },
                 dt: qinfo[i].0,
                 group: qinfo[i].1,
                 aux: qinfo[i].2,

@@ -70,6 +70,8 @@ pub(super) const ROWS_LOCAL: u32 = 1;
 /// [`Loc::flags`]: a filter quantized ahead by the lowering (rows `[N, K]` whatever the
 /// node's transpose flag; column sums from the program).
 pub(super) const QUANT_AHEAD: u32 = 2;
+/// [`Loc::flags`]: its int8 rows (quantized ahead) are packed `qc8w_p4x4`.
+pub(super) const QUANT_PACKED: u32 = 4;
 
 impl Loc {
     pub(super) fn dims(&self) -> Shape {
