@@ -102,6 +102,8 @@ pub struct XnnRegionReport {
     pub packed_filters: usize,
     /// Fully-connected filters quantized (`--quantize`) instead of packed.
     pub quantized_filters: Vec<QuantReport>,
+    /// Stock int8 filters repacked for lane-indexed SDOT.
+    pub repacked_int8_filters: usize,
     /// Filters read from a program constant with the same bytes (stored once).
     pub aliased_filters: usize,
 }
@@ -172,6 +174,7 @@ impl Report {
                     "fully_connected": c.fully_connected,
                     "convolutions": c.convolutions,
                     "packed_filters": c.packed_filters,
+                    "repacked_int8_filters": c.repacked_int8_filters,
                     "quantized_filters": c.quantized_filters.iter().map(|q| json!({
                         "scheme": q.scheme, "bytes": q.bytes, "fp32_bytes": q.fp32_bytes,
                         "max_rel_err": q.max_rel_err,
@@ -534,6 +537,11 @@ fn lower_stage(
             e.0 += 1;
             e.1.insert((f.orient, f.k, f.n));
         }
+        for f in &r.int8 {
+            let e = filter_refs.entry(f.key.as_str()).or_default();
+            e.0 += 1;
+            e.1.insert((Orient::NxK, f.k, f.n));
+        }
     }
     let dropped_keys: BTreeSet<String> = filter_refs
         .iter()
@@ -785,6 +793,41 @@ fn lower_stage(
         quants.insert((src, orient), (keys, report));
     }
 
+    // Stock int8 filters of XNNPACK regions: rows repacked for lane-indexed SDOT, column sums
+    // computed; their scales stay where they are.
+    let mut int8_keys: BTreeMap<String, [String; 3]> = BTreeMap::new();
+    for f in xregions.iter().flatten().flat_map(|r| &r.int8) {
+        if int8_keys.contains_key(&f.key) {
+            continue;
+        }
+        let what = format!("XNNPACK int8 filter {}", f.key);
+        let get = |key: &str, len: usize| {
+            program
+                .named_data(key)
+                .filter(|d| d.len() >= len)
+                .map(|d| &d[..len])
+                .ok_or_else(|| LowerError(format!("{what}: named data {key} missing or too small")))
+        };
+        let (rows, scales) = (get(&f.key, f.n * f.k)?, get(&f.scales_key, 4 * f.n)?);
+        let qw = ptera::linalg::quant::QWeights::Qc8w { data: rows, scales };
+        let mut sums = vec![0f32; f.n];
+        ptera::linalg::quant::column_sums(&qw, f.n, f.k, &mut sums)
+            .map_err(|e| LowerError(format!("{what}: {e}")))?;
+        let len = ptera::linalg::quant::packed::packed_len(f.n, f.k)
+            .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
+        let mut packed = vec![0u8; len];
+        ptera::linalg::quant::packed::pack_qc8w_p4x4(rows, f.n, f.k, &mut packed)
+            .map_err(|e| LowerError(format!("{what}: {e}")))?;
+        packed_bytes += packed.len() + sums.len() * 4;
+        let base = format!("ptera/q8p4x4/{}", f.key);
+        let keys = [base.clone(), f.scales_key.clone(), format!("{base}/sums")];
+        segments.push(Seg::Bytes(packed));
+        new_named.push((keys[0].clone(), (segments.len() - 1) as u32));
+        segments.push(Seg::Floats(sums));
+        new_named.push((keys[2].clone(), (segments.len() - 1) as u32));
+        int8_keys.insert(f.key.clone(), keys);
+    }
+
     // Payloads, delegates and instruction edits.
     let mut edits = Vec::new();
     let mut reports = Vec::new();
@@ -865,6 +908,9 @@ fn lower_stage(
                 let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
                 filters.push((f.value, key.as_str(), nr));
             }
+            for f in &r.int8 {
+                qfilters.push((f.value, &int8_keys[&f.key], None, true));
+            }
             segments.push(Seg::Bytes(payload::xnn_region(
                 target,
                 seg(r.segment),
@@ -881,6 +927,7 @@ fn lower_stage(
                 convolutions: r.conv_nodes,
                 packed_filters: filters.len(),
                 quantized_filters: qreports,
+                repacked_int8_filters: r.int8.len(),
                 aliased_filters: aliased.len(),
             });
         }

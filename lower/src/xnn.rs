@@ -44,6 +44,20 @@ pub struct Region {
     pub conv_nodes: usize,
     /// Other node kinds and their counts (what the region holds around its products).
     pub nodes: BTreeMap<&'static str, usize>,
+    /// Stock int8 per-channel filters (`qcint8`) of fully-connected nodes, repacked
+    /// `qc8w_p4x4` for lane-indexed SDOT.
+    pub int8: Vec<Int8Filter>,
+}
+
+/// A stock `qcint8` filter read only as the `[N, K]` filter of fully-connected nodes
+/// (`K % 16 == 0`), its rows and its fp32 scales in named data.
+#[derive(Clone, Debug)]
+pub struct Int8Filter {
+    pub value: u32,
+    pub key: String,
+    pub scales_key: String,
+    pub k: usize,
+    pub n: usize,
 }
 
 /// The XNNPACK regions of `plan` and, per named-data key, how many graph values (in these
@@ -146,6 +160,71 @@ pub fn regions(
                 None => other_use.extend(ins[..n].iter().copied()),
             }
         }
+        // Stock int8 filters: qcint8 values read only as non-transposed FC filters.
+        let key_at = |idx: u32| -> Option<String> {
+            let table = table?;
+            let idx = idx as usize;
+            (idx > 0 && idx < table.len())
+                .then(|| table.get(idx))
+                .and_then(|e| e.named_key())
+                .map(str::to_string)
+        };
+        let mut fc_transposed: Vec<u32> = Vec::new();
+        for node in g.xnodes().unwrap_or_default().iter() {
+            if let Ok((
+                Op::FullyConnected {
+                    w,
+                    transpose_w: true,
+                    ..
+                },
+                _,
+            )) = graph::decode(node)
+            {
+                fc_transposed.push(w);
+            }
+        }
+        let mut int8 = Vec::new();
+        for (&value, orient) in &filter_use {
+            if orient.is_none() || other_use.contains(&value) || fc_transposed.contains(&value) {
+                continue;
+            }
+            let Some(q) = ((value as usize) < values.len())
+                .then(|| values.get(value as usize))
+                .and_then(|v| v.xvalue_union_as_xnnquantized_tensor_value())
+            else {
+                continue;
+            };
+            let (Some(t), Some(pc)) = (q.tensor_value(), q.quant_params_as_per_channel_quant())
+            else {
+                continue;
+            };
+            let dims: Vec<usize> = t
+                .dims()
+                .map(|d| d.iter().map(|x| x as usize).collect())
+                .unwrap_or_default();
+            if t.datatype() != xf::XNNDatatype::xnn_datatype_qcint8
+                || dims.len() != 2
+                || dims[1] % 16 != 0
+                || dims.contains(&0)
+                || pc.channel_dim() != 0
+                || pc.num_scales() as usize != dims[0]
+            {
+                continue;
+            }
+            let (Some(key), Some(scales_key)) = (
+                key_at(t.constant_buffer_idx()),
+                key_at(pc.scale_buffer_idx()),
+            ) else {
+                continue;
+            };
+            int8.push(Int8Filter {
+                value,
+                key,
+                scales_key,
+                k: dims[1],
+                n: dims[0],
+            });
+        }
         let mut filters = Vec::new();
         for (&value, orient) in &filter_use {
             let Some((orient, conv)) = *orient else {
@@ -186,6 +265,7 @@ pub fn regions(
             fc_nodes,
             conv_nodes,
             nodes,
+            int8,
         });
     }
     Ok(out)

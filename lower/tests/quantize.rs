@@ -164,3 +164,30 @@ fn int4_language_models_stay_close() {
         );
     }
 }
+
+/// Stock int8 (`qcint8`) fully-connected filters of XNNPACK programs are repacked for
+/// lane-indexed SDOT by every lowering; the outputs still match ExecuTorch's within 1e-4.
+#[test]
+fn stock_int8_filters_are_repacked() {
+    let target = Target::parse("neon").unwrap();
+    for case in ["opt_qd8", "gpt2_qd8", "llama_qd8", "mlp_qd8"] {
+        let out = lower_with(
+            pte(case).as_slice(),
+            &target,
+            Options::default(),
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let repacked: usize = out
+            .report
+            .methods
+            .iter()
+            .flat_map(|m| &m.converted)
+            .map(|c| c.repacked_int8_filters)
+            .sum();
+        assert!(repacked >= 4, "{case}: {repacked} int8 filters repacked");
+        let got = run_program(&out.bytes, case, &Registry::standard())
+            .unwrap_or_else(|e| panic!("{case} lowered: {e}"));
+        check_outputs(&format!("{case} lowered"), &got, case);
+    }
+}
