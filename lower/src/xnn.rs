@@ -204,7 +204,7 @@ pub fn regions(
                 .unwrap_or_default();
             if t.datatype() != xf::XNNDatatype::xnn_datatype_qcint8
                 || dims.len() != 2
-                || dims[1] % 16 != 0
+                || !dims[1].is_multiple_of(16)
                 || dims.contains(&0)
                 || pc.channel_dim() != 0
                 || pc.num_scales() as usize != dims[0]

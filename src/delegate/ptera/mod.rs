@@ -309,7 +309,7 @@ fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Keys<'_>), KernelError> {
         | rf::WeightLayout::Int8Packed) => {
             let four_bit = layout == rf::WeightLayout::Int4;
             let packed = layout == rf::WeightLayout::Int8Packed;
-            if packed && k % 16 != 0 {
+            if packed && !k.is_multiple_of(16) {
                 return Err(bad(
                     "ptera region: packed int8 weight with a depth not a multiple of 16",
                 ));
