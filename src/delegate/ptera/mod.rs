@@ -850,10 +850,7 @@ fn linear_quant(
             core::slice::from_raw_parts_mut(q_f.as_mut_ptr() as *mut i8, rows * k),
         )
     };
-    for (r, p) in params.iter_mut().enumerate() {
-        let src = &xd[(lo + r) * k..(lo + r + 1) * k];
-        *p = quant::quantize_row_qd8(src, &mut q[r * k..(r + 1) * k]);
-    }
+    quant::quantize_rows_qd8(&xd[lo * k..hi * k], k, q, params);
     let mut out = ctx.output(l.output, &shape)?;
     let od = out.as_mut_slice::<f32>()?;
     let c = &mut od[lo * n..hi * n];

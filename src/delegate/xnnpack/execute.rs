@@ -247,9 +247,7 @@ pub fn execute_plan(
             if xs.len() != numel {
                 return Err(bad("convert: input and output sizes differ"));
             }
-            for (r, p) in params.iter_mut().enumerate() {
-                *p = quant::quantize_row_qd8(&xs[r * k..(r + 1) * k], &mut q[r * k..(r + 1) * k]);
-            }
+            quant::quantize_rows_qd8(xs, k, q, params);
             continue;
         }
         let (po, no) = locate(op.output())?;
@@ -389,10 +387,7 @@ pub fn execute_plan(
                                 ),
                             )
                         };
-                        for (r, p) in ap.iter_mut().enumerate() {
-                            let src = &xs[(lo + r) * k..(lo + r + 1) * k];
-                            *p = quant::quantize_row_qd8(src, &mut a[r * k..(r + 1) * k]);
-                        }
+                        quant::quantize_rows_qd8(&xs[lo * k..hi * k], k, a, ap);
                         product(a, ap, rows, o)?
                     }
                 } else {

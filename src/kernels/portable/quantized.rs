@@ -16,6 +16,7 @@ use super::common::{need_dtype, opt_dtype, value_err, Ctx, Res};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
+use crate::linalg::quant::dynamic::round_ties_even as nearbyint;
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The quantized kernels, by operator key.
@@ -45,16 +46,6 @@ pub static KERNELS: &[KernelDef] = &[
         choose_qparams_tensor_out,
     ),
 ];
-
-/// Round to nearest, ties to even, like C's `nearbyint` in the default mode. Below 2^22 by the
-/// add-and-subtract of 1.5 · 2^23; larger magnitudes are integers already (or get clamped).
-fn nearbyint(v: f32) -> f32 {
-    if v.abs() < 4_194_304.0 {
-        (v + 12_582_912.0) - 12_582_912.0
-    } else {
-        v
-    }
-}
 
 /// `[qmin, qmax]` must be a range of `dtype`'s integers.
 fn quant_range(qmin: i64, qmax: i64, dtype: DType, arg: usize) -> Result<(), KernelError> {
@@ -162,10 +153,14 @@ fn quantize_per_tensor_tensor_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     quantize(&x, scale, zp, qmin, qmax, &mut out)
 }
 
-/// `(q - zp) · scale` for every element, `zp`/`scale` chosen per element by `param(i)`.
+/// `(q - zp) · scale` for every element. The elements come in runs of `run` consecutive
+/// ones sharing a channel (`run = numel` per tensor); run `r` uses `param(r % channels)`, read
+/// once per run.
 fn dequantize(
     q: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
+    run: usize,
+    channels: usize,
     param: &dyn Fn(usize) -> (f32, i32),
 ) -> Res {
     need_dtype(out.dtype(), DType::F32, out.arg())?;
@@ -176,23 +171,31 @@ fn dequantize(
             "dequantize: output size differs from input",
         ));
     }
+    let (run, channels) = (run.max(1), channels.max(1));
+    let runs = o.chunks_mut(run).enumerate();
     match q.dtype() {
         DType::I8 => {
-            for (i, (o, &v)) in o.iter_mut().zip(q.as_slice::<i8>()?).enumerate() {
-                let (s, zp) = param(i);
-                *o = (v as i32).wrapping_sub(zp) as f32 * s;
+            for ((r, o), x) in runs.zip(q.as_slice::<i8>()?.chunks(run)) {
+                let (s, zp) = param(r % channels);
+                for (o, &v) in o.iter_mut().zip(x) {
+                    *o = (v as i32).wrapping_sub(zp) as f32 * s;
+                }
             }
         }
         DType::U8 => {
-            for (i, (o, &v)) in o.iter_mut().zip(q.as_slice::<u8>()?).enumerate() {
-                let (s, zp) = param(i);
-                *o = (v as i32).wrapping_sub(zp) as f32 * s;
+            for ((r, o), x) in runs.zip(q.as_slice::<u8>()?.chunks(run)) {
+                let (s, zp) = param(r % channels);
+                for (o, &v) in o.iter_mut().zip(x) {
+                    *o = (v as i32).wrapping_sub(zp) as f32 * s;
+                }
             }
         }
         DType::I16 | DType::U16 | DType::I32 => {
-            for (i, o) in o.iter_mut().enumerate() {
-                let (s, zp) = param(i);
-                *o = (q.get_i64(i) as i32).wrapping_sub(zp) as f32 * s;
+            for (r, o) in runs {
+                let (s, zp) = param(r % channels);
+                for (t, o) in o.iter_mut().enumerate() {
+                    *o = (q.get_i64(r * run + t) as i32).wrapping_sub(zp) as f32 * s;
+                }
             }
         }
         dtype => return Err(KernelError::UnsupportedDType { arg: 0, dtype }),
@@ -216,7 +219,7 @@ fn dequantize_per_tensor_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let (scale, zp) = (ctx.double(1)? as f32, ctx.int(2)? as i32);
     out_dtype_f32(ctx, 6)?;
     let mut out = ctx.output(7, q.shape())?;
-    dequantize(&q, &mut out, &|_| (scale, zp))
+    dequantize(&q, &mut out, q.numel(), 1, &|_| (scale, zp))
 }
 
 /// `dequantize_per_tensor.Tensor_out(Tensor input, Tensor scale, Tensor zero_point,
@@ -229,7 +232,7 @@ fn dequantize_per_tensor_tensor_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let (scale, zp) = (scale as f32, zp as i32);
     out_dtype_f32(ctx, 6)?;
     let mut out = ctx.output(7, q.shape())?;
-    dequantize(&q, &mut out, &|_| (scale, zp))
+    dequantize(&q, &mut out, q.numel(), 1, &|_| (scale, zp))
 }
 
 /// `dequantize_per_channel.out(Tensor input, Tensor scales, Tensor? zero_points, int axis,
@@ -265,14 +268,13 @@ fn dequantize_per_channel_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     // Elements of one channel step: the product of the dims after `axis`.
     let inner: usize = q.dims().get(axis + 1..).map_or(1, |d| d.iter().product());
     let mut out = ctx.output(8, q.shape())?;
-    let param = |i: usize| {
-        let c = (i / inner.max(1)) % channels.max(1);
+    let param = |c: usize| {
         (
             scales.get_f64(c) as f32,
             zps.map_or(0, |z| z.get_i64(c) as i32),
         )
     };
-    dequantize(&q, &mut out, &param)
+    dequantize(&q, &mut out, inner, channels, &param)
 }
 
 /// `choose_qparams.Tensor_out(Tensor input, int quant_min, int quant_max, float eps,

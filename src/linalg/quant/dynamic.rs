@@ -16,12 +16,15 @@ pub struct QParams {
     pub zero_point: i32,
 }
 
-/// Adding and subtracting 1.5 · 2^23 rounds an f32 of magnitude below 2^22 to the nearest
-/// integer, ties to even (the default rounding mode), without a libm call.
-const MAGIC: f32 = 12_582_912.0;
-
-fn round_small(x: f32) -> f32 {
-    (x + MAGIC) - MAGIC
+/// Round to nearest, ties to even (C's `nearbyint` in the default mode), without libm:
+/// adding and subtracting 1.5 · 2^23 rounds magnitudes below 2^22; larger ones are integers
+/// already (or get clamped by the callers).
+pub fn round_ties_even(x: f32) -> f32 {
+    if x.abs() < 4_194_304.0 {
+        (x + 12_582_912.0) - 12_582_912.0
+    } else {
+        x
+    }
 }
 
 /// The quantization multiplier `s` and the row's [`QParams`] for a row whose smallest and
@@ -43,7 +46,11 @@ pub fn qd8_params(lo: f32, hi: f32) -> (f32, QParams) {
     };
     zp = zp.max(qmin).min(qmax);
     // NaN rows (NaN range) keep zero point 0.
-    let zp = if zp.is_nan() { 0.0 } else { round_small(zp) };
+    let zp = if zp.is_nan() {
+        0.0
+    } else {
+        round_ties_even(zp)
+    };
     (
         s,
         QParams {
@@ -71,9 +78,24 @@ pub fn quantize_row_qd8(x: &[f32], q: &mut [i8]) -> QParams {
         for (o, &v) in q.iter_mut().zip(x) {
             // Bounds are integers, so clamping before rounding equals clamping after; NaN → qlo.
             let c = (v * s).max(qlo).min(qhi);
-            *o = (round_small(c) + zp) as i8;
+            *o = (round_ties_even(c) + zp) as i8;
         }
         p
+    }
+}
+
+/// Quantizes the rows of `x` (`k` elements each, one per entry of `params`) into `q`;
+/// missing input rows leave their outputs untouched.
+pub fn quantize_rows_qd8(x: &[f32], k: usize, q: &mut [i8], params: &mut [QParams]) {
+    if k == 0 {
+        return;
+    }
+    for ((p, src), dst) in params
+        .iter_mut()
+        .zip(x.chunks_exact(k))
+        .zip(q.chunks_exact_mut(k))
+    {
+        *p = quantize_row_qd8(src, dst);
     }
 }
 
@@ -104,7 +126,7 @@ fn min_max(x: &[f32]) -> (f32, f32) {
 /// zero point and narrow with saturation (exact: the values are already in range).
 #[cfg(target_arch = "aarch64")]
 mod neon {
-    use crate::linalg::quant::dynamic::{qd8_params, round_small, QParams};
+    use crate::linalg::quant::dynamic::{qd8_params, round_ties_even, QParams};
     use core::arch::aarch64::*;
 
     /// # Safety
@@ -156,7 +178,7 @@ mod neon {
             }
             for (o, &v) in q[i..].iter_mut().zip(&x[i..]) {
                 let c = (v * s).max(-128.0 - zp).min(127.0 - zp);
-                *o = (round_small(c) + zp) as i8;
+                *o = (round_ties_even(c) + zp) as i8;
             }
             p
         }

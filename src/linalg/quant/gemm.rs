@@ -27,11 +27,27 @@ impl QuantKernel {
         #[cfg(target_arch = "aarch64")]
         {
             use crate::linalg::gemm::{select, Isa};
-            if select::selected() != Isa::Generic && crate::linalg::cpu::features().dotprod {
+            if select::selected() != Isa::Generic && has_dotprod() {
                 return QuantKernel::NeonDot;
             }
         }
         QuantKernel::Portable
+    }
+}
+
+/// FEAT_DotProd, read from the ID registers once (under Linux each read traps to the kernel;
+/// this runs for every quantized product).
+#[cfg(target_arch = "aarch64")]
+fn has_dotprod() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    static DOTPROD: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 absent, 2 present
+    match DOTPROD.load(Ordering::Relaxed) {
+        0 => {
+            let d = crate::linalg::cpu::features().dotprod;
+            DOTPROD.store(1 + d as u8, Ordering::Relaxed);
+            d
+        }
+        v => v == 2,
     }
 }
 
@@ -412,10 +428,10 @@ pub fn gemm_qd8_f32_p4x4(
             scales[4 * j + 3],
         ])
     };
-    let columns = |j0: usize| arm_columns(j0, n, sums, &scale, bias, lo, hi);
-    let blocks = n.div_ceil(4);
     #[cfg(target_arch = "aarch64")]
     if kernel == QuantKernel::NeonDot {
+        let columns = |j0: usize| arm_columns(j0, n, sums, &scale, bias, lo, hi);
+        let blocks = n.div_ceil(4);
         let mut b = 0;
         while b < blocks {
             let two = b + 2 <= blocks;
@@ -457,7 +473,7 @@ pub fn gemm_qd8_f32_p4x4(
         }
         return Ok(());
     }
-    let _ = (kernel, blocks, &columns);
+    let _ = kernel;
     for i in 0..m {
         let p = ap[i];
         for j in 0..n {
@@ -493,17 +509,4 @@ fn arm_columns(
         lo,
         hi,
     }
-}
-
-/// (No Neon tiles off AArch64.)
-#[cfg(not(target_arch = "aarch64"))]
-fn arm_columns(
-    _: usize,
-    _: usize,
-    _: &[f32],
-    _: &dyn Fn(usize) -> f32,
-    _: Option<&[f32]>,
-    _: f32,
-    _: f32,
-) {
 }

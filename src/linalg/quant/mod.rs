@@ -26,7 +26,7 @@ pub mod weights;
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
 
-pub use dynamic::{qd8_params, quantize_row_qd8, QParams};
+pub use dynamic::{qd8_params, quantize_row_qd8, quantize_rows_qd8, QParams};
 pub use gemm::{column_sums, gemm_qd8_f32, gemm_qd8_f32_p4x4, QuantKernel};
 pub use weights::QWeights;
 
