@@ -11,7 +11,8 @@
 //!   `Value`), [`linalg`] (GEMM and micro-kernels, fp32 slice math, CPU detection),
 //!   [`planner`] (lifetime-based buffer placement);
 //! - [`tensor`] (typed views), [`format`] (the `.pte` container and program flatbuffer),
-//!   [`error`], and at the bottom [`dtype`], [`shape`] and the `std` helpers in `host`.
+//!   [`error`], and at the bottom [`dtype`], [`shape`], [`parallel`] (work sharing across
+//!   cores) and the `std` helpers in `host`.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -34,6 +35,7 @@ pub mod kernel_api;
 pub mod kernels;
 pub mod linalg;
 pub mod method;
+pub mod parallel;
 pub mod planner;
 pub mod shape;
 pub mod tensor;

@@ -39,7 +39,8 @@ const LAYERS: &[&[&str]] = &[
     // the `.pte` container and program flatbuffer
     &["format"],
     &["error"],
-    &["dtype", "shape", "host"],
+    // work sharing across cores (teams of cores or threads) imports nothing
+    &["dtype", "shape", "host", "parallel"],
 ];
 
 /// Longest hand-written file allowed in `src/`.

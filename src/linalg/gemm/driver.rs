@@ -144,22 +144,22 @@ pub fn sgemm_with(
     if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
         return Ok(());
     }
-    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
-    if b.cs == 1 {
-        direct(
-            &mut t,
-            ASource::Mat(a),
-            BSource::InPlace(b),
-            m,
-            n,
-            k,
-            beta,
-            scratch,
-        );
+    let b = if b.cs == 1 {
+        BSource::InPlace(b)
     } else {
-        packed(&mut t, &a, &b, m, n, k, beta, scratch);
-    }
-    Ok(())
+        BSource::Strided(b)
+    };
+    let call = Call {
+        uk,
+        m,
+        n,
+        k,
+        ldc,
+        alpha,
+        beta,
+        bias,
+    };
+    run_nest(&call, ASource::Mat(a), b, c, scratch)
 }
 
 /// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
@@ -231,13 +231,138 @@ enum BSource<'b> {
     InPlace(MatRef<'b>),
     /// Whole-depth panels packed ahead of time ([`PackedB`]).
     Prepacked(PackedB<'b>),
+    /// Any other strides: packed panel by panel (the packed loop nest; A is then a matrix).
+    Strided(MatRef<'b>),
+}
+
+/// One product's fixed parameters (shared by every core of a split call).
+struct Call<'k> {
+    uk: &'k MicroKernel,
+    m: usize,
+    n: usize,
+    k: usize,
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&'k [f32]>,
+}
+
+/// C as a raw pointer that the cores of a split call share (each writes its own tiles).
+#[derive(Clone, Copy)]
+struct SharedC {
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels
+// or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
+unsafe impl Sync for SharedC {}
+unsafe impl Send for SharedC {}
+
+/// Runs the loop nest for `call` on the installed team's cores when it is large enough and
+/// worth it (see [`parallel`](crate::parallel)), else on this core.
+///
+/// The split never changes a result bit: every part uses the same micro-kernel and the same
+/// depth blocks (`plan` depends on `k` and the kernel only), and parts are whole `NR`-column
+/// panels or whole `MR`-row tiles, so each C tile is computed by the same kernel calls, in the
+/// same order, through the same path (whole tile or edge tile) as on one core.
+fn run_nest(
+    call: &Call<'_>,
+    a: ASource<'_>,
+    b: BSource<'_>,
+    c: &mut [f32],
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let (uk, m, n, k) = (call.uk, call.m, call.n, call.k);
+    let need = scratch_len_for(uk, m, n, k);
+    if scratch.len() < need {
+        return Err(KernelError::Scratch {
+            needed: need * 4,
+            got: scratch.len() * 4,
+        });
+    }
+    let shared = SharedC {
+        ptr: c.as_mut_ptr(),
+        len: c.len(),
+    };
+    let split = crate::parallel::with_team(|team| {
+        let Some(team) = team.filter(|t| t.cores() > 1 && t.scratch_f32() >= need) else {
+            return false;
+        };
+        let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(uk.nr));
+        // Column panels keep each core's B apart and need no A rows split; rows when the
+        // product is too narrow to give every core a panel.
+        let by_cols = col_panels >= team.cores() || col_panels >= row_tiles;
+        let units = if by_cols { col_panels } else { row_tiles };
+        let parts = crate::parallel::parts_for(team, units, m.saturating_mul(n).saturating_mul(k));
+        if parts < 2 {
+            return false;
+        }
+        team.run(parts, &|core| {
+            let (lo, hi) = crate::parallel::part_range(units, core.parts, core.index);
+            if lo < hi {
+                // SAFETY: parts of one split get disjoint unit ranges; `shared` is C of this
+                // call, borrowed until `run` has joined every part.
+                unsafe { part(call, a, b, shared, by_cols, lo, hi, core.scratch) };
+            }
+        });
+        true
+    });
+    if !split {
+        // SAFETY: the whole product, on this core, through the exclusive borrow of `c`.
+        unsafe { part(call, a, b, shared, true, 0, n.div_ceil(uk.nr), scratch) };
+    }
+    Ok(())
+}
+
+/// Computes column panels (`by_cols`) or row tiles `lo..hi` of `call` into C.
+///
+/// # Safety
+/// `c` is the call's validated C (`check_call`), not accessed by anyone else but other parts
+/// of the same call with disjoint ranges; `scratch` holds `scratch_len_for` of the whole call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn part(
+    call: &Call<'_>,
+    a: ASource<'_>,
+    b: BSource<'_>,
+    c: SharedC,
+    by_cols: bool,
+    lo: usize,
+    hi: usize,
+    scratch: &mut [f32],
+) {
+    let (uk, m, n, k, ldc) = (call.uk, call.m, call.n, call.k, call.ldc);
+    let (a, b, rows, cols, c_off, bias) = if by_cols {
+        let (j0, j1) = (lo * uk.nr, (hi * uk.nr).min(n));
+        let b = match b {
+            BSource::InPlace(bm) => BSource::InPlace(bm.col_range(j0, j1 - j0)),
+            BSource::Strided(bm) => BSource::Strided(bm.col_range(j0, j1 - j0)),
+            BSource::Prepacked(pb) => BSource::Prepacked(pb.panel_range(j0, j1 - j0)),
+        };
+        (a, b, m, j1 - j0, j0, call.bias.map(|bv| &bv[j0..]))
+    } else {
+        let (i0, i1) = (lo * uk.mr, (hi * uk.mr).min(m));
+        let a = match a {
+            ASource::Mat(am) => ASource::Mat(am.row_range(i0, i1 - i0)),
+            ASource::Packed(pa) => ASource::Packed(pa.panel_range(i0, i1 - i0)),
+        };
+        (a, b, i1 - i0, n, i0 * ldc, call.bias)
+    };
+    // SAFETY: per this function's contract; `c_off` starts row i0 / column j0 of C.
+    let mut t = unsafe { Tiles::window(uk, c, c_off, ldc, call.alpha, bias) };
+    match (a, b) {
+        (ASource::Mat(am), BSource::Strided(bm)) => {
+            packed(&mut t, &am, &bm, rows, cols, k, call.beta, scratch)
+        }
+        (a, b) => direct(&mut t, a, b, rows, cols, k, call.beta, scratch),
+    }
 }
 
 /// The direct loop nest: pc → ic (pack A once) → jc → ir → jr, B never packed except a
 /// column tail of an in-place B (n mod NR, once per depth block).
 #[allow(clippy::too_many_arguments)]
 fn direct(
-    t: &mut Tiles<'_, '_>,
+    t: &mut Tiles<'_>,
     a: ASource<'_>,
     b: BSource<'_>,
     m: usize,
@@ -255,7 +380,7 @@ fn direct(
     let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
     let n_full = match b {
         BSource::InPlace(_) => n - n % nr,
-        BSource::Prepacked(_) => n,
+        _ => n,
     };
     let mut pc = 0;
     while pc < k {
@@ -292,7 +417,7 @@ fn direct(
                             BSource::InPlace(bm) if jr < n_full => {
                                 (bm.data[pc * bm.rs + jr..].as_ptr(), bm.rs)
                             }
-                            BSource::InPlace(_) => (bpack.as_ptr(), nr),
+                            BSource::InPlace(_) | BSource::Strided(_) => (bpack.as_ptr(), nr),
                             // Panel jr/nr, rows pc.. of a validated PackedB (k·nr floats
                             // per panel, nr == uk.nr checked by the caller).
                             BSource::Prepacked(pb) => {
@@ -330,7 +455,7 @@ fn direct(
 /// The packed loop nest (BLIS order): jc → pc (pack B) → ic (pack A) → jr → ir.
 #[allow(clippy::too_many_arguments)]
 fn packed(
-    t: &mut Tiles<'_, '_>,
+    t: &mut Tiles<'_>,
     a: &MatRef<'_>,
     b: &MatRef<'_>,
     m: usize,
@@ -392,49 +517,52 @@ fn packed(
 /// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
 /// tile is whole, through `tmp` at the M/N edges (left uninitialised: zeroing 8 KiB per call
 /// costs more than a small product; the kernel writes the whole tile before it is read).
-struct Tiles<'c, 'k> {
+///
+/// C is a raw window (`c` at element 0 of this part, `len` elements reachable from it): the
+/// cores of a split product write disjoint tiles of one C whose rows interleave, so no core
+/// may hold a slice over another's elements.
+struct Tiles<'k> {
     uk: &'k MicroKernel,
-    c: &'c mut [f32],
+    c: *mut f32,
+    len: usize,
     ldc: usize,
     alpha: f32,
     bias: Option<&'k [f32]>,
     tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
 }
 
-impl<'c, 'k> Tiles<'c, 'k> {
-    /// The tile writer of one call, after checking that `scratch_len` floats of scratch
-    /// suffice for `uk` on an `m × n × k` product.
-    #[allow(clippy::too_many_arguments)]
-    fn start(
+impl<'k> Tiles<'k> {
+    /// The tile writer of a part whose tile (0, 0) starts at element `off` of `c`.
+    ///
+    /// # Safety
+    /// Every tile the part writes lies inside `c` (validated by `check_call` for the whole
+    /// call; parts are whole tiles of it) and no other code accesses those elements until the
+    /// part is done.
+    unsafe fn window(
         uk: &'k MicroKernel,
-        (m, n, k): (usize, usize, usize),
-        c: &'c mut [f32],
+        c: SharedC,
+        off: usize,
         ldc: usize,
         alpha: f32,
         bias: Option<&'k [f32]>,
-        scratch_len: usize,
-    ) -> Result<Tiles<'c, 'k>, KernelError> {
-        let need = scratch_len_for(uk, m, n, k);
-        if scratch_len < need {
-            return Err(KernelError::Scratch {
-                needed: need * 4,
-                got: scratch_len * 4,
-            });
-        }
-        Ok(Tiles {
+    ) -> Tiles<'k> {
+        Tiles {
             uk,
-            c,
+            // In bounds: `off` is the first element of a tile of C (`off < c.len`).
+            c: c.ptr.wrapping_add(off),
+            len: c.len.saturating_sub(off),
             ldc,
             alpha,
             bias,
             tmp: core::mem::MaybeUninit::uninit(),
-        })
+        }
     }
 
     /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
     ///
     /// # Safety
-    /// `ap` holds `kc·mr` floats; `bptr` has `kc` rows of `nr` readable floats `ldb` apart.
+    /// `ap` holds `kc·mr` floats; `bptr` has `kc` rows of `nr` readable floats `ldb` apart;
+    /// the tile is one of this part's (see [`Tiles::window`]).
     #[allow(clippy::too_many_arguments)]
     #[inline]
     unsafe fn tile(
@@ -457,22 +585,22 @@ impl<'c, 'k> Tiles<'c, 'k> {
             _ => None,
         };
         let c_off = row0 * ldc + col0;
+        // Bounds: rows row0 .. row0+mrb ≤ m and columns col0 .. col0+nrb ≤ n of the part, so
+        // the last element c_off+(mrb-1)*ldc+nrb-1 is inside the window.
+        debug_assert!(c_off + (mrb - 1) * ldc + nrb <= self.len);
         if mrb == mr && nrb == nr {
             let bias_ptr = bias.map_or(core::ptr::null(), |s| s.as_ptr());
-            // Bounds: rows row0 .. row0+mr ≤ m and columns col0 .. col0+nr ≤ n, so the last
-            // element c_off+(mr-1)*ldc+nr-1 is < (m-1)*ldc + n ≤ c.len().
-            let tile = &mut self.c[c_off..c_off + (mr - 1) * ldc + nr];
             // SAFETY: A/B per this function's contract; the C tile (i*ldc + j, i < mr,
-            // j < nr) lies inside `tile`, exclusively borrowed; bias (if non-null) has nr
-            // floats. The kernel's CPU features are present: kernels are only handed out
-            // after detection.
+            // j < nr) lies inside the window and belongs to this part alone; bias (if
+            // non-null) has nr floats. The kernel's CPU features are present: kernels are
+            // only handed out after detection.
             unsafe {
                 (self.uk.kernel)(
                     kc,
                     ap.as_ptr(),
                     bptr,
                     ldb,
-                    tile.as_mut_ptr(),
+                    self.c.add(c_off),
                     ldc as isize,
                     self.alpha,
                     beta,
@@ -497,14 +625,16 @@ impl<'c, 'k> Tiles<'c, 'k> {
             )
         };
         for i in 0..mrb {
-            let crow = &mut self.c[c_off + i * ldc..c_off + i * ldc + nrb];
             // SAFETY: the kernel call above stored every element (i, j), i < mr, j < nr, of
             // the tile at tmp + i·nr + j (contract, beta = 0), so these nrb ≤ nr floats of row
             // i < mrb ≤ mr are initialised and inside the MAX_MR·MAX_NR array.
             let trow = unsafe {
                 core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
             };
-            for (j, (x, &t)) in crow.iter_mut().zip(trow).enumerate() {
+            for (j, &t) in trow.iter().enumerate() {
+                // SAFETY: element (row0 + i, col0 + j), i < mrb, j < nrb, of this part's tile,
+                // inside the window (bounds above).
+                let x = unsafe { &mut *self.c.add(c_off + i * ldc + j) };
                 let mut v = t;
                 if beta != 0.0 {
                     v += beta * *x;
@@ -693,9 +823,17 @@ fn with_packed_b(
     if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
         return Ok(());
     }
-    let mut t = Tiles::start(uk, (m, n, k), c, ldc, alpha, bias, scratch.len())?;
-    direct(&mut t, a, BSource::Prepacked(b), m, n, k, beta, scratch);
-    Ok(())
+    let call = Call {
+        uk,
+        m,
+        n,
+        k,
+        ldc,
+        alpha,
+        beta,
+        bias,
+    };
+    run_nest(&call, a, BSource::Prepacked(b), c, scratch)
 }
 
 /// The micro-kernel [`sgemm_prepacked`] uses for an `m × n × k` product with B packed for

@@ -80,6 +80,32 @@ impl<'a> MatRef<'a> {
         self.cs
     }
 
+    /// Columns `j0 .. j0 + w` (`j0 + w ≤ cols`, `w > 0`) as a view of the same data.
+    pub(in crate::linalg::gemm) fn col_range(&self, j0: usize, w: usize) -> MatRef<'a> {
+        debug_assert!(j0 + w <= self.cols && w > 0);
+        MatRef {
+            // In bounds: element (0, j0) of a validated view with j0 < cols.
+            data: &self.data[j0 * self.cs..],
+            rows: self.rows,
+            cols: w,
+            rs: self.rs,
+            cs: self.cs,
+        }
+    }
+
+    /// Rows `i0 .. i0 + h` (`i0 + h ≤ rows`, `h > 0`) as a view of the same data.
+    pub(in crate::linalg::gemm) fn row_range(&self, i0: usize, h: usize) -> MatRef<'a> {
+        debug_assert!(i0 + h <= self.rows && h > 0);
+        MatRef {
+            // In bounds: element (i0, 0) of a validated view with i0 < rows.
+            data: &self.data[i0 * self.rs..],
+            rows: h,
+            cols: self.cols,
+            rs: self.rs,
+            cs: self.cs,
+        }
+    }
+
     /// Element `(i, j)`, or `None` outside the matrix.
     #[inline]
     pub fn get(&self, i: usize, j: usize) -> Option<f32> {

@@ -76,4 +76,6 @@ pub use portable::PORTABLE;
 pub use select::{micro_kernel, micro_kernel_for, prepack_nr, tile_nr, Isa};
 
 #[cfg(test)]
+mod parallel_tests;
+#[cfg(test)]
 mod tests;

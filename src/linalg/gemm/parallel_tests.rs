@@ -1,0 +1,149 @@
+//! A product split across cores gives the same bits as on one core: every kernel of this CPU,
+//! row and column splits, in-place, strided, pre-packed B and pre-packed A, odd edges.
+
+use super::contract::*;
+use super::driver::*;
+use super::matref::MatRef;
+use super::pack_lhs_mr_whole_k::{pack_a_runs, PackedA};
+use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
+use super::portable::PORTABLE;
+use crate::parallel::{scoped, threads::ThreadTeam, Team};
+use crate::testing::Rng;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::vec;
+use std::vec::Vec;
+
+fn kernels() -> Vec<&'static MicroKernel> {
+    let mut v = vec![&PORTABLE, super::select::micro_kernel_for(64, 64, 64)];
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = super::select::avx2_fma() {
+        v.push(k);
+    }
+    #[cfg(target_arch = "aarch64")]
+    for isa in super::select::Isa::ALL {
+        if let Some(k) = super::select::kernel_for(isa) {
+            v.push(k);
+        }
+    }
+    v
+}
+
+/// The four operand forms of one product, computed with whatever team is installed.
+fn products(
+    uk: &MicroKernel,
+    a: &[f32],
+    b: &[f32],
+    bias: &[f32],
+    (m, n, k): (usize, usize, usize),
+) -> Vec<Vec<f32>> {
+    let mut out = Vec::new();
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    let ldc = n + 3;
+    let am = MatRef::row_major(a, m, k).unwrap();
+    // B in place (row-major), beta = 0.5 over a non-zero C, with bias.
+    let bm = MatRef::row_major(b, k, n).unwrap();
+    let mut c: Vec<f32> = (0..m * ldc).map(|i| (i % 7) as f32).collect();
+    sgemm_with(uk, am, bm, &mut c, ldc, 1.25, 0.5, Some(bias), &mut scratch).unwrap();
+    out.push(c);
+    // B strided (an [N, K] weight viewed transposed): the packed loop nest.
+    let bt = MatRef::new(b, k, n, 1, k).unwrap();
+    let mut c = vec![f32::NAN; m * ldc];
+    sgemm_with(uk, am, bt, &mut c, ldc, 1.0, 0.0, None, &mut scratch).unwrap();
+    out.push(c);
+    // B pre-packed for the kernel's width.
+    let mut pbd = vec![0.0f32; PackedB::len_for(k, n, uk.nr()).unwrap()];
+    pack_b_ahead(bm, uk.nr(), &mut pbd).unwrap();
+    let pb = PackedB::new(&pbd, k, n, uk.nr()).unwrap();
+    let mut c = vec![f32::NAN; m * ldc];
+    sgemm_prepacked_with(uk, am, pb, &mut c, ldc, 1.0, 0.0, Some(bias), &mut scratch).unwrap();
+    out.push(c);
+    // A and B pre-packed.
+    let mr = uk.mr();
+    let mut pad = vec![0.0f32; PackedA::len_for(m, k, mr).unwrap()];
+    for (q, panel) in pad.chunks_exact_mut(k * mr).enumerate() {
+        let runs = mr.min(m - q * mr);
+        pack_a_runs(uk, a, q * mr * k, k, runs, 0, 0, k, panel).unwrap();
+    }
+    let pa = PackedA::new(&pad, m, k, mr).unwrap();
+    let mut c = vec![f32::NAN; m * ldc];
+    sgemm_packed_with(uk, pa, pb, &mut c, ldc, 1.0, 0.0, Some(bias), &mut scratch).unwrap();
+    out.push(c);
+    out
+}
+
+/// A thread team that counts the jobs it split, so the test knows splits happened.
+struct Counting {
+    team: ThreadTeam,
+    splits: AtomicUsize,
+}
+
+impl Team for Counting {
+    fn cores(&self) -> usize {
+        self.team.cores()
+    }
+    fn min_work(&self) -> usize {
+        self.team.min_work()
+    }
+    fn scratch_f32(&self) -> usize {
+        self.team.scratch_f32()
+    }
+    fn run(&self, parts: usize, job: &crate::parallel::Job<'_>) {
+        if parts > 1 {
+            self.splits.fetch_add(1, Ordering::Relaxed);
+        }
+        self.team.run(parts, job)
+    }
+}
+
+fn bits(v: &[Vec<f32>]) -> Vec<Vec<u32>> {
+    v.iter()
+        .map(|c| c.iter().map(|x| x.to_bits()).collect())
+        .collect()
+}
+
+#[test]
+fn split_products_are_bit_identical() {
+    let mut rng = Rng(0x5911);
+    let teams: Vec<Counting> = [2, 3, 4]
+        .iter()
+        .map(|&n| Counting {
+            team: ThreadTeam::with_min_work(n, GEMM_SCRATCH_F32, 1),
+            splits: AtomicUsize::new(0),
+        })
+        .collect();
+    for uk in kernels() {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (3, 17, 129),
+            (17, 3, 9),
+            (129, 17, 3),
+            (16, 768, 64),
+            (200, 24, 40),
+            (33, 129, 300),
+            (8, 40, 1500),
+        ] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let bias = rng.vec(n);
+            let one = bits(&products(uk, &a, &b, &bias, (m, n, k)));
+            for team in &teams {
+                let before = team.splits.load(Ordering::Relaxed);
+                let many = scoped(team, || bits(&products(uk, &a, &b, &bias, (m, n, k))));
+                assert!(
+                    one == many,
+                    "{} {m}x{n}x{k} on {} cores differs from one core",
+                    uk.name(),
+                    team.cores()
+                );
+                // Every form splits once it has two tiles of work in some direction.
+                if m.div_ceil(uk.mr()) > 1 || n.div_ceil(uk.nr()) > 1 {
+                    assert_eq!(
+                        team.splits.load(Ordering::Relaxed) - before,
+                        4,
+                        "{m}x{n}x{k}"
+                    );
+                }
+            }
+        }
+    }
+}
