@@ -62,6 +62,15 @@ pub enum QemuCpu {
     Fixed { core: &'static str },
 }
 
+/// How the firmware starts the cores other than core 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Smp {
+    /// PSCI `CPU_ON` through `HVC` (`smc: false`) or `SMC`; core `i` has MPIDR affinity 0 = `i`.
+    Psci { smc: bool },
+    /// Not supported on this board yet: the firmware runs on core 0 only.
+    None,
+}
+
 /// One board.
 #[derive(Clone, Copy, Debug)]
 pub struct Board {
@@ -87,6 +96,9 @@ pub struct Board {
     /// The initial page table's 1 GiB blocks (everything else unmapped).
     pub blocks: &'static [Block],
     pub boot: Boot,
+    /// Cores of the SoC (QEMU `-smp` for a machine that takes it) and how they start.
+    pub cores: usize,
+    pub smp: Smp,
 }
 
 const GIB: u64 = 1 << 30;
@@ -126,6 +138,8 @@ pub const BOARDS: &[Board] = &[
             },
         ],
         boot: Boot::QemuLoader,
+        cores: 8,
+        smp: Smp::Psci { smc: false },
     },
     Board {
         name: "raspi4b",
@@ -166,6 +180,8 @@ pub const BOARDS: &[Board] = &[
             },
         ],
         boot: Boot::RpiFirmware,
+        cores: 4,
+        smp: Smp::None,
     },
     Board {
         name: "raspi3b",
@@ -203,6 +219,8 @@ pub const BOARDS: &[Board] = &[
             },
         ],
         boot: Boot::RpiFirmware,
+        cores: 4,
+        smp: Smp::None,
     },
     Board {
         name: "imx8mp-evk",
@@ -240,6 +258,8 @@ pub const BOARDS: &[Board] = &[
             },
         ],
         boot: Boot::UBootFatload,
+        cores: 4,
+        smp: Smp::None,
     },
 ];
 

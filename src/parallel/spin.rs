@@ -198,9 +198,26 @@ impl Team for SpinTeam {
                 events::wait();
             }
             self.job.store(core::ptr::null_mut(), Ordering::Relaxed);
+            ptera_team_join();
         }
         self.busy.store(false, Ordering::Release);
     }
+}
+
+/// Called by core 0 right before it publishes a split job, and right after the last part
+/// joined: marks that an execution trace finds by symbol to measure each parallel step
+/// (`cargo xtask qemu --icount --smp N`). They do nothing.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn ptera_team_fork() {
+    core::hint::black_box(());
+}
+
+/// See [`ptera_team_fork`].
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn ptera_team_join() {
+    core::hint::black_box(());
 }
 
 /// `WFE`/`SEV` on AArch64, spin-loop hints elsewhere.

@@ -235,3 +235,14 @@ pub fn instruction_count(plan: ptera::format::fb::ExecutionPlan<'_>) -> usize {
         .map(|c| c.instructions().map_or(0, |i| i.len()))
         .sum()
 }
+
+/// Runs `f` with a pool of `threads` cores installed (`ptera::parallel`), created once for the
+/// whole of `f`; one thread (or 0) runs `f` as it is.
+pub fn with_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
+    if threads <= 1 {
+        return f();
+    }
+    let team =
+        ptera::parallel::threads::ThreadTeam::new(threads, ptera::linalg::gemm::GEMM_SCRATCH_F32);
+    ptera::parallel::scoped(&team, f)
+}

@@ -47,6 +47,10 @@ enum Cmd {
         /// Inspector): one event per instruction and per delegate-region operation.
         #[arg(long, value_name = "FILE.etdp")]
         etdump: Option<PathBuf>,
+        /// Cores (threads) one forward may use; products are split across them with
+        /// bit-identical results.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
         /// For a BundledProgram (.bpte): absolute tolerance of the output check.
         #[arg(long, default_value_t = 1e-4)]
         atol: f64,
@@ -103,7 +107,7 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum BenchCmd {
-    /// Time `forward` end to end (median of N runs, one thread).
+    /// Time `forward` end to end (median of N runs).
     Run {
         model: PathBuf,
         /// Input .npy files; without them, deterministic inputs are synthesised
@@ -112,6 +116,9 @@ enum BenchCmd {
         inputs: Vec<PathBuf>,
         #[arg(long, default_value_t = 5)]
         iters: usize,
+        /// Cores (threads) one forward may use (a pool created once for all runs).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
         #[arg(long)]
         json: bool,
     },
@@ -157,9 +164,10 @@ fn main() -> ExitCode {
             output_dir,
             max_instructions,
             etdump,
+            threads,
             atol,
             rtol,
-        } => {
+        } => crate::host::with_threads(threads, || {
             if cmd::run::is_bundled(&model) {
                 cmd::run::run_bundled(&model, max_instructions, atol, rtol)
             } else {
@@ -171,7 +179,7 @@ fn main() -> ExitCode {
                     etdump.as_deref(),
                 )
             }
-        }
+        }),
         Cmd::Compare {
             got,
             want,
@@ -195,9 +203,12 @@ fn main() -> ExitCode {
                     model,
                     inputs,
                     iters,
+                    threads,
                     json,
                 },
-        } => cmd::bench_run::bench_run(&model, &inputs, iters, json),
+        } => crate::host::with_threads(threads, || {
+            cmd::bench_run::bench_run(&model, &inputs, iters, threads, json)
+        }),
         Cmd::Bench {
             what: BenchCmd::Gemm(args),
         } => cmd::bench_gemm::bench_gemm(args),

@@ -10,7 +10,7 @@ use crate::drivers::Uart as _;
 use crate::mmu::{device, l1_index, normal};
 
 #[path = "../../boards.rs"]
-mod table;
+pub mod table;
 
 use table::{Mem, Uart};
 

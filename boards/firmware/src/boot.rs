@@ -142,11 +142,14 @@ impl ExceptionHandlers for Exceptions {
 
 exception_handlers!(Exceptions);
 
-/// Single core, interrupts masked while held: save DAIF, mask IRQ and FIQ, restore on release.
+/// Core 0 only, interrupts masked while held: save DAIF, mask IRQ and FIQ, restore on release.
+/// The secondary cores (`smp`) run engine jobs only, which never allocate or log, so they never
+/// enter a critical section.
 struct DaifCriticalSection;
 critical_section::set_impl!(DaifCriticalSection);
 
-// SAFETY: one core runs; masking IRQ/FIQ excludes every other context, and the saved DAIF value
+// SAFETY: only core 0 enters critical sections (see above); masking IRQ/FIQ excludes every other
+// context there, and the saved DAIF value
 // is restored exactly on release (nested sections restore in reverse order).
 unsafe impl critical_section::Impl for DaifCriticalSection {
     unsafe fn acquire() -> u64 {

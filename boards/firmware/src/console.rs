@@ -59,6 +59,8 @@ pub struct Report {
     pub stack_used: u32,
     /// Name of the GEMM micro-kernel ISA the engine selected.
     pub isa: &'static str,
+    /// Cores that ran the forward.
+    pub cores: u32,
 }
 
 fn packet(channel: u8, payload: &[u8]) {
@@ -153,7 +155,8 @@ pub fn done(r: &Report) {
         .put(&r.heap_used.to_le_bytes())
         .put(&r.stack_used.to_le_bytes())
         .put(&[r.isa.len().min(32) as u8])
-        .put(&r.isa.as_bytes()[..r.isa.len().min(32)]);
+        .put(&r.isa.as_bytes()[..r.isa.len().min(32)])
+        .put(&r.cores.to_le_bytes());
     packet(DONE, b.as_slice());
     board::console().flush();
 }

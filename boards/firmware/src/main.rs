@@ -22,6 +22,8 @@ mod gemm_bench;
 mod mmu;
 #[cfg(not(feature = "gemm-bench"))]
 mod model;
+#[cfg(not(feature = "gemm-bench"))]
+mod smp;
 
 mod board;
 
@@ -79,6 +81,7 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
         heap_used: 0,
         stack_used: 0,
         isa: "",
+        cores: 1,
     };
     match run(&mut report) {
         Ok(()) => defmt::info!("forward done in {=u64} ticks", report.execute_ticks),
@@ -150,9 +153,20 @@ fn run(report: &mut Report) -> Result<(), StageError> {
             method.set_input(i, dtype, &shape, model::input_bytes(input)),
         )?;
     }
+    let team = smp::start();
+    if let Some((_, cores)) = team {
+        report.cores = cores as u32;
+        defmt::info!("{=usize} cores online", cores);
+    }
     let t1 = cpu::cntvct();
-    stage("execute", method.execute())?;
+    smp::ptera_mark_forward_begin();
+    let done = match team {
+        Some((team, _)) => ptera::parallel::scoped(team, || method.execute()),
+        None => method.execute(),
+    };
+    smp::ptera_mark_forward_end();
     let t2 = cpu::cntvct();
+    stage("execute", done)?;
     report.load_ticks = t1 - t0;
     report.execute_ticks = t2 - t1;
     for i in 0..method.num_outputs() {

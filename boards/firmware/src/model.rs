@@ -22,7 +22,7 @@ mod generated {
 }
 
 use generated::{ARENA_SIZES, INPUTS_LEN, METADATA_BYTES, MODEL_LEN, MODEL_LINKED};
-pub use generated::{INPUTS, METHOD};
+pub use generated::{CORES, INPUTS, METHOD};
 
 const ALIGN: usize = 16;
 

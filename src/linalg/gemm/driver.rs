@@ -257,6 +257,7 @@ struct SharedC {
 // SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels
 // or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
 unsafe impl Sync for SharedC {}
+// SAFETY: as for `Sync`: a pointer to C handed to the cores of one split call.
 unsafe impl Send for SharedC {}
 
 /// Runs the loop nest for `call` on the installed team's cores when it is large enough and

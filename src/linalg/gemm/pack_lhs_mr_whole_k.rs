@@ -47,7 +47,7 @@ impl<'a> PackedA<'a> {
 
     /// Rows `i0 .. i0 + h` (`i0` a multiple of `mr`, `i0 + h ≤ m`): their whole panels.
     pub(in crate::linalg::gemm) fn panel_range(&self, i0: usize, h: usize) -> PackedA<'a> {
-        debug_assert!(i0 % self.mr == 0 && i0 + h <= self.m);
+        debug_assert!(i0.is_multiple_of(self.mr) && i0 + h <= self.m);
         PackedA {
             data: &self.data[i0 / self.mr * self.k * self.mr..],
             m: h,

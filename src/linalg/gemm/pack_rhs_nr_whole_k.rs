@@ -45,7 +45,7 @@ impl<'a> PackedB<'a> {
 
     /// Columns `j0 .. j0 + w` (`j0` a multiple of `nr`, `j0 + w ≤ n`): their whole panels.
     pub(in crate::linalg::gemm) fn panel_range(&self, j0: usize, w: usize) -> PackedB<'a> {
-        debug_assert!(j0 % self.nr == 0 && j0 + w <= self.n);
+        debug_assert!(j0.is_multiple_of(self.nr) && j0 + w <= self.n);
         PackedB {
             data: &self.data[j0 / self.nr * self.k * self.nr..],
             k: self.k,

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 #[path = "../../../boards/boards.rs"]
 mod table;
 
-pub use table::{Board, Boot, QemuCpu, Uart, BOARDS};
+pub use table::{Board, Boot, QemuCpu, Smp, Uart, BOARDS};
 
 impl Board {
     pub fn by_name(name: &str) -> Result<&'static Board> {

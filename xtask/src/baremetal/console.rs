@@ -23,6 +23,8 @@ pub struct Report {
     pub stack_used: u32,
     /// The GEMM micro-kernel ISA the engine selected on this core.
     pub isa: String,
+    /// Cores that ran the forward (1 when the firmware does not say).
+    pub cores: u32,
 }
 
 #[derive(Default)]
@@ -195,6 +197,7 @@ pub fn decode(stream: &[u8], elf: &[u8]) -> Result<Run> {
                         let n = r.u8()? as usize;
                         String::from_utf8_lossy(r.take(n)?).into_owned()
                     },
+                    cores: r.u32().unwrap_or(1),
                 });
             }
             5 => {

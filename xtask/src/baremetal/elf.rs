@@ -64,6 +64,34 @@ pub fn sections(b: &[u8]) -> Result<Vec<Section>> {
     Ok(out)
 }
 
+/// Address of the symbol `name` (from `.symtab`), if the file has it.
+pub fn symbol(b: &[u8], name: &str) -> Result<Option<u64>> {
+    check_header(b)?;
+    let shoff = u64_at(b, 0x28)? as usize;
+    let shentsize = u16_at(b, 0x3a)? as usize;
+    let shnum = u16_at(b, 0x3c)? as usize;
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        if u32_at(b, h + 0x04)? != 2 {
+            continue; // not SHT_SYMTAB
+        }
+        let (off, size) = (u64_at(b, h + 0x18)? as usize, u64_at(b, h + 0x20)? as usize);
+        let link = u32_at(b, h + 0x28)? as usize;
+        let str_off = u64_at(b, shoff + link * shentsize + 0x18)? as usize;
+        for e in (off..off + size).step_by(24) {
+            let n = str_off + u32_at(b, e)? as usize;
+            let end = b
+                .get(n..)
+                .and_then(|t| t.iter().position(|&c| c == 0))
+                .map_or(b.len(), |p| n + p);
+            if b.get(n..end) == Some(name.as_bytes()) {
+                return Ok(Some(u64_at(b, e + 8)?));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The loadable segments laid out from the lowest physical address (what `objcopy -O binary`
 /// gives): returns the bytes and that base address.
 pub fn flat_image(b: &[u8]) -> Result<(Vec<u8>, u64)> {

@@ -9,6 +9,7 @@
 
 pub mod boards;
 pub mod console;
+pub mod cores;
 pub mod elf;
 pub mod gemm;
 
@@ -22,7 +23,8 @@ use anyhow::{bail, ensure, Context, Result};
 use ptera::{MethodMeta, Program};
 
 use crate::npy::HostTensor;
-pub use boards::Board;
+pub use boards::{Board, Smp};
+pub use cores::{CoreCounter, CoreCounts, Marks};
 pub use gemm::{gemm_icount, GemmRequest};
 
 pub(crate) fn root() -> PathBuf {
@@ -97,6 +99,8 @@ pub(crate) struct BuildOptions<'a> {
     pub(crate) semihosting: bool,
     pub(crate) shrink_arenas: u64,
     pub(crate) selftest_panic: bool,
+    /// Cores the image starts and uses (1: core 0 only).
+    pub(crate) cores: usize,
 }
 
 pub(crate) fn round16(n: u64) -> u64 {
@@ -132,7 +136,8 @@ pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, V
          pub const ARENA_SIZES: [usize; {}] = [{}];\n\
          pub const METADATA_BYTES: usize = {};\n\
          pub const INPUTS_LEN: usize = {};\n\
-         pub const INPUTS: [InputSpec; {}] = [\n{specs}];\n",
+         pub const INPUTS: [InputSpec; {}] = [\n{specs}];\n\
+         pub const CORES: usize = {};\n",
         job.model.display(),
         opts.board.name,
         job.bytes.len(),
@@ -142,6 +147,7 @@ pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, V
         job.metadata,
         inputs_bin.len(),
         job.inputs.len(),
+        opts.cores.max(1),
     );
     Ok((config, inputs_bin))
 }
@@ -455,6 +461,7 @@ mod tests {
             semihosting: true,
             shrink_arenas: 8,
             selftest_panic: false,
+            cores: 1,
         };
         let (cfg, bin) = config_rs(&j, &opts).unwrap();
         assert!(cfg.contains("ARENA_SIZES: [usize; 2] = [992, 16]"), "{cfg}");

@@ -1,4 +1,5 @@
-//! `cargo xtask bench run`: median end-to-end `forward` time on the host, one thread.
+//! `cargo xtask bench run`: median end-to-end `forward` time on the host (`--threads N`: the
+//! forward's products split across N threads of one pool).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,7 +10,13 @@ use ptera::{MethodMeta, OwnedArenas, Program};
 use crate::host::{forward_inputs, load_file};
 use crate::registry;
 
-pub fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> Result<()> {
+pub fn bench_run(
+    model: &Path,
+    inputs: &[PathBuf],
+    iters: usize,
+    threads: usize,
+    json: bool,
+) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice())?;
     let registry = registry();
@@ -36,15 +43,16 @@ pub fn bench_run(model: &Path, inputs: &[PathBuf], iters: usize, json: bool) -> 
     if json {
         println!(
             "{}",
-            serde_json::json!({"model": model.display().to_string(), "iters": times.len(), "median_s": median,
+            serde_json::json!({"model": model.display().to_string(), "iters": times.len(), "threads": threads, "median_s": median,
                                "min_s": times[0], "max_s": times[times.len() - 1]})
         );
     } else {
         println!(
-            "{}: median {:.4} s over {} run(s) (min {:.4}, max {:.4})",
+            "{}: median {:.4} s over {} run(s) on {} thread(s) (min {:.4}, max {:.4})",
             model.display(),
             median,
             times.len(),
+            threads,
             times[0],
             times[times.len() - 1]
         );

@@ -40,6 +40,7 @@ pub fn deploy(args: DeployArgs) -> Result<()> {
         semihosting: false,
         shrink_arenas: 0,
         selftest_panic: false,
+        cores: 1,
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;

@@ -34,9 +34,21 @@ pub struct QemuArgs {
     /// (EL3); the boot stub drops to EL1 from either.
     #[arg(long)]
     pub machine_opts: Option<String>,
-    /// Deterministic run: `-icount shift=0,sleep=off`, one counter tick per instruction.
+    /// Deterministic run: `-icount shift=0,sleep=off`, one counter tick per instruction. With
+    /// `--smp N` (N > 1) also each core's instructions and the critical path of the forward,
+    /// from QEMU's execution trace (slower).
     #[arg(long)]
     pub icount: bool,
+    /// Cores the firmware starts and the forward uses (QEMU `-smp`); outputs are
+    /// bit-identical to one core.
+    #[arg(long, default_value_t = 1)]
+    pub smp: usize,
+    /// Print a JSON object as the last line (counts, cores, outputs).
+    #[arg(long)]
+    pub json: bool,
+    /// Testing: count per core from the trace also with one core.
+    #[arg(long, hide = true)]
+    pub trace_cores: bool,
     /// Seconds before QEMU is stopped and the run fails.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
@@ -58,6 +70,26 @@ pub struct QemuArgs {
 
 pub fn qemu(args: QemuArgs) -> Result<()> {
     let board = Board::by_name(&args.board)?;
+    ensure!(args.smp >= 1, "--smp must be at least 1");
+    if args.smp > 1 {
+        ensure!(
+            board.smp != Smp::None,
+            "{} runs on one core for now (--smp {} needs a board whose secondary cores the firmware can start: qemu-virt)",
+            board.name,
+            args.smp
+        );
+        ensure!(
+            args.smp <= board.cores,
+            "{} has {} cores; --smp {} asks for more",
+            board.name,
+            board.cores,
+            args.smp
+        );
+        ensure!(
+            args.machine_opts.is_none(),
+            "--smp with --machine-opts is not supported (QEMU then changes the PSCI conduit)"
+        );
+    }
     let cpu = board.cpu(args.cpu.as_deref())?;
     let model = args
         .model
@@ -83,6 +115,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         semihosting: true,
         shrink_arenas: args.shrink_arenas.unwrap_or(0),
         selftest_panic: args.selftest_panic,
+        cores: args.smp,
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;
@@ -113,8 +146,25 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         cmd.args(["-serial", "null"]);
     }
     cmd.arg("-serial").arg(format!("file:{}", uart.display()));
+    if args.smp > 1 {
+        cmd.arg("-smp").arg(args.smp.to_string());
+    }
     if args.icount {
         cmd.args(["-icount", "shift=0,sleep=off"]);
+    }
+    let trace = args.icount && (args.smp > 1 || args.trace_cores);
+    let fifo = dir.join("trace.fifo");
+    if trace {
+        let _ = fs::remove_file(&fifo);
+        ensure!(
+            Command::new("mkfifo").arg(&fifo).status()?.success(),
+            "mkfifo {} failed",
+            fifo.display()
+        );
+        cmd.args(["-d", "in_asm,exec,nochain", "-D"]).arg(&fifo);
+        if !args.json {
+            eprintln!("counting each core's instructions from QEMU's execution trace (slower)");
+        }
     }
     if let Some(p) = &blob {
         cmd.arg("-device").arg(format!(
@@ -128,6 +178,29 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     let mut child = cmd
         .spawn()
         .context("cannot start qemu-system-aarch64 (run scripts/setup-qemu.sh)")?;
+    let marks = if trace {
+        Marks::from_elf(&fs::read(&elf_path)?)?
+    } else {
+        Marks::default()
+    };
+    let reader = trace.then(|| {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || -> Result<CoreCounter> {
+            use std::io::BufRead;
+            let f = fs::File::open(&fifo).context("open the trace FIFO")?;
+            let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+            let mut counter = CoreCounter::new(marks);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                if r.read_until(b'\n', &mut buf)? == 0 {
+                    break;
+                }
+                counter.line(String::from_utf8_lossy(&buf).trim_end_matches('\n'))?;
+            }
+            Ok(counter)
+        })
+    });
     let status = loop {
         if let Some(s) = child.try_wait()? {
             break Some(s);
@@ -140,6 +213,13 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         std::thread::sleep(Duration::from_millis(20));
     };
     let wall = t0.elapsed();
+    let counter = match reader {
+        Some(h) => Some(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("the trace reader panicked"))??,
+        ),
+        None => None,
+    };
     let stream = fs::read(&uart).unwrap_or_default();
     let run = console::decode(&stream, &elf_bytes)?;
     for line in &run.log {
@@ -225,12 +305,19 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         report.heap_used,
         wall.as_secs_f64()
     );
+    ensure!(
+        report.cores as usize == args.smp,
+        "the firmware ran on {} core(s), {} asked for",
+        report.cores,
+        args.smp
+    );
+    // shift=0: one instruction per nanosecond of virtual time.
+    let insns = |ticks: u64| (u128::from(ticks) * 1_000_000_000 / u128::from(freq)) as u64;
+    let mut per_core: Option<CoreCounts> = None;
     if args.icount {
-        // shift=0: one instruction per nanosecond of virtual time.
-        let insns = |ticks: u64| u128::from(ticks) * 1_000_000_000 / u128::from(freq);
         let granule = 1_000_000_000 / freq;
         println!(
-            "instructions (icount): load {}, forward {}{}",
+            "instructions (icount, all cores): load {}, forward {}{}",
             insns(report.load_ticks),
             insns(report.execute_ticks),
             if granule > 1 {
@@ -238,6 +325,55 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
             } else {
                 String::new()
             }
+        );
+        per_core = Some(match counter {
+            Some(c) => c.finish(args.smp)?,
+            // One core: the machine's count is the core's.
+            None => CoreCounts {
+                per_core: vec![insns(report.execute_ticks)],
+                critical_path: insns(report.execute_ticks),
+                steps: 0,
+            },
+        });
+    }
+    if let Some(c) = &per_core {
+        if args.smp > 1 || args.trace_cores {
+            let one = c.per_core.iter().sum::<u64>();
+            println!(
+                "forward on {} cores: instructions per core {:?} (sum {one}); critical path {} ({} parallel steps)",
+                args.smp, c.per_core, c.critical_path, c.steps
+            );
+        }
+    }
+    if args.json {
+        let outputs: Vec<serde_json::Value> = run
+            .tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                serde_json::json!({
+                    "path": args.output_dir.join(format!("output-{i}.npy")).display().to_string(),
+                    "dtype": t.dtype.to_string(),
+                    "shape": t.shape,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "model": job.model.display().to_string(),
+                "board": board.name,
+                "cpu": cpu,
+                "cores": report.cores,
+                "isa": report.isa,
+                "icount": args.icount,
+                "load_instructions": args.icount.then(|| insns(report.load_ticks)),
+                "forward_instructions": args.icount.then(|| insns(report.execute_ticks)),
+                "instructions_per_core": per_core.as_ref().map(|c| c.per_core.clone()),
+                "critical_path": per_core.as_ref().map(|c| c.critical_path),
+                "parallel_steps": per_core.as_ref().map(|c| c.steps),
+                "outputs": outputs,
+            })
         );
     }
     let _ = fs::remove_dir_all(&dir);

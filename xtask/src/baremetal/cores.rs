@@ -1,0 +1,274 @@
+//! Exact per-core instruction counts of one bare-metal forward, from qemu-system's execution
+//! trace (`-d in_asm,exec,nochain`), for `cargo xtask qemu --icount [--smp N]`.
+//!
+//! Under `-icount` QEMU runs the cores one after another on one host thread, and its
+//! instruction counter (also what the PMU's instructions-retired event reads there) is one for
+//! the whole machine, so no guest register gives a core's own count. The trace does: QEMU logs
+//! each translated block ("IN:" and its instructions) and, with chaining off, each execution
+//! of a block ("Trace CPU: HOSTPTR [../PC/../..] symbol"). A block's length is taken from the
+//! translation logged just before its first execution (keyed by QEMU's host pointer of the
+//! block, so a re-translation of the same address, e.g. a one-instruction block after an I/O
+//! access, keeps its own length). The counts are exact and repeat run to run.
+//!
+//! What is counted, between the firmware's marks `ptera_mark_forward_begin` / `_end` on core 0
+//! (found by address: the entry points of those functions in the firmware's symbol table):
+//! - each core's executed instructions (`per_core`), waiting loops included (QEMU's `WFE` only
+//!   yields, so a waiting core executes a few instructions per scheduling round);
+//! - the critical path: the instructions of core 0 outside parallel steps, plus, for every
+//!   parallel step (core 0's marks `ptera_team_fork` .. `ptera_team_join` around one job of
+//!   the engine's `SpinTeam`), the largest count of any core inside it. That is the forward's
+//!   length when every core retires one instruction per cycle and a wait costs nothing while
+//!   another core works: what `N` real cores would take, in instructions.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Context, Result};
+
+/// The mark functions' symbols, in the order of [`Marks`]' fields.
+pub const MARK_SYMBOLS: [&str; 4] = [
+    "ptera_mark_forward_begin",
+    "ptera_mark_forward_end",
+    "ptera_team_fork",
+    "ptera_team_join",
+];
+
+/// Entry addresses of the mark functions (from the firmware's symbol table).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Marks {
+    pub begin: u64,
+    pub end: u64,
+    pub fork: u64,
+    pub join: u64,
+}
+
+impl Marks {
+    /// Looks the marks up in the firmware ELF.
+    pub fn from_elf(elf: &[u8]) -> Result<Marks> {
+        let mut a = [0u64; 4];
+        for (slot, name) in a.iter_mut().zip(MARK_SYMBOLS) {
+            *slot = super::elf::symbol(elf, name)?
+                .with_context(|| format!("the firmware has no symbol {name}"))?;
+        }
+        Ok(Marks {
+            begin: a[0],
+            end: a[1],
+            fork: a[2],
+            join: a[3],
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct CoreCounter {
+    marks: Marks,
+    /// Host pointer of a translated block → its guest instructions.
+    tb_len: HashMap<u64, u64>,
+    /// Instructions of the "IN:" block being read, and of the last one complete and not yet
+    /// executed.
+    reading: Option<u64>,
+    pending: Option<u64>,
+    /// 0 before the begin mark, 1 counting, 2 done.
+    state: u8,
+    per_core: Vec<u64>,
+    /// Per-core counts at the last fork mark, while inside a parallel step.
+    step_start: Option<Vec<u64>>,
+    serial: u64,
+    critical_in_steps: u64,
+    steps: u64,
+}
+
+/// The counts of one forward.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreCounts {
+    pub per_core: Vec<u64>,
+    pub critical_path: u64,
+    /// Parallel steps (jobs split across cores) in the forward.
+    pub steps: u64,
+}
+
+impl CoreCounter {
+    pub fn new(marks: Marks) -> CoreCounter {
+        CoreCounter {
+            marks,
+            ..CoreCounter::default()
+        }
+    }
+
+    fn close_block(&mut self) {
+        if let Some(n) = self.reading.take() {
+            self.pending = Some(n);
+        }
+    }
+
+    /// Feeds one line of the trace.
+    pub fn line(&mut self, l: &str) -> Result<()> {
+        if l.starts_with("IN:") {
+            self.close_block();
+            self.reading = Some(0);
+        } else if l.starts_with("0x") {
+            if let Some(n) = self.reading.as_mut() {
+                *n += 1;
+            }
+        } else if let Some(rest) = l.strip_prefix("Trace ") {
+            self.close_block();
+            self.trace(rest)
+                .with_context(|| format!("trace line `{l}`"))?;
+        } else {
+            self.close_block();
+        }
+        Ok(())
+    }
+
+    fn trace(&mut self, rest: &str) -> Result<()> {
+        // "CPU: 0xHOST [cs_base/PC/flags/cflags] symbol"
+        let (cpu, rest) = rest.split_once(": ").context("no CPU index")?;
+        let cpu: usize = cpu.trim().parse().context("bad CPU index")?;
+        let (host, rest) = rest.split_once(' ').context("no block pointer")?;
+        let host =
+            u64::from_str_radix(host.trim_start_matches("0x"), 16).context("bad block pointer")?;
+        let fields = rest
+            .split_once('[')
+            .and_then(|(_, r)| r.split_once(']'))
+            .map(|(f, _)| f)
+            .context("no block fields")?;
+        let pc = fields.split('/').nth(1).context("no PC")?;
+        let pc = u64::from_str_radix(pc, 16).context("bad PC")?;
+        let m = self.marks;
+        let n = match self.pending.take() {
+            Some(n) => {
+                self.tb_len.insert(host, n);
+                n
+            }
+            None => *self
+                .tb_len
+                .get(&host)
+                .context("a block executed before any translation of it")?,
+        };
+        match self.state {
+            0 => {
+                if cpu == 0 && pc == m.begin {
+                    self.state = 1;
+                }
+                return Ok(());
+            }
+            2 => return Ok(()),
+            _ => {}
+        }
+        if cpu == 0 && pc == m.end {
+            if self.step_start.is_some() {
+                bail!("the forward ended inside a parallel step");
+            }
+            self.state = 2;
+            return Ok(());
+        }
+        if self.per_core.len() <= cpu {
+            self.per_core.resize(cpu + 1, 0);
+        }
+        if cpu == 0 && pc == m.fork {
+            if self.step_start.is_some() {
+                bail!("a parallel step started inside another");
+            }
+            self.step_start = Some(self.per_core.clone());
+        }
+        self.per_core[cpu] += n;
+        if cpu == 0 && self.step_start.is_none() {
+            self.serial += n;
+        }
+        if cpu == 0 && pc == m.join {
+            let start = self
+                .step_start
+                .take()
+                .context("a parallel step ended that never started")?;
+            let longest = self
+                .per_core
+                .iter()
+                .enumerate()
+                .map(|(c, &now)| now - start.get(c).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+            self.critical_in_steps += longest;
+            self.steps += 1;
+        }
+        Ok(())
+    }
+
+    /// The counts, once the end mark has been seen.
+    pub fn finish(mut self, cores: usize) -> Result<CoreCounts> {
+        self.close_block();
+        if self.state != 2 {
+            bail!("the forward marks were not found in the trace");
+        }
+        let mut per_core = self.per_core;
+        per_core.resize(per_core.len().max(cores), 0);
+        Ok(CoreCounts {
+            critical_path: self.serial + self.critical_in_steps,
+            per_core,
+            steps: self.steps,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: Marks = Marks {
+        begin: 0x4000_0000,
+        end: 0x4000_0400,
+        fork: 0x4000_0200,
+        join: 0x4000_0300,
+    };
+
+    fn feed(lines: &[&str]) -> Result<CoreCounts> {
+        let mut c = CoreCounter::new(M);
+        for l in lines {
+            c.line(l)?;
+        }
+        c.finish(2)
+    }
+
+    #[test]
+    fn counts_each_core_and_the_longest_core_per_step() {
+        let t = |cpu: u32, host: u32, pc: u64| {
+            format!("Trace {cpu}: 0x{host:x} [00000000/{pc:016x}/00000000/ff000000] ")
+        };
+        let work = 0x4000_0100;
+        let lines = [
+            "IN: ptera_mark_forward_begin".to_string(),
+            "0x40000000:  d65f03c0  ret".to_string(),
+            String::new(),
+            t(0, 0x100, M.begin),
+            "IN: work".to_string(),
+            "0x40000100:  d503201f  nop".to_string(),
+            "0x40000104:  d503201f  nop".to_string(),
+            "0x40000108:  d65f03c0  ret".to_string(),
+            t(0, 0x200, work), // serial: 3
+            "IN: ptera_team_fork".to_string(),
+            "0x40000200:  d65f03c0  ret".to_string(),
+            t(0, 0x300, M.fork), // step: core 0 1
+            t(0, 0x200, work),   // core 0 +3 = 4
+            t(1, 0x200, work),
+            t(1, 0x200, work), // core 1 6
+            "IN: ptera_team_join".to_string(),
+            "0x40000300:  d65f03c0  ret".to_string(),
+            t(0, 0x400, M.join), // core 0 5; step max = 6
+            t(0, 0x200, work),   // serial +3
+            t(1, 0x200, work),   // core 1 outside a step
+            "IN: ptera_mark_forward_end".to_string(),
+            "0x40000400:  d65f03c0  ret".to_string(),
+            t(0, 0x500, M.end),
+            t(0, 0x200, work), // after the end: not counted
+        ];
+        let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+        let c = feed(&refs).unwrap();
+        assert_eq!(c.per_core, vec![3 + 1 + 3 + 1 + 3, 9]);
+        assert_eq!(c.critical_path, 3 + 6 + 3);
+        assert_eq!(c.steps, 1);
+    }
+
+    #[test]
+    fn refuses_a_trace_without_marks_or_with_unknown_blocks() {
+        assert!(feed(&["Trace 0: 0x1 [0/40000000/0/0] x"]).is_err());
+        assert!(feed(&["IN: a", "0x40:  nop", "Trace 0: 0x1 [0/40/0/0] a"]).is_err());
+    }
+}
