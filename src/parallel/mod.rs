@@ -54,8 +54,11 @@ pub trait Team: Sync {
     fn scratch_f32(&self) -> usize;
     /// Runs `job` on cores `0..parts` (`parts` clamped to `1..=cores()`), the caller as core
     /// 0, and returns when every call has returned. Jobs of one team never overlap: a second
-    /// caller waits.
+    /// caller waits. A job must not call `run` again (kernels inside a job see no team:
+    /// [`with_team`] checks [`Team::busy`]).
     fn run(&self, parts: usize, job: &Job<'_>);
+    /// A job is running: kernels called from inside it must not split again.
+    fn busy(&self) -> bool;
 }
 
 /// How many parts a job of `units` independent pieces and `work` multiply-adds should be cut
@@ -87,7 +90,8 @@ pub fn scoped<R>(team: &dyn Team, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Calls `f` with the installed team, if any.
+/// Calls `f` with the installed team, if any and if it is not already running a job (a kernel
+/// called from inside a job runs on its own core).
 pub fn with_team<R>(f: impl FnOnce(Option<&dyn Team>) -> R) -> R {
     let p = current::get();
     if p.is_null() {
@@ -98,8 +102,141 @@ pub fn with_team<R>(f: impl FnOnce(Option<&dyn Team>) -> R) -> R {
     // restores the previous pointer before that frame goes away. The reference handed to `f`
     // cannot escape `f` (its lifetime is the closure call's).
     let team: &dyn Team = unsafe { *p.cast::<&dyn Team>() };
-    f(Some(team))
+    f(Some(team).filter(|t| t.cores() > 1 && !t.busy()))
 }
+
+/// Runs `f(lo, hi, scratch)` over consecutive ranges of units covering `0..units`: split
+/// across the installed team when `units × work_per_unit` pays for it (each core one range,
+/// with its own scratch), else once on this core with `(0, units, None)`. `f` must give the
+/// same result for a range whichever way the units are grouped (elementwise work, rows,
+/// batches): then the split never changes a bit.
+pub fn for_units(
+    units: usize,
+    work_per_unit: usize,
+    f: impl Fn(usize, usize, Option<&mut [f32]>) + Sync,
+) {
+    if !try_split(units, work_per_unit, |lo, hi, scratch| {
+        f(lo, hi, Some(scratch))
+    }) {
+        f(0, units, None);
+    }
+}
+
+/// The split half of [`for_units`]: `false`, calling nothing, when the work stays on this core
+/// (no team, a busy team, or too little work); else `f` ran on every range and `true`.
+pub fn try_split(
+    units: usize,
+    work_per_unit: usize,
+    f: impl Fn(usize, usize, &mut [f32]) + Sync,
+) -> bool {
+    with_team(|team| {
+        let Some(team) = team else { return false };
+        let parts = parts_for(team, units, units.saturating_mul(work_per_unit));
+        if parts < 2 {
+            return false;
+        }
+        team.run(parts, &|core| {
+            let (lo, hi) = part_range(units, core.parts, core.index);
+            if lo < hi {
+                f(lo, hi, core.scratch);
+            }
+        });
+        true
+    })
+}
+
+/// The first error of the parts of one split call (later ones are dropped).
+pub struct FirstError<E> {
+    set: core::sync::atomic::AtomicBool,
+    value: core::cell::UnsafeCell<Option<E>>,
+}
+
+impl<E> Default for FirstError<E> {
+    fn default() -> Self {
+        FirstError {
+            set: core::sync::atomic::AtomicBool::new(false),
+            value: core::cell::UnsafeCell::new(None),
+        }
+    }
+}
+
+impl<E> FirstError<E> {
+    /// Keeps `e` if no part stored an error before.
+    pub fn put(&self, e: E) {
+        if !self.set.swap(true, core::sync::atomic::Ordering::AcqRel) {
+            // SAFETY: the swap above lets exactly one caller through, once; `take` reads only
+            // after the split call joined every part.
+            unsafe { *self.value.get() = Some(e) };
+        }
+    }
+
+    /// The stored error, if any (after the split call returned).
+    pub fn take(self) -> Option<E> {
+        self.value.into_inner()
+    }
+
+    /// `Err` with the stored error, if any.
+    pub fn result(self) -> Result<(), E> {
+        self.take().map_or(Ok(()), Err)
+    }
+}
+
+// SAFETY: the value is written by one part at most (see `put`) and read after the join.
+unsafe impl<E: Send> Sync for FirstError<E> {}
+
+/// [`for_units`] over an output slice cut into units of `unit` elements (the last unit may be
+/// shorter): `f(first_unit, chunk, scratch)` gets the elements of its units, disjoint from
+/// every other part's.
+pub fn for_chunks<T: Send>(
+    out: &mut [T],
+    unit: usize,
+    work_per_unit: usize,
+    f: impl Fn(usize, &mut [T], Option<&mut [f32]>) + Sync,
+) {
+    let unit = unit.max(1);
+    let len = out.len();
+    let shared = SharedSlice::new(out);
+    for_units(len.div_ceil(unit), work_per_unit, |lo, hi, scratch| {
+        // SAFETY: `for_units` hands out disjoint unit ranges, so these elements belong to
+        // this call alone.
+        let chunk = unsafe { shared.range(lo * unit, (hi * unit).min(len)) };
+        f(lo, chunk, scratch)
+    });
+}
+
+/// A mutable slice whose disjoint ranges the parts of one split call write.
+pub struct SharedSlice<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _borrow: core::marker::PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T> SharedSlice<'a, T> {
+    pub fn new(s: &'a mut [T]) -> SharedSlice<'a, T> {
+        SharedSlice {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+            _borrow: core::marker::PhantomData,
+        }
+    }
+
+    /// Elements `lo..hi` (clamped to the slice).
+    ///
+    /// # Safety
+    /// No other live reference (from another call of `range` or elsewhere) reaches any of
+    /// these elements while the returned slice is used.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn range(&self, lo: usize, hi: usize) -> &mut [T] {
+        let hi = hi.min(self.len);
+        let lo = lo.min(hi);
+        // SAFETY: lo ≤ hi ≤ len elements of the borrowed slice; exclusivity per the contract.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.add(lo), hi - lo) }
+    }
+}
+
+// SAFETY: parts reach disjoint elements only (the `range` contract) while the borrow `'a`
+// lasts; `T: Send` because elements are written from other cores.
+unsafe impl<T: Send> Sync for SharedSlice<'_, T> {}
 
 /// The installed-team pointer: per thread with `std`, one for the machine without (bare metal
 /// installs it on core 0 only; secondary cores never read it).

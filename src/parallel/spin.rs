@@ -22,8 +22,8 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use super::{Core, Job, Team, MAX_CORES};
 
 /// Default [`Team::min_work`] of a spin team: waking the cores and the final barrier cost a few
-/// hundred instructions, so a part of 16 K multiply-adds (about 4 K Neon instructions) pays.
-pub const SPIN_MIN_WORK: usize = 16 * 1024;
+/// hundred instructions, so a part of 4 K multiply-adds (about 1 K Neon instructions) pays.
+pub const SPIN_MIN_WORK: usize = 4 * 1024;
 
 /// Low bits of the ticket that hold the part count.
 const PARTS_BITS: u32 = 8;
@@ -164,6 +164,10 @@ impl Team for SpinTeam {
             .unwrap_or(0)
     }
 
+    fn busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
     fn run(&self, parts: usize, job: &Job<'_>) {
         let online = self.online.load(Ordering::Acquire);
         assert!(online > 0, "spin team: core 0 has not joined");
@@ -174,6 +178,7 @@ impl Team for SpinTeam {
         let parts = parts.clamp(1, online);
         let job_ref: &Job<'_> = job;
         if parts > 1 {
+            ptera_team_fork();
             self.job.store(
                 (&raw const job_ref).cast::<()>().cast_mut(),
                 Ordering::Relaxed,
@@ -206,18 +211,19 @@ impl Team for SpinTeam {
 
 /// Called by core 0 right before it publishes a split job, and right after the last part
 /// joined: marks that an execution trace finds by symbol to measure each parallel step
-/// (`cargo xtask qemu --icount --smp N`). They do nothing.
+/// (`cargo xtask qemu --icount --smp N`). They do nothing; their bodies differ (a distinct
+/// constant each) so that the linker never folds them into one address.
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn ptera_team_fork() {
-    core::hint::black_box(());
+    core::hint::black_box(0x464f_524b_u32); // "FORK"
 }
 
 /// See [`ptera_team_fork`].
 #[no_mangle]
 #[inline(never)]
 pub extern "C" fn ptera_team_join() {
-    core::hint::black_box(());
+    core::hint::black_box(0x4a4f_494e_u32); // "JOIN"
 }
 
 /// `WFE`/`SEV` on AArch64, spin-loop hints elsewhere.

@@ -104,3 +104,50 @@ fn parts_follow_units_and_work() {
     }
     assert_eq!(covered, 10);
 }
+
+#[test]
+fn chunks_cover_the_output_once_split_or_not() {
+    let team = ThreadTeam::with_min_work(3, 4, 1);
+    for len in [0, 1, 5, 16, 17, 100] {
+        for unit in [1, 4, 16] {
+            let run = |installed: bool| {
+                let mut out = std::vec![0u32; len];
+                let mut body = || {
+                    for_chunks(&mut out, unit, 1, |u0, chunk, _| {
+                        for (i, x) in chunk.iter_mut().enumerate() {
+                            *x += (u0 * unit + i) as u32 + 1;
+                        }
+                    })
+                };
+                if installed {
+                    scoped(&team, body)
+                } else {
+                    body()
+                }
+                out
+            };
+            let want: Vec<u32> = (1..=len as u32).collect();
+            assert_eq!(run(false), want);
+            assert_eq!(run(true), want);
+        }
+    }
+}
+
+#[test]
+fn jobs_see_no_team_and_errors_keep_the_first() {
+    let team = ThreadTeam::with_min_work(2, 4, 1);
+    let nested = AtomicUsize::new(0);
+    let errors = FirstError::default();
+    scoped(&team, || {
+        assert!(try_split(4, 1, |lo, _, _| {
+            with_team(|t| {
+                if t.is_some() {
+                    nested.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+            errors.put(lo);
+        }))
+    });
+    assert_eq!(nested.load(Ordering::Relaxed), 0);
+    assert!(matches!(errors.take(), Some(0 | 2)));
+}

@@ -9,6 +9,7 @@
 
 use std::boxed::Box;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::vec::Vec;
@@ -48,6 +49,8 @@ pub struct ThreadTeam {
     scratch0: Mutex<Vec<f32>>,
     scratch_f32: usize,
     min_work: usize,
+    /// A job is running (set by `run` while the caller holds `scratch0`).
+    busy: AtomicBool,
 }
 
 impl ThreadTeam {
@@ -88,6 +91,7 @@ impl ThreadTeam {
             scratch0: Mutex::new(std::vec![0.0; scratch_f32]),
             scratch_f32,
             min_work,
+            busy: AtomicBool::new(false),
         }
     }
 }
@@ -141,8 +145,13 @@ impl Team for ThreadTeam {
         self.scratch_f32
     }
 
+    fn busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
     fn run(&self, parts: usize, job: &Job<'_>) {
         let mut scratch0 = lock(&self.scratch0);
+        self.busy.store(true, Ordering::Release);
         let parts = parts.clamp(1, self.cores());
         let job_ref: &Job<'_> = job;
         if parts > 1 {
@@ -175,6 +184,7 @@ impl Team for ThreadTeam {
         } else {
             None
         };
+        self.busy.store(false, Ordering::Release);
         drop(scratch0);
         if let Err(p) = mine {
             resume_unwind(p);

@@ -19,6 +19,7 @@ mod drivers;
 mod exit;
 #[cfg(feature = "gemm-bench")]
 mod gemm_bench;
+mod mem;
 mod mmu;
 #[cfg(not(feature = "gemm-bench"))]
 mod model;

@@ -6,7 +6,12 @@ use crate::error::KernelError;
 use crate::linalg::conv::{self, Conv2d};
 use crate::linalg::gemm::{self, MatRef};
 use crate::linalg::vecmath as vec;
+use crate::parallel;
 use crate::shape::{NdIndex, Shape};
+
+/// Elements per unit when elementwise work is split across cores: whole vector blocks, so every
+/// part but the last runs only the kernels' main loops, as one core would on those elements.
+const CHUNK: usize = 64;
 
 /// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
 fn bcast_strides(d: &Shape, out: &Shape) -> [usize; MAX_DIMS] {
@@ -53,6 +58,13 @@ fn common<'x, 'o>(x: &'x [f32], out: &'o mut [f32]) -> (&'x [f32], &'o mut [f32]
 fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
     let n = a.len().min(b.len()).min(out.len());
     let (a, b, out) = (&a[..n], &b[..n], &mut out[..n]);
+    parallel::for_chunks(out, CHUNK, CHUNK * 2, |u, o, _| {
+        let r = u * CHUNK..u * CHUNK + o.len();
+        zip_with_here(op, &a[r.clone()], &b[r], o)
+    });
+}
+
+fn zip_with_here(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
     if let Some(v) = vec_op(op) {
         // Lengths are equal by construction, so this cannot fail.
         let _ = vec::binary(v, a, b, out);
@@ -66,6 +78,12 @@ fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
 /// `out = a op s` (`swap`: `s op a`).
 fn zip_scalar(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
     let (a, out) = common(a, out);
+    parallel::for_chunks(out, CHUNK, CHUNK * 2, |u, o, _| {
+        zip_scalar_here(op, &a[u * CHUNK..u * CHUNK + o.len()], s, swap, o)
+    });
+}
+
+fn zip_scalar_here(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
     match (vec_op(op), swap) {
         (Some(v), false) => {
             let _ = vec::binary_scalar(v, a, s, out);
@@ -95,9 +113,15 @@ fn is_trailing(small: &Shape, big: &Shape) -> bool {
 
 /// `out[r] = x[r] op row` for every `row.len()`-element chunk (`swap`: `row op x[r]`).
 fn rows_with(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
+    let n = x.len().min(out.len()) / row.len() * row.len();
+    let (x, out) = (&x[..n], &mut out[..n]);
+    parallel::for_chunks(out, row.len(), row.len() * 2, |u, o, _| {
+        rows_with_here(op, &x[u * row.len()..u * row.len() + o.len()], row, swap, o)
+    });
+}
+
+fn rows_with_here(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
     if let Some(v) = vec_op(op) {
-        let n = x.len().min(out.len());
-        let (x, out) = (&x[..n], &mut out[..n]);
         // Lengths are multiples of the row by construction, so this cannot fail.
         let _ = if swap {
             vec::row_binary(v, row, x, out)
@@ -111,9 +135,9 @@ fn rows_with(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
         .zip(x.chunks_exact(row.len()))
     {
         if swap {
-            zip_with(op, row, xr, o);
+            zip_with_here(op, row, xr, o);
         } else {
-            zip_with(op, xr, row, o);
+            zip_with_here(op, xr, row, o);
         }
     }
 }
@@ -162,9 +186,9 @@ pub fn binary(
     let (mut ia, mut ib) = (0usize, 0usize);
     for orow in out.chunks_exact_mut(last) {
         match (sa[r - 1] != 0, sb[r - 1] != 0) {
-            (true, true) => zip_with(op, &a[ia..ia + last], &b[ib..ib + last], orow),
-            (true, false) => zip_scalar(op, &a[ia..ia + last], b[ib], false, orow),
-            (false, true) => zip_scalar(op, &b[ib..ib + last], a[ia], true, orow),
+            (true, true) => zip_with_here(op, &a[ia..ia + last], &b[ib..ib + last], orow),
+            (true, false) => zip_scalar_here(op, &a[ia..ia + last], b[ib], false, orow),
+            (false, true) => zip_scalar_here(op, &b[ib..ib + last], a[ia], true, orow),
             (false, false) => orow.fill(apply(op, a[ia], b[ib])),
         }
         if let Some(d) = it.advance() {
@@ -178,6 +202,16 @@ pub fn binary(
 /// `kernels::vec` (accuracy table there).
 pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     let (x, out) = common(x, out);
+    let cost = match op {
+        Unary::Copy | Unary::Clamp | Unary::Abs | Unary::Neg | Unary::Square => 1,
+        _ => 12,
+    };
+    parallel::for_chunks(out, CHUNK, CHUNK * cost, |u, o, _| {
+        unary_here(op, &x[u * CHUNK..u * CHUNK + o.len()], o)
+    });
+}
+
+fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
     macro_rules! map {
         ($f:expr) => {
             for (o, &v) in out.iter_mut().zip(x) {
@@ -224,9 +258,11 @@ pub fn clamp(out: &mut [f32], lo: f32, hi: f32) {
     if lo == f32::NEG_INFINITY && hi == f32::INFINITY {
         return;
     }
-    for v in out {
-        *v = v.max(lo).min(hi);
-    }
+    parallel::for_chunks(out, CHUNK, CHUNK, |_, o, _| {
+        for v in o {
+            *v = v.max(lo).min(hi);
+        }
+    });
 }
 
 /// Softmax over rows of length `n` (stable: max subtracted; `kernels::vec::softmax_rows`).
@@ -236,7 +272,10 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     }
     // Whole rows of the common length: the graph checks make x and out the same size.
     let len = x.len().min(out.len()) / n * n;
-    let _ = vec::softmax_rows(&x[..len], &mut out[..len], n);
+    let x = &x[..len];
+    parallel::for_chunks(&mut out[..len], n, n * 16, |u, o, _| {
+        let _ = vec::softmax_rows(&x[u * n..u * n + o.len()], o, n);
+    });
 }
 
 /// Fully connected: `out[m, n] = x[m, k] · W + bias`, W `[n, k]` or (`transpose_w`) `[k, n]`.
@@ -297,7 +336,7 @@ pub fn batch_matmul(
     transpose_b: bool,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    for i in 0..batch {
+    let one = |i: usize, out: &mut [f32], scratch: &mut [f32]| -> Result<(), KernelError> {
         let ai = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k)?;
         let bs = &b[i * k * n..(i + 1) * k * n];
         let bi = if transpose_b {
@@ -305,16 +344,37 @@ pub fn batch_matmul(
         } else {
             MatRef::row_major(bs, k, n)?
         };
-        gemm::sgemm(
-            ai,
-            bi,
-            &mut out[i * m * n..(i + 1) * m * n],
-            n,
-            1.0,
-            0.0,
-            None,
-            scratch,
-        )?;
+        gemm::sgemm(ai, bi, out, n, 1.0, 0.0, None, scratch)
+    };
+    // Whole batches per core (each product as one core computes it alone), when there are
+    // at least two; a single product splits inside the GEMM instead.
+    let mn = m * n;
+    let out = &mut out[..batch * mn];
+    let need = gemm::sgemm_scratch_len(m, n, k);
+    if batch > 1 && scratch.len() >= need {
+        let errors = parallel::FirstError::default();
+        let shared = parallel::SharedSlice::new(out);
+        let split = parallel::try_split(batch, m * n * k, |lo, hi, core_scratch| {
+            if core_scratch.len() < need {
+                return errors.put(KernelError::Scratch {
+                    needed: need * 4,
+                    got: core_scratch.len() * 4,
+                });
+            }
+            // SAFETY: batches lo..hi of `out` belong to this part alone.
+            let mine = unsafe { shared.range(lo * mn, hi * mn) };
+            for (j, o) in mine.chunks_exact_mut(mn.max(1)).enumerate() {
+                if let Err(e) = one(lo + j, o, core_scratch) {
+                    return errors.put(e);
+                }
+            }
+        });
+        if split {
+            return errors.result();
+        }
+    }
+    for (i, o) in out.chunks_exact_mut(mn.max(1)).enumerate() {
+        one(i, o, scratch)?;
     }
     Ok(())
 }
@@ -393,18 +453,38 @@ fn gather_blocks(
     st: &[usize],
     block: usize,
     out: &mut [f32],
-    mut f: impl FnMut(Option<&mut [f32]>, usize),
+    f: impl Fn(Option<&mut [f32]>, usize) + Sync,
 ) {
-    let mut it = NdIndex::new(od);
-    let jumps = it.jumps(st);
-    let mut src = 0usize;
     let outer: usize = od.iter().product();
-    for b in 0..outer {
-        f(out.get_mut(b * block..(b + 1) * block), src);
-        if let Some(d) = it.advance() {
-            src = src.wrapping_add(jumps[d]);
-        }
+    let block = block.max(1);
+    let n = (outer * block).min(out.len());
+    let r = od.len();
+    // src offset change when dim d advances by one and the dims after it wrap to 0.
+    let mut jumps = [0isize; MAX_DIMS];
+    for d in 0..r {
+        let back: usize = (d + 1..r).map(|e| (od[e] - 1) * st[e]).sum();
+        jumps[d] = st[d] as isize - back as isize;
     }
+    // Whole blocks across cores; each part starts its odometer at its first block.
+    parallel::for_chunks(&mut out[..n], block, block * 2, |b0, o, _| {
+        let mut idx = [0usize; MAX_DIMS];
+        let mut rest = b0;
+        for d in (0..r).rev() {
+            idx[d] = rest % od[d].max(1);
+            rest /= od[d].max(1);
+        }
+        let mut src: usize = (0..r).map(|d| idx[d] * st[d]).sum();
+        for chunk in o.chunks_mut(block) {
+            let whole = chunk.len() == block;
+            f(whole.then_some(chunk), src);
+            let Some(d) = (0..r).rev().find(|&d| idx[d] + 1 < od[d]) else {
+                break;
+            };
+            idx[d] += 1;
+            idx[d + 1..r].fill(0);
+            src = src.wrapping_add_signed(jumps[d]);
+        }
+    });
 }
 
 /// Walks the rows (innermost runs) of a `block` placed at `offsets` inside a row-major

@@ -287,7 +287,7 @@ fn run_nest(
         len: c.len(),
     };
     let split = crate::parallel::with_team(|team| {
-        let Some(team) = team.filter(|t| t.cores() > 1 && t.scratch_f32() >= need) else {
+        let Some(team) = team.filter(|t| t.scratch_f32() >= need) else {
             return false;
         };
         let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(uk.nr));
@@ -716,22 +716,44 @@ fn gemv_panels(
     if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias)? {
         return Ok(true);
     }
-    for i in 0..m {
-        // Row i of a validated view: 1 × k at offset i·rs, unit column stride.
-        let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
-        for (q, panel) in b.data.chunks_exact(k * b.nr).enumerate() {
-            let j0 = q * b.nr;
-            let w = b.nr.min(n - j0);
-            let bq = MatRef::new(panel, k, w, b.nr, 1)?;
-            let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
-            let row = &mut c[i * ldc + j0..i * ldc + j0 + w];
+    // Whether this CPU has a GEMV for a row-major panel: asked once, on the first panel.
+    let probe = MatRef::new(&b.data[..k * b.nr], k, b.nr.min(n), b.nr, 1)?;
+    if !gemv::accepts(a.cols, probe) {
+        return Ok(false);
+    }
+    let panels = n.div_ceil(b.nr);
+    let errors = crate::parallel::FirstError::default();
+    let shared = crate::parallel::SharedSlice::new(c);
+    let one = |q: usize| -> Result<(), KernelError> {
+        let j0 = q * b.nr;
+        let w = b.nr.min(n - j0);
+        let bq = MatRef::new(&b.data[q * k * b.nr..(q + 1) * k * b.nr], k, w, b.nr, 1)?;
+        let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
+        for i in 0..m {
+            // Row i of a validated view: 1 × k at offset i·rs, unit column stride.
+            let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
+            // SAFETY: (row i, panel q) elements of C belong to the part that owns panel q.
+            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j0 + w) };
             if !gemv::sgemv(xi, bq, row, alpha, beta, bias_q) {
-                // Same CPU answer for every panel: only the first call can decline.
-                debug_assert!(i == 0 && q == 0);
-                return Ok(false);
+                return Err(shape_err("gemm: GEMV refused a panel it accepted"));
             }
         }
+        Ok(())
+    };
+    // Panels across cores (each computed as one core computes it).
+    let split = crate::parallel::try_split(panels, m * k * b.nr, |lo, hi, _| {
+        for q in lo..hi {
+            if let Err(e) = one(q) {
+                return errors.put(e);
+            }
+        }
+    });
+    if !split {
+        for q in 0..panels {
+            one(q)?;
+        }
     }
+    errors.result()?;
     Ok(true)
 }
 

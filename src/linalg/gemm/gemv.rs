@@ -11,6 +11,17 @@ use super::matref::MatRef;
 #[cfg(target_arch = "aarch64")]
 use super::select;
 
+/// Whether [`sgemv`] would compute a `1 × k` row times `b` on this CPU (its layout and CPU
+/// conditions, not the slice lengths).
+pub fn accepts(k: usize, b: MatRef<'_>) -> bool {
+    #[cfg(target_arch = "aarch64")]
+    if select::gemv_for_single_rows() {
+        return b.rows == k && k > 0 && b.cols > 0 && (b.cs == 1 || b.rs == 1);
+    }
+    let _ = (k, b);
+    false
+}
+
 /// Computes `y[j] = alpha·Σ_p x(0, p)·B(p, j) + beta·y[j] (+ bias[j])` for `j < n` (the `beta`
 /// term omitted when `beta == 0`) if this CPU has a GEMV for the layout: `x` is `1 × k` with
 /// unit column stride, B is `k × n` with a unit stride in either direction, `y` and `bias`
@@ -30,19 +41,32 @@ pub fn sgemv(
     }
     #[cfg(target_arch = "aarch64")]
     if select::gemv_for_single_rows() {
-        return super::arm::gemv::sgemv(
-            k,
-            n,
-            &x.data[..k.min(x.data.len())],
-            b.data,
-            b.rs,
-            b.cs,
-            y,
-            alpha,
-            beta,
-            bias,
-            select::gemv_sme2(),
-        );
+        use super::arm::gemv;
+        let xs = &x.data[..k.min(x.data.len())];
+        let sme2 = select::gemv_sme2();
+        if !gemv::accepts(k, n, xs, b.data, b.rs, b.cs, y, bias) {
+            return false;
+        }
+        // Across cores by whole column blocks (each column computed as one core would).
+        let unit = gemv::split_unit(b.cs == 1, sme2);
+        let y = crate::parallel::SharedSlice::new(&mut y[..n]);
+        let split = crate::parallel::try_split(n.div_ceil(unit), unit * k, |lo, hi, _| {
+            let (j0, j1) = (lo * unit, (hi * unit).min(n));
+            // SAFETY: parts get disjoint column ranges, so these elements of y are this
+            // part's alone.
+            let yp = unsafe { y.range(j0, j1) };
+            let bias = bias.map(|s| &s[j0..]);
+            // Columns j0..j1 of a B accepted above: the view from column j0 is in bounds.
+            let bp = &b.data[j0 * b.cs..];
+            let done = gemv::sgemv(k, j1 - j0, xs, bp, b.rs, b.cs, yp, alpha, beta, bias, sme2);
+            debug_assert!(done);
+        });
+        if !split {
+            // SAFETY: the whole of y, on this core, nothing else holds it.
+            let yall = unsafe { y.range(0, n) };
+            return gemv::sgemv(k, n, xs, b.data, b.rs, b.cs, yall, alpha, beta, bias, sme2);
+        }
+        return true;
     }
     let _ = (n, y, alpha, beta, bias);
     false

@@ -87,6 +87,9 @@ impl Team for Counting {
     fn scratch_f32(&self) -> usize {
         self.team.scratch_f32()
     }
+    fn busy(&self) -> bool {
+        self.team.busy()
+    }
     fn run(&self, parts: usize, job: &crate::parallel::Job<'_>) {
         if parts > 1 {
             self.splits.fetch_add(1, Ordering::Relaxed);

@@ -42,12 +42,20 @@ pub struct Marks {
 }
 
 impl Marks {
-    /// Looks the marks up in the firmware ELF.
+    /// Looks the marks up in the firmware ELF (an image that never splits work may lack the
+    /// fork/join marks: they then never match).
     pub fn from_elf(elf: &[u8]) -> Result<Marks> {
-        let mut a = [0u64; 4];
-        for (slot, name) in a.iter_mut().zip(MARK_SYMBOLS) {
-            *slot = super::elf::symbol(elf, name)?
-                .with_context(|| format!("the firmware has no symbol {name}"))?;
+        let mut a = [u64::MAX; 4];
+        for (i, (slot, name)) in a.iter_mut().zip(MARK_SYMBOLS).enumerate() {
+            match super::elf::symbol(elf, name)? {
+                Some(addr) => *slot = addr,
+                None if i >= 2 => {}
+                None => bail!("the firmware has no symbol {name}"),
+            }
+        }
+        let distinct = (0..4).all(|i| (i + 1..4).all(|j| a[i] != a[j] || a[i] == u64::MAX));
+        if !distinct {
+            bail!("two mark functions share an address in the firmware (folded by the linker)");
         }
         Ok(Marks {
             begin: a[0],
@@ -75,6 +83,8 @@ pub struct CoreCounter {
     serial: u64,
     critical_in_steps: u64,
     steps: u64,
+    /// Core 0's instructions outside parallel steps, by block address.
+    serial_by_pc: HashMap<u64, u64>,
 }
 
 /// The counts of one forward.
@@ -84,8 +94,29 @@ pub struct CoreCounts {
     pub critical_path: u64,
     /// Parallel steps (jobs split across cores) in the forward.
     pub steps: u64,
+    /// Core 0's instructions outside parallel steps, by block start address.
+    pub serial_by_pc: HashMap<u64, u64>,
 }
 
+impl CoreCounts {
+    /// Core 0's serial instructions by function (symbols `(address, size, name)` sorted by
+    /// address), largest first.
+    pub fn serial_by_function(&self, symbols: &[(u64, u64, String)]) -> Vec<(String, u64)> {
+        let mut by: HashMap<&str, u64> = HashMap::new();
+        for (&pc, &n) in &self.serial_by_pc {
+            let i = symbols.partition_point(|s| s.0 <= pc);
+            let name = i
+                .checked_sub(1)
+                .map(|i| &symbols[i])
+                .filter(|s| pc < s.0 + s.1.max(1))
+                .map_or("?", |s| s.2.as_str());
+            *by.entry(name).or_default() += n;
+        }
+        let mut v: Vec<(String, u64)> = by.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+}
 impl CoreCounter {
     pub fn new(marks: Marks) -> CoreCounter {
         CoreCounter {
@@ -173,6 +204,7 @@ impl CoreCounter {
         self.per_core[cpu] += n;
         if cpu == 0 && self.step_start.is_none() {
             self.serial += n;
+            *self.serial_by_pc.entry(pc).or_default() += n;
         }
         if cpu == 0 && pc == m.join {
             let start = self
@@ -204,6 +236,7 @@ impl CoreCounter {
             critical_path: self.serial + self.critical_in_steps,
             per_core,
             steps: self.steps,
+            serial_by_pc: self.serial_by_pc,
         })
     }
 }

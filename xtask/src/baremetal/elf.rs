@@ -66,7 +66,13 @@ pub fn sections(b: &[u8]) -> Result<Vec<Section>> {
 
 /// Address of the symbol `name` (from `.symtab`), if the file has it.
 pub fn symbol(b: &[u8], name: &str) -> Result<Option<u64>> {
+    Ok(functions(b)?.into_iter().find(|f| f.2 == name).map(|f| f.0))
+}
+
+/// Every symbol of `.symtab` with its address, size and name (sorted by address).
+pub fn functions(b: &[u8]) -> Result<Vec<(u64, u64, String)>> {
     check_header(b)?;
+    let mut out = Vec::new();
     let shoff = u64_at(b, 0x28)? as usize;
     let shentsize = u16_at(b, 0x3a)? as usize;
     let shnum = u16_at(b, 0x3c)? as usize;
@@ -84,12 +90,12 @@ pub fn symbol(b: &[u8], name: &str) -> Result<Option<u64>> {
                 .get(n..)
                 .and_then(|t| t.iter().position(|&c| c == 0))
                 .map_or(b.len(), |p| n + p);
-            if b.get(n..end) == Some(name.as_bytes()) {
-                return Ok(Some(u64_at(b, e + 8)?));
-            }
+            let name = String::from_utf8_lossy(b.get(n..end).unwrap_or_default()).into_owned();
+            out.push((u64_at(b, e + 8)?, u64_at(b, e + 16)?, name));
         }
     }
-    Ok(None)
+    out.sort();
+    Ok(out)
 }
 
 /// The loadable segments laid out from the lowest physical address (what `objcopy -O binary`

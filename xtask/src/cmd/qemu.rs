@@ -46,9 +46,14 @@ pub struct QemuArgs {
     /// Print a JSON object as the last line (counts, cores, outputs).
     #[arg(long)]
     pub json: bool,
-    /// Testing: count per core from the trace also with one core.
-    #[arg(long, hide = true)]
+    /// With `--icount`: count per core from QEMU's trace also with one core (to compare a
+    /// one-core profile with `--serial-top`).
+    #[arg(long)]
     pub trace_cores: bool,
+    /// With a traced count: the N functions where core 0 spends most instructions outside
+    /// parallel steps (what limits the speed-up).
+    #[arg(long, default_value_t = 0)]
+    pub serial_top: usize,
     /// Seconds before QEMU is stopped and the run fails.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
@@ -333,6 +338,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 per_core: vec![insns(report.execute_ticks)],
                 critical_path: insns(report.execute_ticks),
                 steps: 0,
+                serial_by_pc: Default::default(),
             },
         });
     }
@@ -343,6 +349,15 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 "forward on {} cores: instructions per core {:?} (sum {one}); critical path {} ({} parallel steps)",
                 args.smp, c.per_core, c.critical_path, c.steps
             );
+            if args.serial_top > 0 {
+                let syms = crate::baremetal::elf::functions(&elf_bytes)?;
+                let serial: u64 = c.serial_by_pc.values().sum();
+                println!("core 0 outside parallel steps: {serial} instructions; by function:");
+                for (name, n) in c.serial_by_function(&syms).iter().take(args.serial_top) {
+                    let share = *n as f64 * 100.0 / serial.max(1) as f64;
+                    println!("  {n:>10}  {share:5.1} %  {name}");
+                }
+            }
         }
     }
     if args.json {

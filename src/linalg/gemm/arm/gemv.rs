@@ -50,15 +50,7 @@ pub fn sgemv(
     bias: Option<&[f32]>,
     sme2: bool,
 ) -> bool {
-    if k == 0 || n == 0 || x.len() < k || y.len() < n || bias.is_some_and(|s| s.len() < n) {
-        return false;
-    }
-    // Last element of B read: (k-1)·brs + (n-1)·bcs (checked arithmetic).
-    let last = (k - 1)
-        .checked_mul(brs)
-        .zip((n - 1).checked_mul(bcs))
-        .and_then(|(r, c)| r.checked_add(c));
-    if last.is_none_or(|l| l >= b.len()) {
+    if !accepts(k, n, x, b, brs, bcs, y, bias) {
         return false;
     }
     if bcs == 1 {
@@ -88,6 +80,46 @@ pub fn sgemv(
         true
     } else {
         false
+    }
+}
+
+/// Whether [`sgemv`] computes this call (layout handled, slices long enough).
+#[allow(clippy::too_many_arguments)]
+pub fn accepts(
+    k: usize,
+    n: usize,
+    x: &[f32],
+    b: &[f32],
+    brs: usize,
+    bcs: usize,
+    y: &[f32],
+    bias: Option<&[f32]>,
+) -> bool {
+    if k == 0 || n == 0 || x.len() < k || y.len() < n || bias.is_some_and(|s| s.len() < n) {
+        return false;
+    }
+    if bcs != 1 && brs != 1 {
+        return false;
+    }
+    // Last element of B read: (k-1)·brs + (n-1)·bcs (checked arithmetic).
+    let last = (k - 1)
+        .checked_mul(brs)
+        .zip((n - 1).checked_mul(bcs))
+        .and_then(|(r, c)| r.checked_add(c));
+    last.is_some_and(|l| l < b.len())
+}
+
+/// Columns per unit when one GEMV is split across cores: whole column blocks of the path that
+/// [`sgemv`] takes first (SME2 blocks, Neon 48-column blocks, 4-column dot products), so
+/// every part but the last computes each column exactly as one core does.
+pub fn split_unit(row_major: bool, sme2: bool) -> usize {
+    if !row_major {
+        return 4;
+    }
+    if sme2 && crate::linalg::cpu::features().sme2 {
+        (4 * SME2_GROUPS * super::sme::svl_bytes() / 4).max(48)
+    } else {
+        48
     }
 }
 

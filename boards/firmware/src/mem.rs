@@ -1,0 +1,63 @@
+//! `memcpy` and `memset` for the firmware, with Neon 64-byte blocks.
+//!
+//! The target's prebuilt `compiler_builtins` copies word by word only when both pointers share
+//! an alignment (it is built for strict alignment), and byte by byte otherwise: the engine's
+//! row copies of f32 data (4-byte aligned) then cost about four instructions per byte. These
+//! replace its weak symbols. `ld1`/`st1` with byte elements have no alignment requirement, and
+//! the firmware only runs with the MMU on and RAM mapped Normal, so any address is fine. The
+//! loops are assembly so that the compiler cannot turn them back into calls of themselves.
+
+core::arch::global_asm!(
+    ".section .text.memcpy, \"ax\"",
+    ".global memcpy",
+    ".type memcpy, %function",
+    "memcpy:",
+    "    mov x3, x0",
+    "    cmp x2, #64",
+    "    b.lo 2f",
+    "1:  ld1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [x1], #64",
+    "    sub x2, x2, #64",
+    "    st1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [x3], #64",
+    "    cmp x2, #64",
+    "    b.hs 1b",
+    "2:  cmp x2, #16",
+    "    b.lo 3f",
+    "    ld1 {{v0.16b}}, [x1], #16",
+    "    sub x2, x2, #16",
+    "    st1 {{v0.16b}}, [x3], #16",
+    "    b 2b",
+    "3:  cbz x2, 4f",
+    "    ldrb w4, [x1], #1",
+    "    sub x2, x2, #1",
+    "    strb w4, [x3], #1",
+    "    b 3b",
+    "4:  ret",
+    ".size memcpy, . - memcpy",
+    "",
+    ".section .text.memset, \"ax\"",
+    ".global memset",
+    ".type memset, %function",
+    "memset:",
+    "    mov x3, x0",
+    "    dup v0.16b, w1",
+    "    cmp x2, #64",
+    "    b.lo 2f",
+    "    mov v1.16b, v0.16b",
+    "    mov v2.16b, v0.16b",
+    "    mov v3.16b, v0.16b",
+    "1:  st1 {{v0.16b, v1.16b, v2.16b, v3.16b}}, [x3], #64",
+    "    sub x2, x2, #64",
+    "    cmp x2, #64",
+    "    b.hs 1b",
+    "2:  cmp x2, #16",
+    "    b.lo 3f",
+    "    st1 {{v0.16b}}, [x3], #16",
+    "    sub x2, x2, #16",
+    "    b 2b",
+    "3:  cbz x2, 4f",
+    "    strb w1, [x3], #1",
+    "    sub x2, x2, #1",
+    "    b 3b",
+    "4:  ret",
+    ".size memset, . - memset",
+);
