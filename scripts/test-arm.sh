@@ -3,7 +3,8 @@
 #   * the kernel unit tests (every ISA the emulated CPU has, random and edge shapes vs a
 #     scalar reference), the whole fixture suite and every fixture lowered for every target
 #     (`cargo xtask lower`), with each ISA forced (PTERA_ISA); programs quantized by lower
-#     once per CPU (integer kernels do not depend on PTERA_ISA),
+#     once per CPU (integer kernels do not depend on PTERA_ISA), and every fixture split across
+#     2 and 4 threads against one (bit-identical) once per CPU,
 #   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256,
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
 # Usage: scripts/test-arm.sh [--fetch-qemu11]
@@ -22,7 +23,7 @@ if [[ "${1:-}" == "--fetch-qemu11" && ! -x "$QEMU11" ]]; then
 fi
 
 echo "== build (tests for $T)"
-nice cargo test --quiet --target "$T" --lib --test fixtures --no-run
+nice cargo test --quiet --target "$T" --lib --test fixtures --test multicore --no-run
 nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --test quantize --no-run
 
 # run QEMU CPU_OPTS ISA_LIST
@@ -43,6 +44,8 @@ matrix() {
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
     done
+    echo "== -cpu $cpu: every fixture bit-identical on 1, 2 and 4 threads (default ISA)"
+    nice cargo test --quiet --target "$T" --test multicore 2>&1 | grep -E "test result|panicked|FAILED"
     # The integer kernels are chosen from DotProd/I8MM alone, not from PTERA_ISA: once per CPU.
     echo "== -cpu $cpu: programs quantized by lower"
     nice cargo test --quiet --target "$T" -p ptera-lower --test quantize 2>&1 \

@@ -3,7 +3,8 @@
 # example on qemu-virt, then the acceptance tests in xtask/tests/baremetal.rs: every fixture on
 # qemu-virt (portable and XNNPACK) against ExecuTorch's outputs, the MLP on raspi4b, raspi3b and
 # imx8mp-evk, several virt CPUs, typed errors for too-small arenas and corrupted model blobs,
-# loader-placed models, icount determinism and `deploy`.
+# loader-placed models, icount determinism, `deploy`, and 2- and 4-core runs (secondary cores
+# started by PSCI) whose outputs equal one core's, with per-core counts.
 # Needs qemu-system-aarch64 (scripts/setup-qemu.sh). Firmware builds go to target/firmware.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -174,6 +174,110 @@ virt_fixture_tests! {
     virt_mlp_qd8p => "mlp_qd8p",
 }
 
+/// The last line of a `--json` run.
+fn last_json(log: &str) -> serde_json::Value {
+    let line = log
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line:\n{log}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// A forward on 2 and 4 cores (secondary cores started by PSCI, work split by the engine's
+/// spin team) gives the same output bytes as on one core, and matches ExecuTorch.
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn virt_multicore_outputs_are_bit_identical() {
+    for case in [
+        "gpt2_xnnpack",
+        "gpt2_portable",
+        "opt_xnnpack",
+        "llama_xnnpack",
+        "mbv2_xnnpack",
+        "bert_portable",
+        "gpt2_8da4w",
+    ] {
+        // run_file's output directory for these arguments.
+        let output = |tag: &str| {
+            let p = root()
+                .join("target/firmware/test-out")
+                .join(format!("{case}-qemu-virt-{tag}"))
+                .join("output-0.npy");
+            std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        };
+        run_case(case, "qemu-virt", &[]);
+        let one = output("");
+        for smp in ["2", "4"] {
+            let log = run_case(case, "qemu-virt", &["--smp", smp]);
+            assert!(
+                log.contains(&format!("cores: {smp} ran")),
+                "{case}: {log}"
+            );
+            assert!(
+                output(&format!("smp{smp}")) == one,
+                "{case}: output on {smp} cores differs from one core"
+            );
+        }
+    }
+}
+
+/// `--smp N --icount --json` reports each core's instructions and the critical path; on 4
+/// cores the critical path of the GPT-2 fixture is well below its one-core count, every core
+/// worked, and the counts repeat exactly.
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn virt_multicore_counts_per_core() {
+    let run = |smp: &str| {
+        last_json(&run_case(
+            "gpt2_xnnpack",
+            "qemu-virt",
+            &["--cpu", "cortex-a76", "--icount", "--json", "--smp", smp],
+        ))
+    };
+    let one = run("1");
+    assert_eq!(one["cores"], 1);
+    let single = one["critical_path"].as_u64().unwrap();
+    assert_eq!(one["instructions_per_core"], serde_json::json!([single]));
+    assert_eq!(one["forward_instructions"].as_u64(), Some(single));
+    let four = run("4");
+    let per: Vec<u64> = four["instructions_per_core"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(per.len(), 4, "{four}");
+    assert!(per.iter().all(|&n| n > 10_000), "{four}");
+    let critical = four["critical_path"].as_u64().unwrap();
+    assert!(critical >= per[0] / 2 && critical <= per[0], "{four}");
+    assert!(
+        critical * 10 < single * 7,
+        "4 cores: critical path {critical} vs one core {single}"
+    );
+    assert!(four["parallel_steps"].as_u64().unwrap() > 10, "{four}");
+    assert_eq!(run("4"), four, "traced counts repeat exactly");
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn smp_on_a_board_without_secondary_start_fails_clearly() {
+    let o = xtask(&[
+        "qemu",
+        fixture("mlp_portable.pte").to_str().unwrap(),
+        "--board",
+        "raspi4b",
+        "--smp",
+        "2",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("runs on one core for now"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// Programs lowered by `cargo xtask lower` run bare-metal and match ExecuTorch: for the
 /// board's CPU (`max`: SME2 panels at SVL 256) and for another target (Neon panels, computed
 /// through the GEMV or panel by panel by the CPU's own kernels).

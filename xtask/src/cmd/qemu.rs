@@ -298,6 +298,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         report.sme_svl_bits,
         report.isa
     );
+    println!("cores: {} ran the forward", report.cores);
     let freq = report.cntfrq.max(1);
     let ms = |ticks: u64| ticks as f64 * 1e3 / freq as f64;
     println!(
@@ -322,7 +323,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     if args.icount {
         let granule = 1_000_000_000 / freq;
         println!(
-            "instructions (icount, all cores): load {}, forward {}{}",
+            "instructions (icount): load {}, forward {}{}",
             insns(report.load_ticks),
             insns(report.execute_ticks),
             if granule > 1 {
