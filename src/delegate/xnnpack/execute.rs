@@ -432,7 +432,7 @@ pub fn execute_plan(
             Op::Transpose { x, perm, rank, .. } => {
                 run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
             }
-            Op::Reshape { x, .. } => out.copy_from_slice(rd(x)?),
+            Op::Reshape { x, .. } => crate::linalg::vecmath::copy(rd(x)?, out)?,
             Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
             Op::Concat {
                 inputs, n, axis, ..

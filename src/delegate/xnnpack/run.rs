@@ -220,7 +220,9 @@ fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
         };
     }
     match op {
-        Unary::Copy | Unary::Clamp => out.copy_from_slice(x),
+        Unary::Copy | Unary::Clamp => {
+            let _ = vec::copy(x, out);
+        }
         Unary::Abs => map!(|v: f32| v.abs()),
         Unary::Neg => map!(|v: f32| -v),
         Unary::Square => map!(|v: f32| v * v),
@@ -411,7 +413,7 @@ pub fn transpose(x: &[f32], xd: &Shape, perm: &[u8], out: &mut [f32]) {
     }
     let n = out.len().min(x.len());
     if k == 0 {
-        out[..n].copy_from_slice(&x[..n]);
+        let _ = vec::copy(&x[..n], &mut out[..n]);
         return;
     }
     let inner = od[k - 1];

@@ -16,6 +16,7 @@ use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::linalg::vecmath as vec;
+use crate::parallel;
 
 /// The normalisation kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
@@ -136,15 +137,36 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         let od = out.as_mut_slice::<f32>()?;
         let md = mean_out.as_mut_slice::<f32>()?;
         let rd = rstd_out.as_mut_slice::<f32>()?;
-        for i in 0..m {
-            let xr = &xd[i * n..(i + 1) * n];
-            let or = &mut od[i * n..(i + 1) * n];
-            let (mean, rstd) = vec::layer_norm(xr, wd, bd, eps as f32, or)
-                .map_err(|_| shape_err(5, "layer_norm: row length mismatch"))?;
-            md[i] = mean;
-            rd[i] = rstd;
+        if xd.len() < m * n || od.len() < m * n || md.len() < m || rd.len() < m {
+            return Err(shape_err(
+                5,
+                "layer_norm: output sizes differ from the input's",
+            ));
         }
-        return Ok(());
+        // Rows across cores (each row computed as one core computes it).
+        let (od, md, rd) = (
+            parallel::SharedSlice::new(od),
+            parallel::SharedSlice::new(md),
+            parallel::SharedSlice::new(rd),
+        );
+        let errors = parallel::FirstError::default();
+        parallel::for_units(m, n * 6, |lo, hi, _| {
+            // SAFETY: rows lo..hi (and their statistics) belong to this part alone.
+            let (o, mo, ro) =
+                unsafe { (od.range(lo * n, hi * n), md.range(lo, hi), rd.range(lo, hi)) };
+            for (j, i) in (lo..hi).enumerate() {
+                let xr = &xd[i * n..(i + 1) * n];
+                let or = &mut o[j * n..(j + 1) * n];
+                match vec::layer_norm(xr, wd, bd, eps as f32, or) {
+                    Ok((mean, rstd)) => {
+                        mo[j] = mean;
+                        ro[j] = rstd;
+                    }
+                    Err(_) => return errors.put(shape_err(5, "layer_norm: row length mismatch")),
+                }
+            }
+        });
+        return errors.result();
     }
     let xs = Src::new(&x)?;
     let ws = w.as_ref().map(Src::new).transpose()?;

@@ -3,6 +3,10 @@
 //! (same shape, scalar, row- and column-broadcast), `pow` by a scalar, comparisons to `u8`
 //! masks, `where`, `any`/`all`, `logical_not`, fills and a 4-byte transpose.
 //!
+//! The element maps (transcendentals, arithmetic, `pow`, softmax rows) split their slices
+//! across the installed team of cores ([`crate::parallel`]) when they are long enough, in
+//! aligned blocks or whole rows, so the result is bit-identical on any number of cores.
+//!
 //! Every function is safe, allocation-free and panic-free: slice lengths are checked up front
 //! and a mismatch is a [`KernelError::Shape`] (with `arg` 0; callers that have validated their
 //! shapes can ignore the exact argument). On AArch64 the transcendental, row and transpose
@@ -54,6 +58,30 @@ fn same(a: usize, b: usize) -> Res {
     }
 }
 
+/// Elements per unit when a map is split across cores ([`crate::parallel`]): whole vector
+/// blocks, so every part but the last runs only the kernels' main loops, on the same elements
+/// as one core would, and the split changes no bit.
+const CHUNK: usize = 64;
+
+/// `f(x_part, out_part)` over `CHUNK`-aligned parts of equal-length `x` and `out`, split across
+/// the installed team when `cost` (instructions per element, roughly) times the length pays.
+fn map(x: &[f32], out: &mut [f32], cost: usize, f: impl Fn(&[f32], &mut [f32]) + Sync) {
+    crate::parallel::for_chunks(out, CHUNK, CHUNK * cost, |u, o, _| {
+        f(&x[u * CHUNK..u * CHUNK + o.len()], o)
+    });
+}
+
+/// [`map`] over rows of `n` elements (a part is whole rows).
+fn map_rows(
+    x: &[f32],
+    out: &mut [f32],
+    n: usize,
+    cost: usize,
+    f: impl Fn(&[f32], &mut [f32]) + Sync,
+) {
+    crate::parallel::for_chunks(out, n, n * cost, |u, o, _| f(&x[u * n..u * n + o.len()], o));
+}
+
 macro_rules! dispatch {
     ($name:ident ( $($a:expr),* )) => {{
         #[cfg(target_arch = "aarch64")]
@@ -70,42 +98,42 @@ macro_rules! dispatch {
 /// `out[i] = exp(x[i])`.
 pub fn exp(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    dispatch!(exp(x, out));
+    map(x, out, 10, |x, o| dispatch!(exp(x, o)));
     Ok(())
 }
 
 /// `out[i] = tanh(x[i])`.
 pub fn tanh(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    dispatch!(tanh(x, out));
+    map(x, out, 12, |x, o| dispatch!(tanh(x, o)));
     Ok(())
 }
 
 /// `out[i] = 1 / (1 + exp(-x[i]))`.
 pub fn sigmoid(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    dispatch!(sigmoid(x, out));
+    map(x, out, 12, |x, o| dispatch!(sigmoid(x, o)));
     Ok(())
 }
 
 /// Tanh-approximated GELU, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
 pub fn gelu_tanh(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    dispatch!(gelu_tanh(x, out));
+    map(x, out, 16, |x, o| dispatch!(gelu_tanh(x, o)));
     Ok(())
 }
 
 /// Exact GELU, `0.5·x·(1 + erf(x/√2))`.
 pub fn gelu_erf(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    generic::gelu_erf(x, out);
+    map(x, out, 16, generic::gelu_erf);
     Ok(())
 }
 
 /// `out[i] = max(x[i], 0)`; NaN stays NaN.
 pub fn relu(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    generic::relu(x, out);
+    map(x, out, 1, generic::relu);
     Ok(())
 }
 
@@ -126,7 +154,7 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) -> Res {
     if !x.len().is_multiple_of(n) {
         return Err(mismatch());
     }
-    dispatch!(softmax_rows(x, out, n));
+    map_rows(x, out, n, 16, |x, o| dispatch!(softmax_rows(x, o, n)));
     Ok(())
 }
 
@@ -164,21 +192,24 @@ pub fn layer_norm(
 pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;
     same(b.len(), out.len())?;
-    generic::binary(op, a, b, out);
+    crate::parallel::for_chunks(out, CHUNK, CHUNK, |u, o, _| {
+        let r = u * CHUNK..u * CHUNK + o.len();
+        generic::binary(op, &a[r.clone()], &b[r], o)
+    });
     Ok(())
 }
 
 /// `out[i] = a[i] op s`.
 pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;
-    generic::binary_scalar(op, a, s, out);
+    map(a, out, 1, |a, o| generic::binary_scalar(op, a, s, o));
     Ok(())
 }
 
 /// `out[i] = s op b[i]`.
 pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) -> Res {
     same(b.len(), out.len())?;
-    generic::scalar_binary(op, s, b, out);
+    map(b, out, 1, |b, o| generic::scalar_binary(op, s, b, o));
     Ok(())
 }
 
@@ -191,12 +222,14 @@ pub fn binary_row(op: BinOp, a: &[f32], row: &[f32], out: &mut [f32]) -> Res {
     if !a.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
-    for (o, x) in out
-        .chunks_exact_mut(row.len())
-        .zip(a.chunks_exact(row.len()))
-    {
-        generic::binary(op, x, row, o);
-    }
+    map_rows(a, out, row.len(), 1, |a, out| {
+        for (o, x) in out
+            .chunks_exact_mut(row.len())
+            .zip(a.chunks_exact(row.len()))
+        {
+            generic::binary(op, x, row, o);
+        }
+    });
     Ok(())
 }
 
@@ -209,12 +242,14 @@ pub fn row_binary(op: BinOp, row: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     if !b.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
-    for (o, y) in out
-        .chunks_exact_mut(row.len())
-        .zip(b.chunks_exact(row.len()))
-    {
-        generic::binary(op, row, y, o);
-    }
+    map_rows(b, out, row.len(), 1, |b, out| {
+        for (o, y) in out
+            .chunks_exact_mut(row.len())
+            .zip(b.chunks_exact(row.len()))
+        {
+            generic::binary(op, row, y, o);
+        }
+    });
     Ok(())
 }
 
@@ -232,9 +267,16 @@ pub fn binary_col(op: BinOp, a: &[f32], col: &[f32], out: &mut [f32]) -> Res {
     if n == 0 {
         return Ok(());
     }
-    for ((o, x), &c) in out.chunks_exact_mut(n).zip(a.chunks_exact(n)).zip(col) {
-        generic::binary_scalar(op, x, c, o);
-    }
+    crate::parallel::for_chunks(out, n, n, |r0, out, _| {
+        let a = &a[r0 * n..r0 * n + out.len()];
+        for ((o, x), &c) in out
+            .chunks_exact_mut(n)
+            .zip(a.chunks_exact(n))
+            .zip(&col[r0..])
+        {
+            generic::binary_scalar(op, x, c, o);
+        }
+    });
     Ok(())
 }
 
@@ -244,7 +286,17 @@ pub fn binary_col(op: BinOp, a: &[f32], col: &[f32], out: &mut [f32]) -> Res {
 /// roundings: relative error ≤ 1e-6 (2 ulp for `x³`).
 pub fn pow_scalar(x: &[f32], e: f32, out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    generic::pow_scalar(x, e, out);
+    map(x, out, 2, |x, o| generic::pow_scalar(x, e, o));
+    Ok(())
+}
+
+/// `out = x`, split across cores when long (a copy costs well under one instruction per
+/// element, so only large copies split).
+pub fn copy(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    crate::parallel::for_chunks(out, 1024, 256, |u, o, _| {
+        o.copy_from_slice(&x[u * 1024..u * 1024 + o.len()])
+    });
     Ok(())
 }
 
