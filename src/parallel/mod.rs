@@ -220,6 +220,12 @@ impl<'a, T> SharedSlice<'a, T> {
         }
     }
 
+    /// The first element's address, for kernels that write strided tiles through raw
+    /// pointers (each part only the elements it owns).
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+
     /// Elements `lo..hi` (clamped to the slice).
     ///
     /// # Safety

@@ -266,7 +266,9 @@ pub fn gemm_qd8_f32(
     let gsize = k.checked_div(groups).unwrap_or(k);
     let grouped = matches!(w, QWeights::Qb4w { .. });
     let (lo_c, hi_c) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
-    for j0 in (0..n).step_by(NR) {
+    let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+    // One block of NR output channels; blocks are independent, so they split across cores.
+    let block = |j0: usize| {
         let cols: [usize; NR] = core::array::from_fn(|jj| (j0 + jj).min(n - 1));
         // Per column: Σ w (per-channel) or Σ_g s_g·Σ_{g} w (group-wise), and the scale.
         let mut wsum = [0i32; NR];
@@ -321,7 +323,8 @@ pub fn gemm_qd8_f32(
                 // bytes, `ap` m parameters, `out` m·n floats (checked above), every weight row
                 // `rb` bytes from its pointer and every column's group scales `2·groups`
                 // bytes (`QWeights::check`); from column j0, each output row has
-                // `min(4, n - j0)` floats and `ldo = n`.
+                // `min(4, n - j0)` floats and `ldo = n`; those columns of every row belong
+                // to this block alone (blocks split across cores are disjoint).
                 unsafe {
                     super::arm::block(
                         a.as_ptr(),
@@ -331,12 +334,12 @@ pub fn gemm_qd8_f32(
                         &wp,
                         rows,
                         &c,
-                        out[j0..].as_mut_ptr(),
+                        shared.as_mut_ptr().add(j0),
                         n,
                         (n - j0).min(NR),
                     )
                 };
-                continue;
+                return;
             }
         }
         for i0 in (0..m).step_by(MR) {
@@ -370,14 +373,21 @@ pub fn gemm_qd8_f32(
                 }
             }
             for ii in 0..MR.min(m - i0) {
-                let row = &mut out[(i0 + ii) * n..(i0 + ii + 1) * n];
-                for jj in 0..NR.min(n - j0) {
+                let at = (i0 + ii) * n + j0;
+                // SAFETY: columns j0.. of row i0 + ii belong to this block alone.
+                let row = unsafe { shared.range(at, at + NR.min(n - j0)) };
+                for (jj, o) in row.iter_mut().enumerate() {
                     let b = bias.map_or(0.0, |b| b[j0 + jj]);
-                    row[j0 + jj] = (res[ii][jj] + b).max(lo_c).min(hi_c);
+                    *o = (res[ii][jj] + b).max(lo_c).min(hi_c);
                 }
             }
         }
-    }
+    };
+    crate::parallel::for_units(n.div_ceil(NR), m * k * NR, |lo, hi, _| {
+        for b in lo..hi {
+            block(b * NR);
+        }
+    });
     Ok(())
 }
 
@@ -432,45 +442,51 @@ pub fn gemm_qd8_f32_p4x4(
     if kernel == QuantKernel::NeonDot {
         let columns = |j0: usize| arm_columns(j0, n, sums, &scale, bias, lo, hi);
         let blocks = n.div_ceil(4);
-        let mut b = 0;
-        while b < blocks {
-            let two = b + 2 <= blocks;
-            let ncols = |bb: usize| (n - 4 * bb).min(4);
-            // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); k % 16 == 0 and the
-            // packed size were checked (`check_packed`), so block `bb` has 4·k bytes at
-            // bb·4·k; `a` holds m·k bytes and `ap` m parameters; from column 4·b each output
-            // row of `out` (m·n floats, `ldo = n`) has the `ncols` floats stored.
-            unsafe {
-                let o = out[4 * b..].as_mut_ptr();
-                if two {
-                    let w = [data[4 * b * k..].as_ptr(), data[4 * (b + 1) * k..].as_ptr()];
-                    super::arm::block_p4x4::<2>(
-                        a.as_ptr(),
-                        ap.as_ptr(),
-                        m,
-                        k,
-                        w,
-                        &[columns(4 * b), columns(4 * b + 4)],
-                        o,
-                        n,
-                        [ncols(b), ncols(b + 1)],
-                    );
-                } else {
-                    super::arm::block_p4x4::<1>(
-                        a.as_ptr(),
-                        ap.as_ptr(),
-                        m,
-                        k,
-                        [data[4 * b * k..].as_ptr()],
-                        &[columns(4 * b)],
-                        o,
-                        n,
-                        [ncols(b)],
-                    );
+        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        // Pairs of 4-channel blocks (the pairing one core uses), split across cores.
+        crate::parallel::for_units(blocks.div_ceil(2), m * k * 8, |lo_p, hi_p, _| {
+            let end = (2 * hi_p).min(blocks);
+            let mut b = 2 * lo_p;
+            while b < end {
+                let two = b + 2 <= end;
+                let ncols = |bb: usize| (n - 4 * bb).min(4);
+                // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); k % 16 == 0 and
+                // the packed size were checked (`check_packed`), so block `bb` has 4·k bytes
+                // at bb·4·k; `a` holds m·k bytes and `ap` m parameters; from column 4·b each
+                // output row of `out` (m·n floats, `ldo = n`) has the `ncols` floats stored,
+                // which belong to this part alone (disjoint pairs of blocks).
+                unsafe {
+                    let o = shared.as_mut_ptr().add(4 * b);
+                    if two {
+                        let w = [data[4 * b * k..].as_ptr(), data[4 * (b + 1) * k..].as_ptr()];
+                        super::arm::block_p4x4::<2>(
+                            a.as_ptr(),
+                            ap.as_ptr(),
+                            m,
+                            k,
+                            w,
+                            &[columns(4 * b), columns(4 * b + 4)],
+                            o,
+                            n,
+                            [ncols(b), ncols(b + 1)],
+                        );
+                    } else {
+                        super::arm::block_p4x4::<1>(
+                            a.as_ptr(),
+                            ap.as_ptr(),
+                            m,
+                            k,
+                            [data[4 * b * k..].as_ptr()],
+                            &[columns(4 * b)],
+                            o,
+                            n,
+                            [ncols(b)],
+                        );
+                    }
                 }
+                b += if two { 2 } else { 1 };
             }
-            b += if two { 2 } else { 1 };
-        }
+        });
         return Ok(());
     }
     let _ = kernel;
