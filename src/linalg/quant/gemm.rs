@@ -372,13 +372,13 @@ pub fn gemm_qd8_f32(
                     }
                 }
             }
-            for ii in 0..MR.min(m - i0) {
+            for (ii, r) in res.iter().enumerate().take(MR.min(m - i0)) {
                 let at = (i0 + ii) * n + j0;
                 // SAFETY: columns j0.. of row i0 + ii belong to this block alone.
                 let row = unsafe { shared.range(at, at + NR.min(n - j0)) };
                 for (jj, o) in row.iter_mut().enumerate() {
                     let b = bias.map_or(0.0, |b| b[j0 + jj]);
-                    *o = (res[ii][jj] + b).max(lo_c).min(hi_c);
+                    *o = (r[jj] + b).max(lo_c).min(hi_c);
                 }
             }
         }
