@@ -11,6 +11,7 @@ use super::convert::{convert_elem, convert_run};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::linalg::vecmath as vec;
+use crate::parallel;
 use crate::tensor::MAX_RANK;
 
 /// Views may have twice the tensor rank (`repeat` splits every dim in two).
@@ -144,6 +145,46 @@ fn walk_blocks(v: &Simple, levels: usize, block: usize, mut f: impl FnMut(usize,
     }
 }
 
+/// [`walk_blocks`] with the blocks split across the installed team of cores: `f(dst, src)` is
+/// called once per block, from any core, each block exactly once (`cost`: instructions per
+/// element, roughly, for the split decision).
+fn walk_blocks_split(
+    v: &Simple,
+    levels: usize,
+    block: usize,
+    cost: usize,
+    f: impl Fn(usize, usize) + Sync,
+) {
+    let outer_rank = v.rank - levels;
+    let blocks: usize = v.dims[..outer_rank].iter().product();
+    parallel::for_units(blocks, block.saturating_mul(cost), |lo, hi, _| {
+        // The odometer at block `lo`, then as in `walk_blocks`.
+        let mut idx = [0usize; VIEW_RANK];
+        let mut rest = lo;
+        let mut off = v.base;
+        for k in (0..outer_rank).rev() {
+            idx[k] = rest % v.dims[k];
+            rest /= v.dims[k];
+            off += v.strides[k] * idx[k] as isize;
+        }
+        for b in lo..hi {
+            // Offsets at block starts are within the checked bounds, so non-negative.
+            f(b * block, off as usize);
+            let mut k = outer_rank;
+            while k > 0 {
+                k -= 1;
+                idx[k] += 1;
+                off += v.strides[k];
+                if idx[k] < v.dims[k] {
+                    break;
+                }
+                off -= v.strides[k] * v.dims[k] as isize;
+                idx[k] = 0;
+            }
+        }
+    });
+}
+
 /// Walks `v` in row-major order and calls `f(dst_start, src_start, count, src_stride)` for every
 /// innermost run of the simplified view, after checking every source element lies in
 /// `0..src_len`.
@@ -207,24 +248,32 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
             // A transpose of the last two dims of 4-byte elements: 4×4 register blocks
             // (bits copied unchanged, so this serves every 4-byte dtype).
             let cs = cs as usize;
-            let mut res = Ok(());
-            walk_blocks(&sv, 2, rows * cols, |d0, s0| {
-                let r = match (s32.get(s0..), d32.get_mut(d0..)) {
-                    (Some(s), Some(d)) => vec::transpose32(s, cs, d, cols, rows, cols),
+            let errors = parallel::FirstError::default();
+            let d32 = parallel::SharedSlice::new(d32);
+            walk_blocks_split(&sv, 2, rows * cols, 2, |d0, s0| {
+                // SAFETY: every block's elements belong to its call alone.
+                let d = unsafe { d32.range(d0, d0 + rows * cols) };
+                let r = match s32.get(s0..) {
+                    Some(s) if d.len() == rows * cols => {
+                        vec::transpose32(s, cs, d, cols, rows, cols)
+                    }
                     _ => Err(shape_err(arg, "view out of bounds")),
                 };
                 if r.is_err() {
-                    res = Err(shape_err(arg, "view out of bounds"));
+                    errors.put(shape_err(arg, "view out of bounds"));
                 }
             });
-            return res;
+            return errors.result();
         }
     }
+    let shared = parallel::SharedSlice::new(dst);
     if r >= 2 && sv.strides[r - 2] == 1 && cs > 1 && rows >= TILE && cols >= TILE {
         // A transpose of the last two dims: dst[a][b] = src[a + b * cs]. Copy it in square
         // tiles so that both sides stay in cache.
         let cs = cs as usize;
-        walk_blocks(&sv, 2, rows * cols, |d0, s0| {
+        walk_blocks_split(&sv, 2, rows * cols, 2, |d0, s0| {
+            // SAFETY: every block's elements belong to its call alone.
+            let dst = unsafe { shared.range(d0 * N, (d0 + rows * cols) * N) };
             for a0 in (0..rows).step_by(TILE) {
                 let a1 = (a0 + TILE).min(rows);
                 for b0 in (0..cols).step_by(TILE) {
@@ -232,7 +281,7 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
                     for b in b0..b1 {
                         // Source column b of the tile is contiguous (rows a0..a1).
                         let sb = s0 + b * cs;
-                        let mut p = (d0 + a0 * cols + b) * N;
+                        let mut p = (a0 * cols + b) * N;
                         for e in src[(sb + a0) * N..(sb + a1) * N].chunks_exact(N) {
                             dst[p..p + N].copy_from_slice(e);
                             p += cols * N;
@@ -243,8 +292,9 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
         });
         return Ok(());
     }
-    walk_blocks(&sv, 1, cols, |d0, s0| {
-        let out = &mut dst[d0 * N..(d0 + cols) * N];
+    walk_blocks_split(&sv, 1, cols, 1, |d0, s0| {
+        // SAFETY: every block's elements belong to its call alone.
+        let out = unsafe { shared.range(d0 * N, (d0 + cols) * N) };
         if cs == 1 {
             out.copy_from_slice(&src[s0 * N..(s0 + cols) * N]);
         } else if cs == 0 {
