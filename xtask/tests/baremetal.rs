@@ -210,10 +210,7 @@ fn virt_multicore_outputs_are_bit_identical() {
         let one = output("");
         for smp in ["2", "4"] {
             let log = run_case(case, "qemu-virt", &["--smp", smp]);
-            assert!(
-                log.contains(&format!("cores: {smp} ran")),
-                "{case}: {log}"
-            );
+            assert!(log.contains(&format!("cores: {smp} ran")), "{case}: {log}");
             assert!(
                 output(&format!("smp{smp}")) == one,
                 "{case}: output on {smp} cores differs from one core"
