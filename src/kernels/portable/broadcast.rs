@@ -325,20 +325,34 @@ pub(super) fn broadcast_into(
     }
     let inner = ddims[r - 1];
     let istr = sstr[r - 1];
-    // The outer index (dims 0..r-1) and the source offset of its row.
-    let mut rows = NdIndex::new(&ddims[..r - 1]);
-    let jumps = rows.jumps(&sstr[..r - 1]);
-    let mut soff = 0usize;
-    for row in dst[..total].chunks_exact_mut(inner) {
-        if istr == 0 {
-            row.fill(src[soff]);
-        } else {
-            row.copy_from_slice(&src[soff..soff + inner]);
+    let outer = &ddims[..r - 1];
+    // Whole rows per core; each part starts its outer index (dims 0..r-1) at its first row.
+    crate::parallel::for_chunks(&mut dst[..total], inner, inner / 4 + 8, |r0, part, _| {
+        let mut idx = [0usize; MAX_RANK];
+        let mut rest = r0;
+        let mut soff = 0usize;
+        for d in (0..r - 1).rev() {
+            idx[d] = rest % outer[d];
+            rest /= outer[d];
+            soff += idx[d] * sstr[d];
         }
-        if let Some(d) = rows.advance() {
-            soff = soff.wrapping_add(jumps[d]);
+        for row in part.chunks_exact_mut(inner) {
+            if istr == 0 {
+                row.fill(src[soff]);
+            } else {
+                row.copy_from_slice(&src[soff..soff + inner]);
+            }
+            // Next row: the last outer dim that has room advances, the ones after it wrap.
+            if let Some(d) = (0..r - 1).rev().find(|&d| idx[d] + 1 < outer[d]) {
+                idx[d] += 1;
+                soff += sstr[d];
+                for e in d + 1..r - 1 {
+                    soff -= idx[e] * sstr[e];
+                    idx[e] = 0;
+                }
+            }
         }
-    }
+    });
     Ok(())
 }
 

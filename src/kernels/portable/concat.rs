@@ -12,6 +12,7 @@ use super::promote::can_cast;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
+use crate::parallel;
 use crate::tensor::TensorRef;
 
 /// The concatenation and splitting kernels, by operator key.
@@ -240,9 +241,21 @@ fn split_into(
         let dst = out.bytes_mut();
         let w = sz * inner * es;
         if w > 0 {
-            for o in 0..outer {
-                let s0 = (o * total + off) * inner * es;
-                dst[o * w..(o + 1) * w].copy_from_slice(&src[s0..s0 + w]);
+            let (stride, base) = (total * inner * es, off * inner * es);
+            if outer == 1 {
+                // One contiguous piece: split it across cores in 4 KiB units.
+                parallel::for_chunks(&mut dst[..w], 4096, 256, |u, d, _| {
+                    let s0 = base + u * 4096;
+                    d.copy_from_slice(&src[s0..s0 + d.len()]);
+                });
+            } else {
+                // Rows of `w` bytes, whole rows per core (about one instruction per 16 bytes).
+                parallel::for_chunks(&mut dst[..outer * w], w, w / 16 + 8, |o0, d, _| {
+                    for (j, row) in d.chunks_exact_mut(w).enumerate() {
+                        let s0 = (o0 + j) * stride + base;
+                        row.copy_from_slice(&src[s0..s0 + w]);
+                    }
+                });
             }
         }
         off += sz;
