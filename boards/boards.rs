@@ -67,6 +67,11 @@ pub enum QemuCpu {
 pub enum Smp {
     /// PSCI `CPU_ON` through `HVC` (`smc: false`) or `SMC`; core `i` has MPIDR affinity 0 = `i`.
     Psci { smc: bool },
+    /// Spin table (Raspberry Pi): core `i` (1..) waits in the boot firmware until the address
+    /// at `release[i - 1]` is non-zero, then jumps there; QEMU's raspi machines instead start
+    /// every core at the image's entry. Both end in the firmware's boot stub, which holds the
+    /// secondary cores until core 0 releases them.
+    SpinTable { release: [u64; 3] },
     /// Not supported on this board yet: the firmware runs on core 0 only.
     None,
 }
@@ -181,7 +186,9 @@ pub const BOARDS: &[Board] = &[
         ],
         boot: Boot::RpiFirmware,
         cores: 4,
-        smp: Smp::None,
+        smp: Smp::SpinTable {
+            release: [0xe0, 0xe8, 0xf0],
+        },
     },
     Board {
         name: "raspi3b",
@@ -220,7 +227,9 @@ pub const BOARDS: &[Board] = &[
         ],
         boot: Boot::RpiFirmware,
         cores: 4,
-        smp: Smp::None,
+        smp: Smp::SpinTable {
+            release: [0xe0, 0xe8, 0xf0],
+        },
     },
     Board {
         name: "imx8mp-evk",

@@ -858,6 +858,54 @@ pub fn with_segments(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
     crate::format::write::container(flatbuffer, segments)
 }
 
+/// A thread team ([`crate::parallel::threads::ThreadTeam`]) that splits every job it can
+/// (`min_work` 1, GEMM-sized scratch) and counts the jobs it split, so that a test of
+/// bit-identical multi-core results knows splits really happened.
+pub struct CountingTeam {
+    team: crate::parallel::threads::ThreadTeam,
+    splits: core::sync::atomic::AtomicUsize,
+}
+
+impl CountingTeam {
+    pub fn new(cores: usize) -> CountingTeam {
+        CountingTeam {
+            team: crate::parallel::threads::ThreadTeam::with_min_work(
+                cores,
+                crate::linalg::gemm::GEMM_SCRATCH_F32,
+                1,
+            ),
+            splits: core::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Jobs run on more than one core so far.
+    pub fn splits(&self) -> usize {
+        self.splits.load(core::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl crate::parallel::Team for CountingTeam {
+    fn cores(&self) -> usize {
+        self.team.cores()
+    }
+    fn min_work(&self) -> usize {
+        self.team.min_work()
+    }
+    fn scratch_f32(&self) -> usize {
+        self.team.scratch_f32()
+    }
+    fn busy(&self) -> bool {
+        self.team.busy()
+    }
+    fn run(&self, parts: usize, job: &crate::parallel::Job<'_>) {
+        if parts > 1 {
+            self.splits
+                .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        }
+        self.team.run(parts, job)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,37 +6,10 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use common::*;
-use ptera::parallel::{scoped, threads::ThreadTeam, Job, Team};
+use ptera::parallel::{scoped, Team};
+use ptera::testing::CountingTeam;
 use ptera::Registry;
-
-struct Counting {
-    team: ThreadTeam,
-    splits: AtomicUsize,
-}
-
-impl Team for Counting {
-    fn cores(&self) -> usize {
-        self.team.cores()
-    }
-    fn min_work(&self) -> usize {
-        self.team.min_work()
-    }
-    fn scratch_f32(&self) -> usize {
-        self.team.scratch_f32()
-    }
-    fn busy(&self) -> bool {
-        self.team.busy()
-    }
-    fn run(&self, parts: usize, job: &Job<'_>) {
-        if parts > 1 {
-            self.splits.fetch_add(1, Ordering::Relaxed);
-        }
-        self.team.run(parts, job)
-    }
-}
 
 fn bits(o: &Outputs) -> Vec<Vec<u64>> {
     o.iter()
@@ -47,13 +20,7 @@ fn bits(o: &Outputs) -> Vec<Vec<u64>> {
 #[test]
 fn every_fixture_is_bit_identical_on_1_2_and_4_cores() {
     let registry = Registry::standard();
-    let teams: Vec<Counting> = [2, 4]
-        .iter()
-        .map(|&n| Counting {
-            team: ThreadTeam::with_min_work(n, ptera::linalg::gemm::GEMM_SCRATCH_F32, 1),
-            splits: AtomicUsize::new(0),
-        })
-        .collect();
+    let teams: Vec<CountingTeam> = [2, 4].iter().map(|&n| CountingTeam::new(n)).collect();
     let cases = cases();
     assert!(cases.len() >= 20, "expected the whole fixture set");
     for case in &cases {
@@ -72,10 +39,10 @@ fn every_fixture_is_bit_identical_on_1_2_and_4_cores() {
     }
     for team in &teams {
         assert!(
-            team.splits.load(Ordering::Relaxed) > 100,
+            team.splits() > 100,
             "the {}-core team split only {} jobs",
             team.cores(),
-            team.splits.load(Ordering::Relaxed)
+            team.splits()
         );
     }
 }

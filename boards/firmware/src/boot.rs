@@ -1,8 +1,10 @@
 //! Reset path before aarch64-rt's `entry`, the exception handlers and the critical section.
 //!
 //! `ptera_boot` is the ELF entry and the first instruction of a flat image. QEMU's raspi machines
-//! start all four cores there at EL3, the real Pi firmware and U-Boot start one core at EL2, QEMU
-//! `virt` starts at EL1. The stub parks every core but core 0, then, from EL3 or EL2, configures
+//! start all four cores there at EL3, the real Pi firmware and U-Boot start one core at EL2 (the
+//! Pi's others wait in its spin table until `smp` points them here), QEMU `virt` starts at EL1.
+//! The stub holds every core but core 0 until `smp` releases them (or forever on a one-core
+//! image), then, on each core, from EL3 or EL2, configures
 //! the higher levels so that nothing traps (AArch64 EL1, FP/SVE/SME not trapped, full vector
 //! lengths allowed, EL1 may read the counters) and `eret`s to `entry` at EL1h with interrupts
 //! masked. The firmware then always runs at EL1 and uses one set of registers (`el1` feature).
@@ -14,18 +16,26 @@ core::arch::global_asm!(
     ".global ptera_boot",
     ".type ptera_boot, %function",
     "ptera_boot:",
-    // Core 0 of cluster 0 continues; every other core sleeps forever.
+    // Core 0 of cluster 0 continues (x20 = 0); every other core (x20 = 1) waits, with the MMU
+    // off, until core 0 sets `ptera_secondary_go` (cleaned to memory) and then takes the same
+    // way down to EL1, ending in `ptera_secondary_el1` instead of aarch64-rt's `entry`.
+    "    mov x20, #0",
     "    mrs x9, mpidr_el1",
     "    and x9, x9, #0xffff",
     "    cbz x9, 1f",
+    "    mov x20, #1",
+    "    adrp x10, ptera_secondary_go",
+    "    add x10, x10, :lo12:ptera_secondary_go",
     "0:  wfe",
-    "    b 0b",
+    "    ldr x11, [x10]",
+    "    cbz x11, 0b",
     "1:  mrs x9, CurrentEL",
     "    ubfx x9, x9, #2, #2",
     "    cmp x9, #3",
     "    b.eq 3f",
     "    cmp x9, #2",
     "    b.eq 2f",
+    "    cbnz x20, ptera_secondary_el1",
     "    b entry",
     // ---- EL3 ----
     // SCR_EL3: NS, RES1[5:4], SMD (no SMC), HCE, RW (lower levels are AArch64).
@@ -57,7 +67,9 @@ core::arch::global_asm!(
     "8:  mov x10, #0x3c5",
     "    msr spsr_el3, x10",
     "    adr x10, entry",
-    "    msr elr_el3, x10",
+    "    cbz x20, 14f",
+    "    adr x10, ptera_secondary_el1",
+    "14: msr elr_el3, x10",
     "    isb",
     "    eret",
     // ---- EL2 ----
@@ -65,7 +77,9 @@ core::arch::global_asm!(
     "    mov x10, #0x3c5",
     "    msr spsr_el2, x10",
     "    adr x10, entry",
-    "    msr elr_el2, x10",
+    "    cbz x20, 15f",
+    "    adr x10, ptera_secondary_el1",
+    "15: msr elr_el2, x10",
     "    isb",
     "    eret",
     // ---- EL2 set-up for an EL1 guest (called from EL3 or EL2; uses x10, x11 only) ----
@@ -106,6 +120,35 @@ core::arch::global_asm!(
     "    msr sctlr_el1, x11",
     "    ret",
     ".size ptera_boot, . - ptera_boot",
+    "",
+    // A released secondary core at EL1h, MMU off: the MMU on with the shared initial page
+    // table (aarch64-rt's `enable_mmu`), FP not trapped, its own stack from
+    // `ptera_secondary_sp[core]` (written by core 0 before the release; read with the MMU and
+    // caches on, so coherent with core 0's writes), then `smp::ptera_secondary_main(core)`.
+    ".global ptera_secondary_el1",
+    ".type ptera_secondary_el1, %function",
+    "ptera_secondary_el1:",
+    "    bl enable_mmu",
+    "    mrs x9, cpacr_el1",
+    "    orr x9, x9, #(0x3 << 20)",
+    "    msr cpacr_el1, x9",
+    "    isb",
+    "    mrs x19, mpidr_el1",
+    "    and x19, x19, #0xff",
+    "    adrp x10, ptera_secondary_sp",
+    "    add x10, x10, :lo12:ptera_secondary_sp",
+    "    cmp x19, #{max}",
+    "    b.hs 1f",
+    "    ldr x11, [x10, x19, lsl #3]",
+    // A core this image does not use (no stack given) parks.
+    "    cbz x11, 1f",
+    "    mov sp, x11",
+    "    mov x0, x19",
+    "    b ptera_secondary_main",
+    "1:  wfe",
+    "    b 1b",
+    ".size ptera_secondary_el1, . - ptera_secondary_el1",
+    max = const MAX_SECONDARY,
 );
 
 /// Exceptions at EL1 are bugs: report syndrome and address, then stop (non-zero exit on QEMU).
@@ -165,5 +208,36 @@ unsafe impl critical_section::Impl for DaifCriticalSection {
     unsafe fn release(daif: u64) {
         // SAFETY: restores the value saved by `acquire`.
         unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nostack)) };
+    }
+}
+
+/// Non-zero once core 0 releases the secondary cores (`smp`). In `.data`, part of the loaded
+/// image, so it reads 0 before core 0 runs even where RAM is not cleared; read by the waiting
+/// cores with the MMU off, so core 0 cleans it to memory after writing.
+#[no_mangle]
+#[link_section = ".data.ptera_secondary_go"]
+pub static ptera_secondary_go: core::sync::atomic::AtomicU64 =
+    core::sync::atomic::AtomicU64::new(0);
+
+/// Initial stack pointer of each core (index = MPIDR affinity 0), written by core 0 before the
+/// release and read by `ptera_secondary_el1` with the MMU on.
+#[no_mangle]
+pub static ptera_secondary_sp: [core::sync::atomic::AtomicU64; MAX_SECONDARY] =
+    [const { core::sync::atomic::AtomicU64::new(0) }; MAX_SECONDARY];
+
+/// Cores (affinity 0 values) a spin-table board may release: the Pi boards have 4.
+pub const MAX_SECONDARY: usize = 4;
+
+/// Rust entry of a released secondary core (from `ptera_secondary_el1`, stack set, MMU on).
+#[no_mangle]
+extern "C" fn ptera_secondary_main(core: u64) -> ! {
+    aarch64_rt::set_exception_vector();
+    #[cfg(not(feature = "gemm-bench"))]
+    crate::smp::secondary(core as usize);
+    #[cfg(feature = "gemm-bench")]
+    let _ = core;
+    loop {
+        // SAFETY: WFE only waits for an event; a core with nothing to do parks here.
+        unsafe { core::arch::asm!("wfe", options(nomem, nostack, preserves_flags)) };
     }
 }

@@ -1,4 +1,6 @@
-//! The other cores: started through the board's boot protocol (`boards.rs` [`Smp`]), each with
+//! The other cores: started through the board's boot protocol (`boards.rs` [`Smp`]: PSCI
+//! `CPU_ON`, or the Raspberry Pi spin table plus a release of the cores QEMU started in the
+//! boot stub, see `boot.rs`), each with
 //! its own stack and kernel scratch from this image's static layout (the memory budget shows
 //! them), its FP/SIMD, SVE and SME enabled at EL1 with core 0's vector lengths, and parked in
 //! the engine's [`SpinTeam`] (`WFE` between jobs) for the rest of the run.
@@ -7,7 +9,7 @@
 //! one core nothing here reserves memory and the engine runs as before.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use aarch64_rt::Stack;
 use ptera::linalg::gemm::GEMM_SCRATCH_F32;
@@ -42,6 +44,39 @@ static SCRATCH: Scratch = Scratch(UnsafeCell::new([[0.0; GEMM_SCRATCH_F32]; SCRA
 static STACKS: Stacks = Stacks(UnsafeCell::new([const { Stack::new() }; CORES - 1]));
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// Each released spin-table core's scratch (set by core 0 before the release).
+static SECONDARY_SCRATCH: [AtomicPtr<f32>; crate::boot::MAX_SECONDARY] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; crate::boot::MAX_SECONDARY];
+
+/// A released spin-table core (from the boot stub): FP/SVE/SME like core 0, then serve the team
+/// with the scratch core 0 set aside for it.
+pub fn secondary(index: usize) {
+    let Some(slot) = SECONDARY_SCRATCH.get(index).filter(|_| index < CORES) else {
+        return; // not a core of this image: park
+    };
+    // Released together with the others, a core waits for core 0 to hand it its scratch
+    // (in core order, each followed by an event).
+    let scratch = loop {
+        let p = slot.load(Ordering::Acquire);
+        if !p.is_null() {
+            break p;
+        }
+        // SAFETY: WFE only waits for an event; it touches no memory.
+        unsafe { core::arch::asm!("wfe", options(nomem, nostack, preserves_flags)) };
+    };
+    crate::cpu::enable_simd();
+    // SAFETY: core 0 stored a pointer to this core's own GEMM_SCRATCH_F32 floats of SCRATCH
+    // (handed out once, in `start`) before releasing it; no other core uses them.
+    let scratch = unsafe { core::slice::from_raw_parts_mut(scratch, GEMM_SCRATCH_F32) };
+    TEAM.serve(index, scratch)
+}
+
+/// Cleans the cache line of `addr` to memory, for a core that reads it with its MMU off.
+fn clean_to_memory(addr: usize) {
+    // SAFETY: DC CIVAC on a mapped address only writes back and invalidates its cache line.
+    unsafe { core::arch::asm!("dc civac, {}", "dsb sy", in(reg) addr, options(nostack)) };
+}
+
 /// Starts cores 1 .. [`CORES`] and waits until each has joined the team; returns the team and
 /// the cores online (fewer than asked when the board refuses one: logged). `None` on a
 /// one-core image.
@@ -68,6 +103,46 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
             .get()
             .cast::<Stack<SECONDARY_STACK_PAGES>>()
             .wrapping_add(index - 1);
+        if let Smp::SpinTable { release } = BOARD.smp {
+            let (Some(slot), Some(&addr)) = (SECONDARY_SCRATCH.get(index), release.get(index - 1))
+            else {
+                defmt::warn!("core {=usize}: the spin table has no slot for it", index);
+                break;
+            };
+            // Every secondary core's stack before the first release: QEMU's raspi machines
+            // hold all of them in the boot stub, and the go flag releases them together.
+            if index == 1 {
+                for (i, sp) in crate::boot::ptera_secondary_sp
+                    .iter()
+                    .enumerate()
+                    .take(CORES)
+                    .skip(1)
+                {
+                    let end = STACKS
+                        .0
+                        .get()
+                        .cast::<Stack<SECONDARY_STACK_PAGES>>()
+                        .wrapping_add(i);
+                    sp.store(end as u64, Ordering::Release);
+                }
+            }
+            slot.store(mine.as_mut_ptr(), Ordering::Release);
+            extern "C" {
+                fn ptera_boot();
+            }
+            // SAFETY: the board's spin-table slot for this core (low RAM, mapped Normal by
+            // the board table), read by the boot firmware's waiting core with its MMU off.
+            unsafe { core::ptr::write_volatile(addr as *mut u64, ptera_boot as *const () as u64) };
+            clean_to_memory(addr as usize);
+            crate::boot::ptera_secondary_go.store(1, Ordering::Release);
+            clean_to_memory((&raw const crate::boot::ptera_secondary_go) as usize);
+            // SAFETY: SEV wakes the waiting cores; it touches no memory.
+            unsafe { core::arch::asm!("sev", options(nomem, nostack, preserves_flags)) };
+            if !wait_joined(index) {
+                return Some((&TEAM, TEAM.online()));
+            }
+            continue;
+        }
         let entry = move || {
             crate::cpu::enable_simd();
             let scratch = mine;
@@ -88,7 +163,7 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
                         mpidr, stack, entry,
                     )
                 }
-                Smp::None => break,
+                Smp::SpinTable { .. } | Smp::None => break,
             }
         };
         if let Err(e) = started {
@@ -100,19 +175,26 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
             );
             break;
         }
-        // The core joins within a few thousand instructions; a core that never does is a
-        // board fault, reported rather than waited for forever.
-        let mut spins = 0u64;
-        while TEAM.online() <= index {
-            spins += 1;
-            if spins > 100_000_000 {
-                defmt::warn!("core {=usize} started but never joined", index);
-                return Some((&TEAM, TEAM.online()));
-            }
-            core::hint::spin_loop();
+        if !wait_joined(index) {
+            return Some((&TEAM, TEAM.online()));
         }
     }
     Some((&TEAM, TEAM.online()))
+}
+
+/// Waits until core `index` has joined. It does within a few thousand instructions; a core
+/// that never does is a board fault, reported rather than waited for forever.
+fn wait_joined(index: usize) -> bool {
+    let mut spins = 0u64;
+    while TEAM.online() <= index {
+        spins += 1;
+        if spins > 100_000_000 {
+            defmt::warn!("core {=usize} started but never joined", index);
+            return false;
+        }
+        core::hint::spin_loop();
+    }
+    true
 }
 
 /// Marks around the measured forward (core 0), found by symbol in an execution trace

@@ -119,20 +119,35 @@ fn simplify(v: &View, src_len: usize, arg: usize) -> Result<Option<Simple>, Kern
 /// Walks the outer `v.rank - levels` dims of `v` in row-major order and calls
 /// `f(dst_start, src_start)` for each block formed by the innermost `levels` dims
 /// (`block` elements each).
-fn walk_blocks(v: &Simple, levels: usize, block: usize, mut f: impl FnMut(usize, usize)) {
+fn walk_blocks(v: &Simple, levels: usize, block: usize, f: impl FnMut(usize, usize)) {
     let outer_rank = v.rank - levels;
+    let blocks: usize = v.dims[..outer_rank].iter().product();
+    walk_range(v, outer_rank, block, 0, blocks, f);
+}
+
+/// Blocks `lo..hi` (row-major over the first `outer_rank` dims) of [`walk_blocks`]: the
+/// odometer starts at block `lo`.
+fn walk_range(
+    v: &Simple,
+    outer_rank: usize,
+    block: usize,
+    lo: usize,
+    hi: usize,
+    mut f: impl FnMut(usize, usize),
+) {
     let mut idx = [0usize; VIEW_RANK];
+    let mut rest = lo;
     let mut off = v.base;
-    let mut dst = 0usize;
-    loop {
+    for k in (0..outer_rank).rev() {
+        idx[k] = rest % v.dims[k];
+        rest /= v.dims[k];
+        off += v.strides[k] * idx[k] as isize;
+    }
+    for b in lo..hi {
         // Offsets at block starts are within the checked bounds, so non-negative.
-        f(dst, off as usize);
-        dst += block;
+        f(b * block, off as usize);
         let mut k = outer_rank;
-        loop {
-            if k == 0 {
-                return;
-            }
+        while k > 0 {
             k -= 1;
             idx[k] += 1;
             off += v.strides[k];
@@ -158,30 +173,7 @@ fn walk_blocks_split(
     let outer_rank = v.rank - levels;
     let blocks: usize = v.dims[..outer_rank].iter().product();
     parallel::for_units(blocks, block.saturating_mul(cost), |lo, hi, _| {
-        // The odometer at block `lo`, then as in `walk_blocks`.
-        let mut idx = [0usize; VIEW_RANK];
-        let mut rest = lo;
-        let mut off = v.base;
-        for k in (0..outer_rank).rev() {
-            idx[k] = rest % v.dims[k];
-            rest /= v.dims[k];
-            off += v.strides[k] * idx[k] as isize;
-        }
-        for b in lo..hi {
-            // Offsets at block starts are within the checked bounds, so non-negative.
-            f(b * block, off as usize);
-            let mut k = outer_rank;
-            while k > 0 {
-                k -= 1;
-                idx[k] += 1;
-                off += v.strides[k];
-                if idx[k] < v.dims[k] {
-                    break;
-                }
-                off -= v.strides[k] * v.dims[k] as isize;
-                idx[k] = 0;
-            }
-        }
+        walk_range(v, outer_rank, block, lo, hi, &f)
     });
 }
 

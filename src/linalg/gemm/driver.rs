@@ -141,23 +141,13 @@ pub fn sgemm_with(
     if b.rows != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias)? else {
         return Ok(());
-    }
+    };
     let b = if b.cs == 1 {
         BSource::InPlace(b)
     } else {
         BSource::Strided(b)
-    };
-    let call = Call {
-        uk,
-        m,
-        n,
-        k,
-        ldc,
-        alpha,
-        beta,
-        bias,
     };
     run_nest(&call, ASource::Mat(a), b, c, scratch)
 }
@@ -245,6 +235,35 @@ struct Call<'k> {
     alpha: f32,
     beta: f32,
     bias: Option<&'k [f32]>,
+}
+
+impl<'k> Call<'k> {
+    /// The call, after validating C and bias and applying an empty product
+    /// ([`check_call`]); `None` when nothing is left to compute.
+    #[allow(clippy::too_many_arguments)]
+    fn checked(
+        uk: &'k MicroKernel,
+        (m, n, k): (usize, usize, usize),
+        c: &mut [f32],
+        ldc: usize,
+        alpha: f32,
+        beta: f32,
+        bias: Option<&'k [f32]>,
+    ) -> Result<Option<Call<'k>>, KernelError> {
+        if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+            return Ok(None);
+        }
+        Ok(Some(Call {
+            uk,
+            m,
+            n,
+            k,
+            ldc,
+            alpha,
+            beta,
+            bias,
+        }))
+    }
 }
 
 /// C as a raw pointer that the cores of a split call share (each writes its own tiles).
@@ -843,18 +862,8 @@ fn with_packed_b(
     if b.k != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias)? else {
         return Ok(());
-    }
-    let call = Call {
-        uk,
-        m,
-        n,
-        k,
-        ldc,
-        alpha,
-        beta,
-        bias,
     };
     run_nest(&call, a, BSource::Prepacked(b), c, scratch)
 }

@@ -7,9 +7,9 @@ use super::matref::MatRef;
 use super::pack_lhs_mr_whole_k::{pack_a_runs, PackedA};
 use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 use super::portable::PORTABLE;
-use crate::parallel::{scoped, threads::ThreadTeam, Team};
+use crate::parallel::{scoped, Team};
+use crate::testing::CountingTeam;
 use crate::testing::Rng;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::vec;
 use std::vec::Vec;
 
@@ -71,33 +71,6 @@ fn products(
     out
 }
 
-/// A thread team that counts the jobs it split, so the test knows splits happened.
-struct Counting {
-    team: ThreadTeam,
-    splits: AtomicUsize,
-}
-
-impl Team for Counting {
-    fn cores(&self) -> usize {
-        self.team.cores()
-    }
-    fn min_work(&self) -> usize {
-        self.team.min_work()
-    }
-    fn scratch_f32(&self) -> usize {
-        self.team.scratch_f32()
-    }
-    fn busy(&self) -> bool {
-        self.team.busy()
-    }
-    fn run(&self, parts: usize, job: &crate::parallel::Job<'_>) {
-        if parts > 1 {
-            self.splits.fetch_add(1, Ordering::Relaxed);
-        }
-        self.team.run(parts, job)
-    }
-}
-
 fn bits(v: &[Vec<f32>]) -> Vec<Vec<u32>> {
     v.iter()
         .map(|c| c.iter().map(|x| x.to_bits()).collect())
@@ -107,13 +80,7 @@ fn bits(v: &[Vec<f32>]) -> Vec<Vec<u32>> {
 #[test]
 fn split_products_are_bit_identical() {
     let mut rng = Rng(0x5911);
-    let teams: Vec<Counting> = [2, 3, 4]
-        .iter()
-        .map(|&n| Counting {
-            team: ThreadTeam::with_min_work(n, GEMM_SCRATCH_F32, 1),
-            splits: AtomicUsize::new(0),
-        })
-        .collect();
+    let teams: Vec<CountingTeam> = [2, 3, 4].iter().map(|&n| CountingTeam::new(n)).collect();
     for uk in kernels() {
         for &(m, n, k) in &[
             (1, 1, 1),
@@ -130,7 +97,7 @@ fn split_products_are_bit_identical() {
             let bias = rng.vec(n);
             let one = bits(&products(uk, &a, &b, &bias, (m, n, k)));
             for team in &teams {
-                let before = team.splits.load(Ordering::Relaxed);
+                let before = team.splits();
                 let many = scoped(team, || bits(&products(uk, &a, &b, &bias, (m, n, k))));
                 assert!(
                     one == many,
@@ -140,11 +107,7 @@ fn split_products_are_bit_identical() {
                 );
                 // Every form splits once it has two tiles of work in some direction.
                 if m.div_ceil(uk.mr()) > 1 || n.div_ceil(uk.nr()) > 1 {
-                    assert_eq!(
-                        team.splits.load(Ordering::Relaxed) - before,
-                        4,
-                        "{m}x{n}x{k}"
-                    );
+                    assert_eq!(team.splits() - before, 4, "{m}x{n}x{k}");
                 }
             }
         }
