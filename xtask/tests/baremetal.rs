@@ -211,6 +211,8 @@ fn virt_multicore_outputs_are_bit_identical() {
         for smp in ["2", "4"] {
             let log = run_case(case, "qemu-virt", &["--smp", smp]);
             assert!(log.contains(&format!("cores: {smp} ran")), "{case}: {log}");
+            // The budget shows the other cores' static stacks and scratch.
+            assert!(log.contains("other cores' stacks"), "{case}: {log}");
             assert!(
                 output(&format!("smp{smp}")) == one,
                 "{case}: output on {smp} cores differs from one core"

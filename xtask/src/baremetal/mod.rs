@@ -283,6 +283,10 @@ pub(crate) struct Budget {
     pub(crate) data_bss: u64,
     pub(crate) stack: u64,
     pub(crate) image_bytes: u64,
+    /// Of `.data + .bss`: the other cores' stacks and every core's GEMM scratch (`smp.rs`),
+    /// 0 on a one-core image.
+    pub(crate) core_stacks: u64,
+    pub(crate) core_scratch: u64,
 }
 
 pub(crate) fn budget(elf_bytes: &[u8], board: &Board) -> Result<Budget> {
@@ -300,7 +304,19 @@ pub(crate) fn budget(elf_bytes: &[u8], board: &Board) -> Result<Budget> {
         .map(|s| s.addr + s.size)
         .max()
         .unwrap_or(board.image_origin);
+    // The multi-core statics of `boards/firmware/src/smp.rs`, by their (mangled) names.
+    let symbols = elf::functions(elf_bytes)?;
+    let object = |part: &str| -> u64 {
+        symbols
+            .iter()
+            .filter(|(_, _, name)| name.contains("3smp") && name.contains(part))
+            .map(|(_, size, _)| *size)
+            .max()
+            .unwrap_or(0)
+    };
     Ok(Budget {
+        core_stacks: object("6STACKS"),
+        core_scratch: object("7SCRATCH"),
         code: size(&[".init", ".text"]),
         rodata: size(&[".rodata", ".got"]),
         flash: size(&[".flash"]),
@@ -348,6 +364,10 @@ pub(crate) fn print_budget(
     }
     println!("  metadata                {}", kib(job.metadata as u64));
     println!("  .data + .bss (all)      {}", kib(b.data_bss));
+    if b.core_stacks + b.core_scratch > 0 {
+        println!("    other cores' stacks   {}", kib(b.core_stacks));
+        println!("    cores' GEMM scratch   {}", kib(b.core_scratch));
+    }
     match stack_used {
         Some(u) => println!(
             "  stack                   {}  deepest use {u} B",
@@ -400,6 +420,8 @@ pub(crate) fn precheck(job: &Job, board: &Board, link_model: bool) -> Result<()>
         data_bss: 0,
         stack: 0,
         image_bytes: data + model,
+        core_stacks: 0,
+        core_scratch: 0,
     };
     check_fits(job, &b, board, link_model)
 }
