@@ -93,6 +93,8 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
         unsafe { &mut *SCRATCH.0.get() };
     let (first, mut rest) = scratch.split_at_mut(1);
     TEAM.primary(&mut first[0]);
+    // Empty on a one-core image (CORES = 1), which returned above.
+    #[allow(clippy::reversed_empty_ranges)]
     for index in 1..CORES {
         let (mine, others) = rest.split_at_mut(1);
         rest = others;
