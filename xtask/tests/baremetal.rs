@@ -674,9 +674,9 @@ fn deployed_pi_image_boots_as_a_raw_kernel() {
             .any(|w| w == b"\xA5\x06\x0a\x00ptera-fw/1"),
         "no hello on the console"
     );
-    // The DONE packet (channel 4): status 0 first, the selected GEMM ISA last (a Cortex-A53 has
-    // Neon only). Layout in boards/firmware/src/console.rs.
-    let want_tail = b"\x04neon";
+    // The DONE packet (channel 4): status 0 first, then the selected GEMM ISA (a Cortex-A53 has
+    // Neon only) and the cores that ran (one). Layout in boards/firmware/src/console.rs.
+    let want_tail = b"\x04neon\x01\x00\x00\x00";
     let len = 56 + want_tail.len();
     let done = stream
         .windows(4)
