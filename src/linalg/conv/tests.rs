@@ -303,6 +303,41 @@ fn specialised_shapes() {
             run_case(&mut rng, &q);
         }
     }
+    // The 3×3 depthwise kernel's edges: rows and columns narrower than a block or with no
+    // interior column, padding of 2 (border columns with one valid tap, or none), another
+    // stride down than across, batch 2, and a tall image that takes several row tiles.
+    for (h, w, c) in [
+        (1, 1, 4),
+        (2, 3, 5),
+        (5, 2, 8),
+        (3, 17, 4),
+        (4, 129, 7),
+        (70, 9, 16),
+    ] {
+        for (sh, sw) in [(1, 1), (2, 2), (1, 2), (3, 1)] {
+            for pad in [0, 1, 2] {
+                if h + 2 * pad < 3 || w + 2 * pad < 3 {
+                    continue;
+                }
+                let p = Conv2d {
+                    batch: if h == 5 { 2 } else { 1 },
+                    in_h: h,
+                    in_w: w,
+                    in_c: c,
+                    out_c: c,
+                    groups: c,
+                    stride_h: sh,
+                    stride_w: sw,
+                    pad_top: pad,
+                    pad_left: pad,
+                    out_h: out_len(h, 3, sh, 1, pad, pad),
+                    out_w: out_len(w, 3, sw, 1, pad, pad),
+                    ..base
+                };
+                run_case(&mut rng, &p);
+            }
+        }
+    }
     let pointwise = Conv2d {
         in_c: 24,
         out_c: 40,
