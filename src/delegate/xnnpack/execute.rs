@@ -401,12 +401,15 @@ pub fn execute_plan(
                         }
                         _ => (rd(x)?, &mut out[..]),
                     };
+                    // The node's clamp goes into the product's stores.
                     if wl.kind == KIND_PACKED {
                         let packed = packed_filter(program, wl, k, n)?;
-                        run::fully_connected_packed(xs, packed, b, o, gemm_scratch)?
+                        run::fully_connected_packed(xs, packed, b, o, clamp, gemm_scratch)?
                     } else {
-                        run::fully_connected(xs, rd(w)?, b, o, k, n, transpose_w, gemm_scratch)?
+                        let w = rd(w)?;
+                        run::fully_connected(xs, w, b, o, k, n, transpose_w, clamp, gemm_scratch)?
                     }
+                    continue;
                 }
             }
             Op::BatchMatMul {

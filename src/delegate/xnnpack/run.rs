@@ -280,7 +280,8 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     });
 }
 
-/// Fully connected: `out[m, n] = x[m, k] · W + bias`, W `[n, k]` or (`transpose_w`) `[k, n]`.
+/// Fully connected: `out[m, n] = clamp(x[m, k] · W + bias)`, W `[n, k]` or (`transpose_w`)
+/// `[k, n]`, the node's output clamp applied by the GEMM as it stores.
 #[allow(clippy::too_many_arguments)]
 pub fn fully_connected(
     x: &[f32],
@@ -290,6 +291,7 @@ pub fn fully_connected(
     k: usize,
     n: usize,
     transpose_w: bool,
+    range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let m = x.len().checked_div(k).unwrap_or(0);
@@ -299,22 +301,23 @@ pub fn fully_connected(
     } else {
         MatRef::row_major(w, n, k)?.t()
     };
-    gemm::sgemm(a, b, out, n, 1.0, 0.0, bias, scratch)
+    gemm::sgemm_clamped(a, b, out, n, 1.0, 0.0, bias, range, scratch)
 }
 
 /// Fully connected with the filter packed ahead ([`gemm::PackedB`], `k × n`):
-/// `out[m, n] = x[m, k] · B + bias`.
+/// `out[m, n] = clamp(x[m, k] · B + bias)`.
 pub fn fully_connected_packed(
     x: &[f32],
     w: gemm::PackedB<'_>,
     bias: Option<&[f32]>,
     out: &mut [f32],
+    range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let (k, n) = (w.k(), w.n());
     let m = x.len().checked_div(k).unwrap_or(0);
     let a = MatRef::row_major(x, m, k)?;
-    gemm::sgemm_prepacked(a, w, out, n, 1.0, 0.0, bias, scratch)
+    gemm::sgemm_prepacked_clamped(a, w, out, n, 1.0, 0.0, bias, range, scratch)
 }
 
 /// Views 4-byte aligned bytes as floats (`None` if misaligned or not a whole number of floats).

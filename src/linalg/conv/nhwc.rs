@@ -21,7 +21,7 @@
 //!   packing the filter once per chunk costs at most 1/64 of the product) and multiplied by
 //!   [`gemm::sgemm`].
 
-use super::{clamp, shape_err, Conv2d};
+use super::{shape_err, Conv2d};
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef, MicroKernel, PackedA, PackedB, GEMM_SCRATCH_F32};
 use crate::linalg::gemm::{MAX_MR, MAX_NR};
@@ -131,9 +131,6 @@ pub fn conv2d(
         let bias_g = bias.map(|b| &b[g * n..(g + 1) * n]);
         group(p, x, Filter::Plain(b), bias_g, g, out, range, scratch)?;
     }
-    if p.groups != 1 || p.is_pointwise() {
-        clamp(out, range);
-    }
     Ok(())
 }
 
@@ -160,15 +157,10 @@ pub fn conv2d_prepacked(
         return Ok(());
     }
     let out = &mut out[..nout];
-    group(p, x, Filter::Packed(w), bias, 0, out, range, scratch)?;
-    if p.is_pointwise() {
-        clamp(out, range);
-    }
-    Ok(())
+    group(p, x, Filter::Packed(w), bias, 0, out, range, scratch)
 }
 
-/// One group `g` of the convolution (clamped here when there is one group and the path is
-/// not pointwise; the caller clamps otherwise).
+/// One group `g` of the convolution, its output clamp applied by the GEMM as it stores.
 #[allow(clippy::too_many_arguments)]
 fn group(
     p: &Conv2d,
@@ -186,8 +178,10 @@ fn group(
         let a = MatRef::new(&x[g * cg..], total, cg, p.in_c, 1)?;
         let c = &mut out[g * n..];
         return match filter {
-            Filter::Plain(b) => gemm::sgemm(a, b, c, oc, 1.0, 0.0, bias_g, scratch),
-            Filter::Packed(pb) => gemm::sgemm_prepacked(a, pb, c, oc, 1.0, 0.0, bias_g, scratch),
+            Filter::Plain(b) => gemm::sgemm_clamped(a, b, c, oc, 1.0, 0.0, bias_g, range, scratch),
+            Filter::Packed(pb) => {
+                gemm::sgemm_prepacked_clamped(a, pb, c, oc, 1.0, 0.0, bias_g, range, scratch)
+            }
         };
     }
     if prepacked_bound(p).is_some() {
@@ -215,13 +209,13 @@ fn group(
         let a = MatRef::row_major(col, m, k)?;
         let c = &mut out[p0 * oc + g * n..];
         match (packed, filter) {
-            (Some(pb), _) => gemm::sgemm_prepacked(a, pb, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?,
-            (None, Filter::Plain(b)) => gemm::sgemm(a, b, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?,
+            (Some(pb), _) => {
+                gemm::sgemm_prepacked_clamped(a, pb, c, oc, 1.0, 0.0, bias_g, range, gemm_scratch)?
+            }
+            (None, Filter::Plain(b)) => {
+                gemm::sgemm_clamped(a, b, c, oc, 1.0, 0.0, bias_g, range, gemm_scratch)?
+            }
             (None, Filter::Packed(_)) => unreachable!("a packed filter is always `packed`"),
-        }
-        if p.groups == 1 {
-            // Still in cache.
-            clamp(&mut out[p0 * oc..(p0 + m) * oc], range);
         }
     }
     Ok(())
@@ -245,8 +239,7 @@ fn pack_filter<'s>(
 }
 
 /// The implicit-GEMM path for group `g` (filter small enough to pack once, or packed ahead
-/// for a tile width some kernel here has): see the module documentation. Clamps each chunk
-/// when there is one group (the caller clamps otherwise).
+/// for a tile width some kernel here has): see the module documentation.
 #[allow(clippy::too_many_arguments)]
 fn implicit(
     p: &Conv2d,
@@ -290,11 +283,7 @@ fn implicit(
             gather_packed(p, src, wsrc, g, q0, m, uk, a)?;
             let pa = PackedA::new(a, m, k, uk.mr())?;
             let c = &mut out[(bi * pix + q0) * oc + g * n..];
-            gemm::sgemm_packed_with(uk, pa, pb, c, oc, 1.0, 0.0, bias_g, gemm_scratch)?;
-            if p.groups == 1 {
-                let start = (bi * pix + q0) * oc;
-                clamp(&mut out[start..start + m * oc], range);
-            }
+            gemm::sgemm_packed_with(uk, pa, pb, c, oc, 1.0, 0.0, bias_g, range, gemm_scratch)?;
         }
     }
     Ok(())

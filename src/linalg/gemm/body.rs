@@ -106,6 +106,8 @@ pub(in crate::linalg::gemm) unsafe fn kernel_body<V: Lanes, const MR: usize, con
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: (whole body) per the contract, `a` holds k*MR floats and `b` k rows of NR
     // floats `ldb` apart, so every `a.add(p*MR + i)` / `b.add(p*ldb + v*W)..+W` read is in
@@ -149,6 +151,11 @@ pub(in crate::linalg::gemm) unsafe fn kernel_body<V: Lanes, const MR: usize, con
             if !bias.is_null() {
                 for (j, x) in vals[..nr].iter_mut().enumerate() {
                     *x += *bias.add(j);
+                }
+            }
+            if super::contract::clamps(lo, hi) {
+                for x in vals[..nr].iter_mut() {
+                    *x = super::contract::clamp(*x, lo, hi);
                 }
             }
             core::ptr::copy_nonoverlapping(vals.as_ptr(), crow, nr);

@@ -24,6 +24,46 @@ pub const MAX_MR: usize = 32;
 /// See [`MAX_MR`].
 pub const MAX_NR: usize = 64;
 
+/// `v` clamped into `[lo, hi]` as the micro-kernels do: `max(lo)` then `min(hi)`, so NaN
+/// becomes `lo` (maxNum semantics, Arm's `FMAXNM`).
+#[inline(always)]
+pub fn clamp(v: f32, lo: f32, hi: f32) -> f32 {
+    v.max(lo).min(hi)
+}
+
+/// Whether `[lo, hi]` clamps anything (not `-∞ .. +∞`).
+#[inline(always)]
+pub fn clamps(lo: f32, hi: f32) -> bool {
+    lo != f32::NEG_INFINITY || hi != f32::INFINITY
+}
+
+/// Clamps an `mr × nr` tile of C in place (row `i` at `c + i·rsc`): the epilogue of kernels
+/// whose stores do not clamp themselves (the tile is still in L1). No-op for an unbounded range.
+///
+/// # Safety
+/// The tile's `mr` rows of `nr` floats are valid for reads and writes.
+#[inline]
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(in crate::linalg::gemm) unsafe fn clamp_tile(
+    c: *mut f32,
+    rsc: isize,
+    mr: usize,
+    nr: usize,
+    lo: f32,
+    hi: f32,
+) {
+    if !clamps(lo, hi) {
+        return;
+    }
+    for i in 0..mr {
+        // SAFETY: row i < mr of the tile, nr floats (caller).
+        let row = unsafe { core::slice::from_raw_parts_mut(c.offset(i as isize * rsc), nr) };
+        for v in row {
+            *v = clamp(*v, lo, hi);
+        }
+    }
+}
+
 /// Packed-panel areas are aligned to this many floats (64 bytes) inside the scratch.
 pub(super) const ALIGN_F32: usize = 16;
 
@@ -38,12 +78,14 @@ pub type MicroKernelFn = unsafe fn(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 );
 
 /// A register-tile micro-kernel: computes one `MR × NR` tile of C from an A micro-panel and
 /// `k` rows of B.
 ///
-/// # Contract of `kernel(k, a, b, ldb, c, rsc, alpha, beta, bias)`
+/// # Contract of `kernel(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi)`
 ///
 /// * `a` points to a packed A micro-panel of `k * MR` floats (f32-aligned),
 ///   **MR-row-interleaved**: for
@@ -59,7 +101,10 @@ pub type MicroKernelFn = unsafe fn(
 /// * The kernel stores, for every `i < MR, j < NR`:
 ///   `c(i,j) = alpha * Σ_p a(i,p)·b(p,j) + beta * c(i,j) + bias[j]`, where the `beta` term is
 ///   omitted entirely when `beta == 0.0` (C is then not read, so NaN garbage is overwritten)
-///   and the bias term when `bias` is null (otherwise `bias` is valid for `NR` reads).
+///   and the bias term when `bias` is null (otherwise `bias` is valid for `NR` reads);
+///   then clamped into `[lo, hi]` as [`clamp`] does (`max(lo)` then `min(hi)`, NaN becomes
+///   `lo`), which is the identity for `lo = -∞, hi = +∞` (the output activation of a layer,
+///   ReLU or ReLU6, applied while the tile is in registers).
 ///   The sum is accumulated in f32 in increasing `p` order per lane (FMA or mul+add).
 /// * `k` may be 0 (the product is then 0). `c` and `bias` are only f32-aligned.
 ///

@@ -116,12 +116,46 @@ pub fn sgemm(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    // M = 1: the GEMV where this CPU has one (`gemv`), no packing.
+    sgemm_clamped(a, b, c, ldc, alpha, beta, bias, None, scratch)
+}
+
+/// [`sgemm`] followed by an output clamp: every element of C is then clamped into
+/// `range = (lo, hi)` (`max(lo)` then `min(hi)`, NaN becomes `lo`): the layer's activation
+/// (ReLU, ReLU6, an XNNPACK node's `output_min/max`), applied by the micro-kernels as they
+/// store each tile. `None` is [`sgemm`].
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_clamped(
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    // M = 1: the GEMV where this CPU has one (`gemv`), no packing; the clamp after it.
     if a.rows == 1 && gemv::sgemv(a, b, c, alpha, beta, bias) {
+        clamp_rows(c, 1, b.cols, ldc, range);
         return Ok(());
     }
     let uk = micro_kernel_for(a.rows, b.cols, a.cols);
-    sgemm_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
+    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, range, scratch)
+}
+
+/// Clamps rows `0..m` (columns `0..n`, row stride `ldc`) of C into `range` (the paths whose
+/// kernels do not clamp: the GEMVs, the empty product). The rows are inside `c` (validated
+/// by the caller's path).
+fn clamp_rows(c: &mut [f32], m: usize, n: usize, ldc: usize, range: Option<(f32, f32)>) {
+    let Some((lo, hi)) = range.filter(|&(lo, hi)| clamps(lo, hi)) else {
+        return;
+    };
+    for i in 0..m {
+        if let Some(row) = c.get_mut(i * ldc..i * ldc + n) {
+            row.iter_mut().for_each(|v| *v = clamp(*v, lo, hi));
+        }
+    }
 }
 
 /// [`sgemm`] with an explicit micro-kernel (always that kernel: no GEMV for `M = 1`).
@@ -137,11 +171,28 @@ pub fn sgemm_with(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
+    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, None, scratch)
+}
+
+/// [`sgemm_with`] with an output clamp ([`sgemm_clamped`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn with_kernel(
+    uk: &MicroKernel,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if b.rows != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias)? else {
+    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias, range)? else {
         return Ok(());
     };
     let b = if b.cs == 1 {
@@ -153,7 +204,7 @@ pub fn sgemm_with(
 }
 
 /// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
-/// `C = beta·C + bias`). `Ok(false)` when nothing is left to compute.
+/// `C = clamp(beta·C + bias)`). `Ok(false)` when nothing is left to compute.
 #[allow(clippy::too_many_arguments)]
 fn check_call(
     uk: &MicroKernel,
@@ -164,6 +215,7 @@ fn check_call(
     ldc: usize,
     beta: f32,
     bias: Option<&[f32]>,
+    range: Option<(f32, f32)>,
 ) -> Result<bool, KernelError> {
     if uk.mr == 0 || uk.nr == 0 || uk.mr > MAX_MR || uk.nr > MAX_NR {
         return Err(KernelError::Unsupported {
@@ -200,6 +252,7 @@ fn check_call(
                 *x = v;
             }
         }
+        clamp_rows(c, m, n, ldc, range);
         return Ok(false);
     }
     Ok(true)
@@ -235,6 +288,9 @@ struct Call<'k> {
     alpha: f32,
     beta: f32,
     bias: Option<&'k [f32]>,
+    /// The output clamp, `(-∞, +∞)` for none.
+    lo: f32,
+    hi: f32,
 }
 
 impl<'k> Call<'k> {
@@ -249,10 +305,12 @@ impl<'k> Call<'k> {
         alpha: f32,
         beta: f32,
         bias: Option<&'k [f32]>,
+        range: Option<(f32, f32)>,
     ) -> Result<Option<Call<'k>>, KernelError> {
-        if !check_call(uk, m, n, k, c, ldc, beta, bias)? {
+        if !check_call(uk, m, n, k, c, ldc, beta, bias, range)? {
             return Ok(None);
         }
+        let (lo, hi) = range.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
         Ok(Some(Call {
             uk,
             m,
@@ -262,6 +320,8 @@ impl<'k> Call<'k> {
             alpha,
             beta,
             bias,
+            lo,
+            hi,
         }))
     }
 }
@@ -369,7 +429,7 @@ unsafe fn part(
         (a, b, i1 - i0, n, i0 * ldc, call.bias)
     };
     // SAFETY: per this function's contract; `c_off` starts row i0 / column j0 of C.
-    let mut t = unsafe { Tiles::window(uk, c, c_off, ldc, call.alpha, bias) };
+    let mut t = unsafe { Tiles::window(uk, c, c_off, ldc, call.alpha, bias, (call.lo, call.hi)) };
     match (a, b) {
         (ASource::Mat(am), BSource::Strided(bm)) => {
             packed(&mut t, &am, &bm, rows, cols, k, call.beta, scratch)
@@ -548,6 +608,9 @@ struct Tiles<'k> {
     ldc: usize,
     alpha: f32,
     bias: Option<&'k [f32]>,
+    /// The output clamp (applied with the last depth block, like the bias).
+    lo: f32,
+    hi: f32,
     tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
 }
 
@@ -565,6 +628,7 @@ impl<'k> Tiles<'k> {
         ldc: usize,
         alpha: f32,
         bias: Option<&'k [f32]>,
+        (lo, hi): (f32, f32),
     ) -> Tiles<'k> {
         Tiles {
             uk,
@@ -574,6 +638,8 @@ impl<'k> Tiles<'k> {
             ldc,
             alpha,
             bias,
+            lo,
+            hi,
             tmp: core::mem::MaybeUninit::uninit(),
         }
     }
@@ -604,6 +670,11 @@ impl<'k> Tiles<'k> {
             Some(bv) if last => Some(&bv[col0..col0 + nrb]),
             _ => None,
         };
+        let (lo, hi) = if last {
+            (self.lo, self.hi)
+        } else {
+            (f32::NEG_INFINITY, f32::INFINITY)
+        };
         let c_off = row0 * ldc + col0;
         // Bounds: rows row0 .. row0+mrb ≤ m and columns col0 .. col0+nrb ≤ n of the part, so
         // the last element c_off+(mrb-1)*ldc+nrb-1 is inside the window.
@@ -625,6 +696,8 @@ impl<'k> Tiles<'k> {
                     self.alpha,
                     beta,
                     bias_ptr,
+                    lo,
+                    hi,
                 )
             };
             return;
@@ -642,6 +715,8 @@ impl<'k> Tiles<'k> {
                 self.alpha,
                 0.0,
                 core::ptr::null(),
+                f32::NEG_INFINITY,
+                f32::INFINITY,
             )
         };
         for i in 0..mrb {
@@ -662,7 +737,7 @@ impl<'k> Tiles<'k> {
                 if let Some(bv) = bias {
                     v += bv[j];
                 }
-                *x = v;
+                *x = clamp(v, lo, hi);
             }
         }
     }
@@ -685,11 +760,28 @@ pub fn sgemm_prepacked(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
+    sgemm_prepacked_clamped(a, b, c, ldc, alpha, beta, bias, None, scratch)
+}
+
+/// [`sgemm_prepacked`] with an output clamp, as [`sgemm_clamped`].
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_clamped(
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    range: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
     let (m, k, n) = (a.rows, a.cols, b.n);
     if b.k != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
     if m <= GEMV_ROWS && a.cs == 1 && gemv_panels(a, b, c, ldc, alpha, beta, bias)? {
+        clamp_rows(c, m, n, ldc, range);
         return Ok(());
     }
     let uk = Some(micro_kernel_for(m, n, k))
@@ -697,7 +789,7 @@ pub fn sgemm_prepacked(
         .or_else(|| kernel_with_nr(b.nr));
     let Some(uk) = uk else {
         // No kernel of this width here: one in-place product per panel.
-        if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias)? {
+        if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias, range)? {
             return Ok(());
         }
         for (q, panel) in b.data.chunks_exact(k * b.nr).enumerate() {
@@ -705,11 +797,30 @@ pub fn sgemm_prepacked(
             let w = b.nr.min(n - j0);
             let bq = MatRef::new(panel, k, w, b.nr, 1)?;
             let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
-            sgemm(a, bq, &mut c[j0..], ldc, alpha, beta, bias_q, scratch)?;
+            sgemm_clamped(
+                a,
+                bq,
+                &mut c[j0..],
+                ldc,
+                alpha,
+                beta,
+                bias_q,
+                range,
+                scratch,
+            )?;
         }
         return Ok(());
     };
-    sgemm_prepacked_with(uk, a, b, c, ldc, alpha, beta, bias, scratch)
+    with_packed_b(
+        uk,
+        ASource::Mat(a),
+        (m, k),
+        b,
+        c,
+        ldc,
+        (alpha, beta, bias, range),
+        scratch,
+    )
 }
 
 /// Products with at most this many rows go through the GEMV, panel by panel, when B is
@@ -732,7 +843,7 @@ fn gemv_panels(
     if !super::select::gemv_for_single_rows() || k == 0 {
         return Ok(false);
     }
-    if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias)? {
+    if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias, None)? {
         return Ok(true);
     }
     // Whether this CPU has a GEMV for a row-major panel: asked once, on the first panel.
@@ -802,16 +913,15 @@ pub fn sgemm_prepacked_with(
         b,
         c,
         ldc,
-        alpha,
-        beta,
-        bias,
+        (alpha, beta, bias, None),
         scratch,
     )
 }
 
-/// `C = alpha·A·B + beta·C + bias` with both operands packed ahead ([`PackedA`] for this
-/// kernel's `mr`, [`PackedB`] for its `nr`): nothing is packed during the call, the panels are
-/// read in place. Same contract for C, bias, alpha, beta and `scratch` as [`sgemm`].
+/// `C = clamp(alpha·A·B + beta·C + bias)` with both operands packed ahead ([`PackedA`] for
+/// this kernel's `mr`, [`PackedB`] for its `nr`): nothing is packed during the call, the
+/// panels are read in place. Same contract for C, bias, alpha, beta, `range` (as
+/// [`sgemm_clamped`]) and `scratch` as [`sgemm`].
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_packed_with(
     uk: &MicroKernel,
@@ -822,6 +932,7 @@ pub fn sgemm_packed_with(
     alpha: f32,
     beta: f32,
     bias: Option<&[f32]>,
+    range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     if uk.nr != b.nr || uk.mr != a.mr {
@@ -836,12 +947,13 @@ pub fn sgemm_packed_with(
         b,
         c,
         ldc,
-        alpha,
-        beta,
-        bias,
+        (alpha, beta, bias, range),
         scratch,
     )
 }
+
+/// `alpha`, `beta`, bias and output clamp of one call.
+type Epilogue<'a> = (f32, f32, Option<&'a [f32]>, Option<(f32, f32)>);
 
 /// The direct loop nest over a pre-packed B whose tile width is `uk`'s (checked by the
 /// callers), A `m × k` from `a`.
@@ -853,16 +965,14 @@ fn with_packed_b(
     b: PackedB<'_>,
     c: &mut [f32],
     ldc: usize,
-    alpha: f32,
-    beta: f32,
-    bias: Option<&[f32]>,
+    (alpha, beta, bias, range): Epilogue<'_>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let n = b.n;
     if b.k != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias)? else {
+    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias, range)? else {
         return Ok(());
     };
     run_nest(&call, a, BSource::Prepacked(b), c, scratch)

@@ -66,7 +66,19 @@ fn products(
     }
     let pa = PackedA::new(&pad, m, k, mr).unwrap();
     let mut c = vec![f32::NAN; m * ldc];
-    sgemm_packed_with(uk, pa, pb, &mut c, ldc, 1.0, 0.0, Some(bias), &mut scratch).unwrap();
+    sgemm_packed_with(
+        uk,
+        pa,
+        pb,
+        &mut c,
+        ldc,
+        1.0,
+        0.0,
+        Some(bias),
+        None,
+        &mut scratch,
+    )
+    .unwrap();
     out.push(c);
     out
 }

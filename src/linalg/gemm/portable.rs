@@ -19,9 +19,13 @@ unsafe fn kernel_portable(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: same contract, forwarded; Portable8 needs no target feature.
-    unsafe { kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe {
+        kernel_body::<Portable8, PORTABLE_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi)
+    }
 }
 
 /// The portable micro-kernel: plain Rust, auto-vectorised for the build target's baseline SIMD.

@@ -425,3 +425,132 @@ fn beta_zero_overwrites_nan_and_transpose_view() {
     sgemm(am, am.t(), &mut c, 2, 1.0, 0.0, None, &mut s).unwrap();
     assert_eq!(c, [14.0, 32.0, 32.0, 77.0]);
 }
+
+/// The output clamp (`sgemm_clamped` and friends): every kernel of this CPU through the
+/// driver, whole and edge tiles, several depth blocks, each epilogue form (bias folded into
+/// the accumulators, alpha scaling, a C read), against the clamped scalar reference; NaN
+/// becomes `lo`; rows outside C's `n` columns are untouched.
+#[test]
+fn output_clamp_every_kernel_and_path() {
+    let mut rng = Rng(0x000C_1A39);
+    let (lo, hi) = (-0.25f32, 0.4f32);
+    let shapes = [
+        (1, 1, 1),
+        (3, 17, 5),
+        (17, 3, 129),
+        (9, 13, 1),
+        (33, 40, 17),
+        (8, 12, 300),
+    ];
+    let forms = [
+        (1.0, 0.0, true),
+        (1.0, 0.0, false),
+        (0.5, 0.0, true),
+        (1.0, 0.75, true),
+    ];
+    // path 0: a chosen kernel; 1: `sgemm_clamped` (GEMV for one row); 2: pre-packed B.
+    for path in 0..3 {
+        let uks = if path == 0 {
+            kernels()
+        } else {
+            vec![micro_kernel()]
+        };
+        for uk in uks {
+            for &(m, n, k) in &shapes {
+                for &(alpha, beta, with_bias) in &forms {
+                    let mut ad = rng.vec(m * k);
+                    if m * k > 4 {
+                        ad[m * k / 2] = f32::NAN;
+                    }
+                    let bd = rng.vec(k * n);
+                    let a = MatRef::row_major(&ad, m, k).unwrap();
+                    let b = MatRef::row_major(&bd, k, n).unwrap();
+                    let ldc = n + 1;
+                    let c0 = rng.vec(m * ldc);
+                    let mut c = c0.clone();
+                    let bias = rng.vec(n);
+                    let bias_opt = with_bias.then_some(&bias[..]);
+                    let range = Some((lo, hi));
+                    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+                    match path {
+                        0 => with_kernel(
+                            uk,
+                            a,
+                            b,
+                            &mut c,
+                            ldc,
+                            alpha,
+                            beta,
+                            bias_opt,
+                            range,
+                            &mut scratch,
+                        ),
+                        1 => sgemm_clamped(
+                            a,
+                            b,
+                            &mut c,
+                            ldc,
+                            alpha,
+                            beta,
+                            bias_opt,
+                            range,
+                            &mut scratch,
+                        ),
+                        _ => {
+                            let nr = uk.nr;
+                            let mut pd = vec![f32::NAN; PackedB::len_for(k, n, nr).unwrap()];
+                            pack_b_ahead(b, nr, &mut pd).unwrap();
+                            let pb = PackedB::new(&pd, k, n, nr).unwrap();
+                            sgemm_prepacked_clamped(
+                                a,
+                                pb,
+                                &mut c,
+                                ldc,
+                                alpha,
+                                beta,
+                                bias_opt,
+                                range,
+                                &mut scratch,
+                            )
+                        }
+                    }
+                    .unwrap();
+                    for i in 0..m {
+                        let nan_row = (0..k).any(|p| ad[i * k + p].is_nan());
+                        for j in 0..n {
+                            let got = c[i * ldc + j];
+                            let what = std::format!(
+                                "{} path {path} m={m} n={n} k={k} alpha={alpha} beta={beta} \
+                                 bias={with_bias} at ({i},{j})",
+                                uk.name
+                            );
+                            if nan_row {
+                                assert_eq!(got, lo, "{what}: NaN must clamp to lo");
+                                continue;
+                            }
+                            let s: f64 = (0..k)
+                                .map(|p| ad[i * k + p] as f64 * bd[p * n + j] as f64)
+                                .sum();
+                            let mag: f64 = (0..k)
+                                .map(|p| (ad[i * k + p] as f64 * bd[p * n + j] as f64).abs())
+                                .sum::<f64>()
+                                + 2.0;
+                            let mut want = alpha as f64 * s + beta as f64 * c0[i * ldc + j] as f64;
+                            if with_bias {
+                                want += bias[j] as f64;
+                            }
+                            let want = want.max(lo as f64).min(hi as f64);
+                            let tol = (k as f64 + 3.0) * 1.2e-7 * mag;
+                            assert!(
+                                (got as f64 - want).abs() <= tol,
+                                "{what}: got {got}, want {want}"
+                            );
+                            assert!(got >= lo && got <= hi, "{what}: {got} outside the range");
+                        }
+                        assert_eq!(c[i * ldc + n].to_bits(), c0[i * ldc + n].to_bits());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -9,14 +9,15 @@
 
 use core::arch::aarch64::*;
 
-use crate::linalg::gemm::contract::MicroKernel;
+use crate::linalg::gemm::contract::{clamps, MicroKernel};
 
 /// Rows of the register tile.
 pub const MR: usize = 8;
 /// Columns of the main register tile.
 pub const NR: usize = 12;
 
-/// Epilogue for one row: `c = alpha·acc (+ beta·c) (+ bias)` on `4·NV` contiguous columns.
+/// Epilogue for one row: `c = clamp(alpha·acc (+ beta·c) (+ bias))` on `4·NV` contiguous
+/// columns (clamped only when `range` is given).
 ///
 /// # Safety
 /// `crow .. crow + 4·NV` valid for reads/writes; `bias` null or valid for `4·NV` reads.
@@ -27,6 +28,7 @@ unsafe fn store_row<const NV: usize>(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    range: Option<(float32x4_t, float32x4_t)>,
 ) {
     // SAFETY: (whole body) the caller guarantees 4·NV valid C elements and 4·NV bias reads;
     // Neon is part of the aarch64 baseline. The rows use unaligned vector accesses, which
@@ -41,6 +43,35 @@ unsafe fn store_row<const NV: usize>(
             if !bias.is_null() {
                 y = vaddq_f32(y, vld1q_f32(bias.add(4 * v)));
             }
+            if let Some((lo, hi)) = range {
+                y = vminnmq_f32(vmaxnmq_f32(y, lo), hi);
+            }
+            vst1q_f32(crow.add(4 * v), y);
+        }
+    }
+}
+
+/// Epilogue for one row when the accumulators already hold the result (`alpha = 1`,
+/// `beta = 0`, the bias added up front): `c = acc`, clamped into `[lo, hi]` when `CLAMP`.
+///
+/// # Safety
+/// `crow .. crow + 4·NV` valid for writes.
+#[inline(always)]
+unsafe fn store_row_plain<const NV: usize, const CLAMP: bool>(
+    acc: [float32x4_t; NV],
+    crow: *mut f32,
+    lo: float32x4_t,
+    hi: float32x4_t,
+) {
+    // SAFETY: (whole body) the caller guarantees 4·NV writable C elements; Neon is part of
+    // the aarch64 baseline; unaligned stores are allowed on normal memory.
+    unsafe {
+        for (v, x) in acc.iter().enumerate() {
+            let y = if CLAMP {
+                vminnmq_f32(vmaxnmq_f32(*x, lo), hi)
+            } else {
+                *x
+            };
             vst1q_f32(crow.add(4 * v), y);
         }
     }
@@ -91,12 +122,18 @@ macro_rules! neon_row {
     };
 }
 
-/// Epilogue of the tile's rows (4 or 8).
+/// Epilogue of the tile's rows (4 or 8): `neon_store!(MR, general ...)` through
+/// [`store_row`], `neon_store!(MR, plain ...)` through [`store_row_plain`].
 macro_rules! neon_store {
     (4, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1 2 3) };
     (8, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1 2 3 4 5 6 7) };
-    (@rows $acc:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident; $($i:literal)*) => {
-        $(store_row($acc[$i], $c.offset($i * $rsc), $alpha, $beta, $bias);)*
+    (@rows general, $acc:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident,
+     $range:ident; $($i:literal)*) => {
+        $(store_row($acc[$i], $c.offset($i * $rsc), $alpha, $beta, $bias, $range);)*
+    };
+    (@rows plain, $acc:ident, $c:ident, $rsc:ident, $clamp:literal, $lo:ident, $hi:ident;
+     $($i:literal)*) => {
+        $(store_row_plain::<_, $clamp>($acc[$i], $c.offset($i * $rsc), $lo, $hi);)*
     };
 }
 
@@ -111,8 +148,10 @@ macro_rules! neon_kernel {
         /// of MR floats (`a[p*MR + i] = A(i, p)`), `b` holds `k` rows of NR floats
         /// `ldb` apart (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = NR`, in-place B
         /// its row stride); C element `(i, j)` is `c[i*rsc + j]`; it stores
-        /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`.
-        /// No alignment beyond f32 is required.
+        /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`
+        /// clamped into `[lo, hi]`. With `alpha = 1` and `beta = 0` the accumulators start
+        /// from the bias, with `alpha = beta = 1` and no bias from C, and the stores only
+        /// clamp. No alignment beyond f32 is required.
         ///
         /// # Safety
         /// The [`MicroKernel`] contract for an `MR × 4·NV` tile.
@@ -127,14 +166,34 @@ macro_rules! neon_kernel {
             alpha: f32,
             beta: f32,
             bias: *const f32,
+            lo: f32,
+            hi: f32,
         ) {
             // SAFETY: (whole body) per the contract `a` holds MR·k floats and `b` k rows of
             // 4·NV readable floats `ldb` apart, so the loads at `a + MR·p` (MR floats) and
             // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR at
             // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
-                let z = vdupq_n_f32(0.0);
-                let mut acc = [[z; $nv]; $mr];
+                // `plain`: the accumulators are the result (no scaling, no C read), so the bias
+                // is where they start.
+                // `plain`: the accumulators end as the result (no scaling): they start from
+                // the bias (`beta = 0`) or from C itself (`beta = 1`, no bias: a product
+                // accumulated into C, e.g. over depth chunks).
+                let from_c = alpha == 1.0 && beta == 1.0 && bias.is_null();
+                let plain = (alpha == 1.0 && beta == 0.0) || from_c;
+                let mut acc = if from_c {
+                    core::array::from_fn(|i| {
+                        let row = c.offset(i as isize * rsc);
+                        core::array::from_fn(|v| vld1q_f32(row.add(4 * v)))
+                    })
+                } else {
+                    let init: [float32x4_t; $nv] = if plain && !bias.is_null() {
+                        core::array::from_fn(|v| vld1q_f32(bias.add(4 * v)))
+                    } else {
+                        [vdupq_n_f32(0.0); $nv]
+                    };
+                    [init; $mr]
+                };
                 let mut ap = a;
                 let mut bp = b;
                 let ldb_bytes = ldb * 4;
@@ -152,7 +211,16 @@ macro_rules! neon_kernel {
                 }
                 // Unrolled by hand so that the accumulators stay in registers (a loop over
                 // the array made LLVM keep it on the stack).
-                neon_store!($mr, acc, c, rsc, alpha, beta, bias);
+                let clamp = clamps(lo, hi);
+                let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
+                if plain && clamp {
+                    neon_store!($mr, plain, acc, c, rsc, true, vlo, vhi);
+                } else if plain {
+                    neon_store!($mr, plain, acc, c, rsc, false, vlo, vhi);
+                } else {
+                    let range = clamp.then_some((vlo, vhi));
+                    neon_store!($mr, general, acc, c, rsc, alpha, beta, bias, range);
+                }
             }
         }
     };

@@ -36,7 +36,7 @@
 
 use core::arch::asm;
 
-use crate::linalg::gemm::contract::MicroKernel;
+use crate::linalg::gemm::contract::{clamps, MicroKernel};
 
 /// `asm!` for a block that enters and leaves streaming mode: appends every vector and
 /// predicate register (and FFR) as clobbered — `smstart`/`smstop` zero them, and declaring
@@ -106,7 +106,8 @@ macro_rules! za_prologue {
 }
 
 /// Epilogue as asm text: modes 1 and 2 store the ZA row slices straight to C; mode 0 moves
-/// each slice to z0–z3, scales by alpha, adds `beta·C` (when `{betaf}`) and the bias.
+/// each slice to z0–z3, scales by alpha, adds `beta·C` (when `{betaf}`) and the bias, and
+/// clamps into `[{lo}, {hi}]` (when `{clampf}`).
 macro_rules! za_epilogue {
     () => {
         concat!(
@@ -129,6 +130,8 @@ macro_rules! za_epilogue {
             "dup z5.s, {beta:w}\n",
             "dup z6.s, #0\n",
             "dup z7.s, #0\n",
+            "dup z16.s, {lo:w}\n",
+            "dup z17.s, {hi:w}\n",
             "cbz {bias}, 22f\n",
             "ld1w {{z6.s}}, p0/z, [{bias}]\n",
             "ld1w {{z7.s}}, p0/z, [{bias}, #1, mul vl]\n",
@@ -155,6 +158,16 @@ macro_rules! za_epilogue {
             "fadd z1.s, p0/m, z1.s, z7.s\n",
             "fadd z2.s, p0/m, z2.s, z6.s\n",
             "fadd z3.s, p0/m, z3.s, z7.s\n",
+            "cbz {clampf}, 24f\n",
+            "fmaxnm z0.s, p0/m, z0.s, z16.s\n",
+            "fmaxnm z1.s, p0/m, z1.s, z16.s\n",
+            "fmaxnm z2.s, p0/m, z2.s, z16.s\n",
+            "fmaxnm z3.s, p0/m, z3.s, z16.s\n",
+            "fminnm z0.s, p0/m, z0.s, z17.s\n",
+            "fminnm z1.s, p0/m, z1.s, z17.s\n",
+            "fminnm z2.s, p0/m, z2.s, z17.s\n",
+            "fminnm z3.s, p0/m, z3.s, z17.s\n",
+            "24:\n",
             "st1w {{z0.s}}, p0, [{c}]\n",
             "st1w {{z1.s}}, p0, [{c}, #1, mul vl]\n",
             "st1w {{z2.s}}, p0, [{u}]\n",
@@ -247,8 +260,14 @@ macro_rules! sme_kernel {
             alpha: f32,
             beta: f32,
             bias: *const f32,
+            lo: f32,
+            hi: f32,
         ) {
-            let mode: u64 = if alpha == 1.0 && bias.is_null() && beta == 0.0 {
+            // A clamp needs the slices in vectors: mode 0.
+            let clampf = clamps(lo, hi);
+            let mode: u64 = if clampf {
+                0
+            } else if alpha == 1.0 && bias.is_null() && beta == 0.0 {
                 1
             } else if alpha == 1.0 && bias.is_null() && beta == 1.0 {
                 2
@@ -283,6 +302,9 @@ macro_rules! sme_kernel {
                     betaf = in(reg) (beta != 0.0) as u64,
                     bias = in(reg) bias,
                     mode = in(reg) mode,
+                    clampf = in(reg) clampf as u64,
+                    lo = in(reg) lo.to_bits(),
+                    hi = in(reg) hi.to_bits(),
                     n = out(reg) _,
                     s = out(reg) _,
                     t = out(reg) _,
@@ -369,7 +391,8 @@ macro_rules! za_pairs_prologue {
 
 /// Epilogue for the de-interleaved SME1 layout: ZA slice `q` of za0/za1 is C row `2q`, of
 /// za2/za3 row `2q + 1`, columns re-interleaved by `st2w`; mode 0 scales by alpha, adds
-/// `beta·C` (when `{betaf}`, read with `ld2w`) and the bias (split even/odd with `ld2w`).
+/// `beta·C` (when `{betaf}`, read with `ld2w`) and the bias (split even/odd with `ld2w`), and
+/// clamps into `[{lo}, {hi}]` (when `{clampf}`).
 macro_rules! za_pairs_epilogue {
     () => {
         concat!(
@@ -394,6 +417,8 @@ macro_rules! za_pairs_epilogue {
             "dup z9.s, {beta:w}\n",
             "dup z10.s, #0\n",
             "dup z11.s, #0\n",
+            "dup z16.s, {lo:w}\n",
+            "dup z17.s, {hi:w}\n",
             "cbz {bias}, 22f\n",
             "ld2w {{z10.s, z11.s}}, p0/z, [{bias}]\n",
             "22:\n",
@@ -417,6 +442,16 @@ macro_rules! za_pairs_epilogue {
             "fadd z5.s, p0/m, z5.s, z11.s\n",
             "fadd z6.s, p0/m, z6.s, z10.s\n",
             "fadd z7.s, p0/m, z7.s, z11.s\n",
+            "cbz {clampf}, 24f\n",
+            "fmaxnm z4.s, p0/m, z4.s, z16.s\n",
+            "fmaxnm z5.s, p0/m, z5.s, z16.s\n",
+            "fmaxnm z6.s, p0/m, z6.s, z16.s\n",
+            "fmaxnm z7.s, p0/m, z7.s, z16.s\n",
+            "fminnm z4.s, p0/m, z4.s, z17.s\n",
+            "fminnm z5.s, p0/m, z5.s, z17.s\n",
+            "fminnm z6.s, p0/m, z6.s, z17.s\n",
+            "fminnm z7.s, p0/m, z7.s, z17.s\n",
+            "24:\n",
             "st2w {{z4.s, z5.s}}, p0, [{c}]\n",
             "st2w {{z6.s, z7.s}}, p0, [{u}]\n",
             "add {c}, {c}, {rsc}, lsl #1\n",
@@ -631,9 +666,11 @@ pub unsafe fn kernel_sme1(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: forwarded contract; SME present (caller).
-    unsafe { sme1_rows(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe { sme1_rows(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
 /// The SME2 `2S × 2S` micro-kernel: [`kernel_sme1`]'s contract, multi-vector loads.
@@ -651,9 +688,11 @@ pub unsafe fn kernel_sme2(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: forwarded contract; SME2 present (caller).
-    unsafe { sme2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe { sme2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
 /// Packs `w = 2S` depth-contiguous runs (rows of A, or columns of a transposed B) into the

@@ -11,7 +11,7 @@
 
 use core::arch::asm;
 
-use crate::linalg::gemm::contract::MicroKernel;
+use crate::linalg::gemm::contract::{clamp_tile, MicroKernel};
 
 /// Rows of the tile.
 pub const MR: usize = 8;
@@ -335,10 +335,16 @@ pub unsafe fn kernel_vla(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: SVE2 is present and NR = 3·cntw (the caller's contract; the statics below are
-    // only handed out by `kernel()` after checking both).
-    unsafe { kernel_sve2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    // only handed out by `kernel()` after checking both); the clamp reads and writes the
+    // same 8 × NR tile the kernel stored.
+    unsafe {
+        kernel_sve2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias);
+        clamp_tile(c, rsc, MR, 3 * cntw(), lo, hi);
+    }
 }
 
 // SAFETY: `kernel_vla` implements the contract for MR = 8, NR = 3·cntw() (and the Neon

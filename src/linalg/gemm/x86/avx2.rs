@@ -58,10 +58,12 @@ unsafe fn kernel_avx2(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: contract forwarded; this function is only selected after run-time
     // detection of AVX2 + FMA (`select::avx2_fma`), so Avx8's features are present.
-    unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe { kernel_body::<Avx8, AVX2_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
 /// Shim with the plain `MicroKernelFn` type (target-feature functions cannot coerce to a
@@ -77,10 +79,12 @@ unsafe fn kernel_avx2_ptr(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: the caller upholds the contract, which for this kernel includes running on
     // a CPU with AVX2 and FMA (it is only handed out by `select::avx2_fma`).
-    unsafe { kernel_avx2(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe { kernel_avx2(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
 // SAFETY: `kernel_avx2_ptr` implements the contract for a 6 × 16 tile (generic body with

@@ -59,10 +59,12 @@ unsafe fn kernel_avx512(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: contract forwarded; this function is only selected after run-time detection
     // of AVX-512F with OS support for the ZMM state (`select::avx512`).
-    unsafe { kernel_body::<Avx16, AVX512_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe { kernel_body::<Avx16, AVX512_MR, 2>(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
 /// Shim with the plain `MicroKernelFn` type.
@@ -77,10 +79,12 @@ unsafe fn kernel_avx512_ptr(
     alpha: f32,
     beta: f32,
     bias: *const f32,
+    lo: f32,
+    hi: f32,
 ) {
     // SAFETY: the caller upholds the contract, which for this kernel includes running on a
     // CPU with AVX-512F (it is only handed out by `select::avx512`).
-    unsafe { kernel_avx512(k, a, b, ldb, c, rsc, alpha, beta, bias) }
+    unsafe { kernel_avx512(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
 // SAFETY: `kernel_avx512_ptr` implements the contract for a 12 × 32 tile (generic body with
