@@ -490,7 +490,52 @@ fn direct(
                             &pa.data[(ic + ir) / mr * k * mr + pc * mr..][..kcb * mr]
                         }
                     };
-                    for jr in (jc..jc + ncb).step_by(nr) {
+                    // Whole tiles whose B panels are evenly spaced: one tight run.
+                    let end = jc + ncb;
+                    let (limit, stride) = match b {
+                        BSource::InPlace(_) => (n_full.min(end), nr),
+                        BSource::Prepacked(_) => (end, k * nr),
+                        BSource::Strided(_) => (jc, 0),
+                    };
+                    let whole = if mcb - ir >= mr {
+                        limit.saturating_sub(jc) / nr
+                    } else {
+                        0
+                    };
+                    if whole > 0 {
+                        let bptr = match b {
+                            // Rows pc.. and columns jc.. of a validated in-place B (whole
+                            // panels end at or before n_full ≤ n).
+                            BSource::InPlace(bm) => bm.data[pc * bm.rs + jc..].as_ptr(),
+                            // Panel jc/nr, rows pc.. of a validated PackedB.
+                            BSource::Prepacked(pb) => {
+                                pb.data[(jc / nr) * k * nr + pc * nr..].as_ptr()
+                            }
+                            BSource::Strided(_) => bpack.as_ptr(),
+                        };
+                        let ldb = match b {
+                            BSource::InPlace(bm) => bm.rs,
+                            _ => nr,
+                        };
+                        // SAFETY: panel q < whole reads kcb rows of nr floats at
+                        // bptr + q·stride + p·ldb, inside B (columns jc + q·nr + nr ≤ limit);
+                        // `ap` has kcb·mr floats; the tiles are whole and this part's.
+                        unsafe {
+                            t.panels(
+                                ap,
+                                bptr,
+                                ldb,
+                                stride,
+                                whole,
+                                kcb,
+                                ic + ir,
+                                jc,
+                                beta_eff,
+                                last,
+                            )
+                        };
+                    }
+                    for jr in (jc + whole * nr..end).step_by(nr) {
                         let (bptr, ldb) = match b {
                             // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of a
                             // validated MatRef with unit column stride.
@@ -532,7 +577,8 @@ fn direct(
     }
 }
 
-/// The packed loop nest (BLIS order): jc → pc (pack B) → ic (pack A) → jr → ir.
+/// The packed loop nest: jc → pc (pack B) → ic (pack A) → ir → jr (the A micro-panel stays
+/// in L1 across the row of tiles, which whole tiles cover in one [`Tiles::panels`] run).
 #[allow(clippy::too_many_arguments)]
 fn packed(
     t: &mut Tiles<'_>,
@@ -564,10 +610,30 @@ fn packed(
             while ic < m {
                 let mcb = plan.mc.min(m - ic);
                 pack_a(uk, a, ic, mcb, pc, kcb, apack);
-                for jr in (0..ncb).step_by(nr) {
-                    let bp = &bpack[(jr / nr) * kcb * nr..][..kcb * nr];
-                    for ir in (0..mcb).step_by(mr) {
-                        let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                for ir in (0..mcb).step_by(mr) {
+                    let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                    // Whole tiles in one run over the packed panels (kcb·nr floats apart).
+                    let whole = if mcb - ir >= mr { ncb / nr } else { 0 };
+                    if whole > 0 {
+                        // SAFETY: panels q < whole of the packed B block (kcb × nr each, ldb =
+                        // nr); `ap` has kcb·mr floats; whole tiles of this part.
+                        unsafe {
+                            t.panels(
+                                ap,
+                                bpack.as_ptr(),
+                                nr,
+                                kcb * nr,
+                                whole,
+                                kcb,
+                                ic + ir,
+                                jc,
+                                beta_eff,
+                                last,
+                            )
+                        };
+                    }
+                    for jr in (whole * nr..ncb).step_by(nr) {
+                        let bp = &bpack[(jr / nr) * kcb * nr..][..kcb * nr];
                         // SAFETY: `bp` is a packed kcb × nr panel (ldb = nr), `ap` has
                         // kcb·mr floats.
                         unsafe {
@@ -641,6 +707,65 @@ impl<'k> Tiles<'k> {
             lo,
             hi,
             tmp: core::mem::MaybeUninit::uninit(),
+        }
+    }
+
+    /// `np` whole tiles side by side: rows `row0 .. row0 + mr`, columns `col0 + q·nr .. + nr`
+    /// for `q < np`, tile `q` reading B at `bptr + q·stride` (rows `ldb` apart). The kernel is
+    /// called straight in a loop: the same calls, in the same order, as [`Tiles::tile`] makes
+    /// for whole tiles.
+    ///
+    /// # Safety
+    /// `ap` holds `kc·mr` floats; each tile's B has `kc` rows of `nr` readable floats; every
+    /// tile is whole (`row0 + mr ≤` the part's rows, `col0 + np·nr ≤` its columns) and one of
+    /// this part's (see [`Tiles::window`]).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn panels(
+        &mut self,
+        ap: &[f32],
+        bptr: *const f32,
+        ldb: usize,
+        stride: usize,
+        np: usize,
+        kc: usize,
+        row0: usize,
+        col0: usize,
+        beta: f32,
+        last: bool,
+    ) {
+        let (nr, ldc) = (self.uk.nr, self.ldc);
+        let (bias, lo, hi) = match self.bias {
+            Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
+            None if last => (core::ptr::null(), self.lo, self.hi),
+            _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
+        };
+        let c_off = row0 * ldc + col0;
+        debug_assert!(c_off + (self.uk.mr - 1) * ldc + np * nr <= self.len);
+        let kernel = self.uk.kernel;
+        for q in 0..np {
+            // SAFETY: tile q's B (caller), A (`ap`, kc·mr floats), C tile (whole, inside the
+            // window, this part's alone) and bias (nr floats from column col0 + q·nr < the
+            // bias length, sliced above) per the kernel contract; the kernel's CPU features are
+            // present (kernels are only handed out after detection).
+            unsafe {
+                kernel(
+                    kc,
+                    ap.as_ptr(),
+                    bptr.add(q * stride),
+                    ldb,
+                    self.c.add(c_off + q * nr),
+                    ldc as isize,
+                    self.alpha,
+                    beta,
+                    if bias.is_null() {
+                        bias
+                    } else {
+                        bias.add(q * nr)
+                    },
+                    lo,
+                    hi,
+                )
+            };
         }
     }
 
