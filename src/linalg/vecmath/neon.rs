@@ -372,6 +372,27 @@ pub fn transpose32(src: &[f32], ss: usize, dst: &mut [f32], ds: usize, rows: usi
         _ => return,
     }
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
+    // A few planes into interleaved rows (NCHW → NHWC of an image's 2–4 channels): the
+    // structure stores interleave four elements of each plane at once.
+    if (2..=4).contains(&cols) && ds == cols {
+        let r4 = rows & !3;
+        // SAFETY: i + 4 ≤ rows: reads lanes i..i+4 of source rows j < cols, writes the
+        // contiguous destination rows i..i+4 (4·cols floats from i·ds, ds = cols), inside the
+        // ranges checked above.
+        unsafe {
+            for i in (0..r4).step_by(4) {
+                let l = |j: usize| vld1q_f32(sp.add(j * ss + i));
+                let d = dp.add(i * ds);
+                match cols {
+                    2 => vst2q_f32(d, float32x4x2_t(l(0), l(1))),
+                    3 => vst3q_f32(d, float32x4x3_t(l(0), l(1), l(2))),
+                    _ => vst4q_f32(d, float32x4x4_t(l(0), l(1), l(2), l(3))),
+                }
+            }
+            region4(sp, ss, dp, ds, r4, rows, 0, cols);
+        }
+        return;
+    }
     let (r8, c8) = (rows & !7, cols & !7);
     for i in (0..r8).step_by(8) {
         for j in (0..c8).step_by(8) {

@@ -460,6 +460,10 @@ fn transposes() {
         (24, 13),
         (64, 64),
         (129, 5),
+        // Planes into interleaved rows (2–4 channels), with a row tail.
+        (4099, 3),
+        (18, 2),
+        (13, 4),
     ] {
         for pad in [0usize, 3] {
             let (ss, ds) = (rows + pad, cols + pad);
