@@ -95,23 +95,25 @@ pub fn gelu_tanh1(x: f32) -> f32 {
 
 /// erfc(z) for z ≥ 0 as `t·exp(-z² + P(t))`, `t = 1/(1 + z/2)` (Chebyshev fit, fractional
 /// error below 1.2e-7 for every z ≥ 0).
+/// The coefficients of [`erfc_pos`]'s polynomial in `t`, highest degree first.
+pub(super) const ERFC_P: [f32; 10] = [
+    0.170_872_77,
+    -0.822_152_23,
+    1.488_515_9,
+    -1.135_204,
+    0.278_868_07,
+    -0.186_288_06,
+    0.096_784_18,
+    0.374_091_96,
+    1.000_023_7,
+    -1.265_512_2,
+];
+
 #[inline(always)]
 fn erfc_pos(z: f32) -> f32 {
-    const P: [f32; 10] = [
-        0.170_872_77,
-        -0.822_152_23,
-        1.488_515_9,
-        -1.135_204,
-        0.278_868_07,
-        -0.186_288_06,
-        0.096_784_18,
-        0.374_091_96,
-        1.000_023_7,
-        -1.265_512_2,
-    ];
     let t = 1.0 / (1.0 + 0.5 * z);
-    let mut p = P[0];
-    for &c in &P[1..] {
+    let mut p = ERFC_P[0];
+    for &c in &ERFC_P[1..] {
         p = p * t + c;
     }
     t * exp1(p - z * z)

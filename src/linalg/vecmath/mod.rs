@@ -126,7 +126,7 @@ pub fn gelu_tanh(x: &[f32], out: &mut [f32]) -> Res {
 /// Exact GELU, `0.5·x·(1 + erf(x/√2))`.
 pub fn gelu_erf(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    map(x, out, 16, generic::gelu_erf);
+    map(x, out, 16, |x, o| dispatch!(gelu_erf(x, o)));
     Ok(())
 }
 

@@ -1,5 +1,6 @@
-//! Neon back end of [`super`] (`linalg::vecmath`): polynomial `exp`, `tanh`, `sigmoid`, tanh-GELU,
-//! softmax / log-softmax / layer-norm rows and a 4×4-block transpose. Called through the
+//! Neon back end of [`super`] (`linalg::vecmath`): polynomial `exp`, `tanh`, `sigmoid`, tanh-
+//! and erf-GELU, softmax / log-softmax / layer-norm rows and 4×4-block and plane-interleaving
+//! transposes. Called through the
 //! checked wrappers in `linalg::vecmath` (which own the accuracy contract and the tests); these
 //! functions work on the common prefix of their slices and never read or write past any
 //! slice. Four lanes at a time with `core::arch::aarch64` intrinsics, tails with the generic
@@ -8,7 +9,7 @@
 use core::arch::aarch64::*;
 
 use super::generic::{
-    self as g, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_CAP,
+    self as g, ERFC_P, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_CAP,
 };
 
 /// Four-lane `exp` (formula of `generic::exp1`).
@@ -85,6 +86,28 @@ fn gelu_tanh4(x: float32x4_t) -> float32x4_t {
     }
 }
 
+/// Four-lane exact GELU (formula of `generic::gelu_erf1`): `½x·erfc(−x/√2)` with
+/// `erfc(z) = t·exp(−z² + P(t))`, `t = 1/(1 + z/2)` for `z = |x|/√2`, reflected for `x > 0`.
+#[inline(always)]
+fn gelu_erf4(x: float32x4_t) -> float32x4_t {
+    // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
+    unsafe {
+        let z = vmulq_n_f32(vabsq_f32(x), core::f32::consts::FRAC_1_SQRT_2);
+        let t = vdivq_f32(vdupq_n_f32(1.0), vfmaq_n_f32(vdupq_n_f32(1.0), z, 0.5));
+        let mut p = vdupq_n_f32(ERFC_P[0]);
+        for &c in &ERFC_P[1..] {
+            p = vfmaq_f32(vdupq_n_f32(c), p, t);
+        }
+        let e = vmulq_f32(t, exp4(vfmsq_f32(p, z, z)));
+        // 1 + erf(x/√2) = erfc(−x/√2): 2 − e for x ≥ 0, e below.
+        let pos = vcgeq_f32(x, vdupq_n_f32(0.0));
+        let phi2 = vbslq_f32(pos, vsubq_f32(vdupq_n_f32(2.0), e), e);
+        let y = vmulq_f32(vmulq_n_f32(x, 0.5), phi2);
+        // NaN in, NaN out.
+        vbslq_f32(vceqq_f32(x, x), y, x)
+    }
+}
+
 /// Applies `v` to 4-lane chunks and `s` to the tail, `out[i] = f(x[i])`.
 #[inline(always)]
 fn map1(
@@ -119,6 +142,10 @@ pub fn sigmoid(x: &[f32], out: &mut [f32]) {
 
 pub fn gelu_tanh(x: &[f32], out: &mut [f32]) {
     map1(x, out, gelu_tanh4, g::gelu_tanh1);
+}
+
+pub fn gelu_erf(x: &[f32], out: &mut [f32]) {
+    map1(x, out, gelu_erf4, g::gelu_erf1);
 }
 
 /// Sum of a slice (two 4-lane partial sums, then the tail).
