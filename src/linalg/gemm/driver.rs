@@ -851,18 +851,26 @@ impl<'k> Tiles<'k> {
             let trow = unsafe {
                 core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
             };
-            for (j, &t) in trow.iter().enumerate() {
-                // SAFETY: element (row0 + i, col0 + j), i < mrb, j < nrb, of this part's tile,
-                // inside the window (bounds above).
-                let x = unsafe { &mut *self.c.add(c_off + i * ldc + j) };
-                let mut v = t;
-                if beta != 0.0 {
-                    v += beta * *x;
+            // SAFETY: elements (row0 + i, col0 + j), j < nrb, of this part's tile: inside the
+            // window (bounds above), and no one else's (a slice over this tile row only).
+            let crow = unsafe { core::slice::from_raw_parts_mut(self.c.add(c_off + i * ldc), nrb) };
+            // Whole-row passes the compiler vectorises, in the kernel's order of operations.
+            if beta != 0.0 {
+                for (x, &t) in crow.iter_mut().zip(trow) {
+                    *x = t + beta * *x;
                 }
-                if let Some(bv) = bias {
-                    v += bv[j];
+            } else {
+                crow.copy_from_slice(trow);
+            }
+            if let Some(bv) = bias {
+                for (x, &b) in crow.iter_mut().zip(bv) {
+                    *x += b;
                 }
-                *x = clamp(v, lo, hi);
+            }
+            if clamps(lo, hi) {
+                for x in crow.iter_mut() {
+                    *x = clamp(*x, lo, hi);
+                }
             }
         }
     }
