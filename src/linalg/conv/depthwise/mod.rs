@@ -6,7 +6,8 @@
 //!   contiguous, so the loops run over blocks of channels, accumulators in registers across the
 //!   taps. On AArch64 with `m = 1`, 3×3 filters with stride 1 or 2 across take the Neon kernel
 //!   [`neon_3x3`] (filter vectors in registers across rows, input columns shared between
-//!   neighbouring outputs, clamp fused).
+//!   neighbouring outputs, clamp fused), or its SVE2 counterpart [`sve_3x3`] where vectors
+//!   are 256 bits or wider.
 //! - [`depthwise_nchw`] (ATen, filter `[OC, 1, KH, KW]`): each output plane is a sum of shifted
 //!   input rows scaled by one weight, a loop over contiguous output columns.
 
@@ -48,7 +49,10 @@ pub fn depthwise_nhwc(
     }
     for (b, oimg) in out[..nout].chunks_exact_mut(per_image).enumerate() {
         #[cfg(target_arch = "aarch64")]
-        if mult == 1 && neon_3x3::image(p, x, w, bias, oimg, b, range) {
+        if mult == 1
+            && (sve_3x3::image(p, x, w, bias, oimg, b, range)
+                || neon_3x3::image(p, x, w, bias, oimg, b, range))
+        {
             continue;
         }
         for (row, orow) in oimg.chunks_exact_mut(p.out_w * oc).enumerate() {
@@ -163,3 +167,5 @@ pub fn depthwise_nchw(
 
 #[cfg(target_arch = "aarch64")]
 mod neon_3x3;
+#[cfg(target_arch = "aarch64")]
+mod sve_3x3;
