@@ -49,10 +49,10 @@ pub fn depthwise_nhwc(
     }
     for (b, oimg) in out[..nout].chunks_exact_mut(per_image).enumerate() {
         #[cfg(target_arch = "aarch64")]
-        if mult == 1
-            && (sve_3x3::image(p, x, w, bias, oimg, b, range)
-                || neon_3x3::image(p, x, w, bias, oimg, b, range))
-        {
+        if let Some(img) = fast_3x3(p, x, w, bias, oimg, b).filter(|_| mult == 1) {
+            if !sve_3x3::image(p, x, w, bias, oimg, img, range) {
+                neon_3x3::image(p, x, w, bias, oimg, img, range);
+            }
             continue;
         }
         for (row, orow) in oimg.chunks_exact_mut(p.out_w * oc).enumerate() {
@@ -163,6 +163,33 @@ pub fn depthwise_nchw(
         clamp(op, range);
     }
     Ok(())
+}
+
+/// The first input element of image `b` when the 3×3 vector kernels take this call (3×3
+/// filter, dilation 1, stride 1 or 2 across, any stride down, at least one channel, and every
+/// operand long enough for the image; the channel multiplier is the caller's check), `None`
+/// otherwise.
+#[cfg(target_arch = "aarch64")]
+fn fast_3x3(
+    p: &Conv2d,
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    out: &[f32],
+    b: usize,
+) -> Option<usize> {
+    let s = p.stride_w;
+    if p.kh != 3 || p.kw != 3 || p.dil_h != 1 || p.dil_w != 1 || !(s == 1 || s == 2) {
+        return None;
+    }
+    let c = p.in_c;
+    let img = b * p.in_h * p.in_w;
+    let ok = c > 0
+        && x.len() >= (img + p.in_h * p.in_w) * c
+        && w.len() >= 9 * c
+        && out.len() >= p.out_h * p.out_w * c
+        && bias.is_none_or(|bb| bb.len() >= c);
+    ok.then_some(img)
 }
 
 #[cfg(target_arch = "aarch64")]

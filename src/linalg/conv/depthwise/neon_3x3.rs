@@ -9,7 +9,8 @@
 //! input row and block streams the row's columns (post-indexed `ld1`) and adds each column's
 //! products into every output of the block that reads it, so a column is loaded once per block
 //! (8 outputs at stride 1: 10 loads for 24 FMLA). The border columns use only their valid taps;
-//! the channel tail `C mod 4` is scalar.
+//! the channel tail `C mod 4` is scalar. The `row_s*` bodies are written by
+//! `scripts/gen-depthwise-asm.py neon`.
 
 use crate::linalg::conv::Conv2d;
 use core::arch::aarch64::*;
@@ -557,9 +558,8 @@ unsafe fn out_row<const R: usize, const S: usize, const CLAMP: bool>(
     }
 }
 
-/// Computes image `b` (`out`: `[OH, OW, OC]`, `OC = C`) when the geometry is this
-/// kernel's (3×3, dilation 1, stride 1 or 2 across) and returns `true`; `false` (nothing
-/// written) otherwise. Output rows go in tiles (about [`TILE_BYTES`] of input each); in a
+/// Computes one image (`out`: `[OH, OW, OC]`, `OC = C`; `img`: its first input pixel) of a
+/// call that [`super::fast_3x3`] accepted. Output rows go in tiles (about [`TILE_BYTES`] of input each); in a
 /// tile, channels go 4 at a time with the filter vectors in registers across all of its
 /// rows: the interior columns in blocks of neighbouring outputs that share their input
 /// columns, the border columns with only their valid taps, each row with only the input
@@ -571,22 +571,10 @@ pub(super) fn image(
     w: &[f32],
     bias: Option<&[f32]>,
     out: &mut [f32],
-    b: usize,
+    img: usize,
     range: Option<(f32, f32)>,
-) -> bool {
+) {
     let s = p.stride_w;
-    if p.kh != 3 || p.kw != 3 || p.dil_h != 1 || p.dil_w != 1 || !(s == 1 || s == 2) {
-        return false;
-    }
-    let c = p.in_c;
-    let img = b * p.in_h * p.in_w;
-    if x.len() < (img + p.in_h * p.in_w) * c
-        || w.len() < 9 * c
-        || out.len() < p.out_h * p.out_w * c
-        || bias.is_some_and(|bb| bb.len() < c)
-    {
-        return false;
-    }
     match (
         range.filter(|&(lo, hi)| lo != f32::NEG_INFINITY || hi != f32::INFINITY),
         s,
@@ -596,7 +584,6 @@ pub(super) fn image(
         (None, 1) => image_with::<false, 1>(p, x, w, bias, out, img, (0.0, 0.0)),
         (None, _) => image_with::<false, 2>(p, x, w, bias, out, img, (0.0, 0.0)),
     }
-    true
 }
 
 /// Most output rows in one tile (their valid input rows are worked out once per tile).

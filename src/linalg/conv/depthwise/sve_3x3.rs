@@ -10,8 +10,8 @@
 //! `asm!` computes a block over all of the row's valid input rows (their row and filter-tap
 //! pointers in a small array it walks), streaming each row's columns once and adding each
 //! column's products into every output of the block that reads it, then clamps and stores.
-//! Stable Rust has no SVE intrinsics, hence `asm!` (generated text, one function per block
-//! shape).
+//! Stable Rust has no SVE intrinsics, hence `asm!` (one function per block shape, written by
+//! `scripts/gen-depthwise-asm.py sve`).
 
 use core::arch::asm;
 
@@ -51,35 +51,24 @@ fn usable() -> bool {
         && unsafe { crate::linalg::gemm::arm::sve::cntw() } >= 8
 }
 
-/// Computes image `b` (`out`: `[OH, OW, OC]`, `OC = C`) when the geometry is this kernel's
-/// (3×3, dilation 1, stride 1 or 2 across) and the CPU runs it ([`usable`]), and returns
-/// `true`; `false` (nothing written) otherwise.
+/// Computes one image (`out`: `[OH, OW, OC]`, `OC = C`; `img`: its first input pixel) of a
+/// call that [`super::fast_3x3`] accepted when the CPU runs this kernel ([`usable`]), and
+/// returns `true`; `false` (nothing written) otherwise.
 pub(super) fn image(
     p: &Conv2d,
     x: &[f32],
     w: &[f32],
     bias: Option<&[f32]>,
     out: &mut [f32],
-    b: usize,
+    img: usize,
     range: Option<(f32, f32)>,
 ) -> bool {
+    if !usable() {
+        return false;
+    }
     let s = p.stride_w;
-    if p.kh != 3 || p.kw != 3 || p.dil_h != 1 || p.dil_w != 1 || !(s == 1 || s == 2) {
-        return false;
-    }
-    let c = p.in_c;
-    let img = b * p.in_h * p.in_w;
-    if c == 0
-        || x.len() < (img + p.in_h * p.in_w) * c
-        || w.len() < 9 * c
-        || out.len() < p.out_h * p.out_w * c
-        || bias.is_some_and(|bb| bb.len() < c)
-        || !usable()
-    {
-        return false;
-    }
     let range = range.filter(|&(lo, hi)| lo != f32::NEG_INFINITY || hi != f32::INFINITY);
-    // SAFETY: SVE2 is present (`usable`); the lengths are checked above.
+    // SAFETY: SVE2 is present (`usable`); the lengths were checked by `fast_3x3`.
     unsafe {
         if s == 1 {
             image_with::<1>(p, x, w, bias, out, img, range)
