@@ -805,26 +805,8 @@ impl<'k> Tiles<'k> {
         // the last element c_off+(mrb-1)*ldc+nrb-1 is inside the window.
         debug_assert!(c_off + (mrb - 1) * ldc + nrb <= self.len);
         if mrb == mr && nrb == nr {
-            let bias_ptr = bias.map_or(core::ptr::null(), |s| s.as_ptr());
-            // SAFETY: A/B per this function's contract; the C tile (i*ldc + j, i < mr,
-            // j < nr) lies inside the window and belongs to this part alone; bias (if
-            // non-null) has nr floats. The kernel's CPU features are present: kernels are
-            // only handed out after detection.
-            unsafe {
-                (self.uk.kernel)(
-                    kc,
-                    ap.as_ptr(),
-                    bptr,
-                    ldb,
-                    self.c.add(c_off),
-                    ldc as isize,
-                    self.alpha,
-                    beta,
-                    bias_ptr,
-                    lo,
-                    hi,
-                )
-            };
+            // SAFETY: a whole tile of this part, A and B per this function's contract.
+            unsafe { self.panels(ap, bptr, ldb, 0, 1, kc, row0, col0, beta, last) };
             return;
         }
         // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row stride

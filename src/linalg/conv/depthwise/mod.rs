@@ -192,6 +192,18 @@ fn fast_3x3(
     ok.then_some(img)
 }
 
+/// The valid kernel rows of output row `oy` of a 3×3, dilation-1 filter: the first, how many
+/// (they are consecutive, and so are the input rows they read), and the input row the first
+/// reads (0 when none is valid).
+#[cfg(target_arch = "aarch64")]
+fn valid_rows(p: &Conv2d, oy: usize) -> (usize, usize, usize) {
+    let mut valid = (0..3).filter_map(|ky| p.in_row(oy, ky).map(|iy| (ky, iy)));
+    let Some((ky0, iy0)) = valid.next() else {
+        return (0, 0, 0);
+    };
+    (ky0, 1 + valid.count(), iy0)
+}
+
 #[cfg(target_arch = "aarch64")]
 mod neon_3x3;
 #[cfg(target_arch = "aarch64")]

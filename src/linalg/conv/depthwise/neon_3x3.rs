@@ -632,16 +632,8 @@ fn image_with<const CLAMP: bool, const S: usize>(
         // input offset (floats) of the input row it reads (valid rows are consecutive).
         let mut rows = [(0usize, 0usize, 0usize); TILE_ROWS];
         for (info, oy) in rows.iter_mut().zip(r0..r1) {
-            let valid: ([usize; 3], usize) = (0..3).fold(([0; 3], 0), |(mut v, n), ky| {
-                if p.in_row(oy, ky).is_some() {
-                    v[n] = ky;
-                    (v, n + 1)
-                } else {
-                    (v, n)
-                }
-            });
-            let (ky0, nr) = (valid.0[0], valid.1);
-            *info = (nr, ky0, p.in_row(oy, ky0).map_or(0, at));
+            let (ky0, nr, iy0) = super::valid_rows(p, oy);
+            *info = (nr, ky0, at(iy0));
         }
         let row_f = p.in_w * c;
         for c0 in (0..cv).step_by(4) {

@@ -109,22 +109,13 @@ unsafe fn image_with<const S: usize>(
     for c0 in (0..c).step_by(vl) {
         for oy in 0..p.out_h {
             // Valid kernel rows are consecutive: the first, their count, its input row.
-            let valid: ([usize; 3], usize) = (0..3).fold(([0; 3], 0), |(mut v, n), ky| {
-                if let Some(iy) = p.in_row(oy, ky) {
-                    v[n] = iy;
-                    (v, n + 1)
-                } else {
-                    (v, n)
-                }
-            });
-            let nr = valid.1;
-            let ky0 = (0..3).find(|&ky| p.in_row(oy, ky).is_some()).unwrap_or(0);
+            let (ky0, nr, iy0) = super::valid_rows(p, oy);
             let mut rows = [core::ptr::null::<f32>(); 3];
             let mut taps = [core::ptr::null::<f32>(); 3];
             for k in 0..nr {
-                // In bounds: input row valid.0[k] < H of this image, channel c0 < C; filter
-                // row ky0 + k < 3, channel c0 (lengths checked by `image`).
-                rows[k] = x[(img + valid.0[k] * p.in_w) * c + c0..].as_ptr();
+                // In bounds: input row iy0 + k < H of this image, channel c0 < C; filter
+                // row ky0 + k < 3, channel c0 (lengths checked by `fast_3x3`).
+                rows[k] = x[(img + (iy0 + k) * p.in_w) * c + c0..].as_ptr();
                 taps[k] = w[3 * (ky0 + k) * c + c0..].as_ptr();
             }
             let o = out[oy * ow * c + c0..].as_mut_ptr();

@@ -105,6 +105,22 @@ macro_rules! za_prologue {
     };
 }
 
+/// Clamp of four slice vectors into `[z16, z17]` (`fmaxnm` then `fminnm`, NaN becomes the
+/// low bound) when `{clampf}`, as asm text for the mode-0 epilogues.
+macro_rules! za_clamp4 {
+    ($a:literal, $b:literal, $c:literal, $d:literal) => {
+        concat!(
+            "cbz {clampf}, 24f\n",
+            za_clamp4!(@op "fmaxnm", "z16", $a, $b, $c, $d),
+            za_clamp4!(@op "fminnm", "z17", $a, $b, $c, $d),
+            "24:\n",
+        )
+    };
+    (@op $op:literal, $bound:literal, $($z:literal),+) => {
+        concat!($($op, " ", $z, ".s, p0/m, ", $z, ".s, ", $bound, ".s\n",)+)
+    };
+}
+
 /// Epilogue as asm text: modes 1 and 2 store the ZA row slices straight to C; mode 0 moves
 /// each slice to z0–z3, scales by alpha, adds `beta·C` (when `{betaf}`) and the bias, and
 /// clamps into `[{lo}, {hi}]` (when `{clampf}`).
@@ -158,16 +174,7 @@ macro_rules! za_epilogue {
             "fadd z1.s, p0/m, z1.s, z7.s\n",
             "fadd z2.s, p0/m, z2.s, z6.s\n",
             "fadd z3.s, p0/m, z3.s, z7.s\n",
-            "cbz {clampf}, 24f\n",
-            "fmaxnm z0.s, p0/m, z0.s, z16.s\n",
-            "fmaxnm z1.s, p0/m, z1.s, z16.s\n",
-            "fmaxnm z2.s, p0/m, z2.s, z16.s\n",
-            "fmaxnm z3.s, p0/m, z3.s, z16.s\n",
-            "fminnm z0.s, p0/m, z0.s, z17.s\n",
-            "fminnm z1.s, p0/m, z1.s, z17.s\n",
-            "fminnm z2.s, p0/m, z2.s, z17.s\n",
-            "fminnm z3.s, p0/m, z3.s, z17.s\n",
-            "24:\n",
+            za_clamp4!("z0", "z1", "z2", "z3"),
             "st1w {{z0.s}}, p0, [{c}]\n",
             "st1w {{z1.s}}, p0, [{c}, #1, mul vl]\n",
             "st1w {{z2.s}}, p0, [{u}]\n",
@@ -442,16 +449,7 @@ macro_rules! za_pairs_epilogue {
             "fadd z5.s, p0/m, z5.s, z11.s\n",
             "fadd z6.s, p0/m, z6.s, z10.s\n",
             "fadd z7.s, p0/m, z7.s, z11.s\n",
-            "cbz {clampf}, 24f\n",
-            "fmaxnm z4.s, p0/m, z4.s, z16.s\n",
-            "fmaxnm z5.s, p0/m, z5.s, z16.s\n",
-            "fmaxnm z6.s, p0/m, z6.s, z16.s\n",
-            "fmaxnm z7.s, p0/m, z7.s, z16.s\n",
-            "fminnm z4.s, p0/m, z4.s, z17.s\n",
-            "fminnm z5.s, p0/m, z5.s, z17.s\n",
-            "fminnm z6.s, p0/m, z6.s, z17.s\n",
-            "fminnm z7.s, p0/m, z7.s, z17.s\n",
-            "24:\n",
+            za_clamp4!("z4", "z5", "z6", "z7"),
             "st2w {{z4.s, z5.s}}, p0, [{c}]\n",
             "st2w {{z6.s, z7.s}}, p0, [{u}]\n",
             "add {c}, {c}, {rsc}, lsl #1\n",
