@@ -5,8 +5,8 @@
 //! - [`depthwise_nhwc`] (XNNPACK's `DepthwiseConv2d`, filter `[1, KH, KW, OC]`): channels are
 //!   contiguous, so the loops run over blocks of channels, accumulators in registers across the
 //!   taps. On AArch64 with `m = 1`, 3×3 filters with stride 1 or 2 across take the Neon kernel
-//!   [`neon_3x3`] (filter vectors in registers across rows, input columns shared between
-//!   neighbouring outputs, clamp fused), or its SVE2 counterpart [`sve_3x3`] where vectors
+//!   `neon_3x3` (filter vectors in registers across rows, input columns shared between
+//!   neighbouring outputs, clamp fused), or its SVE2 counterpart `sve_3x3` where vectors
 //!   are 256 bits or wider.
 //! - [`depthwise_nchw`] (ATen, filter `[OC, 1, KH, KW]`): each output plane is a sum of shifted
 //!   input rows scaled by one weight, a loop over contiguous output columns.
@@ -49,7 +49,7 @@ pub fn depthwise_nhwc(
     }
     for (b, oimg) in out[..nout].chunks_exact_mut(per_image).enumerate() {
         #[cfg(target_arch = "aarch64")]
-        if let Some(img) = fast_3x3(p, x, w, bias, oimg, b).filter(|_| mult == 1) {
+        if let Some(img) = geometry_3x3::accepts(p, x, w, bias, oimg, b).filter(|_| mult == 1) {
             if !sve_3x3::image(p, x, w, bias, oimg, img, range) {
                 neon_3x3::image(p, x, w, bias, oimg, img, range);
             }
@@ -165,45 +165,8 @@ pub fn depthwise_nchw(
     Ok(())
 }
 
-/// The first input element of image `b` when the 3×3 vector kernels take this call (3×3
-/// filter, dilation 1, stride 1 or 2 across, any stride down, at least one channel, and every
-/// operand long enough for the image; the channel multiplier is the caller's check), `None`
-/// otherwise.
 #[cfg(target_arch = "aarch64")]
-fn fast_3x3(
-    p: &Conv2d,
-    x: &[f32],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    out: &[f32],
-    b: usize,
-) -> Option<usize> {
-    let s = p.stride_w;
-    if p.kh != 3 || p.kw != 3 || p.dil_h != 1 || p.dil_w != 1 || !(s == 1 || s == 2) {
-        return None;
-    }
-    let c = p.in_c;
-    let img = b * p.in_h * p.in_w;
-    let ok = c > 0
-        && x.len() >= (img + p.in_h * p.in_w) * c
-        && w.len() >= 9 * c
-        && out.len() >= p.out_h * p.out_w * c
-        && bias.is_none_or(|bb| bb.len() >= c);
-    ok.then_some(img)
-}
-
-/// The valid kernel rows of output row `oy` of a 3×3, dilation-1 filter: the first, how many
-/// (they are consecutive, and so are the input rows they read), and the input row the first
-/// reads (0 when none is valid).
-#[cfg(target_arch = "aarch64")]
-fn valid_rows(p: &Conv2d, oy: usize) -> (usize, usize, usize) {
-    let mut valid = (0..3).filter_map(|ky| p.in_row(oy, ky).map(|iy| (ky, iy)));
-    let Some((ky0, iy0)) = valid.next() else {
-        return (0, 0, 0);
-    };
-    (ky0, 1 + valid.count(), iy0)
-}
-
+mod geometry_3x3;
 #[cfg(target_arch = "aarch64")]
 mod neon_3x3;
 #[cfg(target_arch = "aarch64")]

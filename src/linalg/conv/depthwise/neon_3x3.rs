@@ -12,6 +12,7 @@
 //! the channel tail `C mod 4` is scalar. The `row_s*` bodies are written by
 //! `scripts/gen-depthwise-asm.py neon`.
 
+use super::geometry_3x3::valid_rows;
 use crate::linalg::conv::Conv2d;
 use core::arch::aarch64::*;
 
@@ -559,11 +560,11 @@ unsafe fn out_row<const R: usize, const S: usize, const CLAMP: bool>(
 }
 
 /// Computes one image (`out`: `[OH, OW, OC]`, `OC = C`; `img`: its first input pixel) of a
-/// call that [`super::fast_3x3`] accepted. Output rows go in tiles (about [`TILE_BYTES`] of input each); in a
-/// tile, channels go 4 at a time with the filter vectors in registers across all of its
-/// rows: the interior columns in blocks of neighbouring outputs that share their input
-/// columns, the border columns with only their valid taps, each row with only the input
-/// rows that exist; the channel tail `C mod 4` in scalar code. The clamp is applied as
+/// call that `geometry_3x3::accepts` took. Output rows go in tiles (about [`TILE_BYTES`] of
+/// input each); in a tile, channels go 4 at a time with the filter vectors in registers
+/// across all of its rows: the interior columns in blocks of neighbouring outputs that share
+/// their input columns, the border columns with only their valid taps, each row with only the
+/// input rows that exist; the channel tail `C mod 4` in scalar code. The clamp is applied as
 /// each vector is stored.
 pub(super) fn image(
     p: &Conv2d,
@@ -632,7 +633,7 @@ fn image_with<const CLAMP: bool, const S: usize>(
         // input offset (floats) of the input row it reads (valid rows are consecutive).
         let mut rows = [(0usize, 0usize, 0usize); TILE_ROWS];
         for (info, oy) in rows.iter_mut().zip(r0..r1) {
-            let (ky0, nr, iy0) = super::valid_rows(p, oy);
+            let (ky0, nr, iy0) = valid_rows(p, oy);
             *info = (nr, ky0, at(iy0));
         }
         let row_f = p.in_w * c;

@@ -2,7 +2,7 @@
 //! stride down), dilation 1, output clamp fused into the stores; for vector lengths of 256 bits
 //! and more (at 128 bits the Neon kernel, with post-indexed loads, needs fewer instructions).
 //!
-//! Layout contract: that of [`super::neon_3x3`] (input `[N, H, W, C]`, filter `[1, 3, 3, C]`,
+//! Layout contract: that of the Neon kernel (input `[N, H, W, C]`, filter `[1, 3, 3, C]`,
 //! bias `[C]`, output `[N, OH, OW, C]`, f32, contiguous). Channels go one vector (`VL/32`) at a
 //! time under a `whilelt` predicate, so a channel count that the vector length does not divide
 //! needs no scalar tail. Each output row runs, per channel block, its border columns (only
@@ -15,6 +15,7 @@
 
 use core::arch::asm;
 
+use super::geometry_3x3::valid_rows;
 use crate::linalg::conv::Conv2d;
 
 /// One block's operands (read by the `asm!` bodies through a reference).
@@ -52,7 +53,7 @@ fn usable() -> bool {
 }
 
 /// Computes one image (`out`: `[OH, OW, OC]`, `OC = C`; `img`: its first input pixel) of a
-/// call that [`super::fast_3x3`] accepted when the CPU runs this kernel ([`usable`]), and
+/// call that `geometry_3x3::accepts` took, when the CPU runs this kernel ([`usable`]), and
 /// returns `true`; `false` (nothing written) otherwise.
 pub(super) fn image(
     p: &Conv2d,
@@ -68,7 +69,7 @@ pub(super) fn image(
     }
     let s = p.stride_w;
     let range = range.filter(|&(lo, hi)| lo != f32::NEG_INFINITY || hi != f32::INFINITY);
-    // SAFETY: SVE2 is present (`usable`); the lengths were checked by `fast_3x3`.
+    // SAFETY: SVE2 is present (`usable`); the lengths were checked by `geometry_3x3::accepts`.
     unsafe {
         if s == 1 {
             image_with::<1>(p, x, w, bias, out, img, range)
@@ -109,12 +110,12 @@ unsafe fn image_with<const S: usize>(
     for c0 in (0..c).step_by(vl) {
         for oy in 0..p.out_h {
             // Valid kernel rows are consecutive: the first, their count, its input row.
-            let (ky0, nr, iy0) = super::valid_rows(p, oy);
+            let (ky0, nr, iy0) = valid_rows(p, oy);
             let mut rows = [core::ptr::null::<f32>(); 3];
             let mut taps = [core::ptr::null::<f32>(); 3];
             for k in 0..nr {
                 // In bounds: input row iy0 + k < H of this image, channel c0 < C; filter
-                // row ky0 + k < 3, channel c0 (lengths checked by `fast_3x3`).
+                // row ky0 + k < 3, channel c0 (lengths checked by `geometry_3x3::accepts`).
                 rows[k] = x[(img + (iy0 + k) * p.in_w) * c + c0..].as_ptr();
                 taps[k] = w[3 * (ky0 + k) * c + c0..].as_ptr();
             }
