@@ -25,6 +25,9 @@ for board in $(cargo xtask boards --names); do
     cargo clippy --quiet --release --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
     --features semihosting -- -D warnings
 done
+PTERA_BOARD=qemu-virt CARGO_TARGET_DIR=target/firmware cargo clippy --quiet --release \
+  --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
+  --features semihosting,gemm-bench -- -D warnings
 
 echo "== acceptance tests under QEMU"
 cargo test --release -p xtask --test baremetal -- --ignored --test-threads 2

@@ -537,7 +537,8 @@ fn panic_prints_where_and_why_and_exits_non_zero() {
     let o = xtask(&[
         "qemu",
         pte.to_str().unwrap(),
-        "--selftest-panic",
+        "--selftest",
+        "panic",
         "--output-dir",
         out.to_str().unwrap(),
     ]);
@@ -549,6 +550,83 @@ fn panic_prints_where_and_why_and_exits_non_zero() {
         "{log}"
     );
     assert!(log.contains("QEMU exit status: 101"), "{log}");
+}
+
+/// Builds the firmware with the page-table self-test `kind` and returns its log, after checking
+/// that the run failed with the CPU-exception status.
+fn fault_selftest(kind: &str) -> String {
+    let pte = fixture("mlp_portable.pte");
+    let out = out_dir(&format!("fault-{kind}"));
+    let o = xtask(&[
+        "qemu",
+        pte.to_str().unwrap(),
+        "--selftest",
+        kind,
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let log = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert!(log.contains("QEMU exit status: 3"), "{log}");
+    log
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn stack_overflow_hits_the_guard_page_and_is_reported() {
+    let log = fault_selftest("stack-overflow");
+    assert!(
+        log.contains("stack overflow: data abort at EL1 on core 0: write to"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "translation fault (unmapped) at level 3: the guard page below core 0's stack"
+        ),
+        "{log}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn the_program_image_is_read_only() {
+    let log = fault_selftest("write-image");
+    assert!(
+        log.contains("data abort at EL1 on core 0: write to"),
+        "{log}"
+    );
+    assert!(
+        log.contains("permission fault at level 3: the program and its inputs in flash (.flash)"),
+        "{log}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn the_arenas_are_not_executable() {
+    let log = fault_selftest("exec-arena");
+    assert!(
+        log.contains("instruction abort at EL1 on core 0: instruction fetch from"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "permission fault at level 3: the planned arenas (.bss) (read-write, not executable)"
+        ),
+        "{log}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn ram_outside_every_region_is_unmapped() {
+    let log = fault_selftest("write-outside");
+    assert!(
+        log.contains(
+            "translation fault (unmapped) at level 3: outside every region the firmware uses"
+        ),
+        "{log}"
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub const BOARD: &table::Board =
 
 pub const NAME: &str = BOARD.name;
 /// Where a boot loader places a model that is not linked in.
+#[cfg(not(feature = "gemm-bench"))]
 pub const MODEL_LOAD_ADDR: usize = BOARD.model_addr as usize;
 /// GEMM bench mode: RAM the firmware may use for its parameter block and matrices.
 #[cfg(feature = "gemm-bench")]

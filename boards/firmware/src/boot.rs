@@ -151,18 +151,131 @@ core::arch::global_asm!(
     max = const MAX_SECONDARY,
 );
 
-/// Exceptions at EL1 are bugs: report syndrome and address, then stop (non-zero exit on QEMU).
+/// Cores that get an exception stack (every core the image runs on).
+#[cfg(not(feature = "gemm-bench"))]
+const CORES: usize = crate::model::CORES;
+#[cfg(feature = "gemm-bench")]
+const CORES: usize = 1;
+
+/// Bytes of each core's exception stack: the handler only formats one report line.
+const EXCEPTION_STACK: usize = 8 * 1024;
+
+#[repr(C, align(16))]
+struct ExceptionStacks(core::cell::UnsafeCell<[[u8; EXCEPTION_STACK]; CORES]>);
+
+// SAFETY: each core uses only its own element, and only as its SP_EL1 (see `enter_core`).
+unsafe impl Sync for ExceptionStacks {}
+
+#[link_section = ".stack.exception"]
+static EXCEPTION_STACKS: ExceptionStacks =
+    ExceptionStacks(core::cell::UnsafeCell::new([[0; EXCEPTION_STACK]; CORES]));
+
+/// Puts this core (`core` < [`CORES`]) under the firmware's page tables (`mmu`) and moves its
+/// code onto SP_EL0, so that an exception switches to SP_EL1 = the core's own exception stack:
+/// a stack overflow into the guard page is then reported instead of faulting again on the
+/// same stack. Call once per core, first thing, while the core still runs on SP_EL1.
+pub fn enter_core(core: usize) {
+    crate::mmu::install_on_this_core();
+    if core >= CORES {
+        return;
+    }
+    // In bounds (core < CORES); only an address is formed.
+    let top = EXCEPTION_STACKS
+        .0
+        .get()
+        .cast::<[u8; EXCEPTION_STACK]>()
+        .wrapping_add(core + 1) as usize;
+    // SAFETY: at EL1 with SPSel = 1 (aarch64-rt's entry, `start_core`, `ptera_secondary_el1`
+    // all run on SP_EL1 and this runs once per core), SP_EL0 may be written. The current stack
+    // pointer moves to SP_EL0 and stays the stack pointer (same value, SPSel = 0), so the
+    // compiler's frames are untouched; SP_EL1 becomes the top of this core's own exception
+    // stack, which nothing else uses.
+    unsafe {
+        core::arch::asm!(
+            "mov {t}, sp",
+            "msr sp_el0, {t}",
+            "mov sp, {top}",
+            "msr spsel, #0",
+            t = out(reg) _,
+            top = in(reg) top,
+            options(nomem),
+        );
+    }
+}
+
+/// Exceptions at EL1 are bugs: report syndrome, address and the region it falls in (`mmu`),
+/// then stop (non-zero exit on QEMU).
 struct Exceptions;
 
+/// The fault status code of an abort's syndrome, in words.
+fn fault_kind(iss: u64) -> (&'static str, u64) {
+    let fsc = iss & 0x3f;
+    let kind = match fsc >> 2 {
+        0b0001 => "translation fault (unmapped)",
+        0b0010 => "access flag fault",
+        0b0011 => "permission fault",
+        0b0000 => "address size fault",
+        _ => "fault",
+    };
+    (kind, fsc & 3)
+}
+
 fn fatal(kind: &str, regs: &RegisterStateRef) -> ! {
-    let (esr, far): (u64, u64);
-    // SAFETY: reading the EL1 syndrome and fault address registers has no side effects.
+    let (esr, far, mpidr): (u64, u64, u64);
+    // SAFETY: reading the EL1 syndrome, fault address and affinity registers has no side
+    // effects.
     unsafe {
-        core::arch::asm!("mrs {}, esr_el1", "mrs {}, far_el1", out(reg) esr, out(reg) far, options(nomem, nostack));
+        core::arch::asm!(
+            "mrs {}, esr_el1",
+            "mrs {}, far_el1",
+            "mrs {}, mpidr_el1",
+            out(reg) esr,
+            out(reg) far,
+            out(reg) mpidr,
+            options(nomem, nostack)
+        );
     }
+    let core = mpidr & 0xff;
+    let ec = esr >> 26;
+    let iss = esr & 0x1ff_ffff;
+    let access = match ec {
+        0x20 | 0x21 => Some("instruction fetch from"),
+        0x24 | 0x25 if iss & (1 << 6) != 0 => Some("write to"),
+        0x24 | 0x25 => Some("read of"),
+        _ => None,
+    };
+    let Some(access) = access else {
+        crate::console::text(format_args!(
+            "{kind} exception at EL1 on core {core}: ESR {esr:#x} (EC {ec:#x}) ELR {:#x} \
+             FAR {far:#x}",
+            regs.elr
+        ));
+        crate::exit::exit(crate::console::Status::Exception as u32)
+    };
+    let (fault, level) = fault_kind(iss);
+    let region = crate::mmu::describe(far as usize);
+    let (what, rights) = match region {
+        Some(r) => (
+            r.what,
+            match r.rights {
+                crate::mmu::Rights::Code => "read and execute",
+                crate::mmu::Rights::ReadOnly => "read-only, not executable",
+                crate::mmu::Rights::ReadWrite => "read-write, not executable",
+                crate::mmu::Rights::Guard => "unmapped",
+            },
+        ),
+        None => ("outside every region the firmware uses", "unmapped"),
+    };
+    let overflow = matches!(region, Some(r) if r.rights == crate::mmu::Rights::Guard);
     crate::console::text(format_args!(
-        "{kind} exception at EL1: ESR {esr:#x} (EC {:#x}) ELR {:#x} FAR {far:#x}",
-        esr >> 26,
+        "{}{} at EL1 on core {core}: {access} {far:#x}, {fault} at level {level}: {what} \
+         ({rights}); ESR {esr:#x} (EC {ec:#x}) ELR {:#x}",
+        if overflow { "stack overflow: " } else { "" },
+        if ec == 0x20 || ec == 0x21 {
+            "instruction abort"
+        } else {
+            "data abort"
+        },
         regs.elr
     ));
     crate::exit::exit(crate::console::Status::Exception as u32)

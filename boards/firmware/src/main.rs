@@ -58,6 +58,13 @@ defmt::timestamp!("{=u64:us}", cpu::micros());
 fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
     board::init_console();
     console::hello();
+    if mmu::protect().is_err() {
+        console::text(format_args!(
+            "page tables: the firmware's table pool (mmu.rs POOL_TABLES) is too small for this map"
+        ));
+        exit::exit(Status::Exception as u32);
+    }
+    boot::enter_core(0);
     // SAFETY: called once, before anything allocates; the macro reserves a static buffer.
     unsafe {
         embedded_alloc::init!(HEAP, HEAP_BYTES);
@@ -104,10 +111,52 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
     crate::exit::exit(report.status as u32)
 }
 
-/// With feature `selftest-panic`, exercises the panic path (message, location, exit status).
+/// Self-tests of the failure paths, one per build feature (xtask `qemu --selftest KIND`): the
+/// panic report, and the faults the page tables (`mmu`) must turn into reports: a stack
+/// overflow into the guard page, a write to the program image, a jump into the arenas, a write
+/// to RAM outside every region.
 fn selftest() {
     #[cfg(feature = "selftest-panic")]
     panic!("self-test: panic requested at build time (feature selftest-panic)");
+    #[cfg(feature = "selftest-stack-overflow")]
+    {
+        /// Recurses with a 1 KiB frame until the stack runs out.
+        #[inline(never)]
+        fn deeper(depth: u64) -> u64 {
+            let frame = core::hint::black_box([depth as u8; 1024]);
+            if core::hint::black_box(depth) == u64::MAX {
+                return 0;
+            }
+            deeper(depth + 1) + u64::from(frame[1023])
+        }
+        core::hint::black_box(deeper(0));
+    }
+    #[cfg(all(feature = "selftest-write-image", not(feature = "gemm-bench")))]
+    {
+        let program = model::program_bytes().as_ptr().cast_mut();
+        // SAFETY: deliberately invalid (a write to the read-only program): the page tables must
+        // turn it into a permission fault, reported before anything reads the byte.
+        unsafe { core::ptr::write_volatile(program, 0) };
+    }
+    #[cfg(all(feature = "selftest-exec-arena", not(feature = "gemm-bench")))]
+    {
+        let (begin, _, _) = model::memory_ranges()[0];
+        // SAFETY: deliberately invalid (a jump into the arenas, which hold zeros): the page
+        // tables mark them not executable, so the fetch faults before any instruction runs.
+        let f: extern "C" fn() = unsafe { core::mem::transmute(begin) };
+        f();
+    }
+    #[cfg(feature = "selftest-write-outside")]
+    {
+        extern "C" {
+            static image_end: u8;
+        }
+        // SAFETY: only the address of the linker symbol is taken.
+        let end = unsafe { &raw const image_end } as usize;
+        // SAFETY: deliberately invalid (RAM past the image, in no region): unmapped, so the
+        // write faults.
+        unsafe { core::ptr::write_volatile((end + (1 << 20)) as *mut u64, 0) };
+    }
 }
 
 type StageError = (&'static str, ptera::Error);

@@ -103,3 +103,23 @@ pub fn take_memory() -> (heapless::Vec<&'static mut [u8], 16>, &'static mut [u8]
     }
     (arenas, &mut metadata[..METADATA_BYTES])
 }
+
+/// The arena pool and the metadata buffer, as address ranges with their names (the page tables
+/// name them in fault reports).
+pub fn memory_ranges() -> [(usize, usize, &'static str); 2] {
+    let pool = ARENA_POOL.0.get() as usize;
+    let metadata = METADATA.0.get() as usize;
+    [
+        (pool, pool + pool_bytes(), "the planned arenas (.bss)"),
+        (
+            metadata,
+            metadata + round_up(METADATA_BYTES),
+            "the method's metadata buffer (.bss)",
+        ),
+    ]
+}
+
+/// Where the boot loader placed the program, and its length, when it is not linked in.
+pub fn loaded_program() -> Option<(usize, usize)> {
+    (!MODEL_LINKED).then_some((crate::board::MODEL_LOAD_ADDR, MODEL_LEN))
+}

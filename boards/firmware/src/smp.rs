@@ -31,8 +31,16 @@ const SCRATCH_CORES: usize = if CORES > 1 { CORES } else { 0 };
 #[repr(C, align(64))]
 struct Scratch(UnsafeCell<[[f32; GEMM_SCRATCH_F32]; SCRATCH_CORES]>);
 
+/// A core's stack with an unmapped page below it (`mmu`): an overflow faults there instead of
+/// running into the neighbouring core's stack.
 #[repr(C, align(4096))]
-struct Stacks(UnsafeCell<[Stack<SECONDARY_STACK_PAGES>; CORES - 1]>);
+struct GuardedStack {
+    guard: [u8; 4096],
+    stack: Stack<SECONDARY_STACK_PAGES>,
+}
+
+#[repr(C, align(4096))]
+struct Stacks(UnsafeCell<[GuardedStack; CORES - 1]>);
 
 // SAFETY: reached only through `start`, which runs once (STARTED) and hands each core its own
 // element.
@@ -41,7 +49,67 @@ unsafe impl Sync for Scratch {}
 unsafe impl Sync for Stacks {}
 
 static SCRATCH: Scratch = Scratch(UnsafeCell::new([[0.0; GEMM_SCRATCH_F32]; SCRATCH_CORES]));
-static STACKS: Stacks = Stacks(UnsafeCell::new([const { Stack::new() }; CORES - 1]));
+static STACKS: Stacks = Stacks(UnsafeCell::new(
+    [const {
+        GuardedStack {
+            guard: [0; 4096],
+            stack: Stack::new(),
+        }
+    }; CORES - 1],
+));
+
+/// Core `index`'s (1..CORES) guarded stack: its guard page and stack, as addresses.
+fn stack_of(index: usize) -> (usize, *mut Stack<SECONDARY_STACK_PAGES>) {
+    // In bounds for 1 <= index < CORES (callers); only addresses are formed here.
+    let slot = STACKS
+        .0
+        .get()
+        .cast::<GuardedStack>()
+        .wrapping_add(index - 1);
+    // SAFETY: `slot` points into STACKS (index - 1 < CORES - 1); taking a field's address
+    // reads nothing.
+    let stack = unsafe { &raw mut (*slot).stack };
+    (slot as usize, stack)
+}
+
+/// Names of the other cores' stacks and guard pages, for fault reports (`mmu`).
+const STACK_NAMES: [(&str, &str); 8] = [
+    ("", ""),
+    ("core 1's stack", "the guard page below core 1's stack"),
+    ("core 2's stack", "the guard page below core 2's stack"),
+    ("core 3's stack", "the guard page below core 3's stack"),
+    ("core 4's stack", "the guard page below core 4's stack"),
+    ("core 5's stack", "the guard page below core 5's stack"),
+    ("core 6's stack", "the guard page below core 6's stack"),
+    ("core 7's stack", "the guard page below core 7's stack"),
+];
+
+/// The other cores' stacks and their guard pages, for the page tables (`mmu`).
+pub fn stack_regions() -> impl Iterator<Item = crate::mmu::Region> {
+    use crate::mmu::{Region, Rights};
+    (1..CORES).flat_map(|index| {
+        let (guard, stack) = stack_of(index);
+        let (name, guard_name) = STACK_NAMES
+            .get(index)
+            .copied()
+            .unwrap_or(("a core's stack", "a stack's guard page"));
+        let end = stack as usize + core::mem::size_of::<Stack<SECONDARY_STACK_PAGES>>();
+        [
+            Region {
+                begin: guard,
+                end: stack as usize,
+                rights: Rights::Guard,
+                what: guard_name,
+            },
+            Region {
+                begin: stack as usize,
+                end,
+                rights: Rights::ReadWrite,
+                what: name,
+            },
+        ]
+    })
+}
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Each released spin-table core's scratch (set by core 0 before the release).
@@ -54,6 +122,7 @@ pub fn secondary(index: usize) {
     let Some(slot) = SECONDARY_SCRATCH.get(index).filter(|_| index < CORES) else {
         return; // not a core of this image: park
     };
+    crate::boot::enter_core(index);
     // Released together with the others, a core waits for core 0 to hand it its scratch
     // (in core order, each followed by an event).
     let scratch = loop {
@@ -99,12 +168,8 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
         let (mine, others) = rest.split_at_mut(1);
         rest = others;
         let mine: &'static mut [f32] = &mut mine[0];
-        // In bounds: index - 1 < CORES - 1 elements; each core gets its own stack.
-        let stack = STACKS
-            .0
-            .get()
-            .cast::<Stack<SECONDARY_STACK_PAGES>>()
-            .wrapping_add(index - 1);
+        // Each core gets its own stack.
+        let (_, stack) = stack_of(index);
         if let Smp::SpinTable { release } = BOARD.smp {
             let (Some(slot), Some(&addr)) = (SECONDARY_SCRATCH.get(index), release.get(index - 1))
             else {
@@ -120,11 +185,7 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
                     .take(CORES)
                     .skip(1)
                 {
-                    let end = STACKS
-                        .0
-                        .get()
-                        .cast::<Stack<SECONDARY_STACK_PAGES>>()
-                        .wrapping_add(i);
+                    let end = stack_of(i).1.wrapping_add(1);
                     sp.store(end as u64, Ordering::Release);
                 }
             }
@@ -146,6 +207,7 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
             continue;
         }
         let entry = move || {
+            crate::boot::enter_core(index);
             crate::cpu::enable_simd();
             let scratch = mine;
             TEAM.serve(index, scratch)

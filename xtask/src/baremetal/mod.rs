@@ -98,9 +98,37 @@ pub(crate) struct BuildOptions<'a> {
     pub(crate) link_model: bool,
     pub(crate) semihosting: bool,
     pub(crate) shrink_arenas: u64,
-    pub(crate) selftest_panic: bool,
+    /// A failure-path self-test built into the firmware (its feature `selftest-KIND`).
+    pub(crate) selftest: Option<SelfTest>,
     /// Cores the image starts and uses (1: core 0 only).
     pub(crate) cores: usize,
+}
+
+/// Failure paths the firmware can be built to take right after boot (`qemu --selftest`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SelfTest {
+    /// Panic: the message, its location and exit status 101.
+    Panic,
+    /// Recurse until core 0's stack runs into its guard page.
+    StackOverflow,
+    /// Write one byte of the read-only program image.
+    WriteImage,
+    /// Jump into the arenas (not executable).
+    ExecArena,
+    /// Write RAM outside every region the firmware uses (unmapped).
+    WriteOutside,
+}
+
+impl SelfTest {
+    fn feature(self) -> &'static str {
+        match self {
+            SelfTest::Panic => "selftest-panic",
+            SelfTest::StackOverflow => "selftest-stack-overflow",
+            SelfTest::WriteImage => "selftest-write-image",
+            SelfTest::ExecArena => "selftest-exec-arena",
+            SelfTest::WriteOutside => "selftest-write-outside",
+        }
+    }
 }
 
 pub(crate) fn round16(n: u64) -> u64 {
@@ -183,8 +211,8 @@ pub(crate) fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) ->
     if opts.semihosting {
         features.push("semihosting");
     }
-    if opts.selftest_panic {
-        features.push("selftest-panic");
+    if let Some(test) = opts.selftest {
+        features.push(test.feature());
     }
     cargo_build_firmware(opts.board.name, &features.join(","), Some(&gen)).map_err(|e| {
         let msg = format!("{e:#}");
@@ -482,7 +510,7 @@ mod tests {
             link_model: true,
             semihosting: true,
             shrink_arenas: 8,
-            selftest_panic: false,
+            selftest: None,
             cores: 1,
         };
         let (cfg, bin) = config_rs(&j, &opts).unwrap();

@@ -39,7 +39,7 @@ pub fn deploy(args: DeployArgs) -> Result<()> {
         link_model,
         semihosting: false,
         shrink_arenas: 0,
-        selftest_panic: false,
+        selftest: None,
         cores: 1,
     };
     build_firmware(&job, &opts, &elf_path)?;

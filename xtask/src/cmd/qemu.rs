@@ -65,9 +65,10 @@ pub struct QemuArgs {
     /// corrupted copy.
     #[arg(long, hide = true)]
     pub blob: Option<PathBuf>,
-    /// Testing: build the firmware's panic self-test (it panics right after boot).
-    #[arg(long, hide = true)]
-    pub selftest_panic: bool,
+    /// Testing: build a failure-path self-test into the firmware (it panics or faults right
+    /// after boot).
+    #[arg(long, hide = true, value_enum)]
+    pub selftest: Option<crate::baremetal::SelfTest>,
     /// Testing: build every arena this many bytes smaller than the program needs.
     #[arg(long, hide = true)]
     pub shrink_arenas: Option<u64>,
@@ -119,7 +120,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         link_model,
         semihosting: true,
         shrink_arenas: args.shrink_arenas.unwrap_or(0),
-        selftest_panic: args.selftest_panic,
+        selftest: args.selftest,
         cores: args.smp,
     };
     build_firmware(&job, &opts, &elf_path)?;
