@@ -28,6 +28,9 @@ done
 PTERA_BOARD=qemu-virt CARGO_TARGET_DIR=target/firmware cargo clippy --quiet --release \
   --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
   --features semihosting,gemm-bench -- -D warnings
+PTERA_BOARD=qemu-virt PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
+  cargo clippy --quiet --release --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
+  --features semihosting,etdump -- -D warnings
 
 echo "== acceptance tests under QEMU"
 cargo test --release -p xtask --test baremetal -- --ignored --test-threads 2

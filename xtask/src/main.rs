@@ -69,10 +69,21 @@ enum Cmd {
     },
     /// Lower a .pte for a target: matmul regions on ptera's own backend, weights pre-packed.
     Lower(cmd::lower::LowerArgs),
-    /// Where a forward's time goes on the host: top operators (by operator and by delegate
-    /// region operation) and top instructions, with their share of the forward.
+    /// Where a forward's time goes: top operators (by operator and by delegate region
+    /// operation) and top instructions, with their share of the forward. On the host (time),
+    /// or with `--board` on the bare-metal firmware under QEMU `-icount` (exact instructions,
+    /// from the firmware's ETDump).
     Profile {
         model: PathBuf,
+        /// Profile on this board's firmware under qemu-system-aarch64 (`cargo xtask boards`).
+        #[arg(long, conflicts_with = "host")]
+        board: Option<String>,
+        /// With --board: the QEMU CPU (qemu-virt; default: the board's).
+        #[arg(long, requires = "board")]
+        cpu: Option<String>,
+        /// Profile on the host (the default).
+        #[arg(long)]
+        host: bool,
         /// Input .npy files; without them, deterministic inputs are synthesised.
         #[arg(long = "input")]
         inputs: Vec<PathBuf>,
@@ -189,10 +200,20 @@ fn main() -> ExitCode {
         Cmd::Lower(args) => cmd::lower::lower_cmd(args),
         Cmd::Profile {
             model,
+            board: Some(board),
+            cpu,
+            inputs,
+            top,
+            json,
+            ..
+        } => cmd::profile::profile_board(&model, &inputs, &board, cpu.as_deref(), top, json),
+        Cmd::Profile {
+            model,
             inputs,
             iters,
             top,
             json,
+            ..
         } => cmd::profile::profile(&model, &inputs, iters + 1, top, json),
         Cmd::Qemu(args) => cmd::qemu::qemu(args),
         Cmd::Deploy(args) => cmd::deploy::deploy(args),

@@ -819,3 +819,132 @@ fn gemm_bench_icount_fails_on_a_wrong_result() {
     assert!(log.contains("C is wrong"), "{log}");
     assert!(log.contains("the GEMM result is wrong"), "{log}");
 }
+
+/// Runs fixture `case` on qemu-virt under `-icount` with `--etdump` and checks the file the
+/// firmware sent: ExecuTorch's ETDump format, one event per executed instruction (two per
+/// kernel call: OPERATOR_CALL and its native_call), one per region operation, and the forward's
+/// `Method::execute` last, whose duration is the forward's exact instruction count.
+fn etdump_on_board(case: &str) {
+    use ptera::format::etdump_fb;
+    let out = out_dir(&format!("etdump-{case}"));
+    std::fs::create_dir_all(&out).unwrap();
+    let file = out.join("forward.etdp");
+    let o = xtask(&[
+        "qemu",
+        fixture(&format!("{case}.pte")).to_str().unwrap(),
+        "--icount",
+        "--json",
+        "--etdump",
+        file.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    let log = text(&o);
+    assert!(o.status.success(), "{log}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let j: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let forward = j["forward_instructions"].as_u64().unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let dump = etdump_fb::size_prefixed_root_as_etdump(&bytes).unwrap();
+    let run = dump.run_data().unwrap().get(0);
+    let events: Vec<_> = run
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.profile_event().unwrap())
+        .collect();
+    // The plan's instructions (straight-line programs: each runs once).
+    let pte = std::fs::read(fixture(&format!("{case}.pte"))).unwrap();
+    let program = ptera::Program::load(&pte).unwrap();
+    let plan = program.methods().next().unwrap();
+    let instrs = plan.chains().unwrap().get(0).instructions().unwrap();
+    let kernels = instrs
+        .iter()
+        .filter(|i| i.instr_args_as_kernel_call().is_some())
+        .count();
+    let delegates = instrs
+        .iter()
+        .filter(|i| i.instr_args_as_delegate_call().is_some())
+        .count();
+    let named = |n: &str| events.iter().filter(|e| e.name() == Some(n)).count();
+    assert_eq!(named("OPERATOR_CALL"), kernels, "{case}");
+    assert_eq!(named("DELEGATE_CALL"), delegates, "{case}");
+    assert_eq!(named("Method::execute"), 1, "{case}");
+    let natives = events
+        .iter()
+        .filter(|e| e.name().is_some_and(|n| n.starts_with("native_call_")))
+        .count();
+    assert_eq!(natives, kernels, "{case}");
+    let ops = events.iter().filter(|e| e.name().is_none()).count();
+    assert_eq!(events.len(), 2 * kernels + delegates + ops + 1, "{case}");
+    // Every instruction of the plan ran once, in order.
+    let pcs: Vec<i32> = events
+        .iter()
+        .filter(|e| matches!(e.name(), Some("OPERATOR_CALL" | "DELEGATE_CALL")))
+        .map(|e| e.instruction_id())
+        .collect();
+    assert_eq!(pcs, (0..instrs.len() as i32).collect::<Vec<_>>(), "{case}");
+    // Durations are instruction counts: the run's event is the forward (the firmware reads
+    // the counter around it, a few instructions outside), its instructions fit inside it.
+    let last = events.last().unwrap();
+    assert_eq!(last.name(), Some("Method::execute"));
+    let execute = last.end_time() - last.start_time();
+    assert!(
+        execute <= forward && forward - execute < 1000,
+        "{case}: execute event {execute}, forward {forward}"
+    );
+    let inside: u64 = events
+        .iter()
+        .filter(|e| matches!(e.name(), Some("OPERATOR_CALL" | "DELEGATE_CALL")))
+        .map(|e| e.end_time() - e.start_time())
+        .sum();
+    assert!(
+        inside <= execute && inside * 10 > execute * 9,
+        "{case}: {inside} of {execute}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn etdump_from_the_board_gpt2_xnnpack() {
+    etdump_on_board("gpt2_xnnpack");
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn etdump_from_the_board_opt_portable() {
+    etdump_on_board("opt_portable");
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn profile_on_a_board_counts_instructions_per_operator() {
+    let o = xtask(&[
+        "profile",
+        fixture("mlp_xnnpack.pte").to_str().unwrap(),
+        "--board",
+        "qemu-virt",
+        "--cpu",
+        "cortex-a76",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let j: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let total = j["forward_instructions"].as_u64().unwrap();
+    assert!(total > 0);
+    let ops = j["operators"].as_array().unwrap();
+    assert!(!ops.is_empty());
+    let sum: u64 = ops
+        .iter()
+        .map(|o| o["instructions"].as_u64().unwrap())
+        .sum();
+    assert!(sum <= total && sum * 10 > total * 9, "{sum} of {total}");
+    assert!(
+        ops.iter().any(|o| o["operator"]
+            .as_str()
+            .unwrap()
+            .contains("XnnpackBackend region: XNN")),
+        "{j}"
+    );
+}

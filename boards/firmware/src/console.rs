@@ -13,6 +13,7 @@
 //! | 5 `TEXT` | UTF-8 text (panics, exceptions) |
 //! | 6 `HELLO` | `ptera-fw/1`, the first packet |
 //! | 7 `BENCH` | GEMM bench result (feature `gemm-bench`, layout in `gemm_bench::send`), before DONE |
+//! | 8 `ETDUMP` | the forward's ETDump file (feature `etdump`, `profile.rs`), before DONE |
 //!
 //! All integers little-endian.
 
@@ -36,6 +37,8 @@ const TEXT: u8 = 5;
 const HELLO: u8 = 6;
 #[cfg(feature = "gemm-bench")]
 const BENCH: u8 = 7;
+#[cfg(feature = "etdump")]
+const ETDUMP: u8 = 8;
 
 /// How a run ended; also the QEMU exit code.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -115,6 +118,12 @@ pub fn hello() {
 #[cfg(feature = "gemm-bench")]
 pub fn bench(payload: &[u8]) {
     packet(BENCH, payload);
+}
+
+/// The forward's ETDump file (feature `etdump`); a long file travels as several packets.
+#[cfg(feature = "etdump")]
+pub fn etdump(file: &[u8]) {
+    packet(ETDUMP, file);
 }
 
 /// Sends output `index` as begin / data / end packets.

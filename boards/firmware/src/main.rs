@@ -23,6 +23,8 @@ mod mem;
 mod mmu;
 #[cfg(not(feature = "gemm-bench"))]
 mod model;
+#[cfg(all(feature = "etdump", not(feature = "gemm-bench")))]
+mod profile;
 #[cfg(not(feature = "gemm-bench"))]
 mod smp;
 
@@ -211,8 +213,8 @@ fn run(report: &mut Report) -> Result<(), StageError> {
     let t1 = cpu::cntvct();
     smp::ptera_mark_forward_begin();
     let done = match team {
-        Some((team, _)) => ptera::parallel::scoped(team, || method.execute()),
-        None => method.execute(),
+        Some((team, _)) => ptera::parallel::scoped(team, || forward(&mut method)),
+        None => forward(&mut method),
     };
     smp::ptera_mark_forward_end();
     let t2 = cpu::cntvct();
@@ -223,5 +225,16 @@ fn run(report: &mut Report) -> Result<(), StageError> {
         let out = stage("output", method.output(i))?;
         console::tensor(i as u32, out.dtype() as u8, out.dims(), out.bytes());
     }
+    #[cfg(feature = "etdump")]
+    profile::send(&method);
     Ok(())
+}
+
+/// One forward: recorded into an ETDump with feature `etdump`, else a plain execute.
+#[cfg(not(feature = "gemm-bench"))]
+fn forward(method: &mut Method<'_, '_>) -> Result<(), ptera::Error> {
+    #[cfg(feature = "etdump")]
+    return profile::execute(method);
+    #[cfg(not(feature = "etdump"))]
+    method.execute()
 }

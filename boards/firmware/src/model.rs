@@ -23,6 +23,8 @@ mod generated {
 
 use generated::{ARENA_SIZES, INPUTS_LEN, METADATA_BYTES, MODEL_LEN, MODEL_LINKED};
 pub use generated::{CORES, INPUTS, METHOD};
+#[cfg(feature = "etdump")]
+pub use generated::{ETDUMP_BYTES, ETDUMP_EVENTS};
 
 const ALIGN: usize = 16;
 

@@ -35,6 +35,8 @@ pub struct Run {
     pub report: Option<Report>,
     /// Payload of the GEMM bench packet (channel 7, firmware feature `gemm-bench`).
     pub bench: Option<Vec<u8>>,
+    /// The forward's ETDump file (channel 8, firmware feature `etdump`; several packets).
+    pub etdump: Option<Vec<u8>>,
     /// Why decoding stopped early, if it did.
     pub truncated: Option<String>,
 }
@@ -208,6 +210,10 @@ pub fn decode(stream: &[u8], elf: &[u8]) -> Result<Run> {
                 }
             }
             7 => run.bench = Some(payload.to_vec()),
+            8 => run
+                .etdump
+                .get_or_insert_with(Vec::new)
+                .extend_from_slice(payload),
             other => bail!("unknown console channel {other}"),
         }
     }

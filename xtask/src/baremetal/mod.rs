@@ -102,6 +102,9 @@ pub(crate) struct BuildOptions<'a> {
     pub(crate) selftest: Option<SelfTest>,
     /// Cores the image starts and uses (1: core 0 only).
     pub(crate) cores: usize,
+    /// Record the forward into an ETDump (firmware feature `etdump`) with room for this many
+    /// events and encoded bytes ([`etdump_size`]).
+    pub(crate) etdump: Option<(usize, usize)>,
 }
 
 /// Failure paths the firmware can be built to take right after boot (`qemu --selftest`).
@@ -129,6 +132,38 @@ impl SelfTest {
             SelfTest::WriteOutside => "selftest-write-outside",
         }
     }
+}
+
+/// Room for the firmware's ETDump of one forward of `job`: (events, encoded bytes), from a
+/// recorded host run of the same program and inputs, with a margin for what a board may do
+/// differently (a data-dependent jump) and for wider timestamps.
+pub(crate) fn etdump_size(job: &Job) -> Result<(usize, usize)> {
+    use ptera::devtools::etdump::{encode, Event, Recorder};
+    let program = Program::load(&job.bytes)?;
+    let registry = crate::registry();
+    let meta = MethodMeta::new(&program, "forward", &registry)?;
+    crate::host::check_memory(&meta)?;
+    let plan = meta.plan();
+    let n = crate::host::instruction_count(plan);
+    let mut bufs = ptera::OwnedArenas::for_meta(&meta)?;
+    let mut method = bufs.load(meta, &registry)?;
+    for (i, t) in job.inputs.iter().enumerate() {
+        method.set_input(i, t.dtype, &t.shape()?, &t.bytes)?;
+    }
+    let mut events = vec![Event::EMPTY; 1 + 4 * n + (1 << 16)];
+    let mut tick = u64::MAX / 2;
+    let mut rec = Recorder::new(plan, &mut events, || {
+        tick += 1;
+        tick
+    });
+    method.execute_observed(&mut rec)?;
+    let recorded = rec.events().to_vec();
+    let mut positions = vec![[0u32; 2]; recorded.len()];
+    let mut out = vec![0u8; 4096 + 512 * recorded.len()];
+    let bytes = encode(plan, &[&recorded], &mut positions, &mut out)
+        .map_err(|_| anyhow::anyhow!("ETDump larger than its buffer"))?;
+    let events = recorded.len() + recorded.len() / 8 + 16;
+    Ok((events, bytes + bytes / 8 + 4096))
 }
 
 pub(crate) fn round16(n: u64) -> u64 {
@@ -165,7 +200,9 @@ pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, V
          pub const METADATA_BYTES: usize = {};\n\
          pub const INPUTS_LEN: usize = {};\n\
          pub const INPUTS: [InputSpec; {}] = [\n{specs}];\n\
-         pub const CORES: usize = {};\n",
+         pub const CORES: usize = {};\n\
+         pub const ETDUMP_EVENTS: usize = {};\n\
+         pub const ETDUMP_BYTES: usize = {};\n",
         job.model.display(),
         opts.board.name,
         job.bytes.len(),
@@ -176,6 +213,8 @@ pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, V
         inputs_bin.len(),
         job.inputs.len(),
         opts.cores.max(1),
+        opts.etdump.map_or(0, |e| e.0),
+        opts.etdump.map_or(0, |e| e.1),
     );
     Ok((config, inputs_bin))
 }
@@ -213,6 +252,9 @@ pub(crate) fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) ->
     }
     if let Some(test) = opts.selftest {
         features.push(test.feature());
+    }
+    if opts.etdump.is_some() {
+        features.push("etdump");
     }
     cargo_build_firmware(opts.board.name, &features.join(","), Some(&gen)).map_err(|e| {
         let msg = format!("{e:#}");
@@ -512,6 +554,7 @@ mod tests {
             shrink_arenas: 8,
             selftest: None,
             cores: 1,
+            etdump: None,
         };
         let (cfg, bin) = config_rs(&j, &opts).unwrap();
         assert!(cfg.contains("ARENA_SIZES: [usize; 2] = [992, 16]"), "{cfg}");

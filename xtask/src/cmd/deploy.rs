@@ -41,6 +41,7 @@ pub fn deploy(args: DeployArgs) -> Result<()> {
         shrink_arenas: 0,
         selftest: None,
         cores: 1,
+        etdump: None,
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;

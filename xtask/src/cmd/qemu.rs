@@ -43,6 +43,11 @@ pub struct QemuArgs {
     /// bit-identical to one core.
     #[arg(long, default_value_t = 1)]
     pub smp: usize,
+    /// Record the forward into an ETDump (ExecuTorch's format) written to this file: one event
+    /// per executed instruction and per delegate-region operation, in nanoseconds of the
+    /// generic timer (with `--icount`: exact instruction counts).
+    #[arg(long, value_name = "FILE")]
+    pub etdump: Option<PathBuf>,
     /// Print a JSON object as the last line (counts, cores, outputs).
     #[arg(long)]
     pub json: bool,
@@ -122,6 +127,10 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         shrink_arenas: args.shrink_arenas.unwrap_or(0),
         selftest: args.selftest,
         cores: args.smp,
+        etdump: match &args.etdump {
+            Some(_) => Some(etdump_size(&job).context("sizing the ETDump (host run)")?),
+            None => None,
+        },
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;
@@ -266,7 +275,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     }
     if u64::from(report.stack_used) * 10 > b.stack * 9 {
         eprintln!(
-            "warning: the run used {} of {} stack bytes; the stack has no guard page (raise STACK_PAGES in boards/firmware/src/main.rs)",
+            "warning: the run used {} of {} stack bytes; an overflow faults at the guard page (raise STACK_PAGES in boards/firmware/src/main.rs)",
             report.stack_used, b.stack
         );
     }
@@ -302,6 +311,23 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         report.isa
     );
     println!("cores: {} ran the forward", report.cores);
+    if let Some(path) = &args.etdump {
+        let Some(file) = &run.etdump else {
+            bail!("the firmware sent no ETDump: {}", run.summary());
+        };
+        let events = ptera::format::etdump_fb::size_prefixed_root_as_etdump(file)
+            .ok()
+            .and_then(|d| d.run_data())
+            .map_or(0, |r| {
+                r.iter().map(|r| r.events().map_or(0, |e| e.len())).sum()
+            });
+        fs::write(path, file).with_context(|| format!("cannot write {}", path.display()))?;
+        println!(
+            "etdump: {events} events -> {} ({} bytes)",
+            path.display(),
+            file.len()
+        );
+    }
     let freq = report.cntfrq.max(1);
     let ms = |ticks: u64| ticks as f64 * 1e3 / freq as f64;
     println!(
