@@ -846,7 +846,26 @@ fn etdump_on_board(case: &str) {
     let forward = j["forward_instructions"].as_u64().unwrap();
     let bytes = std::fs::read(&file).unwrap();
     let dump = etdump_fb::size_prefixed_root_as_etdump(&bytes).unwrap();
-    let run = dump.run_data().unwrap().get(0);
+    // First the method's load, as ExecuTorch writes it: a "Default" block with Method::init
+    // inside Program::load_method; then the forward.
+    let runs = dump.run_data().unwrap();
+    assert_eq!(runs.len(), 2, "{case}");
+    let load = runs.get(0);
+    assert_eq!(load.name(), Some("Default"));
+    let load: Vec<_> = load
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.profile_event().unwrap())
+        .collect();
+    assert_eq!(load.len(), 2);
+    assert_eq!(load[0].name(), Some("Method::init"));
+    assert_eq!(load[1].name(), Some("Program::load_method"));
+    assert!(load[1].start_time() <= load[0].start_time());
+    assert!(load[0].start_time() < load[0].end_time());
+    assert!(load[0].end_time() <= load[1].end_time());
+    let run = runs.get(1);
+    assert_eq!(run.name(), Some("Execute"));
     let events: Vec<_> = run
         .events()
         .unwrap()

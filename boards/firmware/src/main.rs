@@ -175,15 +175,18 @@ fn run(report: &mut Report) -> Result<(), StageError> {
     let t0 = cpu::cntvct();
     let program = stage("Program::load", Program::load(model::program_bytes()))?;
     let registry = Registry::standard();
+    let t_meta = cpu::cntvct();
     let meta = stage(
         "MethodMeta::new",
         MethodMeta::new(&program, model::METHOD, &registry),
     )?;
     let (arenas, metadata) = model::take_memory();
+    let t_init = cpu::cntvct();
     let mut method = stage(
         "Method::load",
         Method::load(meta, &registry, arenas, metadata),
     )?;
+    let t_loaded = cpu::cntvct();
     for (i, input) in model::INPUTS.iter().enumerate() {
         let dtype = DType::from_scalar_type(input.dtype as i8).ok_or((
             "set_input",
@@ -226,7 +229,17 @@ fn run(report: &mut Report) -> Result<(), StageError> {
         console::tensor(i as u32, out.dtype() as u8, out.dims(), out.bytes());
     }
     #[cfg(feature = "etdump")]
-    profile::send(&method);
+    {
+        let frq = cpu::cntfrq();
+        let ns = |t| profile::ticks_ns(t, frq);
+        let load = ptera::devtools::etdump::Load {
+            load_method: (ns(t_meta), ns(t_loaded)),
+            init: (ns(t_init), ns(t_loaded)),
+        };
+        profile::send(&method, load);
+    }
+    #[cfg(not(feature = "etdump"))]
+    let _ = (t_meta, t_init, t_loaded);
     Ok(())
 }
 

@@ -10,7 +10,7 @@
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use ptera::devtools::etdump::{encode, Event, Recorder};
+use ptera::devtools::etdump::{encode_with_load, Event, Load, Recorder};
 use ptera::{Error, Method};
 
 use crate::model::{ETDUMP_BYTES, ETDUMP_EVENTS};
@@ -45,8 +45,12 @@ fn take() -> Option<&'static mut Store> {
 }
 
 /// Nanoseconds of the generic timer (exact ticks at QEMU's 1 GHz `-icount` counter).
-fn now_ns(frq: u64) -> u64 {
-    let ticks = crate::cpu::cntvct();
+pub fn now_ns(frq: u64) -> u64 {
+    ticks_ns(crate::cpu::cntvct(), frq)
+}
+
+/// `ticks` of the generic timer at `frq` Hz in nanoseconds.
+pub fn ticks_ns(ticks: u64, frq: u64) -> u64 {
     if frq == 1_000_000_000 || frq == 0 {
         ticks
     } else {
@@ -68,8 +72,9 @@ pub fn execute(method: &mut Method<'_, '_>) -> Result<(), Error> {
     r
 }
 
-/// Encodes the recorded events and sends the file to the host.
-pub fn send(method: &Method<'_, '_>) {
+/// Encodes the recorded events, after the method's load (`load`, in nanoseconds like the
+/// events), and sends the file to the host.
+pub fn send(method: &Method<'_, '_>, load: Load) {
     // SAFETY: `execute` has finished with the store (its recorder is gone) and nothing else
     // refers to it; this runs once, on core 0, after the forward.
     let store = unsafe { &mut *STORE.0.get() };
@@ -81,8 +86,9 @@ pub fn send(method: &Method<'_, '_>) {
             dropped
         );
     }
-    match encode(
+    match encode_with_load(
         method.meta().plan(),
+        Some(load),
         &[&store.events[..n]],
         &mut store.positions,
         &mut store.out,

@@ -245,6 +245,16 @@ fn reverse_et_order(
     Ok(())
 }
 
+/// When the method was loaded, in the clock of the events: `load_method` spans the whole
+/// load (ptera: `MethodMeta::new` and `Method::load`), `init` the method's initialisation
+/// inside it (`Method::load`). Written like ExecuTorch's runtime writes them: a first
+/// `RunData` named "Default" with a "Method::init" and a "Program::load_method" event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Load {
+    pub load_method: (u64, u64),
+    pub init: (u64, u64),
+}
+
 /// Writes an ETDump of `runs` (one `RunData` "Execute" each, events as a [`Recorder`] gave
 /// them) of method `plan` into `out`; returns its length ([`Full`] when `out` is too small).
 /// `positions` must hold two entries per recorded event of the largest run (where the tables
@@ -255,12 +265,43 @@ pub fn encode(
     positions: &mut [[u32; 2]],
     out: &mut [u8],
 ) -> Result<usize, Full> {
+    encode_with_load(plan, None, runs, positions, out)
+}
+
+/// [`encode`] with the method's load as its own events first (see [`Load`]).
+pub fn encode_with_load(
+    plan: fb::ExecutionPlan<'_>,
+    load: Option<Load>,
+    runs: &[&[Event]],
+    positions: &mut [[u32; 2]],
+    out: &mut [u8],
+) -> Result<usize, Full> {
     let mut w = Writer::new(out);
     let op_call = w.string("OPERATOR_CALL")?;
     let del_call = w.string("DELEGATE_CALL")?;
     let execute = w.string("Method::execute")?;
     let run_name = w.string("Execute")?;
     let mut run_tables: heapless::Vec<u32, 64> = heapless::Vec::new();
+    if let Some(load) = load {
+        let span = |(start, end): (u64, u64)| Event {
+            start,
+            end,
+            ..Event::EMPTY
+        };
+        let init_name = w.string("Method::init")?;
+        let load_name = w.string("Program::load_method")?;
+        let init = event(&mut w, &span(load.init), Some(init_name))?;
+        let whole = event(&mut w, &span(load.load_method), Some(load_name))?;
+        // Stored as they end: the init inside the load first (the vector last element first).
+        let events_vec = w.offsets_rev(2, [whole, init].into_iter())?;
+        let default = w.string("Default")?;
+        let rd = w.table(&[
+            (0, Field::Offset(default)),
+            (1, Field::I32(-1)),
+            (3, Field::Offset(events_vec)),
+        ])?;
+        run_tables.push(rd).map_err(|_| Full)?;
+    }
     for events in runs {
         if positions.len() < events.len() {
             return Err(Full);
@@ -271,6 +312,9 @@ pub fn encode(
                 Kind::Operator => {
                     let (name, overload) =
                         operator_of(plan, e.chain, e.instruction).unwrap_or(("", ""));
+                    // ExecuTorch names the event by the operator without its namespace
+                    // ("native_call_addmm.out" for aten::addmm.out).
+                    let name = name.rsplit("::").next().unwrap_or(name);
                     let native = if overload.is_empty() {
                         w.string_of(&["native_call_", name])?
                     } else {

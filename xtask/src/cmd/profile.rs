@@ -324,7 +324,7 @@ fn profile_board_in(
     Ok(())
 }
 
-/// The events of the first run of an ETDump written by ptera (`devtools::etdump::encode`), in
+/// The events of the first "Execute" run of an ETDump written by ptera (`devtools::etdump::encode`), in
 /// the order a `Recorder` gives them (by start; a region before its operations).
 fn events_of_etdump(bytes: &[u8]) -> Result<Vec<Event>> {
     use ptera::format::etdump_fb;
@@ -332,9 +332,8 @@ fn events_of_etdump(bytes: &[u8]) -> Result<Vec<Event>> {
         .map_err(|e| anyhow::anyhow!("not an ETDump: {e}"))?;
     let run = dump
         .run_data()
-        .filter(|r| !r.is_empty())
-        .map(|r| r.get(0))
-        .ok_or_else(|| anyhow::anyhow!("the ETDump holds no run"))?;
+        .and_then(|r| r.iter().find(|r| r.name() == Some("Execute")))
+        .ok_or_else(|| anyhow::anyhow!("the ETDump holds no \"Execute\" run"))?;
     let mut kinds: Vec<&'static str> = Vec::new();
     let mut out = Vec::new();
     for e in run.events().into_iter().flatten() {

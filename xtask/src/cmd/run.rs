@@ -20,8 +20,10 @@ pub fn run(
     let file = load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
     let registry = registry();
-    let (meta, unresolved) = MethodMeta::new_lenient(&program, "forward", &registry)?;
     let (tensors, names) = read_inputs(inputs)?;
+    // One clock for every ETDump event: nanoseconds since the method started loading.
+    let origin = Instant::now();
+    let (meta, unresolved) = MethodMeta::new_lenient(&program, "forward", &registry)?;
     check_inputs(&meta, &tensors, &names)?;
     if let Some(e) = unresolved {
         return Err(e.into());
@@ -32,8 +34,15 @@ pub fn run(
     crate::host::check_memory(&meta)?;
     let mut bufs = OwnedArenas::for_meta(&meta)?;
     let t0 = Instant::now();
+    let init_start = origin.elapsed().as_nanos() as u64;
     let mut method = bufs.load(meta, &registry)?;
     let load = t0.elapsed();
+    let init_end = origin.elapsed().as_nanos() as u64;
+    let load_span = ptera::devtools::etdump::Load {
+        // MethodMeta::new (with the memory checks), then Method::load.
+        load_method: (0, init_end),
+        init: (init_start, init_end),
+    };
     method.set_step_limit(max_instructions);
     for (i, t) in tensors.iter().enumerate() {
         method.set_input(i, t.dtype, &t.shape()?, &t.bytes)?;
@@ -47,7 +56,7 @@ pub fn run(
         let n = crate::host::instruction_count(plan);
         events = vec![ptera::devtools::etdump::Event::EMPTY; 1 + 4 * n + (1 << 16)];
         let mut rec = ptera::devtools::etdump::Recorder::new(plan, &mut events, || {
-            t1.elapsed().as_nanos() as u64
+            origin.elapsed().as_nanos() as u64
         });
         method.execute_observed(&mut rec)?;
         if rec.dropped() > 0 {
@@ -66,8 +75,14 @@ pub fn run(
         let mut positions = vec![[0u32; 2]; events.len()];
         // Far more than the events need (each under 200 bytes with its strings).
         let mut out = vec![0u8; 4096 + 512 * events.len()];
-        let n = ptera::devtools::etdump::encode(plan, &[&events], &mut positions, &mut out)
-            .map_err(|_| anyhow::anyhow!("ETDump larger than its buffer"))?;
+        let n = ptera::devtools::etdump::encode_with_load(
+            plan,
+            Some(load_span),
+            &[&events],
+            &mut positions,
+            &mut out,
+        )
+        .map_err(|_| anyhow::anyhow!("ETDump larger than its buffer"))?;
         std::fs::write(path, &out[..n])
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!(
