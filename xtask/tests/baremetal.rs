@@ -967,3 +967,57 @@ fn profile_on_a_board_counts_instructions_per_operator() {
         "{j}"
     );
 }
+
+/// Runs a BundledProgram on qemu-virt: the firmware runs and checks every test case itself.
+fn bundled_on_board(name: &str) -> Output {
+    let out = out_dir(&format!("bundled-{name}"));
+    xtask(&[
+        "qemu",
+        root()
+            .join("tests/fixtures/bundled")
+            .join(format!("{name}.bpte"))
+            .to_str()
+            .unwrap(),
+        "--cpu",
+        "cortex-a76",
+        "--output-dir",
+        out.to_str().unwrap(),
+    ])
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn bundled_programs_pass_on_the_board() {
+    for (name, cases) in [("mlp_portable", 3), ("gpt2_xnnpack", 2)] {
+        let o = bundled_on_board(name);
+        let log = text(&o);
+        assert!(o.status.success(), "{name}: {log}");
+        for i in 0..cases {
+            assert!(
+                log.contains(&format!("method `forward` case {i}: pass: ")),
+                "{name}: {log}"
+            );
+        }
+        assert!(
+            log.contains(&format!("{cases} passed, 0 failed on qemu-virt")),
+            "{name}: {log}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+fn a_bundled_program_with_a_wrong_expectation_fails_on_the_board() {
+    let o = bundled_on_board("mlp_portable_bad");
+    let log = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{log}");
+    assert!(log.contains("method `forward` case 0: pass: "), "{log}");
+    assert!(
+        log.contains("method `forward` case 1: FAIL: 2 outputs, largest |diff| 5.000e-1 at output 0 element 0, 1 outside"),
+        "{log}"
+    );
+    assert!(
+        log.contains("1 bundled test case(s) failed on qemu-virt"),
+        "{log}"
+    );
+}

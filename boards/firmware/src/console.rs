@@ -14,6 +14,7 @@
 //! | 6 `HELLO` | `ptera-fw/1`, the first packet |
 //! | 7 `BENCH` | GEMM bench result (feature `gemm-bench`, layout in `gemm_bench::send`), before DONE |
 //! | 8 `ETDUMP` | the forward's ETDump file (feature `etdump`, `profile.rs`), before DONE |
+//! | 9 `CASE` | one BundledProgram test case checked on the board (layout in [`case`]) |
 //!
 //! All integers little-endian.
 
@@ -39,6 +40,8 @@ const HELLO: u8 = 6;
 const BENCH: u8 = 7;
 #[cfg(feature = "etdump")]
 const ETDUMP: u8 = 8;
+#[cfg_attr(feature = "gemm-bench", allow(dead_code))] // bundled programs: model runs only
+const CASE: u8 = 9;
 
 /// How a run ended; also the QEMU exit code.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -47,6 +50,9 @@ pub enum Status {
     Ok = 0,
     /// The engine returned a typed error (logged with its stage).
     EngineError = 1,
+    /// A BundledProgram test case gave outputs outside its tolerance.
+    #[cfg_attr(feature = "gemm-bench", allow(dead_code))] // bundled programs: model runs only
+    TestFailed = 2,
     /// An unexpected CPU exception.
     Exception = 3,
     Panic = 101,
@@ -124,6 +130,24 @@ pub fn bench(payload: &[u8]) {
 #[cfg(feature = "etdump")]
 pub fn etdump(file: &[u8]) {
     packet(ETDUMP, file);
+}
+
+/// One checked BundledProgram test case: case index u32, outputs u32, elements outside the
+/// tolerance u64, largest |diff| f64 (bits), at output u32 element u64, method name (length u8,
+/// bytes).
+#[cfg_attr(feature = "gemm-bench", allow(dead_code))] // bundled programs: model runs only
+pub fn case(method: &str, index: u32, o: &ptera::devtools::bundled::Outcome) {
+    let name = &method.as_bytes()[..method.len().min(64)];
+    let mut b = Buf::<{ 4 + 4 + 8 + 8 + 4 + 8 + 1 + 64 }>::new();
+    b.put(&index.to_le_bytes())
+        .put(&(o.outputs as u32).to_le_bytes())
+        .put(&(o.mismatches as u64).to_le_bytes())
+        .put(&o.worst.to_bits().to_le_bytes())
+        .put(&(o.worst_at.0 as u32).to_le_bytes())
+        .put(&(o.worst_at.1 as u64).to_le_bytes())
+        .put(&[name.len() as u8])
+        .put(name);
+    packet(CASE, b.as_slice());
 }
 
 /// Sends output `index` as begin / data / end packets.

@@ -172,6 +172,9 @@ fn stage<T>(name: &'static str, r: Result<T, ptera::Error>) -> Result<T, StageEr
 /// executes once and sends every output to the host.
 #[cfg(not(feature = "gemm-bench"))]
 fn run(report: &mut Report) -> Result<(), StageError> {
+    if model::BUNDLED {
+        return run_bundled(report);
+    }
     let t0 = cpu::cntvct();
     let program = stage("Program::load", Program::load(model::program_bytes()))?;
     let registry = Registry::standard();
@@ -240,6 +243,62 @@ fn run(report: &mut Report) -> Result<(), StageError> {
     }
     #[cfg(not(feature = "etdump"))]
     let _ = (t_meta, t_init, t_loaded);
+    Ok(())
+}
+
+/// A BundledProgram: every test case of every suite (inputs set, one execute, each output
+/// compared with the expected one, `|got - want| <= ATOL + RTOL * |want|`), a CASE packet per
+/// case; status `TestFailed` when any fails. Each suite's method loads into the same static
+/// memory (sized by xtask for the largest).
+#[cfg(not(feature = "gemm-bench"))]
+fn run_bundled(report: &mut Report) -> Result<(), StageError> {
+    use ptera::devtools::bundled::run_case;
+    use ptera::format::bundled::Bundled;
+    let t0 = cpu::cntvct();
+    let bundled = stage("Bundled::load", Bundled::load(model::program_bytes()))?;
+    let program = stage("Program::load", Program::load(bundled.program()))?;
+    let registry = Registry::standard();
+    let (mut arenas, metadata) = model::take_memory();
+    let t1 = cpu::cntvct();
+    let mut failed = 0usize;
+    for suite in bundled.suites() {
+        let meta = stage(
+            "MethodMeta::new",
+            MethodMeta::new(&program, suite.method(), &registry),
+        )?;
+        let mut method = stage(
+            "Method::load",
+            Method::load(
+                meta,
+                &registry,
+                arenas.iter_mut().map(|a| &mut **a),
+                &mut *metadata,
+            ),
+        )?;
+        for (i, case) in suite.cases().enumerate() {
+            let outcome = stage(
+                "test case",
+                run_case(&mut method, &case, model::ATOL, model::RTOL),
+            )?;
+            if !outcome.passed() {
+                failed += 1;
+                defmt::error!(
+                    "method {=str} case {=usize}: {=usize} elements outside the tolerance, largest |diff| {=f64}",
+                    suite.method(),
+                    i,
+                    outcome.mismatches,
+                    outcome.worst
+                );
+            }
+            console::case(suite.method(), i as u32, &outcome);
+        }
+    }
+    let t2 = cpu::cntvct();
+    report.load_ticks = t1 - t0;
+    report.execute_ticks = t2 - t1;
+    if failed > 0 {
+        report.status = Status::TestFailed;
+    }
     Ok(())
 }
 

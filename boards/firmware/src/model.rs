@@ -16,13 +16,15 @@ pub struct InputSpec {
     pub len: usize,
 }
 
+// Every image gets every constant; features decide which are read (etdump, bundled).
+#[allow(dead_code)]
 mod generated {
     use super::InputSpec;
     include!(concat!(env!("PTERA_FW_GEN"), "/config.rs"));
 }
 
 use generated::{ARENA_SIZES, INPUTS_LEN, METADATA_BYTES, MODEL_LEN, MODEL_LINKED};
-pub use generated::{CORES, INPUTS, METHOD};
+pub use generated::{ATOL, BUNDLED, CORES, INPUTS, METHOD, RTOL};
 #[cfg(feature = "etdump")]
 pub use generated::{ETDUMP_BYTES, ETDUMP_EVENTS};
 
@@ -88,7 +90,8 @@ pub fn input_bytes(input: &InputSpec) -> &'static [u8] {
     &INPUT_BYTES.0[input.offset..input.offset + input.len]
 }
 
-/// The planned arenas (memory ids 1..) and the metadata buffer. Panics if called twice.
+/// The planned arenas (memory ids 1..) and the metadata buffer. Panics if called twice. (A
+/// BundledProgram's suites load one after the other into them: reborrow per method.)
 pub fn take_memory() -> (heapless::Vec<&'static mut [u8], 16>, &'static mut [u8]) {
     assert!(
         !TAKEN.swap(true, Ordering::Relaxed),

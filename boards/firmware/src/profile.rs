@@ -78,7 +78,7 @@ pub fn send(method: &Method<'_, '_>, load: Load) {
     // SAFETY: `execute` has finished with the store (its recorder is gone) and nothing else
     // refers to it; this runs once, on core 0, after the forward.
     let store = unsafe { &mut *STORE.0.get() };
-    let n = RECORDED.load(Ordering::Relaxed).min(ETDUMP_EVENTS);
+    let n = RECORDED.load(Ordering::Relaxed);
     let dropped = DROPPED.load(Ordering::Relaxed);
     if dropped > 0 {
         defmt::warn!(
@@ -89,7 +89,7 @@ pub fn send(method: &Method<'_, '_>, load: Load) {
     match encode_with_load(
         method.meta().plan(),
         Some(load),
-        &[&store.events[..n]],
+        &[store.events.get(..n).unwrap_or(&store.events)],
         &mut store.positions,
         &mut store.out,
     ) {

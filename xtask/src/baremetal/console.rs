@@ -27,6 +27,23 @@ pub struct Report {
     pub cores: u32,
 }
 
+/// One BundledProgram test case checked on the board (channel 9).
+pub struct CaseResult {
+    pub method: String,
+    pub index: u32,
+    pub outputs: u32,
+    pub mismatches: u64,
+    pub worst: f64,
+    pub worst_output: u32,
+    pub worst_element: u64,
+}
+
+impl CaseResult {
+    pub fn passed(&self) -> bool {
+        self.mismatches == 0
+    }
+}
+
 #[derive(Default)]
 pub struct Run {
     pub log: Vec<String>,
@@ -37,6 +54,8 @@ pub struct Run {
     pub bench: Option<Vec<u8>>,
     /// The forward's ETDump file (channel 8, firmware feature `etdump`; several packets).
     pub etdump: Option<Vec<u8>>,
+    /// BundledProgram test cases the firmware ran (channel 9), in order.
+    pub cases: Vec<CaseResult>,
     /// Why decoding stopped early, if it did.
     pub truncated: Option<String>,
 }
@@ -214,6 +233,25 @@ pub fn decode(stream: &[u8], elf: &[u8]) -> Result<Run> {
                 .etdump
                 .get_or_insert_with(Vec::new)
                 .extend_from_slice(payload),
+            9 => {
+                let index = r.u32()?;
+                let outputs = r.u32()?;
+                let mismatches = r.u64()?;
+                let worst = f64::from_bits(r.u64()?);
+                let worst_output = r.u32()?;
+                let worst_element = r.u64()?;
+                let n = r.u8()? as usize;
+                let method = String::from_utf8_lossy(r.take(n)?).into_owned();
+                run.cases.push(CaseResult {
+                    method,
+                    index,
+                    outputs,
+                    mismatches,
+                    worst,
+                    worst_output,
+                    worst_element,
+                });
+            }
             other => bail!("unknown console channel {other}"),
         }
     }

@@ -46,6 +46,9 @@ pub(crate) struct Job {
     pub(crate) metadata: usize,
     pub(crate) inputs: Vec<HostTensor>,
     pub(crate) outputs: usize,
+    /// A BundledProgram (`.bpte`): its test cases, which the firmware runs and checks itself
+    /// (`bytes` is the whole file; `arenas` and `metadata` fit every suite's method).
+    pub(crate) bundled_cases: Option<usize>,
 }
 
 pub(crate) fn default_inputs(model: &Path) -> Vec<PathBuf> {
@@ -54,6 +57,61 @@ pub(crate) fn default_inputs(model: &Path) -> Vec<PathBuf> {
         .map(|i| PathBuf::from(format!("{}.in{i}.npy", stem.display())))
         .take_while(|p| p.is_file())
         .collect()
+}
+
+/// The job for `model`: a program with its inputs, or a BundledProgram with its test cases.
+pub(crate) fn prepare_any(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
+    if crate::cmd::run::is_bundled(model) {
+        ensure!(
+            inputs.is_empty(),
+            "{}: a BundledProgram carries its own inputs (no --input)",
+            model.display()
+        );
+        prepare_bundled(model)
+    } else {
+        prepare(model, inputs)
+    }
+}
+
+/// A BundledProgram: the arenas and metadata buffer sized for the largest of its suites'
+/// methods (the firmware loads them one after the other into the same static memory).
+pub(crate) fn prepare_bundled(model: &Path) -> Result<Job> {
+    let file = crate::host::load_file(model)?;
+    let bundled = ptera::format::bundled::Bundled::load(file.as_slice())
+        .with_context(|| format!("{}", model.display()))?;
+    let program = Program::load(bundled.program())
+        .with_context(|| format!("{}: embedded program", model.display()))?;
+    let registry = crate::registry();
+    let (mut arenas, mut metadata, mut cases) = (Vec::<u64>::new(), 0usize, 0usize);
+    for suite in bundled.suites() {
+        let meta = MethodMeta::new(&program, suite.method(), &registry)
+            .with_context(|| format!("{}: method `{}`", model.display(), suite.method()))?;
+        ensure!(
+            meta.arena_count() <= 16,
+            "{}: method `{}` plans {} arenas; the firmware supports up to 16",
+            model.display(),
+            suite.method(),
+            meta.arena_count()
+        );
+        for k in 0..meta.arena_count() {
+            if k == arenas.len() {
+                arenas.push(0);
+            }
+            arenas[k] = arenas[k].max(meta.arena_size(k));
+        }
+        metadata = metadata.max(meta.metadata_bytes());
+        cases += suite.cases().count();
+    }
+    ensure!(cases > 0, "{}: no test cases", model.display());
+    Ok(Job {
+        model: model.to_path_buf(),
+        bytes: file.as_slice().to_vec(),
+        arenas,
+        metadata,
+        inputs: Vec::new(),
+        outputs: 0,
+        bundled_cases: Some(cases),
+    })
 }
 
 pub(crate) fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
@@ -89,6 +147,7 @@ pub(crate) fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
         metadata: meta.metadata_bytes(),
         inputs: tensors,
         outputs: meta.num_outputs(),
+        bundled_cases: None,
     })
 }
 
@@ -105,6 +164,8 @@ pub(crate) struct BuildOptions<'a> {
     /// Record the forward into an ETDump (firmware feature `etdump`) with room for this many
     /// events and encoded bytes ([`etdump_size`]).
     pub(crate) etdump: Option<(usize, usize)>,
+    /// Tolerances of a BundledProgram's output check, |got - want| <= atol + rtol * |want|.
+    pub(crate) tolerance: (f64, f64),
 }
 
 /// Failure paths the firmware can be built to take right after boot (`qemu --selftest`).
@@ -202,7 +263,10 @@ pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, V
          pub const INPUTS: [InputSpec; {}] = [\n{specs}];\n\
          pub const CORES: usize = {};\n\
          pub const ETDUMP_EVENTS: usize = {};\n\
-         pub const ETDUMP_BYTES: usize = {};\n",
+         pub const ETDUMP_BYTES: usize = {};\n\
+         pub const BUNDLED: bool = {};\n\
+         pub const ATOL: f64 = {:?};\n\
+         pub const RTOL: f64 = {:?};\n",
         job.model.display(),
         opts.board.name,
         job.bytes.len(),
@@ -215,6 +279,9 @@ pub(crate) fn config_rs(job: &Job, opts: &BuildOptions<'_>) -> Result<(String, V
         opts.cores.max(1),
         opts.etdump.map_or(0, |e| e.0),
         opts.etdump.map_or(0, |e| e.1),
+        job.bundled_cases.is_some(),
+        opts.tolerance.0,
+        opts.tolerance.1,
     );
     Ok((config, inputs_bin))
 }
@@ -520,6 +587,7 @@ mod tests {
             metadata: 4096,
             inputs: vec![],
             outputs: 1,
+            bundled_cases: None,
         }
     }
 
@@ -555,6 +623,7 @@ mod tests {
             selftest: None,
             cores: 1,
             etdump: None,
+            tolerance: (1e-4, 1e-4),
         };
         let (cfg, bin) = config_rs(&j, &opts).unwrap();
         assert!(cfg.contains("ARENA_SIZES: [usize; 2] = [992, 16]"), "{cfg}");

@@ -28,7 +28,7 @@ pub struct DeployArgs {
 
 pub fn deploy(args: DeployArgs) -> Result<()> {
     let board = Board::by_name(&args.board)?;
-    let job = prepare(&args.model, &args.inputs)?;
+    let job = prepare_any(&args.model, &args.inputs)?;
     let link_model = args.link_model;
     precheck(&job, board, link_model)?;
     fs::create_dir_all(&args.out)
@@ -42,6 +42,7 @@ pub fn deploy(args: DeployArgs) -> Result<()> {
         selftest: None,
         cores: 1,
         etdump: None,
+        tolerance: (1e-4, 1e-4),
     };
     build_firmware(&job, &opts, &elf_path)?;
     let elf_bytes = fs::read(&elf_path)?;

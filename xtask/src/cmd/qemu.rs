@@ -48,6 +48,12 @@ pub struct QemuArgs {
     /// generic timer (with `--icount`: exact instruction counts).
     #[arg(long, value_name = "FILE")]
     pub etdump: Option<PathBuf>,
+    /// For a BundledProgram (.bpte): absolute tolerance of the check the firmware makes.
+    #[arg(long, default_value_t = 1e-4)]
+    pub atol: f64,
+    /// For a BundledProgram (.bpte): relative tolerance of the check the firmware makes.
+    #[arg(long, default_value_t = 1e-4)]
+    pub rtol: f64,
     /// Print a JSON object as the last line (counts, cores, outputs).
     #[arg(long)]
     pub json: bool,
@@ -106,7 +112,11 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         .model
         .clone()
         .unwrap_or_else(|| root().join("tests/fixtures/gpt2_portable.pte"));
-    let job = prepare(&model, &args.inputs)?;
+    let job = prepare_any(&model, &args.inputs)?;
+    ensure!(
+        job.bundled_cases.is_none() || args.etdump.is_none(),
+        "--etdump records a forward; a BundledProgram runs test cases (run its program instead)"
+    );
     {
         // The guest picks its own kernels; say what the program was packed for.
         let file = crate::host::load_file(&model)?;
@@ -127,6 +137,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         shrink_arenas: args.shrink_arenas.unwrap_or(0),
         selftest: args.selftest,
         cores: args.smp,
+        tolerance: (args.atol, args.rtol),
         etdump: match &args.etdump {
             Some(_) => Some(etdump_size(&job).context("sizing the ETDump (host run)")?),
             None => None,
@@ -256,6 +267,29 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     };
     let report = run.report.as_ref();
     print_budget(&job, &b, board, link_model, report.map(|r| r.stack_used));
+    let failed_cases = run.cases.iter().filter(|c| !c.passed()).count();
+    if job.bundled_cases.is_some() {
+        for c in &run.cases {
+            println!(
+                "method `{}` case {}: {}: {} outputs, largest |diff| {:.3e} at output {} element {}, {} outside atol {:e} + rtol {:e}",
+                c.method,
+                c.index,
+                if c.passed() { "pass" } else { "FAIL" },
+                c.outputs,
+                c.worst,
+                c.worst_output,
+                c.worst_element,
+                c.mismatches,
+                args.atol,
+                args.rtol
+            );
+        }
+        println!(
+            "{} passed, {failed_cases} failed on {}",
+            run.cases.len() - failed_cases,
+            board.name
+        );
+    }
     let Some(report) = report else {
         bail!(
             "the firmware stopped without a report (QEMU {status}); console: {} [run files in {}]",
@@ -263,6 +297,18 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
             dir.display()
         );
     };
+    if let Some(n) = job.bundled_cases {
+        ensure!(
+            failed_cases == 0 && report.status != 2,
+            "{failed_cases} bundled test case(s) failed on {}",
+            board.name
+        );
+        ensure!(
+            run.cases.len() == n || report.status != 0,
+            "the firmware reported {} of the {n} test cases",
+            run.cases.len()
+        );
+    }
     if report.status != 0 || !status.success() {
         bail!(
             "the firmware failed on {} (status {}, QEMU exit code {}): {} [run files in {}]",
