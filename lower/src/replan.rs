@@ -65,7 +65,7 @@ fn find(parent: &mut [usize], mut i: usize) -> usize {
 }
 
 /// DelegateCall argument positions a delegate writes (see the module documentation).
-pub(crate) fn delegate_outputs(del: fb::BackendDelegate<'_>, segments: &[&[u8]]) -> Vec<usize> {
+pub fn delegate_outputs(del: fb::BackendDelegate<'_>, segments: &[&[u8]]) -> Vec<usize> {
     let Some(seg) = del
         .processed()
         .filter(|r| r.location() == fb::DataLocation::SEGMENT)

@@ -29,6 +29,14 @@ enum Cmd {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Write every method as a Model Explorer graph (JSON graph format) to this file:
+        /// a node per instruction, delegate regions as namespaces of their operations.
+        #[arg(long, value_name = "OUT.json")]
+        graph: Option<PathBuf>,
+        /// With --graph: also write OUT.nodedata.json, each node's time (or instructions)
+        /// from this ETDump (`run`/`qemu --etdump`), for Model Explorer to colour.
+        #[arg(long, value_name = "FILE.etdp", requires = "graph")]
+        etdump: Option<PathBuf>,
     },
     /// Run method `forward` on the host and write outputs as .npy files; for a BundledProgram
     /// (.bpte), run every test case of every method and check its outputs.
@@ -168,7 +176,17 @@ fn main() -> ExitCode {
     default_sigpipe();
     let cli = Cli::parse();
     let res = match cli.cmd {
-        Cmd::Inspect { model, json } => cmd::inspect::inspect(&model, json),
+        Cmd::Inspect {
+            model,
+            graph: Some(out),
+            etdump,
+            ..
+        } => cmd::graph::export(&model, &out, etdump.as_deref()).map(|paths| {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+        }),
+        Cmd::Inspect { model, json, .. } => cmd::inspect::inspect(&model, json),
         Cmd::Run {
             model,
             inputs,

@@ -6,6 +6,7 @@ pub mod bench_run;
 pub mod boards;
 pub mod compare;
 pub mod deploy;
+pub mod graph;
 pub mod inspect;
 pub mod lower;
 pub mod profile;
