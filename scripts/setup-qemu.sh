@@ -2,7 +2,7 @@
 # Installs the Arm toolchain pieces the bare-metal and Arm-kernel checks need:
 # qemu-system-arm and qemu-user 10.x from bookworm-backports (enabled by deriving a sources
 # file from the machine's own debian.sources, so no host name is written here) and the
-# aarch64 cross linker. Idempotent; needs root (or sudo).
+# aarch64 and armhf cross linkers. Idempotent; needs root (or sudo).
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -17,6 +17,8 @@ need=()
 command -v qemu-system-aarch64 >/dev/null || need+=(qemu-system-arm)
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# 32-bit Arm (scripts/test-arm32.sh): the armhf cross linker and C library for qemu-arm.
+command -v arm-linux-gnueabihf-gcc >/dev/null || need+=(gcc-arm-linux-gnueabihf libc6-dev-armhf-cross)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports "${need[@]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ptera's test command (README). Host: formatting, clippy, unit and integration tests, the
-# bare-metal library build, a short smoke of every fuzz target (docs/fuzzing.md). Then, under QEMU: the bare-metal firmware checks
-# (scripts/test-baremetal.sh) and the Arm kernel matrix (scripts/test-arm.sh).
+# bare-metal library build, a short smoke of every fuzz target (docs/fuzzing.md). Then, under
+# QEMU: the bare-metal firmware checks (scripts/test-baremetal.sh), 32-bit Arm
+# (scripts/test-arm32.sh) and the Arm kernel matrix (scripts/test-arm.sh).
 # PTERA_HOST_ONLY=1 skips the QEMU parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ echo "host checks passed in $(( $(date +%s) - start )) s"
 if [ "${PTERA_HOST_ONLY:-0}" != 1 ]; then
   scripts/setup-qemu.sh
   scripts/test-baremetal.sh
+  scripts/test-arm32.sh
   scripts/test-arm.sh --fetch-qemu11
 fi
 echo "all checks passed in $(( $(date +%s) - start )) s"

@@ -5,16 +5,21 @@ use std::vec::Vec;
 
 pub mod npy;
 
+/// Sixteen bytes aligned to sixteen on every target (`u128` is only 8-aligned on 32-bit Arm).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Block([u8; 16]);
+
 /// A zero-initialised byte buffer whose start is 16-byte aligned.
 pub struct AlignedBuf {
-    words: Vec<u128>,
+    words: Vec<Block>,
     len: usize,
 }
 
 impl AlignedBuf {
     pub fn zeroed(len: usize) -> AlignedBuf {
         AlignedBuf {
-            words: std::vec![0u128; len.div_ceil(16)],
+            words: std::vec![Block([0; 16]); len.div_ceil(16)],
             len,
         }
     }
@@ -30,14 +35,14 @@ impl AlignedBuf {
                 len,
             });
         }
-        let layout = std::alloc::Layout::array::<u128>(n).ok()?;
+        let layout = std::alloc::Layout::array::<Block>(n).ok()?;
         // SAFETY: `layout` has a non-zero size (n > 0).
-        let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u128;
+        let p = unsafe { std::alloc::alloc_zeroed(layout) } as *mut Block;
         if p.is_null() {
             return None;
         }
-        // SAFETY: `p` comes from the global allocator with the layout of `[u128; n]` (what a
-        // Vec of capacity n uses), and its n elements are initialised (all-zero is a u128).
+        // SAFETY: `p` comes from the global allocator with the layout of `[Block; n]` (what a
+        // Vec of capacity n uses), and its n elements are initialised (all-zero is a Block).
         let words = unsafe { Vec::from_raw_parts(p, n, n) };
         Some(AlignedBuf { words, len })
     }
@@ -59,7 +64,7 @@ impl AlignedBuf {
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `words` owns at least `len` initialised bytes (16 per u128), u8 has align 1.
+        // SAFETY: `words` owns at least `len` initialised bytes (16 per Block), u8 has align 1.
         unsafe { core::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
     }
 

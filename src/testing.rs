@@ -144,6 +144,12 @@ impl OpTest {
         }
     }
 
+    /// Declares arena 1 `extra` bytes larger than its tensors need (a plan that asks for
+    /// more memory, e.g. more than the target can address).
+    pub fn grow_arena(&mut self, extra: u64) {
+        self.arena = self.arena.saturating_add(extra);
+    }
+
     /// A test of one DelegateCall to `backend` with `payload`, standard registry.
     pub fn delegate(backend: &str, payload: Vec<u8>) -> OpTest {
         let mut t = OpTest::new("");

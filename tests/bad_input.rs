@@ -422,3 +422,27 @@ fn tiny_xnnpack_payloads_are_refused() {
         }
     }
 }
+
+#[test]
+fn an_arena_beyond_the_address_space_is_refused_at_method_meta() {
+    // 5 GiB of arena: a 64-bit target plans it (and a host refuses to allocate it); a 32-bit
+    // target cannot address it and MethodMeta says so instead of truncating the size.
+    let mut t = OpTest::new("aten::abs.out");
+    let x = t.input_f32(&[4], &[1.0, -2.0, 3.0, -4.0]);
+    let y = t.output(DType::F32, &[4]);
+    t.call(&[x, y, y]);
+    t.grow_arena(5 << 30);
+    let bytes = t.build();
+    let buf = AlignedBuf::from_bytes(&bytes);
+    let program = Program::load(buf.as_slice()).unwrap();
+    let reg = Registry::standard();
+    match MethodMeta::new(&program, "forward", &reg) {
+        Ok(meta) if usize::BITS > 32 => assert!(meta.arena_size(0) > 5 << 30),
+        Ok(_) => panic!("a 5 GiB arena accepted on a 32-bit target"),
+        Err(Error::Invalid { what, detail, .. }) if usize::BITS == 32 => {
+            assert_eq!(what, "non_const_buffer_sizes");
+            assert_eq!(detail, "arena larger than this target's address space");
+        }
+        Err(e) => panic!("{e}"),
+    }
+}

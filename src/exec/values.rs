@@ -105,7 +105,9 @@ fn tensor_slot<'p>(
         capacity: nbytes,
     };
     if let Some(a) = t.allocation_info() {
-        let off = (((a.memory_offset_high() as u64) << 32) | a.memory_offset_low() as u64) as usize;
+        let off64 = ((a.memory_offset_high() as u64) << 32) | a.memory_offset_low() as u64;
+        // Beyond the address space (a 32-bit target): out of bounds of every arena.
+        let off = usize::try_from(off64).unwrap_or(usize::MAX);
         let id = a.memory_id() as usize;
         let &(base, len) =
             id.checked_sub(1)
@@ -120,7 +122,7 @@ fn tensor_slot<'p>(
             return Err(Error::OutOfBounds {
                 what: "planned tensor",
                 index: i,
-                offset: off as u64,
+                offset: off64,
                 size: nbytes as u64,
                 limit: len as u64,
             });

@@ -16,7 +16,12 @@ pub const IDENTIFIER: &[u8; 4] = b"BP08";
 const VERIFIER: flatbuffers::VerifierOptions = flatbuffers::VerifierOptions {
     max_depth: 64,
     max_tables: 4_000_000,
-    max_apparent_size: 1 << 40,
+    // As large as addresses go (1 TiB on 64-bit targets).
+    max_apparent_size: if usize::BITS > 32 {
+        1 << 40
+    } else {
+        usize::MAX
+    },
     ignore_missing_null_terminator: false,
 };
 

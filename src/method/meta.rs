@@ -73,6 +73,15 @@ impl<'p> MethodMeta<'p> {
                 detail: "negative arena size",
             });
         }
+        // An arena must be addressable on this target (a 32-bit core cannot hold one of 4 GiB
+        // or more): refused here rather than truncated later.
+        if let Some(k) = sizes.iter().position(|s| usize::try_from(s).is_err()) {
+            return Err(Error::Invalid {
+                what: "non_const_buffer_sizes",
+                index: k,
+                detail: "arena larger than this target's address space",
+            });
+        }
         let mut meta = MethodMeta {
             program: *program,
             plan,

@@ -50,7 +50,7 @@ fn cast_copy(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Res {
         with_ct!(
             kind(out.dtype()),
             U,
-            map1::<A, U>(x, out, |v| v.cast::<U>())
+            map1::<A, U>(x, out, Ct::cast::<U>)
         )
     )
 }
