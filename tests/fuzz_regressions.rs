@@ -40,6 +40,7 @@ fn replay(name: &str, bytes: &[u8]) -> Option<String> {
             .and_then(|(mut h, p)| harness::lowered(&mut h, p).err())
             .map(|e| e.to_string()),
         "npy" => ptera::host::npy::parse(bytes).err().map(|e| e.to_string()),
+        "bundled" => harness::bundled(bytes).err().map(|e| e.to_string()),
         other => panic!("{name}: unknown target {other}"),
     }
 }

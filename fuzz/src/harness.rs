@@ -235,3 +235,36 @@ pub fn lowered(host: &mut Host, payload: &[u8]) -> Result<(), KernelError> {
     })
     .unwrap_or(Ok(()))
 }
+
+/// A BundledProgram file (`.bpte`): `format::bundled` verifies it and borrows its program, then
+/// every suite's method is loaded (sizes checked against the budget) and every test case runs
+/// and is compared (`devtools::bundled::run_case`); returns how many cases ran.
+pub fn bundled(bytes: &[u8]) -> Result<usize, Error> {
+    use ptera::devtools::bundled::run_case;
+    use ptera::format::bundled::Bundled;
+    let buf = AlignedBuf::from_bytes(bytes);
+    let bundled = Bundled::load(buf.as_slice())?;
+    let program = Program::load(bundled.program())?;
+    let reg = Registry::standard();
+    let mut ran = 0;
+    for suite in bundled.suites() {
+        let meta = MethodMeta::new(&program, suite.method(), &reg)?;
+        let total = (0..meta.arena_count())
+            .map(|k| meta.arena_size(k))
+            .chain([meta.metadata_bytes() as u64])
+            .fold(0u64, u64::saturating_add);
+        if total > MAX_METHOD_BYTES {
+            return Err(Error::HostAllocation { bytes: total });
+        }
+        let mut bufs = OwnedArenas::for_meta(&meta)?;
+        let mut method = bufs.load(meta, &reg)?;
+        method.set_step_limit(STEP_LIMIT);
+        for case in suite.cases() {
+            // A failing comparison is an outcome, not an error; errors end the file.
+            let outcome = run_case(&mut method, &case, 1e-4, 1e-4)?;
+            std::hint::black_box(outcome);
+            ran += 1;
+        }
+    }
+    Ok(ran)
+}

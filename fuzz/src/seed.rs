@@ -1,8 +1,9 @@
 //! Writes the seed corpora of every target from the fixtures: `seed REPO_ROOT CORPUS_DIR`.
 //! `load` and `execute` get the fixture programs and the lowered hosts; `xnnpack` and
 //! `lowered` the delegate payloads extracted from their hosts (first byte: the host index);
-//! `npy` the fixtures' `.npy` files; `structured` a few deterministic byte strings; every
-//! target its regression inputs from `tests/fuzz-regressions/`.
+//! `npy` the fixtures' `.npy` files; `bundled` the BundledProgram fixtures; `structured` a few
+//! deterministic byte strings; every target its regression inputs from
+//! `tests/fuzz-regressions/`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -109,6 +110,22 @@ fn main() -> std::io::Result<()> {
         }
     }
 
+    let bp = dir("bundled")?;
+    let mut seen_bp = BTreeSet::new();
+    let bundled = fixtures.join("bundled");
+    let mut bpte: Vec<PathBuf> = fs::read_dir(&bundled)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "bpte"))
+        .collect();
+    bpte.sort();
+    for f in &bpte {
+        if let Some(name) = f.file_name().map(|n| n.to_string_lossy().into_owned()) {
+            put(&bp, &mut seen_bp, &name, &fs::read(f)?)?;
+        }
+    }
+
     let st = dir("structured")?;
     let mut seen_st = BTreeSet::new();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -136,7 +153,15 @@ fn main() -> std::io::Result<()> {
         }
     }
     let count = |d: &Path| fs::read_dir(d).map_or(0, |r| r.count());
-    for t in ["load", "execute", "xnnpack", "lowered", "npy", "structured"] {
+    for t in [
+        "load",
+        "execute",
+        "xnnpack",
+        "lowered",
+        "npy",
+        "structured",
+        "bundled",
+    ] {
         println!("{t}: {} seeds", count(&corpus.join(t)));
     }
     Ok(())

@@ -47,11 +47,7 @@ fn cast_copy(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Res {
     with_ct!(
         kind(x.dtype()),
         A,
-        with_ct!(
-            kind(out.dtype()),
-            U,
-            map1::<A, U>(x, out, Ct::cast::<U>)
-        )
+        with_ct!(kind(out.dtype()), U, map1::<A, U>(x, out, Ct::cast::<U>))
     )
 }
 
