@@ -5,7 +5,9 @@
 #     source: `-Zbuild-std=core,alloc`);
 #   * the library's whole test suite (unit tests, every fixture, hostile inputs, ETDump,
 #     BundledProgram, threads) on `armv7-unknown-linux-gnueabihf` under qemu-arm, where
-#     `usize` has 32 bits: no size or offset from a file may be truncated there.
+#     `usize` has 32 bits: no size or offset from a file may be truncated there; the GEMM
+#     tests run the ARMv7 Neon + VFPv4 micro-kernel (`src/linalg/gemm/arm32/`) against the
+#     scalar reference on odd shapes, and the fixtures run on it.
 # Needs qemu-user and the armhf cross linker (scripts/setup-qemu.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,8 @@ nice cargo +nightly build --quiet -Zbuild-std=core,alloc --lib --release \
 
 echo "== test suite on armv7-unknown-linux-gnueabihf (qemu-arm, 32-bit usize)"
 export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc
+nice cargo clippy --quiet --target armv7-unknown-linux-gnueabihf --target-dir target/armv7 \
+    --lib --tests -- -D warnings
 export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUNNER="qemu-arm -L /usr/arm-linux-gnueabihf"
 nice cargo test --quiet -p ptera --tests --target armv7-unknown-linux-gnueabihf \
     --target-dir target/armv7 2>&1 | grep -E "test result|panicked|FAILED|error"

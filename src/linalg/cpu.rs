@@ -176,3 +176,47 @@ pub fn x86_avx512f() -> bool {
     let l7 = core::arch::x86_64::__cpuid_count(7, 0);
     l7.ebx & (1 << 16) != 0
 }
+
+/// Neon with VFPv4 (fused multiply-add on q registers) on 32-bit Arm: from the Linux auxiliary
+/// vector (`AT_HWCAP`: `HWCAP_NEON`, `HWCAP_VFPv4`) on a `std` build; elsewhere (bare metal,
+/// where user code cannot be asked) from the features the image was built for.
+#[cfg(target_arch = "arm")]
+pub fn arm32_neon_vfpv4() -> bool {
+    #[cfg(all(any(test, feature = "std"), target_os = "linux"))]
+    {
+        const AT_HWCAP: u32 = 16;
+        const HWCAP_NEON: u32 = 1 << 12;
+        const HWCAP_VFPV4: u32 = 1 << 16;
+        // Entries of two native words (type, value), 32 bits each here. Read into a stack
+        // buffer: the first GEMM asks, and inference must not allocate.
+        use std::io::Read;
+        let Ok(mut f) = std::fs::File::open("/proc/self/auxv") else {
+            return false;
+        };
+        let mut buf = [0u8; 512];
+        let mut have = 0;
+        loop {
+            match f.read(&mut buf[have..]) {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => have += n,
+            }
+            let whole = have - have % 8;
+            for e in buf[..whole].chunks_exact(8) {
+                let w = |i: usize| u32::from_ne_bytes([e[i], e[i + 1], e[i + 2], e[i + 3]]);
+                if w(0) == AT_HWCAP {
+                    let h = w(4);
+                    return h & HWCAP_NEON != 0 && h & HWCAP_VFPV4 != 0;
+                }
+                if w(0) == 0 {
+                    return false; // AT_NULL: the end
+                }
+            }
+            buf.copy_within(whole..have, 0);
+            have -= whole;
+        }
+    }
+    #[cfg(not(all(any(test, feature = "std"), target_os = "linux")))]
+    {
+        cfg!(all(target_feature = "neon", target_feature = "vfp4"))
+    }
+}

@@ -58,6 +58,8 @@ pub mod portable;
 pub mod select;
 
 pub mod arm;
+#[cfg(target_arch = "arm")]
+pub mod arm32;
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
 

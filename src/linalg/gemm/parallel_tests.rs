@@ -15,6 +15,8 @@ use std::vec::Vec;
 
 fn kernels() -> Vec<&'static MicroKernel> {
     let mut v = vec![&PORTABLE, super::select::micro_kernel_for(64, 64, 64)];
+    #[cfg(target_arch = "arm")]
+    v.extend(super::select::arm32_neon_vfpv4());
     #[cfg(target_arch = "x86_64")]
     if let Some(k) = super::select::avx2_fma() {
         v.push(k);

@@ -12,7 +12,8 @@
 //! | `Sme2`    | `arm::sme` (same tile, multi-vector loads) | as `Sme`                 |
 //!
 //! On x86_64 the AVX-512F kernel (`x86::avx512`, 12 × 32) when CPUID reports it, else the
-//! AVX2+FMA kernel (`x86::avx2`, 6 × 16), else the portable kernel.
+//! AVX2+FMA kernel (`x86::avx2`, 6 × 16), else the portable kernel. On 32-bit Arm the Neon +
+//! VFPv4 kernel (`arm32`, 4 × 12) when the CPU has both, else the portable kernel.
 //!
 //! [`force`] pins an ISA for tests and benchmarks. With the `std` feature (and in unit tests)
 //! the environment variable `PTERA_ISA` (`generic|neon|sve2|sme|sme2`) is honoured on first
@@ -184,7 +185,9 @@ pub fn micro_kernel() -> &'static MicroKernel {
     return kernel_for(selected()).unwrap_or(&PORTABLE);
     #[cfg(target_arch = "x86_64")]
     return avx512().or_else(avx2_fma).unwrap_or(&PORTABLE);
-    #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
+    #[cfg(target_arch = "arm")]
+    return arm32_neon_vfpv4().unwrap_or(&PORTABLE);
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64", target_arch = "arm")))]
     &PORTABLE
 }
 
@@ -252,6 +255,23 @@ pub fn gemv_sme2() -> bool {
     return selected() == Isa::Sme2 && features().sme2;
     #[cfg(not(target_arch = "aarch64"))]
     false
+}
+
+/// The 32-bit Arm Neon + VFPv4 micro-kernel (`4 × 12`), if this CPU supports it.
+#[cfg(target_arch = "arm")]
+pub fn arm32_neon_vfpv4() -> Option<&'static MicroKernel> {
+    /// 0 = not yet detected, 1 = no, 2 = yes.
+    static HAS: AtomicU8 = AtomicU8::new(0);
+    let mut s = HAS.load(Ordering::Relaxed);
+    if s == 0 {
+        s = if crate::linalg::cpu::arm32_neon_vfpv4() {
+            2
+        } else {
+            1
+        };
+        HAS.store(s, Ordering::Relaxed);
+    }
+    (s == 2).then_some(&super::arm32::NEON_VFPV4_4X12)
 }
 
 /// The AVX2+FMA micro-kernel (`6 × 16`), if this CPU supports it.

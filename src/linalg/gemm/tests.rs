@@ -28,6 +28,13 @@ fn kernels() -> Vec<&'static MicroKernel> {
             v.push(k);
         }
     }
+    #[cfg(target_arch = "arm")]
+    {
+        let k = arm32_neon_vfpv4();
+        // qemu-arm emulates a Cortex-A15 class CPU: Neon and VFPv4 are there.
+        assert!(k.is_some(), "no Neon + VFPv4 kernel on this 32-bit Arm CPU");
+        v.extend(k);
+    }
     #[cfg(target_arch = "aarch64")]
     v.push(&crate::linalg::gemm::arm::neon::NEON_8X8);
     #[cfg(target_arch = "aarch64")]

@@ -1,0 +1,129 @@
+//! 32-bit Arm (ARMv7-A) micro-kernels.
+//!
+//! `neon_vfpv4_4x12`: a 4 × 12 tile on Neon with VFPv4's fused multiply-add (`vfma.f32` on q
+//! registers): twelve q accumulators (q4–q15, one row of the tile in three), a B row in
+//! q0–q2, each A value loaded to all four lanes of q3 (`vld1.32 {d6[], d7[]}`), so one depth
+//! step is 2 loads of B, 4 of A and 12 fused multiply-adds. The tile goes to a stack buffer;
+//! alpha, beta, bias and the clamp are applied from there (the tile is still in L1).
+//!
+//! Chosen when the CPU has Neon and VFPv4 (`cpu::arm32_neon_vfpv4`: the Linux auxiliary
+//! vector on a `std` build, the target's features on bare metal).
+
+use super::contract::{clamp, MicroKernel};
+
+const MR: usize = 4;
+const NR: usize = 12;
+
+/// # Safety
+/// The [`MicroKernel`] contract for a 4 × 12 tile, on a CPU with Neon and VFPv4.
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_neon_vfpv4_4x12(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+    lo: f32,
+    hi: f32,
+) {
+    let mut t = [0f32; MR * NR];
+    // Bytes from the end of a B row's first 8 floats to the start of the next row.
+    let step = (ldb * 4) as isize - 32;
+    // SAFETY: the contract gives `k * 4` readable floats at `a` and, for each of the `k`
+    // rows, 12 readable floats at `b + p * ldb` (only f32-aligned: the loads carry no
+    // alignment qualifier); `t` holds the 48 floats stored. The CPU has Neon and VFPv4 (the
+    // kernel is only handed out after `cpu::arm32_neon_vfpv4`), hence 32 D registers. d0–d7
+    // are declared clobbered; d8–d31 are saved and restored around the loop (the compiler
+    // may know only d0–d15 on a VFPv3-D16 target, so they cannot be declared).
+    unsafe {
+        core::arch::asm!(
+            ".fpu neon-vfpv4",
+            "vpush {{d8-d15}}",
+            "vpush {{d16-d31}}",
+            "vmov.i32 q4, #0",
+            "vmov.i32 q5, #0",
+            "vmov.i32 q6, #0",
+            "vmov.i32 q7, #0",
+            "vmov.i32 q8, #0",
+            "vmov.i32 q9, #0",
+            "vmov.i32 q10, #0",
+            "vmov.i32 q11, #0",
+            "vmov.i32 q12, #0",
+            "vmov.i32 q13, #0",
+            "vmov.i32 q14, #0",
+            "vmov.i32 q15, #0",
+            "cmp r0, #0",
+            "beq 2f",
+            "1:",
+            "vld1.32 {{d0-d3}}, [r2]!",
+            "vld1.32 {{d4-d5}}, [r2], r12",
+            "vld1.32 {{d6[], d7[]}}, [r1]!",
+            "vfma.f32 q4, q0, q3",
+            "vfma.f32 q5, q1, q3",
+            "vfma.f32 q6, q2, q3",
+            "vld1.32 {{d6[], d7[]}}, [r1]!",
+            "vfma.f32 q7, q0, q3",
+            "vfma.f32 q8, q1, q3",
+            "vfma.f32 q9, q2, q3",
+            "vld1.32 {{d6[], d7[]}}, [r1]!",
+            "vfma.f32 q10, q0, q3",
+            "vfma.f32 q11, q1, q3",
+            "vfma.f32 q12, q2, q3",
+            "vld1.32 {{d6[], d7[]}}, [r1]!",
+            "vfma.f32 q13, q0, q3",
+            "vfma.f32 q14, q1, q3",
+            "vfma.f32 q15, q2, q3",
+            "subs r0, r0, #1",
+            "bne 1b",
+            "2:",
+            "vst1.32 {{d8-d11}}, [r3]!",
+            "vst1.32 {{d12-d15}}, [r3]!",
+            "vst1.32 {{d16-d19}}, [r3]!",
+            "vst1.32 {{d20-d23}}, [r3]!",
+            "vst1.32 {{d24-d27}}, [r3]!",
+            "vst1.32 {{d28-d31}}, [r3]!",
+            "vpop {{d16-d31}}",
+            "vpop {{d8-d15}}",
+            // r0 = k, r1 = a, r2 = b, r3 = the tile buffer, r12 = B's row step.
+            inout("r0") k => _,
+            inout("r1") a => _,
+            inout("r2") b => _,
+            inout("r3") t.as_mut_ptr() => _,
+            in("r12") step,
+            out("d0") _,
+            out("d1") _,
+            out("d2") _,
+            out("d3") _,
+            out("d4") _,
+            out("d5") _,
+            out("d6") _,
+            out("d7") _,
+        );
+    }
+    for (i, row) in t.chunks_exact(NR).enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            // SAFETY: element (i, j) of the tile, i < 4, j < 12 (contract).
+            let cij = unsafe { c.offset(i as isize * rsc + j as isize) };
+            let mut x = alpha * v;
+            if beta != 0.0 {
+                // SAFETY: as above; read only when beta is not zero (contract).
+                x += beta * unsafe { *cij };
+            }
+            if !bias.is_null() {
+                // SAFETY: `bias` holds NR floats when not null (contract).
+                x += unsafe { *bias.add(j) };
+            }
+            // SAFETY: as above.
+            unsafe { *cij = clamp(x, lo, hi) };
+        }
+    }
+}
+
+// SAFETY: `kernel_neon_vfpv4_4x12` implements the contract for a 4 × 12 tile; this static
+// is handed out only after `cpu::arm32_neon_vfpv4` (`select::micro_kernel`).
+pub(in crate::linalg::gemm) static NEON_VFPV4_4X12: MicroKernel =
+    unsafe { MicroKernel::new("neon-vfpv4-4x12", MR, NR, kernel_neon_vfpv4_4x12) };
