@@ -259,9 +259,15 @@ pub fn profile_board(
     let registry = registry();
     let meta = MethodMeta::new(&program, "forward", &registry)?;
     let plan = meta.plan();
+    // The firmware bundles its inputs: without --input or MODEL.in*.npy, the synthesised ones.
+    let synth = if inputs.is_empty() && crate::baremetal::default_inputs(model).is_empty() {
+        forward_inputs(&meta, &[])?
+    } else {
+        Vec::new()
+    };
     let dir = std::env::temp_dir().join(format!("ptera-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let result = profile_board_in(&dir, model, plan, inputs, board, cpu, top, json);
+    let result = profile_board_in(&dir, model, plan, inputs, &synth, board, cpu, top, json);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
@@ -272,22 +278,17 @@ fn profile_board_in(
     model: &Path,
     plan: fb::ExecutionPlan<'_>,
     inputs: &[PathBuf],
+    synth: &[crate::npy::HostTensor],
     board: &str,
     cpu: Option<&str>,
     top: usize,
     json: bool,
 ) -> Result<()> {
     let mut inputs = inputs.to_vec();
-    if inputs.is_empty() && crate::baremetal::default_inputs(model).is_empty() {
-        // The firmware bundles its inputs: write the synthesised ones.
-        let file = load_file(model)?;
-        let program = Program::load(file.as_slice())?;
-        let meta = MethodMeta::new(&program, "forward", &registry())?;
-        for (i, t) in forward_inputs(&meta, &[])?.iter().enumerate() {
-            let p = dir.join(format!("in{i}.npy"));
-            t.write(&p)?;
-            inputs.push(p);
-        }
+    for (i, t) in synth.iter().enumerate() {
+        let p = dir.join(format!("in{i}.npy"));
+        t.write(&p)?;
+        inputs.push(p);
     }
     let etdump = dir.join("forward.etdp");
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
