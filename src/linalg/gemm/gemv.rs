@@ -5,10 +5,10 @@
 //! [`super::sgemm_with`] never does, so a caller that chose a micro-kernel gets that kernel.
 //! Whether a GEMV exists for this CPU is decided in `select` (`select::gemv_for_single_rows`:
 //! AArch64 with a hand-written kernel selected; the SME2 ZA-array variant when SME2 is the
-//! selected ISA).
+//! selected ISA; 32-bit Arm with Neon + VFPv4, for a row-major B).
 
 use super::matref::MatRef;
-#[cfg(target_arch = "aarch64")]
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
 use super::select;
 
 /// Whether [`sgemv`] would compute a `1 × k` row times `b` on this CPU (its layout and CPU
@@ -17,6 +17,11 @@ pub fn accepts(k: usize, b: MatRef<'_>) -> bool {
     #[cfg(target_arch = "aarch64")]
     if select::gemv_for_single_rows() {
         return b.rows == k && k > 0 && b.cols > 0 && (b.cs == 1 || b.rs == 1);
+    }
+    // 32-bit Arm: row-major B only (a B stored transposed takes the micro-kernel driver).
+    #[cfg(target_arch = "arm")]
+    if select::gemv_for_single_rows() {
+        return b.rows == k && k > 0 && b.cols > 0 && b.cs == 1;
     }
     let _ = (k, b);
     false
@@ -67,6 +72,11 @@ pub fn sgemv(
             return gemv::sgemv(k, n, xs, b.data, b.rs, b.cs, yall, alpha, beta, bias, sme2);
         }
         return true;
+    }
+    #[cfg(target_arch = "arm")]
+    if select::gemv_for_single_rows() && b.cs == 1 {
+        let xs = &x.data[..k.min(x.data.len())];
+        return super::arm32::sgemv_rows(k, n, xs, b.data, b.rs, y, alpha, beta, bias);
     }
     let _ = (n, y, alpha, beta, bias);
     false

@@ -244,9 +244,10 @@ pub fn tile_nr(isa: Isa, vector_bits: u32, n: usize) -> Option<usize> {
 }
 
 /// Whether the M = 1 products of [`super::sgemm`] go to the GEMV ([`super::gemv`]): on
-/// AArch64 whenever a hand-written kernel is selected.
+/// AArch64 and 32-bit Arm whenever a hand-written kernel is selected.
 pub fn gemv_for_single_rows() -> bool {
-    cfg!(target_arch = "aarch64") && !core::ptr::eq(micro_kernel(), &PORTABLE)
+    cfg!(any(target_arch = "aarch64", target_arch = "arm"))
+        && !core::ptr::eq(micro_kernel(), &PORTABLE)
 }
 
 /// Whether the GEMV may use the SME2 ZA-array path (SME2 selected and usable).

@@ -127,3 +127,161 @@ unsafe fn kernel_neon_vfpv4_4x12(
 // is handed out only after `cpu::arm32_neon_vfpv4` (`select::micro_kernel`).
 pub(in crate::linalg::gemm) static NEON_VFPV4_4X12: MicroKernel =
     unsafe { MicroKernel::new("neon-vfpv4-4x12", MR, NR, kernel_neon_vfpv4_4x12) };
+
+/// Columns of one GEMV block (four q accumulators).
+const GEMV_COLS: usize = 16;
+
+/// `y[j] = alpha·Σ_p x[p]·B(p, j) + beta·y[j] (+ bias[j])` for `j < n` (the `beta` term
+/// omitted when `beta == 0`), B row-major with row stride `rs` (`B(p, j) = b[p·rs + j]`):
+/// blocks of 16 columns on Neon + VFPv4 (x[p] loaded to all lanes, one `vfma` per four
+/// columns), the last `n % 16` columns in scalar code (mul + add), each column summed in
+/// increasing `p`.
+/// Returns `false`, touching nothing, when a slice is too short for `k`, `n` and `rs`.
+///
+/// Only on a CPU with Neon and VFPv4 (`select::arm32_neon_vfpv4`).
+#[allow(clippy::too_many_arguments)]
+pub(in crate::linalg::gemm) fn sgemv_rows(
+    k: usize,
+    n: usize,
+    x: &[f32],
+    b: &[f32],
+    rs: usize,
+    y: &mut [f32],
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> bool {
+    let b_needed = k
+        .checked_sub(1)
+        .and_then(|p| p.checked_mul(rs))
+        .and_then(|o| o.checked_add(n));
+    if k == 0
+        || n == 0
+        || x.len() < k
+        || y.len() < n
+        || bias.is_some_and(|s| s.len() < n)
+        || b_needed.is_none_or(|need| b.len() < need)
+        || rs < n
+    {
+        return false;
+    }
+    let finish = |j: usize, v: f32, y: &mut [f32]| {
+        let mut r = alpha * v;
+        if beta != 0.0 {
+            r += beta * y[j];
+        }
+        if let Some(s) = bias {
+            r += s[j];
+        }
+        y[j] = r;
+    };
+    let step = (rs * 4) as isize - 32;
+    let full = n - n % GEMV_COLS;
+    for j0 in (0..full).step_by(GEMV_COLS) {
+        let mut t = [0f32; GEMV_COLS];
+        // SAFETY: `k` floats of `x` (checked); for each row p < k the 16 floats at
+        // `b[p·rs + j0 ..]` lie inside `b` (j0 + 16 <= n and (k-1)·rs + n <= b.len(),
+        // checked); `t` holds the 16 floats stored. Neon + VFPv4 are present (only called
+        // after `select::arm32_neon_vfpv4`), hence 32 D registers; d0–d7 are declared
+        // clobbered, d16–d31 saved and restored (not declarable on a VFPv3-D16 target).
+        unsafe {
+            core::arch::asm!(
+                ".fpu neon-vfpv4",
+                "vpush {{d16-d31}}",
+                "vmov.i32 q8, #0",
+                "vmov.i32 q9, #0",
+                "vmov.i32 q10, #0",
+                "vmov.i32 q11, #0",
+                "1:",
+                "vld1.32 {{d0[], d1[]}}, [r1]!",
+                "vld1.32 {{d4-d7}}, [r2]!",
+                "vld1.32 {{d24-d27}}, [r2], r12",
+                "vfma.f32 q8, q2, q0",
+                "vfma.f32 q9, q3, q0",
+                "vfma.f32 q10, q12, q0",
+                "vfma.f32 q11, q13, q0",
+                "subs r0, r0, #1",
+                "bne 1b",
+                "vst1.32 {{d16-d19}}, [r3]!",
+                "vst1.32 {{d20-d23}}, [r3]",
+                "vpop {{d16-d31}}",
+                // r0 = k (> 0), r1 = x, r2 = B at column j0, r3 = t, r12 = B's row step.
+                inout("r0") k => _,
+                inout("r1") x.as_ptr() => _,
+                inout("r2") b.as_ptr().add(j0) => _,
+                inout("r3") t.as_mut_ptr() => _,
+                in("r12") step,
+                out("d0") _,
+                out("d1") _,
+                out("d4") _,
+                out("d5") _,
+                out("d6") _,
+                out("d7") _,
+            );
+        }
+        for (c, &v) in t.iter().enumerate() {
+            finish(j0 + c, v, y);
+        }
+    }
+    for j in full..n {
+        let mut acc = 0f32;
+        for p in 0..k {
+            acc += x[p] * b[p * rs + j];
+        }
+        finish(j, acc, y);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Rng;
+    use std::vec::Vec;
+
+    /// The GEMV against an f64 reference on odd shapes (1, 3, 17, 129 and block edges),
+    /// padded row strides, with and without beta and bias.
+    #[test]
+    fn gemv_rows_matches_the_reference() {
+        if !crate::linalg::cpu::arm32_neon_vfpv4() {
+            return;
+        }
+        let mut rng = Rng(77);
+        for &k in &[1usize, 3, 17, 129] {
+            for &n in &[1usize, 3, 15, 16, 17, 33, 129] {
+                for &(pad, beta, with_bias) in &[(0usize, 0.0f32, false), (5, 0.5, true)] {
+                    let rs = n + pad;
+                    let x: Vec<f32> = (0..k).map(|_| rng.unit() - 0.5).collect();
+                    let b: Vec<f32> = (0..k * rs).map(|_| rng.unit() - 0.5).collect();
+                    let bias: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+                    let y0: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+                    let mut y = y0.clone();
+                    let bias_arg = with_bias.then_some(&bias[..]);
+                    assert!(sgemv_rows(k, n, &x, &b, rs, &mut y, 1.5, beta, bias_arg));
+                    for j in 0..n {
+                        let mut r: f64 = (0..k).map(|p| x[p] as f64 * b[p * rs + j] as f64).sum();
+                        r *= 1.5;
+                        if beta != 0.0 {
+                            r += beta as f64 * y0[j] as f64;
+                        }
+                        if with_bias {
+                            r += bias[j] as f64;
+                        }
+                        let tol = 1e-5 * (k as f64).sqrt() * (1.0 + r.abs());
+                        assert!(
+                            (y[j] as f64 - r).abs() <= tol,
+                            "k {k} n {n} pad {pad} col {j}: {} vs {r}",
+                            y[j]
+                        );
+                    }
+                }
+            }
+        }
+        // Too-short slices are refused, nothing written.
+        let mut y = [7.0f32; 4];
+        assert!(!sgemv_rows(
+            2, 4, &[1.0; 2], &[1.0; 7], 4, &mut y, 1.0, 0.0, None
+        ));
+        assert_eq!(y, [7.0; 4]);
+    }
+}
