@@ -10,10 +10,10 @@ corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 fuzz/setup.sh "$corpus"
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
-for target in load execute xnnpack lowered npy structured bundled; do
+for target in load execute xnnpack lowered npy structured bundled etdump; do
   case $target in
     load | execute) dict=(-dict=fuzz/dict/pte.dict) ;;
-    xnnpack | lowered | npy | bundled) dict=(-dict=fuzz/dict/$target.dict) ;;
+    xnnpack | lowered | npy | bundled | etdump) dict=(-dict=fuzz/dict/$target.dict) ;;
     *) dict=() ;;
   esac
   mkdir -p fuzz/artifacts/"$target"

@@ -2,7 +2,7 @@
 # Fuzzes one target for SECONDS with one job (docs/fuzzing.md): installs the nightly toolchain
 # and cargo-fuzz when missing, builds, seeds fuzz/corpus/TARGET from the fixtures, then runs
 # libFuzzer at low priority. Crashes land in fuzz/artifacts/TARGET/. Extra arguments go to
-# libFuzzer. Targets: load execute xnnpack lowered npy structured bundled.
+# libFuzzer. Targets: load execute xnnpack lowered npy structured bundled etdump.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_ARGS...]"
@@ -11,7 +11,7 @@ seconds=${2:?$usage}
 shift 2
 case $target in
   load | execute) dict=(-dict=fuzz/dict/pte.dict) ;;
-  xnnpack | lowered | npy | bundled) dict=(-dict=fuzz/dict/$target.dict) ;;
+  xnnpack | lowered | npy | bundled | etdump) dict=(-dict=fuzz/dict/$target.dict) ;;
   structured) dict=() ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

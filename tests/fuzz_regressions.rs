@@ -41,6 +41,9 @@ fn replay(name: &str, bytes: &[u8]) -> Option<String> {
             .map(|e| e.to_string()),
         "npy" => ptera::host::npy::parse(bytes).err().map(|e| e.to_string()),
         "bundled" => harness::bundled(bytes).err().map(|e| e.to_string()),
+        "etdump" => harness::etdump(bytes)
+            .is_none()
+            .then(|| "not a valid ETDump".to_string()),
         other => panic!("{name}: unknown target {other}"),
     }
 }

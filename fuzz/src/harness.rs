@@ -268,3 +268,31 @@ pub fn bundled(bytes: &[u8]) -> Result<usize, Error> {
     }
     Ok(ran)
 }
+
+/// An ETDump file as the host tools read one (`cargo xtask profile --board`, `inspect --graph
+/// --etdump`): the verified root, then every run's events and their fields. Returns the
+/// events seen, or `None` when the verifier refuses the file.
+pub fn etdump(bytes: &[u8]) -> Option<usize> {
+    use ptera::format::etdump_fb;
+    let dump = etdump_fb::size_prefixed_root_as_etdump(bytes).ok()?;
+    let mut seen = 0usize;
+    let mut sum = 0u64;
+    for run in dump.run_data().into_iter().flatten() {
+        sum = sum.wrapping_add(run.name().map_or(0, str::len) as u64);
+        for e in run.events().into_iter().flatten() {
+            if let Some(p) = e.profile_event() {
+                let d = p.end_time().wrapping_sub(p.start_time());
+                let k =
+                    p.name().map_or(0, str::len) + p.delegate_debug_id_str().map_or(0, str::len);
+                sum = sum
+                    .wrapping_add(d)
+                    .wrapping_add(k as u64)
+                    .wrapping_add(p.instruction_id() as u64)
+                    .wrapping_add(p.chain_index() as u64);
+            }
+            seen += 1;
+        }
+    }
+    std::hint::black_box(sum);
+    Some(seen)
+}

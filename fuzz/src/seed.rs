@@ -1,9 +1,9 @@
 //! Writes the seed corpora of every target from the fixtures: `seed REPO_ROOT CORPUS_DIR`.
 //! `load` and `execute` get the fixture programs and the lowered hosts; `xnnpack` and
 //! `lowered` the delegate payloads extracted from their hosts (first byte: the host index);
-//! `npy` the fixtures' `.npy` files; `bundled` the BundledProgram fixtures; `structured` a few
-//! deterministic byte strings; every target its regression inputs from
-//! `tests/fuzz-regressions/`.
+//! `npy` the fixtures' `.npy` files; `bundled` the BundledProgram fixtures; `etdump` the
+//! ETDumps of a forward of three fixtures; `structured` a few deterministic byte strings;
+//! every target its regression inputs from `tests/fuzz-regressions/`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -39,6 +39,51 @@ fn payloads(program: &[u8], id: &str) -> Vec<Vec<u8>> {
         }
     }
     out
+}
+
+/// The ETDump of one forward of fixture `case` (its own inputs; a clock counting its calls),
+/// with the method's load, or `None` when something refuses.
+fn etdump_of(fixtures: &Path, case: &str) -> Option<Vec<u8>> {
+    use ptera::devtools::etdump::{encode_with_load, Event, Load, Recorder};
+    let buf = AlignedBuf::read(fixtures.join(format!("{case}.pte"))).ok()?;
+    let program = Program::load(buf.as_slice()).ok()?;
+    let reg = Registry::standard();
+    let meta = ptera::MethodMeta::new(&program, "forward", &reg).ok()?;
+    let plan = meta.plan();
+    let mut bufs = ptera::OwnedArenas::for_meta(&meta).ok()?;
+    let mut method = bufs.load(meta, &reg).ok()?;
+    for i in 0.. {
+        let Ok(bytes) = fs::read(fixtures.join(format!("{case}.in{i}.npy"))) else {
+            break;
+        };
+        let t = ptera::host::npy::parse(&bytes).ok()?;
+        let dtype = match (t.kind, t.item_size) {
+            (b'f', 4) => ptera::DType::F32,
+            (b'i', 8) => ptera::DType::I64,
+            (b'i', 4) => ptera::DType::I32,
+            (b'b', 1) => ptera::DType::Bool,
+            _ => return None,
+        };
+        let shape = ptera::Shape::new(&t.shape)?;
+        method.set_input(i, dtype, &shape, t.data).ok()?;
+    }
+    let mut events = vec![Event::EMPTY; 4096];
+    let mut tick = 1000u64;
+    let mut rec = Recorder::new(plan, &mut events, || {
+        tick += 7;
+        tick
+    });
+    method.execute_observed(&mut rec).ok()?;
+    let recorded = rec.events().to_vec();
+    let mut positions = vec![[0u32; 2]; recorded.len()];
+    let mut out = vec![0u8; 1 << 20];
+    let load = Load {
+        load_method: (10, 900),
+        init: (100, 900),
+    };
+    let n = encode_with_load(plan, Some(load), &[&recorded], &mut positions, &mut out).ok()?;
+    out.truncate(n);
+    Some(out)
 }
 
 fn with_host(h: usize, payload: &[u8]) -> Vec<u8> {
@@ -126,6 +171,15 @@ fn main() -> std::io::Result<()> {
         }
     }
 
+    // ETDumps of a forward of a few fixtures, as `cargo xtask run --etdump` writes them.
+    let ed = dir("etdump")?;
+    let mut seen_ed = BTreeSet::new();
+    for case in ["gpt2_xnnpack", "opt_portable", "mlp_portable"] {
+        if let Some(file) = etdump_of(&fixtures, case) {
+            put(&ed, &mut seen_ed, &format!("{case}.etdp"), &file)?;
+        }
+    }
+
     let st = dir("structured")?;
     let mut seen_st = BTreeSet::new();
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -161,6 +215,7 @@ fn main() -> std::io::Result<()> {
         "npy",
         "structured",
         "bundled",
+        "etdump",
     ] {
         println!("{t}: {} seeds", count(&corpus.join(t)));
     }
