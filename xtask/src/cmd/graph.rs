@@ -501,28 +501,16 @@ fn other_label(plan: fb::ExecutionPlan<'_>, pc: usize) -> &'static str {
 
 /// Model Explorer node data from an ETDump's first "Execute" run: each node's event duration.
 fn node_data(etdump: &[u8], graph_id: &str, events: &EventNodes, source: &str) -> Result<Value> {
-    use ptera::format::etdump_fb;
-    let dump = etdump_fb::size_prefixed_root_as_etdump(etdump)
-        .map_err(|e| anyhow::anyhow!("not an ETDump: {e}"))?;
-    let run = dump
-        .run_data()
-        .and_then(|r| r.iter().find(|r| r.name() == Some("Execute")))
-        .ok_or_else(|| anyhow::anyhow!("the ETDump holds no \"Execute\" run"))?;
+    use ptera::devtools::etdump::Kind;
     let mut results: BTreeMap<String, u64> = BTreeMap::new();
-    for e in run.events().into_iter().flatten() {
-        let Some(p) = e.profile_event() else { continue };
-        let pc = p.instruction_id().max(0) as u32;
-        let key = match (p.name(), p.delegate_debug_id_str()) {
-            (Some("OPERATOR_CALL" | "DELEGATE_CALL"), _) => (pc, None),
-            (None, Some(id)) => {
-                let (kind, n) = id.split_once(" #").unwrap_or((id, "0"));
-                (pc, Some((kind.to_string(), n.parse().unwrap_or(0))))
-            }
-            _ => continue,
+    for e in super::profile::events_of_etdump(etdump)? {
+        let key = match e.kind {
+            Kind::Operator | Kind::Delegate => (e.instruction, None),
+            Kind::RegionOp => (e.instruction, Some((e.op_kind.to_string(), e.region_op))),
+            Kind::Execute => continue,
         };
         if let Some(node) = events.get(&key) {
-            *results.entry(node.clone()).or_default() +=
-                p.end_time().saturating_sub(p.start_time());
+            *results.entry(node.clone()).or_default() += e.end.saturating_sub(e.start);
         }
     }
     let results: serde_json::Map<String, Value> = results

@@ -327,7 +327,7 @@ fn profile_board_in(
 
 /// The events of the first "Execute" run of an ETDump written by ptera (`devtools::etdump::encode`), in
 /// the order a `Recorder` gives them (by start; a region before its operations).
-fn events_of_etdump(bytes: &[u8]) -> Result<Vec<Event>> {
+pub(crate) fn events_of_etdump(bytes: &[u8]) -> Result<Vec<Event>> {
     use ptera::format::etdump_fb;
     let dump = etdump_fb::size_prefixed_root_as_etdump(bytes)
         .map_err(|e| anyhow::anyhow!("not an ETDump: {e}"))?;
