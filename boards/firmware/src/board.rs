@@ -1,18 +1,15 @@
 //! The board this image is built for: its entry of the board table (`boards/boards.rs`, chosen
-//! at build time by `PTERA_BOARD`), the initial page table built from that entry's blocks, and
-//! its console UART.
-
-use aarch64_rt::{initial_pagetable, InitialPagetable};
+//! at build time by `PTERA_BOARD`) and its console UART. The initial page table built from that
+//! entry's memory map is the architecture's (`pagetable`).
 
 use crate::drivers::imx_uart::ImxUart;
 use crate::drivers::pl011::Pl011;
 use crate::drivers::Uart as _;
-use crate::mmu::{device, l1_index, normal};
 
 #[path = "../../boards.rs"]
 pub mod table;
 
-use table::{Mem, Uart};
+use table::Uart;
 
 /// This image's board (index written by build.rs from `PTERA_BOARD`).
 pub const BOARD: &table::Board =
@@ -28,20 +25,6 @@ pub const BENCH_RAM: (usize, usize) = match BOARD.bench_ram {
     Some((a, n)) => (a as usize, n as usize),
     None => panic!("this board has no bench region (boards/boards.rs)"),
 };
-
-initial_pagetable!({
-    let mut t = [0usize; 512];
-    let mut i = 0;
-    while i < BOARD.blocks.len() {
-        let b = &BOARD.blocks[i];
-        t[l1_index(b.va as usize)] = match b.mem {
-            Mem::Normal => normal(b.pa as usize),
-            Mem::Device => device(b.pa as usize),
-        };
-        i += 1;
-    }
-    InitialPagetable(t)
-});
 
 /// The console UART of the board.
 pub enum Console {

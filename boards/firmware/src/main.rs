@@ -12,25 +12,40 @@
 // ptera::Error carries its context inline (no allocation); it only travels on failure paths.
 #![allow(clippy::result_large_err)]
 
+// Per architecture (`arch/aarch64`, `arch/arm`), under one set of names: reset path and
+// exceptions (`boot`), CPU controls and counters (`cpu`), ending a run (`exit`), page tables
+// (`pagetable`), the other cores (`smp`).
+#[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/boot.rs")]
+#[cfg_attr(target_arch = "arm", path = "arch/arm/boot.rs")]
 mod boot;
-mod console;
+#[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/cpu.rs")]
+#[cfg_attr(target_arch = "arm", path = "arch/arm/cpu.rs")]
 mod cpu;
-mod drivers;
+#[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/exit.rs")]
+#[cfg_attr(target_arch = "arm", path = "arch/arm/exit.rs")]
 mod exit;
+#[cfg(target_arch = "aarch64")]
+#[path = "arch/aarch64/mem.rs"]
+mod mem;
+#[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/pagetable.rs")]
+#[cfg_attr(target_arch = "arm", path = "arch/arm/pagetable.rs")]
+mod pagetable;
+#[cfg(not(feature = "gemm-bench"))]
+#[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/smp.rs")]
+#[cfg_attr(target_arch = "arm", path = "arch/arm/smp.rs")]
+mod smp;
+
+mod board;
+mod console;
+mod drivers;
 #[cfg(feature = "gemm-bench")]
 mod gemm_bench;
-mod mem;
 mod mmu;
 #[cfg(not(feature = "gemm-bench"))]
 mod model;
 #[cfg(all(feature = "etdump", not(feature = "gemm-bench")))]
 mod profile;
-#[cfg(not(feature = "gemm-bench"))]
-mod smp;
 
-mod board;
-
-use aarch64_rt::entry;
 use defmt::{Debug2Format, Display2Format};
 #[cfg(not(feature = "gemm-bench"))]
 use ptera::Registry;
@@ -43,10 +58,9 @@ use gemm_bench::run;
 use crate::console::{Report, Status};
 
 /// Pages (4 KiB) of the boot stack (384 KiB; the memory budget shows it and the deepest use:
-/// an XNNPACK region's load-time tables take about 240 KiB at the 1024-value limit).
+/// an XNNPACK region's load-time tables take about 240 KiB at the 1024-value limit). The
+/// architecture's `boot` reserves it and enters [`main`] on it.
 const STACK_PAGES: usize = 96;
-
-entry!(main, STACK_PAGES);
 
 /// The `flatbuffers` crate links `alloc` (its verifier builds error traces); ptera's loading and
 /// inference never allocate. This bounded heap exists only to satisfy that link and to absorb an
@@ -57,7 +71,7 @@ const HEAP_BYTES: usize = 16 * 1024;
 
 defmt::timestamp!("{=u64:us}", cpu::micros());
 
-fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
+fn main() -> ! {
     board::init_console();
     console::hello();
     if mmu::protect().is_err() {
@@ -106,7 +120,14 @@ fn main(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
         }
     }
     // The GEMM micro-kernel the engine dispatched to on this core (ID registers + CPACR_EL1).
-    report.isa = ptera::linalg::gemm::select::selected().name();
+    #[cfg(target_arch = "aarch64")]
+    {
+        report.isa = ptera::linalg::gemm::select::selected().name();
+    }
+    #[cfg(target_arch = "arm")]
+    {
+        report.isa = ptera::linalg::gemm::select::micro_kernel().name();
+    }
     report.heap_used = HEAP.used() as u32;
     report.stack_used = cpu::stack_used(stack_mark) as u32;
     console::done(&report);

@@ -9,7 +9,16 @@
 //! lengths allowed, EL1 may read the counters) and `eret`s to `entry` at EL1h with interrupts
 //! masked. The firmware then always runs at EL1 and uses one set of registers (`el1` feature).
 
-use aarch64_rt::{exception_handlers, ExceptionHandlers, RegisterStateRef};
+use aarch64_rt::{entry, exception_handlers, ExceptionHandlers, RegisterStateRef};
+
+/// aarch64-rt's entry: MMU on with the initial table (`pagetable`), .bss zeroed, the boot stack
+/// of [`crate::STACK_PAGES`] pages reserved and in use.
+fn start(_x0: u64, _x1: u64, _x2: u64, _x3: u64) -> ! {
+    crate::main()
+}
+
+use crate::STACK_PAGES;
+entry!(start, STACK_PAGES);
 
 core::arch::global_asm!(
     ".section .init.boot, \"ax\"",
