@@ -23,13 +23,26 @@ pub enum Mem {
     Device,
 }
 
-/// One 1 GiB block of the identity-style initial page table: virtual `va` maps physical `pa`.
+/// One range of the identity-style initial page table: virtual `va .. va + len` maps physical
+/// `pa ..`. AArch64 boards use 1 GiB blocks (`len` = 1 GiB, aligned); AArch32 boards 1 MiB
+/// sections (`va`, `pa` and `len` multiples of 1 MiB).
 #[derive(Clone, Copy, Debug)]
 pub struct Block {
     pub va: u64,
     pub pa: u64,
+    pub len: u64,
     pub mem: Mem,
     pub what: &'static str,
+}
+
+/// The instruction set the board's cores run the firmware in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// AArch64 (`aarch64-unknown-none`, aarch64-rt), under `qemu-system-aarch64`.
+    Aarch64,
+    /// 32-bit ARMv7-A with VFP and Neon (`armv7a-none-eabihf`, cortex-a-rt), under
+    /// `qemu-system-arm`.
+    Armv7,
 }
 
 /// The console UART (polled transmit, 8N1).
@@ -40,6 +53,10 @@ pub enum Uart {
     Pl011 { base: u64, clock_hz: u32 },
     /// NXP i.MX UART at virtual address `base` (enabled by the firmware at start).
     Imx { base: u64 },
+    /// 16550-compatible UART at virtual address `base`, register `i` at `base + (i << reg_shift)`
+    /// (Allwinner H3 UART0: 32-bit registers 4 bytes apart, `reg_shift` = 2); QEMU and the boot
+    /// loader (U-Boot) set it up.
+    Ns16550 { base: u64, reg_shift: u32 },
 }
 
 /// How the image (and a model that is not linked in) reach memory.
@@ -80,6 +97,7 @@ pub enum Smp {
 #[derive(Clone, Copy, Debug)]
 pub struct Board {
     pub name: &'static str,
+    pub arch: Arch,
     /// SoC and cores, for listings.
     pub summary: &'static str,
     pub qemu_machine: &'static str,
@@ -98,7 +116,10 @@ pub struct Board {
     pub bench_ram: Option<(u64, u64)>,
     pub console: Uart,
     pub baud: u32,
-    /// The initial page table's 1 GiB blocks (everything else unmapped).
+    /// Frequency of the counter the firmware times with where the core has no generic timer
+    /// (Cortex-A9: the PMU cycle counter, at the core clock); 0 where CNTFRQ gives it.
+    pub counter_hz: u64,
+    /// The initial page table's blocks or sections (everything else unmapped).
     pub blocks: &'static [Block],
     pub boot: Boot,
     /// Cores of the SoC (QEMU `-smp` for a machine that takes it) and how they start.
@@ -107,10 +128,12 @@ pub struct Board {
 }
 
 const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
 
 pub const BOARDS: &[Board] = &[
     Board {
         name: "qemu-virt",
+        arch: Arch::Aarch64,
         summary: "QEMU virt, any AArch64 CPU (default max: SVE2, SME2)",
         qemu_machine: "virt",
         qemu_cpu: QemuCpu::Any { default: "max" },
@@ -128,16 +151,19 @@ pub const BOARDS: &[Board] = &[
             clock_hz: 0,
         },
         baud: 115_200,
+        counter_hz: 0,
         blocks: &[
             Block {
                 va: 0,
                 pa: 0,
+                len: GIB,
                 mem: Mem::Device,
                 what: "flash, GIC, UART, RTC, virtio",
             },
             Block {
                 va: GIB,
                 pa: GIB,
+                len: GIB,
                 mem: Mem::Normal,
                 what: "RAM, first GiB (-m 1G)",
             },
@@ -148,6 +174,7 @@ pub const BOARDS: &[Board] = &[
     },
     Board {
         name: "raspi4b",
+        arch: Arch::Aarch64,
         summary: "Raspberry Pi 4 Model B (BCM2711, 4 x Cortex-A72)",
         qemu_machine: "raspi4b",
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a72" },
@@ -164,22 +191,26 @@ pub const BOARDS: &[Board] = &[
             clock_hz: 48_000_000,
         },
         baud: 115_200,
+        counter_hz: 0,
         blocks: &[
             Block {
                 va: 0,
                 pa: 0,
+                len: GIB,
                 mem: Mem::Normal,
                 what: "RAM 0 .. 1 GiB (GPU memory on top is never touched)",
             },
             Block {
                 va: GIB,
                 pa: GIB,
+                len: GIB,
                 mem: Mem::Normal,
                 what: "RAM 1 .. 2 GiB",
             },
             Block {
                 va: 3 * GIB,
                 pa: 3 * GIB,
+                len: GIB,
                 mem: Mem::Device,
                 what: "low peripherals 0xFC00_0000 .. 0xFF80_0000",
             },
@@ -192,6 +223,7 @@ pub const BOARDS: &[Board] = &[
     },
     Board {
         name: "raspi3b",
+        arch: Arch::Aarch64,
         summary: "Raspberry Pi 3 Model B (BCM2837, 4 x Cortex-A53)",
         qemu_machine: "raspi3b",
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a53" },
@@ -211,16 +243,19 @@ pub const BOARDS: &[Board] = &[
             clock_hz: 48_000_000,
         },
         baud: 115_200,
+        counter_hz: 0,
         blocks: &[
             Block {
                 va: 0,
                 pa: 0,
+                len: GIB,
                 mem: Mem::Normal,
                 what: "RAM (identity)",
             },
             Block {
                 va: GIB,
                 pa: 0,
+                len: GIB,
                 mem: Mem::Device,
                 what: "the first GiB again as Device memory (peripherals at 0x3F00_0000 + 1 GiB)",
             },
@@ -233,6 +268,7 @@ pub const BOARDS: &[Board] = &[
     },
     Board {
         name: "imx8mp-evk",
+        arch: Arch::Aarch64,
         summary: "NXP i.MX 8M Plus EVK (4 x Cortex-A53)",
         qemu_machine: "imx8mp-evk",
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a53" },
@@ -246,24 +282,274 @@ pub const BOARDS: &[Board] = &[
         bench_ram: None,
         console: Uart::Imx { base: 0x3089_0000 },
         baud: 115_200,
+        counter_hz: 0,
         blocks: &[
             Block {
                 va: 0,
                 pa: 0,
+                len: GIB,
                 mem: Mem::Device,
                 what: "on-chip peripherals, AIPS buses",
             },
             Block {
                 va: GIB,
                 pa: GIB,
+                len: GIB,
                 mem: Mem::Normal,
                 what: "DRAM 1 .. 2 GiB",
             },
             Block {
                 va: 2 * GIB,
                 pa: 2 * GIB,
+                len: GIB,
                 mem: Mem::Normal,
                 what: "DRAM 2 .. 3 GiB",
+            },
+        ],
+        boot: Boot::UBootFatload,
+        cores: 4,
+        smp: Smp::None,
+    },
+    Board {
+        name: "qemu-virt-a15",
+        arch: Arch::Armv7,
+        summary: "QEMU virt with one Cortex-A15 (32-bit, Neon, VFPv4)",
+        qemu_machine: "virt",
+        qemu_cpu: QemuCpu::Any {
+            default: "cortex-a15",
+        },
+        qemu_ram: Some("1G"),
+        qemu_serial: 0,
+        // +2 MiB: QEMU puts its device tree at the base of RAM.
+        image_origin: 0x4020_0000,
+        image_len: 0x2FE0_0000,
+        model_addr: 0x7000_0000,
+        model_window: 0x1000_0000,
+        // The model window, unused when the bench runs no model.
+        bench_ram: Some((0x7000_0000, 0x1000_0000)),
+        console: Uart::Pl011 {
+            base: 0x0900_0000,
+            clock_hz: 0,
+        },
+        baud: 115_200,
+        counter_hz: 0,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: GIB,
+                mem: Mem::Device,
+                what: "flash, GIC, UART, RTC, virtio",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                len: GIB,
+                mem: Mem::Normal,
+                what: "RAM, first GiB (-m 1G)",
+            },
+        ],
+        boot: Boot::QemuLoader,
+        cores: 1,
+        smp: Smp::None,
+    },
+    Board {
+        name: "qemu-virt-a7",
+        arch: Arch::Armv7,
+        summary: "QEMU virt with one Cortex-A7 (32-bit, Neon, VFPv4)",
+        qemu_machine: "virt",
+        qemu_cpu: QemuCpu::Any {
+            default: "cortex-a7",
+        },
+        qemu_ram: Some("1G"),
+        qemu_serial: 0,
+        // +2 MiB: QEMU puts its device tree at the base of RAM.
+        image_origin: 0x4020_0000,
+        image_len: 0x2FE0_0000,
+        model_addr: 0x7000_0000,
+        model_window: 0x1000_0000,
+        // The model window, unused when the bench runs no model.
+        bench_ram: Some((0x7000_0000, 0x1000_0000)),
+        console: Uart::Pl011 {
+            base: 0x0900_0000,
+            clock_hz: 0,
+        },
+        baud: 115_200,
+        counter_hz: 0,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: GIB,
+                mem: Mem::Device,
+                what: "flash, GIC, UART, RTC, virtio",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                len: GIB,
+                mem: Mem::Normal,
+                what: "RAM, first GiB (-m 1G)",
+            },
+        ],
+        boot: Boot::QemuLoader,
+        cores: 1,
+        smp: Smp::None,
+    },
+    Board {
+        name: "raspi2b",
+        arch: Arch::Armv7,
+        summary: "Raspberry Pi 2 Model B (BCM2836, 4 x Cortex-A7, 32-bit)",
+        qemu_machine: "raspi2b",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a7" },
+        qemu_ram: None,
+        qemu_serial: 0,
+        // kernel7.img's load address.
+        image_origin: 0x8000,
+        image_len: 0x2FFF_8000,
+        model_addr: 0x3000_0000,
+        model_window: 0x0B00_0000,
+        bench_ram: None,
+        // UART0 on GPIO 14/15, 48 MHz UART clock (config.txt `init_uart_clock`).
+        console: Uart::Pl011 {
+            base: 0x3F20_1000,
+            clock_hz: 48_000_000,
+        },
+        baud: 115_200,
+        counter_hz: 0,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: 0x3F00_0000,
+                mem: Mem::Normal,
+                what: "RAM (the GPU's share at the top is never touched)",
+            },
+            Block {
+                va: 0x3F00_0000,
+                pa: 0x3F00_0000,
+                len: 17 * MIB,
+                mem: Mem::Device,
+                what: "peripherals and the ARM local peripherals",
+            },
+        ],
+        boot: Boot::RpiFirmware,
+        cores: 4,
+        smp: Smp::None,
+    },
+    Board {
+        name: "mcimx6ul-evk",
+        arch: Arch::Armv7,
+        summary: "NXP i.MX 6UltraLite EVK (1 x Cortex-A7, 512 MiB, 32-bit)",
+        qemu_machine: "mcimx6ul-evk",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a7" },
+        qemu_ram: Some("512M"),
+        qemu_serial: 0,
+        // U-Boot's `loadaddr`; U-Boot itself sits at the top of RAM.
+        image_origin: 0x8080_0000,
+        image_len: 0x0F80_0000,
+        model_addr: 0x9000_0000,
+        model_window: 0x0C00_0000,
+        bench_ram: None,
+        // UART1, the EVK's debug console.
+        console: Uart::Imx { base: 0x0202_0000 },
+        baud: 115_200,
+        counter_hz: 0,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: GIB,
+                mem: Mem::Device,
+                what: "on-chip peripherals, AIPS buses",
+            },
+            Block {
+                va: 0x8000_0000,
+                pa: 0x8000_0000,
+                len: 512 * MIB,
+                mem: Mem::Normal,
+                what: "DDR (512 MiB)",
+            },
+        ],
+        boot: Boot::UBootFatload,
+        cores: 1,
+        smp: Smp::None,
+    },
+    Board {
+        name: "orangepi-pc",
+        arch: Arch::Armv7,
+        summary: "Orange Pi PC (Allwinner H3, 4 x Cortex-A7, 1 GiB, 32-bit)",
+        qemu_machine: "orangepi-pc",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a7" },
+        qemu_ram: None,
+        qemu_serial: 0,
+        // U-Boot's `kernel_addr_r` on sunxi.
+        image_origin: 0x4200_0000,
+        image_len: 0x1E00_0000,
+        model_addr: 0x6000_0000,
+        model_window: 0x1800_0000,
+        bench_ram: None,
+        console: Uart::Ns16550 {
+            base: 0x01C2_8000,
+            reg_shift: 2,
+        },
+        baud: 115_200,
+        counter_hz: 0,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: GIB,
+                mem: Mem::Device,
+                what: "on-chip peripherals",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                len: GIB,
+                mem: Mem::Normal,
+                what: "DRAM (1 GiB)",
+            },
+        ],
+        boot: Boot::UBootFatload,
+        cores: 4,
+        smp: Smp::None,
+    },
+    Board {
+        name: "sabrelite",
+        arch: Arch::Armv7,
+        summary: "Boundary Devices SABRE Lite (NXP i.MX 6Quad, 4 x Cortex-A9, 1 GiB, 32-bit)",
+        qemu_machine: "sabrelite",
+        qemu_cpu: QemuCpu::Fixed { core: "cortex-a9" },
+        qemu_ram: None,
+        // UART2 (the board's console) is QEMU's second serial port.
+        qemu_serial: 1,
+        // U-Boot's `loadaddr`.
+        image_origin: 0x1200_0000,
+        image_len: 0x1E00_0000,
+        model_addr: 0x3000_0000,
+        model_window: 0x1000_0000,
+        bench_ram: None,
+        console: Uart::Imx { base: 0x021E_8000 },
+        baud: 115_200,
+        // QEMU's PMU counts 1 GHz of virtual time (one cycle per instruction under
+        // `-icount shift=0`); the board's i.MX 6Quad clocks its cores at 792 MHz or 996 MHz,
+        // so times printed for hardware are cycles at a nominal 1 GHz.
+        counter_hz: 1_000_000_000,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: 256 * MIB,
+                mem: Mem::Device,
+                what: "on-chip peripherals, the Cortex-A9 private region (SCU, timers)",
+            },
+            Block {
+                va: 0x1000_0000,
+                pa: 0x1000_0000,
+                len: GIB,
+                mem: Mem::Normal,
+                what: "DDR (1 GiB)",
             },
         ],
         boot: Boot::UBootFatload,

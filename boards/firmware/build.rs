@@ -30,11 +30,21 @@ fn main() {
         .position(|b| b.name == name)
         .unwrap_or_else(|| panic!("PTERA_BOARD={name}: not in boards/boards.rs {names:?}"));
     let board = &table::BOARDS[index];
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
+    let (want, sections) = match board.arch {
+        table::Arch::Aarch64 => ("aarch64", "sections.ld"),
+        table::Arch::Armv7 => ("arm", "sections-armv7.ld"),
+    };
+    assert!(
+        arch == want,
+        "board {name} is {:?}: build it for that target (cargo xtask does), not {arch}",
+        board.arch
+    );
     std::fs::write(out.join("board_index.rs"), format!("{index}\n")).expect("write board_index.rs");
     // The image's memory region, then the section layout shared by every board.
     let ld = format!(
         "/* {} ({}): generated from boards/boards.rs by build.rs. */\n\
-         MEMORY\n{{\n\timage : ORIGIN = {:#x}, LENGTH = {:#x}\n}}\nINCLUDE sections.ld\n",
+         MEMORY\n{{\n\timage : ORIGIN = {:#x}, LENGTH = {:#x}\n}}\nINCLUDE {sections}\n",
         board.name, board.summary, board.image_origin, board.image_len
     );
     std::fs::write(out.join("board.ld"), ld).expect("write board.ld");
@@ -44,7 +54,7 @@ fn main() {
     println!("cargo:rustc-link-arg-bins=-Tdefmt.x");
     println!(
         "cargo:rerun-if-changed={}",
-        linker_dir.join("sections.ld").display()
+        linker_dir.join(sections).display()
     );
 
     if std::env::var_os("CARGO_FEATURE_GEMM_BENCH").is_some() {

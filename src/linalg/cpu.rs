@@ -178,8 +178,12 @@ pub fn x86_avx512f() -> bool {
 }
 
 /// Neon with VFPv4 (fused multiply-add on q registers) on 32-bit Arm: from the Linux auxiliary
-/// vector (`AT_HWCAP`: `HWCAP_NEON`, `HWCAP_VFPv4`) on a `std` build; elsewhere (bare metal,
-/// where user code cannot be asked) from the features the image was built for.
+/// vector (`AT_HWCAP`: `HWCAP_NEON`, `HWCAP_VFPv4`) on a `std` build; on bare metal
+/// (`target_os = "none"`, where the code runs at PL1 with the FPU enabled, as the hard-float
+/// ABI needs) from the media and VFP feature registers: MVFR0 says 32 double registers, MVFR1
+/// single-precision Neon arithmetic and fused multiply-add (a Cortex-A7 or A15 has them, a
+/// Cortex-A9 has Neon without fused multiply-add); elsewhere from the features the image was
+/// built for.
 #[cfg(target_arch = "arm")]
 pub fn arm32_neon_vfpv4() -> bool {
     #[cfg(all(any(test, feature = "std"), target_os = "linux"))]
@@ -215,7 +219,30 @@ pub fn arm32_neon_vfpv4() -> bool {
             have -= whole;
         }
     }
-    #[cfg(not(all(any(test, feature = "std"), target_os = "linux")))]
+    #[cfg(target_os = "none")]
+    {
+        let (mvfr0, mvfr1): (u32, u32);
+        // SAFETY: VMRS of MVFR0/MVFR1 only reads the FP feature registers; bare-metal code runs
+        // at PL1 with the FPU enabled (see above), where both are readable.
+        unsafe {
+            core::arch::asm!(
+                ".fpu vfpv3",
+                "vmrs {0}, mvfr0",
+                "vmrs {1}, mvfr1",
+                out(reg) mvfr0,
+                out(reg) mvfr1,
+                options(nomem, nostack, preserves_flags)
+            )
+        };
+        let d32 = mvfr0 & 0xf == 2;
+        let simd_sp = (mvfr1 >> 16) & 0xf != 0;
+        let fmac = mvfr1 >> 28 != 0;
+        d32 && simd_sp && fmac
+    }
+    #[cfg(not(any(
+        all(any(test, feature = "std"), target_os = "linux"),
+        target_os = "none"
+    )))]
     {
         cfg!(all(target_feature = "neon", target_feature = "vfp4"))
     }

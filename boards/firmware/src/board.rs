@@ -3,6 +3,7 @@
 //! entry's memory map is the architecture's (`pagetable`).
 
 use crate::drivers::imx_uart::ImxUart;
+use crate::drivers::ns16550::Ns16550;
 use crate::drivers::pl011::Pl011;
 use crate::drivers::Uart as _;
 
@@ -30,6 +31,7 @@ pub const BENCH_RAM: (usize, usize) = match BOARD.bench_ram {
 pub enum Console {
     Pl011(Pl011),
     Imx(ImxUart),
+    Ns16550(Ns16550),
 }
 
 impl Console {
@@ -37,6 +39,7 @@ impl Console {
         match self {
             Console::Pl011(u) => u.write_byte(byte),
             Console::Imx(u) => u.write_byte(byte),
+            Console::Ns16550(u) => u.write_byte(byte),
         }
     }
 
@@ -45,6 +48,7 @@ impl Console {
         match self {
             Console::Pl011(u) => u.flush(),
             Console::Imx(u) => u.flush(),
+            Console::Ns16550(u) => u.flush(),
         }
     }
 }
@@ -56,6 +60,10 @@ pub fn console() -> Console {
         Uart::Pl011 { base, .. } => Console::Pl011(unsafe { Pl011::new(base as usize) }),
         // SAFETY: as above.
         Uart::Imx { base } => Console::Imx(unsafe { ImxUart::new(base as usize) }),
+        Uart::Ns16550 { base, reg_shift } => {
+            // SAFETY: as above.
+            Console::Ns16550(unsafe { Ns16550::new(base as usize, reg_shift) })
+        }
     }
 }
 

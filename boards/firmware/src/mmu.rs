@@ -37,6 +37,18 @@ pub enum Rights {
     Guard,
 }
 
+impl Rights {
+    /// The rights in words, for fault reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Rights::Code => "read and execute",
+            Rights::ReadOnly => "read-only, not executable",
+            Rights::ReadWrite => "read-write, not executable",
+            Rights::Guard => "unmapped",
+        }
+    }
+}
+
 /// A range of addresses `[begin, end)` with its rights and a name for fault reports.
 #[derive(Clone, Copy, Debug)]
 pub struct Region {

@@ -23,8 +23,10 @@ mod generated {
     include!(concat!(env!("PTERA_FW_GEN"), "/config.rs"));
 }
 
+#[cfg(target_arch = "aarch64")]
+pub use generated::CORES;
 use generated::{ARENA_SIZES, INPUTS_LEN, METADATA_BYTES, MODEL_LEN, MODEL_LINKED};
-pub use generated::{ATOL, BUNDLED, CORES, INPUTS, METHOD, RTOL};
+pub use generated::{ATOL, BUNDLED, INPUTS, METHOD, RTOL};
 #[cfg(feature = "etdump")]
 pub use generated::{ETDUMP_BYTES, ETDUMP_EVENTS};
 

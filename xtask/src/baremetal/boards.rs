@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 #[path = "../../../boards/boards.rs"]
 mod table;
 
-pub use table::{Board, Boot, QemuCpu, Smp, Uart, BOARDS};
+pub use table::{Arch, Board, Boot, QemuCpu, Smp, Uart, BOARDS};
 
 impl Board {
     pub fn by_name(name: &str) -> Result<&'static Board> {
@@ -17,6 +17,22 @@ impl Board {
                 let names: Vec<&str> = BOARDS.iter().map(|b| b.name).collect();
                 bail!("unknown board `{name}` (boards: {})", names.join(", "))
             }
+        }
+    }
+
+    /// The QEMU system emulator of the board's architecture.
+    pub fn qemu_binary(&self) -> &'static str {
+        match self.arch {
+            Arch::Aarch64 => "qemu-system-aarch64",
+            Arch::Armv7 => "qemu-system-arm",
+        }
+    }
+
+    /// The Rust target the firmware is built for.
+    pub fn target(&self) -> &'static str {
+        match self.arch {
+            Arch::Aarch64 => "aarch64-unknown-none",
+            Arch::Armv7 => "armv7a-none-eabihf",
         }
     }
 

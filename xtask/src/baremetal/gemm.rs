@@ -25,6 +25,9 @@ use super::{cargo_build_firmware_in, console, root, run_dir, Board};
 
 /// What to measure.
 pub struct GemmRequest {
+    /// The board whose firmware runs the bench (one with a bench region: `qemu-virt`, or
+    /// `qemu-virt-a15` for the 32-bit kernels).
+    pub board: &'static str,
     /// `ptera::linalg::gemm::select::Isa` code (1 generic, 2 neon, 3 sve2, 4 sme, 5 sme2).
     pub isa_code: u32,
     pub m: usize,
@@ -110,7 +113,7 @@ fn parse(payload: &[u8]) -> Result<(u8, [u32; 4], [u64; 3], [u32; 4], f32)> {
 
 /// Builds the bench firmware (once; later calls only check it is up to date) and runs it.
 pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
-    let board = Board::by_name("qemu-virt")?;
+    let board = Board::by_name(req.board)?;
     let (bench_addr, _) = board
         .bench_ram
         .context("the bench board has no bench region in boards/boards.rs")?;
@@ -130,14 +133,14 @@ pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
         #[allow(clippy::incompatible_msrv)] // the toolchain is pinned (rust-toolchain.toml)
         lock.lock()
             .with_context(|| format!("cannot lock {}/build.lock", fw.display()))?;
-        cargo_build_firmware_in(&fw, board.name, "semihosting,gemm-bench", None, rustflags)?;
-        let elf = fw.join("aarch64-unknown-none/release/ptera-firmware");
+        cargo_build_firmware_in(&fw, board, "semihosting,gemm-bench", None, rustflags)?;
+        let elf = super::firmware_elf(&fw, board);
         fs::copy(&elf, &elf_path).with_context(|| format!("cannot copy {}", elf.display()))?;
     }
     let param_path = dir.join("params.bin");
     fs::write(&param_path, params(req)?)?;
     let uart = dir.join("uart.bin");
-    let mut cmd = Command::new("qemu-system-aarch64");
+    let mut cmd = Command::new(board.qemu_binary());
     cmd.args(board.qemu_args(Some(&req.cpu), None))
         .args(["-display", "none", "-monitor", "none"])
         .args(["-semihosting-config", "enable=on,target=native"])
@@ -154,9 +157,12 @@ pub fn gemm_icount(req: &GemmRequest) -> Result<GemmIcount> {
         .arg(&elf_path)
         .stdin(Stdio::null());
     let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .context("cannot start qemu-system-aarch64 (run scripts/setup-qemu.sh)")?;
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "cannot start {} (run scripts/setup-qemu.sh)",
+            board.qemu_binary()
+        )
+    })?;
     let status = loop {
         if let Some(s) = child.try_wait()? {
             break Some(s);
@@ -237,6 +243,7 @@ mod tests {
     #[test]
     fn parameter_block_layout() {
         let req = GemmRequest {
+            board: "qemu-virt",
             isa_code: 4,
             m: 128,
             k: 768,

@@ -323,7 +323,7 @@ pub(crate) fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) ->
     if opts.etdump.is_some() {
         features.push("etdump");
     }
-    cargo_build_firmware(opts.board.name, &features.join(","), Some(&gen)).map_err(|e| {
+    cargo_build_firmware(opts.board, &features.join(","), Some(&gen)).map_err(|e| {
         let msg = format!("{e:#}");
         if msg.contains("will not fit in region") || msg.contains("overflowed by") {
             anyhow::anyhow!(
@@ -336,24 +336,44 @@ pub(crate) fn build_firmware(job: &Job, opts: &BuildOptions<'_>, dest: &Path) ->
             e
         }
     })?;
-    let elf = dir.join("aarch64-unknown-none/release/ptera-firmware");
+    let elf = firmware_elf(&dir, opts.board);
     fs::copy(&elf, dest).with_context(|| format!("cannot copy {}", elf.display()))?;
     Ok(())
 }
 
-/// Code generation of every firmware build: `aarch64-unknown-none` defaults to
-/// `+strict-align`, under which LLVM splits each vector load/store it cannot prove aligned into
-/// byte accesses (the Neon GEMM runs 20 % more instructions). All Rust code of the firmware
-/// runs after aarch64-rt's `enable_mmu` (assembly, before the Rust entry), on Normal memory with
-/// SCTLR_EL1.A = 0, where unaligned accesses are allowed, and MMIO goes through aligned
-/// volatile accesses; so the firmware is built without strict-align (rustc notes that the
-/// feature name is unstable).
+/// Code generation of every firmware build: `aarch64-unknown-none` and `armv7a-none-eabihf`
+/// default to `+strict-align`, under which LLVM splits each vector load/store it cannot prove
+/// aligned into byte accesses (the Neon GEMM runs 20 % more instructions). All Rust code of the
+/// firmware runs after the boot code turned the MMU on (aarch64-rt's `enable_mmu`, the ARMv7
+/// `_start`: assembly, before the Rust entry), on Normal memory with alignment checking off,
+/// where unaligned accesses are allowed, and MMIO goes through aligned volatile accesses; so
+/// the firmware is built without strict-align (rustc notes that the feature name is unstable).
 pub(crate) const FIRMWARE_RUSTFLAGS: &str = "-C target-feature=-strict-align";
+
+/// Extra code generation for the ARMv7-A firmware: every 32-bit board's core (Cortex-A7, A9,
+/// A15) has Neon with 32 double registers, which the target's baseline (VFPv3-D16) leaves out.
+/// VFPv4 (fused multiply-add) is not assumed: the Cortex-A9 lacks it, and the GEMM picks its
+/// VFPv4 kernel at run time (MVFR1).
+pub(crate) const ARMV7_RUSTFLAGS: &str = "-C target-feature=+neon,+d32";
+
+/// The toolchain that builds the ARMv7-A firmware: `armv7a-none-eabihf` has no prebuilt `core`
+/// in rustup, so a nightly builds it from source (`-Zbuild-std`, needs `rust-src`);
+/// `scripts/setup-rust.sh` installs it.
+pub(crate) const ARMV7_TOOLCHAIN: &str = "nightly";
+
+/// Where `cargo build` of the firmware for `board` leaves the ELF, under target directory `dir`.
+pub(crate) fn firmware_elf(dir: &Path, board: &Board) -> PathBuf {
+    dir.join(board.target()).join("release/ptera-firmware")
+}
 
 /// Runs `cargo build` of the firmware (`boards/`) for `board` (`PTERA_BOARD`) with `features`
 /// into `target/firmware`; the caller holds the build lock. `gen`: the generated model files
 /// (`PTERA_FW_GEN`), if any.
-pub(crate) fn cargo_build_firmware(board: &str, features: &str, gen: Option<&Path>) -> Result<()> {
+pub(crate) fn cargo_build_firmware(
+    board: &Board,
+    features: &str,
+    gen: Option<&Path>,
+) -> Result<()> {
     cargo_build_firmware_in(
         &firmware_dir(),
         board,
@@ -364,27 +384,46 @@ pub(crate) fn cargo_build_firmware(board: &str, features: &str, gen: Option<&Pat
 }
 
 /// [`cargo_build_firmware`] into target directory `dir`, with extra `rustflags` for the
-/// aarch64-unknown-none target, if any.
+/// firmware's target, if any.
 pub(crate) fn cargo_build_firmware_in(
     dir: &Path,
-    board: &str,
+    board: &Board,
     features: &str,
     gen: Option<&Path>,
     rustflags: Option<&str>,
 ) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let t0 = Instant::now();
-    let mut cmd = Command::new(cargo);
+    let target = board.target();
+    let mut cmd = match board.arch {
+        boards::Arch::Aarch64 => Command::new(cargo),
+        boards::Arch::Armv7 => {
+            // Through rustup's proxy, which the `+toolchain` argument needs.
+            let mut c = Command::new("cargo");
+            c.arg(format!("+{ARMV7_TOOLCHAIN}"))
+                .env_remove("RUSTUP_TOOLCHAIN")
+                .env_remove("RUSTC")
+                .env_remove("CARGO");
+            c
+        }
+    };
+    cmd.arg("build");
+    if board.arch == boards::Arch::Armv7 {
+        cmd.arg("-Zbuild-std=core,alloc");
+    }
+    let mut flags = rustflags.unwrap_or_default().to_string();
+    if board.arch == boards::Arch::Armv7 {
+        flags = format!("{flags} {ARMV7_RUSTFLAGS}");
+    }
     cmd.current_dir(root())
         .args([
-            "build",
             "--release",
             "--quiet",
             "--manifest-path",
             "boards/Cargo.toml",
         ])
-        .args(["--target", "aarch64-unknown-none", "--features", features])
-        .env("PTERA_BOARD", board)
+        .args(["--target", target, "--features", features])
+        .env("PTERA_BOARD", board.name)
         .env("CARGO_TARGET_DIR", dir)
         .env(
             "DEFMT_LOG",
@@ -394,8 +433,12 @@ pub(crate) fn cargo_build_firmware_in(
     if let Some(g) = gen {
         cmd.env("PTERA_FW_GEN", g);
     }
-    if let Some(f) = rustflags {
-        cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_NONE_RUSTFLAGS", f);
+    let flags_var = format!(
+        "CARGO_TARGET_{}_RUSTFLAGS",
+        target.to_uppercase().replace('-', "_")
+    );
+    if !flags.trim().is_empty() {
+        cmd.env(flags_var, flags.trim());
     }
     let out = cmd.output().context("cannot run cargo")?;
     if !out.status.success() {
@@ -405,7 +448,8 @@ pub(crate) fn cargo_build_firmware_in(
         );
     }
     eprintln!(
-        "firmware ({board}{}{features}) built in {:.1} s",
+        "firmware ({}{}{features}) built in {:.1} s",
+        board.name,
         if features.is_empty() { "" } else { ", " },
         t0.elapsed().as_secs_f64()
     );

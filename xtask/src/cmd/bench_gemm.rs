@@ -439,6 +439,7 @@ fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
     let code = ptera::linalg::gemm::select::Isa::parse(isa).context("unknown ISA")? as u32;
     let t0 = std::time::Instant::now();
     let r = crate::baremetal::gemm_icount(&crate::baremetal::GemmRequest {
+        board: "qemu-virt",
         isa_code: code,
         m: args.m,
         k: args.k,

@@ -18,6 +18,12 @@ fn uart(u: Uart) -> String {
         Uart::Pl011 { base, clock_hz: 0 } => format!("PL011 at {base:#x}"),
         Uart::Pl011 { base, clock_hz } => format!("PL011 at {base:#x}, {clock_hz} Hz clock"),
         Uart::Imx { base } => format!("i.MX UART at {base:#x}"),
+        Uart::Ns16550 { base, reg_shift } => {
+            format!(
+                "16550 UART at {base:#x}, registers {} bytes apart",
+                1u32 << reg_shift
+            )
+        }
     }
 }
 
@@ -35,6 +41,9 @@ pub fn boards(names: bool, json_out: bool) -> Result<()> {
                 json!({
                     "name": b.name,
                     "summary": b.summary,
+                    "arch": format!("{:?}", b.arch),
+                    "target": b.target(),
+                    "qemu": b.qemu_binary(),
                     "qemu_machine": b.qemu_machine,
                     "qemu_cpu": cpu(b.qemu_cpu),
                     "image_origin": b.image_origin,
@@ -45,7 +54,7 @@ pub fn boards(names: bool, json_out: bool) -> Result<()> {
                     "baud": b.baud,
                     "boot": format!("{:?}", b.boot),
                     "blocks": b.blocks.iter().map(|k| json!({
-                        "va": k.va, "pa": k.pa, "mem": format!("{:?}", k.mem), "what": k.what,
+                        "va": k.va, "pa": k.pa, "len": k.len, "mem": format!("{:?}", k.mem), "what": k.what,
                     })).collect::<Vec<_>>(),
                 })
             })
@@ -56,7 +65,10 @@ pub fn boards(names: bool, json_out: bool) -> Result<()> {
     for b in BOARDS {
         println!("{}: {}", b.name, b.summary);
         println!(
-            "  qemu: -M {} (cpu {}), console on serial {}",
+            "  {:?}, firmware target {}; qemu: {} -M {} (cpu {}), console on serial {}",
+            b.arch,
+            b.target(),
+            b.qemu_binary(),
             b.qemu_machine,
             cpu(b.qemu_cpu),
             b.qemu_serial
@@ -69,14 +81,19 @@ pub fn boards(names: bool, json_out: bool) -> Result<()> {
             b.model_window >> 20,
             match b.boot {
                 Boot::QemuLoader => "QEMU -device loader",
-                Boot::RpiFirmware => "Raspberry Pi firmware (kernel8.img, config.txt)",
+                Boot::RpiFirmware => "Raspberry Pi firmware (kernel image, config.txt)",
                 Boot::UBootFatload => "U-Boot (fatload, go)",
             }
         );
         println!("  console {}, {} baud", uart(b.console), b.baud);
         for k in b.blocks {
+            let size = if k.len % (1 << 30) == 0 {
+                format!("{} GiB", k.len >> 30)
+            } else {
+                format!("{} MiB", k.len >> 20)
+            };
             println!(
-                "  map {:#011x} -> {:#011x} 1 GiB {:?}: {}",
+                "  map {:#011x} -> {:#011x} {size} {:?}: {}",
                 k.va, k.pa, k.mem, k.what
             );
         }

@@ -158,7 +158,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         }
         (None, true) => None,
     };
-    let mut cmd = Command::new("qemu-system-aarch64");
+    let mut cmd = Command::new(board.qemu_binary());
     cmd.args(board.qemu_args(cpu.as_deref(), args.machine_opts.as_deref()))
         .args([
             "-display",
@@ -203,9 +203,12 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     }
     cmd.arg("-kernel").arg(&elf_path).stdin(Stdio::null());
     let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .context("cannot start qemu-system-aarch64 (run scripts/setup-qemu.sh)")?;
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "cannot start {} (run scripts/setup-qemu.sh)",
+            board.qemu_binary()
+        )
+    })?;
     let marks = if trace {
         Marks::from_elf(&fs::read(&elf_path)?)?
     } else {
@@ -343,17 +346,22 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
             path.display()
         );
     }
+    let core = match board.arch {
+        crate::baremetal::boards::Arch::Aarch64 => format!(
+            "EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits",
+            report.el, report.midr, report.sve_vl_bits, report.sme_svl_bits
+        ),
+        crate::baremetal::boards::Arch::Armv7 => {
+            format!("AArch32 PL{} MIDR {:#x}", report.el, report.midr)
+        }
+    };
     println!(
-        "{} on {}{}: EL{} MIDR {:#x}, SVE VL {} bits, SME SVL {} bits, GEMM kernel {}",
+        "{} on {}{}: {core}, GEMM kernel {}",
         job.model.display(),
         board.name,
         cpu.as_deref()
             .map(|c| format!(" -cpu {c}"))
             .unwrap_or_default(),
-        report.el,
-        report.midr,
-        report.sve_vl_bits,
-        report.sme_svl_bits,
         report.isa
     );
     println!("cores: {} ran the forward", report.cores);

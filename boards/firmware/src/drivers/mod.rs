@@ -1,6 +1,7 @@
 //! Console UART drivers (polled transmit only; the firmware never reads the console).
 
 pub mod imx_uart;
+pub mod ns16550;
 pub mod pl011;
 
 pub trait Uart {

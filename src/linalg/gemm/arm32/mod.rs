@@ -7,7 +7,7 @@
 //! alpha, beta, bias and the clamp are applied from there (the tile is still in L1).
 //!
 //! Chosen when the CPU has Neon and VFPv4 (`cpu::arm32_neon_vfpv4`: the Linux auxiliary
-//! vector on a `std` build, the target's features on bare metal).
+//! vector on a `std` build, the MVFR0/MVFR1 feature registers on bare metal).
 
 use super::contract::{clamp, MicroKernel};
 

@@ -264,15 +264,7 @@ fn fatal(kind: &str, regs: &RegisterStateRef) -> ! {
     let (fault, level) = fault_kind(iss);
     let region = crate::mmu::describe(far as usize);
     let (what, rights) = match region {
-        Some(r) => (
-            r.what,
-            match r.rights {
-                crate::mmu::Rights::Code => "read and execute",
-                crate::mmu::Rights::ReadOnly => "read-only, not executable",
-                crate::mmu::Rights::ReadWrite => "read-write, not executable",
-                crate::mmu::Rights::Guard => "unmapped",
-            },
-        ),
+        Some(r) => (r.what, r.rights.describe()),
         None => ("outside every region the firmware uses", "unmapped"),
     };
     let overflow = matches!(region, Some(r) if r.rights == crate::mmu::Rights::Guard);

@@ -114,41 +114,11 @@ pub fn enable_simd_len(len: u64) -> Features {
     }
 }
 
-extern "C" {
-    static boot_stack_begin: u8;
-    static boot_stack_end: u8;
-}
-
-const PAINT: u64 = 0x5054_4552_4153_5441;
-/// Bytes below the current stack pointer left untouched when painting.
-const PAINT_GAP: usize = 1024;
-
-/// Fills the unused part of the boot stack with a pattern; returns the painted range's start.
-pub fn paint_stack() -> usize {
-    let begin = (&raw const boot_stack_begin) as usize;
+/// The current stack pointer.
+#[inline(always)]
+pub fn stack_pointer() -> usize {
     let sp: usize;
     // SAFETY: reads the stack pointer only.
     unsafe { asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags)) };
-    let top = (sp - PAINT_GAP) & !7;
-    let mut p = begin;
-    while p < top {
-        // SAFETY: [boot_stack_begin, sp - PAINT_GAP) is the part of the boot stack (a static
-        // reserved by aarch64-rt and placed by the linker script) that no frame uses yet; nothing
-        // else refers to it, and the stack grows down towards it only later.
-        unsafe { core::ptr::write_volatile(p as *mut u64, PAINT) };
-        p += 8;
-    }
-    begin
-}
-
-/// Deepest stack use since `paint_stack`: bytes from the stack top down to the lowest word that
-/// no longer holds the pattern.
-pub fn stack_used(begin: usize) -> usize {
-    let end = (&raw const boot_stack_end) as usize;
-    let mut p = begin;
-    // SAFETY: reads words of the boot stack region, which is mapped and 8-byte aligned.
-    while p < end && unsafe { core::ptr::read_volatile(p as *const u64) } == PAINT {
-        p += 8;
-    }
-    end - p
+    sp
 }

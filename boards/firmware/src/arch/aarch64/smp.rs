@@ -260,17 +260,3 @@ fn wait_joined(index: usize) -> bool {
     }
     true
 }
-
-/// Marks around the measured forward (core 0), found by symbol in an execution trace
-/// (`cargo xtask qemu --icount --smp N`); distinct bodies, so never folded into one address.
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_mark_forward_begin() {
-    core::hint::black_box(0x4245_4749_u32); // "BEGI"
-}
-
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn ptera_mark_forward_end() {
-    core::hint::black_box(0x454e_4421_u32); // "END!"
-}
