@@ -66,8 +66,9 @@ pub enum Boot {
     QemuLoader,
     /// Raspberry Pi firmware: `kernel8.img` at `kernel_address`, the model by `initramfs`.
     RpiFirmware,
-    /// U-Boot: `fatload` of image and model, then `go`.
-    UBootFatload,
+    /// U-Boot: `fatload` of image and model from the FAT partition `mmc` (U-Boot's
+    /// `device:partition` of the SD card slot), then `go`.
+    UBootFatload { mmc: &'static str },
 }
 
 /// Which CPU QEMU emulates.
@@ -306,7 +307,7 @@ pub const BOARDS: &[Board] = &[
                 what: "DRAM 2 .. 3 GiB",
             },
         ],
-        boot: Boot::UBootFatload,
+        boot: Boot::UBootFatload { mmc: "1:1" },
         cores: 4,
         smp: Smp::None,
     },
@@ -471,7 +472,7 @@ pub const BOARDS: &[Board] = &[
                 what: "DDR (512 MiB)",
             },
         ],
-        boot: Boot::UBootFatload,
+        boot: Boot::UBootFatload { mmc: "1:1" },
         cores: 1,
         smp: Smp::None,
     },
@@ -511,7 +512,7 @@ pub const BOARDS: &[Board] = &[
                 what: "DRAM (1 GiB)",
             },
         ],
-        boot: Boot::UBootFatload,
+        boot: Boot::UBootFatload { mmc: "0:1" },
         cores: 4,
         smp: Smp::None,
     },
@@ -552,7 +553,7 @@ pub const BOARDS: &[Board] = &[
                 what: "DDR (1 GiB)",
             },
         ],
-        boot: Boot::UBootFatload,
+        boot: Boot::UBootFatload { mmc: "0:1" },
         cores: 4,
         smp: Smp::None,
     },

@@ -9,10 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rust.sh >/dev/null
-if ! command -v qemu-system-aarch64 >/dev/null; then
-  echo "qemu-system-aarch64 is missing: run scripts/setup-qemu.sh" >&2
-  exit 1
-fi
+for q in qemu-system-aarch64 qemu-system-arm; do
+  if ! command -v $q >/dev/null; then
+    echo "$q is missing: run scripts/setup-qemu.sh" >&2
+    exit 1
+  fi
+done
+# The 32-bit boards' firmware (armv7a-none-eabihf) is built by a nightly from source.
+rustup toolchain install nightly --profile minimal --no-self-update >/dev/null
+rustup component add rust-src clippy --toolchain nightly >/dev/null
 start=$(date +%s)
 
 echo "== bundled example (GPT-2) on qemu-virt, deterministic instruction count"
@@ -20,10 +25,17 @@ cargo xtask qemu --icount --output-dir target/firmware/test-out/example
 
 echo "== firmware: rustfmt and clippy for every board"
 cargo fmt --manifest-path boards/Cargo.toml --check
-for board in $(cargo xtask boards --names); do
-  PTERA_BOARD=$board PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
-    cargo clippy --quiet --release --manifest-path boards/Cargo.toml --target aarch64-unknown-none \
-    --features semihosting -- -D warnings
+cargo xtask boards --targets | while read -r board target; do
+  if [ "$target" = aarch64-unknown-none ]; then
+    PTERA_BOARD=$board PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
+      cargo clippy --quiet --release --manifest-path boards/Cargo.toml --target "$target" \
+      --features semihosting -- -D warnings
+  else
+    PTERA_BOARD=$board PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=target/firmware \
+      CARGO_TARGET_ARMV7A_NONE_EABIHF_RUSTFLAGS="-C target-feature=+neon,+d32" \
+      cargo +nightly clippy --quiet --release -Zbuild-std=core,alloc \
+      --manifest-path boards/Cargo.toml --target "$target" --features semihosting -- -D warnings
+  fi
 done
 PTERA_BOARD=qemu-virt CARGO_TARGET_DIR=target/firmware cargo clippy --quiet --release \
   --manifest-path boards/Cargo.toml --target aarch64-unknown-none \

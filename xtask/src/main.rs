@@ -113,6 +113,9 @@ enum Cmd {
         /// Only the board names, one per line (for scripts).
         #[arg(long)]
         names: bool,
+        /// Each board's name and the Rust target of its firmware, one board per line.
+        #[arg(long)]
+        targets: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -235,7 +238,11 @@ fn main() -> ExitCode {
         } => cmd::profile::profile(&model, &inputs, iters + 1, top, json),
         Cmd::Qemu(args) => cmd::qemu::qemu(args),
         Cmd::Deploy(args) => cmd::deploy::deploy(args),
-        Cmd::Boards { names, json } => cmd::boards::boards(names, json),
+        Cmd::Boards {
+            names,
+            targets,
+            json,
+        } => cmd::boards::boards(names, targets, json),
         Cmd::Bench {
             what:
                 BenchCmd::Run {

@@ -111,13 +111,17 @@ fn run_file(pte: &Path, case: &str, board: &str, extra: &[&str]) -> String {
 }
 
 macro_rules! virt_fixture_tests {
-    ($($name:ident => $case:literal),* $(,)?) => {$(
-        #[test]
-        #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
-        fn $name() {
-            run_case($case, "qemu-virt", &[]);
-        }
-    )*};
+    ($($name:ident => $case:literal),* $(,)?) => {
+        $(
+            #[test]
+            #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
+            fn $name() {
+                run_case($case, "qemu-virt", &[]);
+            }
+        )*
+        /// Every fixture of the list, for the boards that run them all in one test.
+        const FIXTURES: &[&str] = &[$($case),*];
+    };
 }
 
 virt_fixture_tests! {
@@ -172,6 +176,76 @@ virt_fixture_tests! {
     virt_mlp_qs8p => "mlp_qs8p",
     virt_cnn_qs8p => "cnn_qs8p",
     virt_mlp_qd8p => "mlp_qd8p",
+}
+
+/// Every fixture on a 32-bit QEMU `virt` board (`armv7a-none-eabihf` firmware under
+/// qemu-system-arm) against ExecuTorch's outputs; all are run, the failures listed at the end.
+fn arm32_every_fixture(board: &str, core: &str, kernel: &str) {
+    let mut failed = Vec::new();
+    for case in FIXTURES {
+        match std::panic::catch_unwind(|| run_case(case, board, &[])) {
+            Ok(log) => assert!(
+                log.contains(&format!("on {board} -cpu {core}: AArch32 PL1 MIDR 0x41"))
+                    && log.contains(&format!("GEMM kernel {kernel}")),
+                "{case} on {board}: {log}"
+            ),
+            Err(_) => failed.push(*case),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "on {board} these differ or fail: {failed:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn virt_a15_runs_every_fixture() {
+    arm32_every_fixture("qemu-virt-a15", "cortex-a15", "neon-vfpv4-4x12");
+}
+
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn virt_a7_runs_every_fixture() {
+    arm32_every_fixture("qemu-virt-a7", "cortex-a7", "neon-vfpv4-4x12");
+}
+
+/// The MLP and GPT-2 fixtures on a 32-bit board with a fixed core, against ExecuTorch.
+fn arm32_board_test(board: &str, midr: &str, kernel: &str) {
+    for case in ["mlp_portable", "gpt2_portable"] {
+        let log = run_case(case, board, &[]);
+        assert!(
+            log.contains(&format!(
+                "on {board}: AArch32 PL1 MIDR {midr}, GEMM kernel {kernel}"
+            )),
+            "{log}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn raspi2b_runs_mlp_and_gpt2() {
+    arm32_board_test("raspi2b", "0x410fc075", "neon-vfpv4-4x12");
+}
+
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn mcimx6ul_evk_runs_mlp_and_gpt2() {
+    arm32_board_test("mcimx6ul-evk", "0x410fc075", "neon-vfpv4-4x12");
+}
+
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn orangepi_pc_runs_mlp_and_gpt2() {
+    arm32_board_test("orangepi-pc", "0x410fc075", "neon-vfpv4-4x12");
+}
+
+/// A Cortex-A9 has Neon but no fused multiply-add (MVFR1): the portable kernel runs.
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn sabrelite_runs_mlp_and_gpt2() {
+    arm32_board_test("sabrelite", "0x410fc090", "portable");
 }
 
 /// The last line of a `--json` run.
@@ -555,11 +629,17 @@ fn panic_prints_where_and_why_and_exits_non_zero() {
 /// Builds the firmware with the page-table self-test `kind` and returns its log, after checking
 /// that the run failed with the CPU-exception status.
 fn fault_selftest(kind: &str) -> String {
+    fault_selftest_on("qemu-virt", kind)
+}
+
+fn fault_selftest_on(board: &str, kind: &str) -> String {
     let pte = fixture("mlp_portable.pte");
-    let out = out_dir(&format!("fault-{kind}"));
+    let out = out_dir(&format!("fault-{board}-{kind}"));
     let o = xtask(&[
         "qemu",
         pte.to_str().unwrap(),
+        "--board",
+        board,
         "--selftest",
         kind,
         "--output-dir",
@@ -625,6 +705,41 @@ fn ram_outside_every_region_is_unmapped() {
         log.contains(
             "translation fault (unmapped) at level 3: outside every region the firmware uses"
         ),
+        "{log}"
+    );
+}
+
+/// The ARMv7 page tables (short-descriptor sections and small pages) catch the same faults,
+/// reported with the same regions.
+#[test]
+#[ignore = "needs qemu-system-arm; run by scripts/test-baremetal.sh"]
+fn arm32_page_tables_catch_every_fault() {
+    let board = "qemu-virt-a15";
+    let log = fault_selftest_on(board, "stack-overflow");
+    assert!(
+        log.contains("stack overflow: data abort at PL1 on core 0: write to")
+            && log.contains(
+                "translation fault (unmapped) at level 2: the guard page below core 0's stack"
+            ),
+        "{log}"
+    );
+    let log = fault_selftest_on(board, "write-image");
+    assert!(
+        log.contains("data abort at PL1 on core 0: write to")
+            && log.contains(
+                "permission fault at level 2: the program and its inputs in flash (.flash)"
+            ),
+        "{log}"
+    );
+    let log = fault_selftest_on(board, "exec-arena");
+    assert!(
+        log.contains("prefetch abort at PL1 on core 0: instruction fetch from")
+            && log.contains("permission fault at level 2: the planned arenas"),
+        "{log}"
+    );
+    let log = fault_selftest_on(board, "write-outside");
+    assert!(
+        log.contains("translation fault (unmapped) at level 1: outside every region"),
         "{log}"
     );
 }
@@ -763,6 +878,109 @@ fn deployed_pi_image_boots_as_a_raw_kernel() {
     let payload = &stream[done + 4..done + 4 + len];
     assert_eq!(&payload[..4], &[0, 0, 0, 0], "non-zero status");
     assert_eq!(&payload[56..], want_tail);
+}
+
+/// Raspberry Pi 2: `kernel7.img` and a 32-bit `config.txt`; the flat image boots from where
+/// the Pi firmware puts it (`kernel_address`, here by QEMU's loader) and reports status 0 with
+/// the VFPv4 kernel.
+#[test]
+#[ignore = "builds firmware; run by scripts/test-baremetal.sh"]
+fn deployed_pi2_image_boots_as_a_raw_kernel() {
+    let pte = fixture("mlp_portable.pte");
+    let out = out_dir("deploy-raw-raspi2b");
+    let o = xtask(&[
+        "deploy",
+        pte.to_str().unwrap(),
+        "--board",
+        "raspi2b",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let cfg = std::fs::read_to_string(out.join("config.txt")).unwrap();
+    assert!(
+        cfg.contains("arm_64bit=0")
+            && cfg.contains("kernel=kernel7.img")
+            && cfg.contains("kernel_address=0x8000")
+            && cfg.contains("initramfs model.pte 0x30000000"),
+        "{cfg}"
+    );
+    let uart = out.join("uart.bin");
+    let kernel = out.join("kernel7.img");
+    let status = Command::new("timeout")
+        .args(["5", "qemu-system-arm", "-M", "raspi2b", "-display", "none"])
+        .args(["-monitor", "none", "-serial"])
+        .arg(format!("file:{}", uart.display()))
+        .arg("-device")
+        .arg(format!(
+            "loader,file={},addr=0x8000,force-raw=on",
+            kernel.display()
+        ))
+        .args(["-device", "loader,addr=0x8000,cpu-num=0", "-device"])
+        .arg(format!(
+            "loader,file={},addr=0x30000000,force-raw=on",
+            out.join("model.pte").display()
+        ))
+        .status()
+        .expect("run qemu");
+    assert_eq!(status.code(), Some(124));
+    let stream = std::fs::read(&uart).unwrap();
+    let done = stream
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w == &[0xA5, 4])
+        .map(|(i, _)| i)
+        .last()
+        .expect("no DONE packet");
+    let len = usize::from(stream[done + 2]) | usize::from(stream[done + 3]) << 8;
+    let payload = &stream[done + 4..done + 4 + len];
+    assert_eq!(&payload[..4], &[0, 0, 0, 0], "non-zero status");
+    assert!(
+        payload.windows(15).any(|w| w == b"neon-vfpv4-4x12"),
+        "the DONE report names another kernel"
+    );
+}
+
+/// The i.MX 6 boards (and the H3 one): a flat image at U-Boot's load address and the U-Boot
+/// commands for their SD card slot.
+#[test]
+#[ignore = "builds firmware; run by scripts/test-baremetal.sh"]
+fn deploy_writes_uboot_commands_for_32_bit_boards() {
+    let pte = fixture("mlp_portable.pte");
+    for (board, mmc, load) in [
+        ("mcimx6ul-evk", "1:1", 0x8080_0000u64),
+        ("sabrelite", "0:1", 0x1200_0000),
+        ("orangepi-pc", "0:1", 0x4200_0000),
+    ] {
+        let out = out_dir(&format!("deploy-{board}"));
+        let o = xtask(&[
+            "deploy",
+            pte.to_str().unwrap(),
+            "--board",
+            board,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let cmds = std::fs::read_to_string(out.join("boot.cmd")).unwrap();
+        assert!(
+            cmds.contains(&format!("fatload mmc {mmc} {load:#x} ptera.bin"))
+                && cmds.contains(&format!("go {load:#x}")),
+            "{board}: {cmds}"
+        );
+        let img = std::fs::read(out.join("ptera.bin")).unwrap();
+        let elf = std::fs::read(out.join("ptera-firmware.elf")).unwrap();
+        assert_eq!(&elf[..5], b"\x7fELF\x01", "{board}: an ELF32 image");
+        let entry = u32::from_le_bytes(elf[0x18..0x1c].try_into().unwrap());
+        assert_eq!(
+            u64::from(entry),
+            load,
+            "{board}: the vector table is the first word"
+        );
+        // The first word is the reset vector, `ldr pc, [pc, #imm]` (0xe59ff000 | imm).
+        assert_eq!(img[3], 0xe5, "{board}: {:x?}", &img[..4]);
+        assert_eq!(img[2] & 0xf0, 0x90, "{board}: {:x?}", &img[..4]);
+    }
 }
 
 /// `cargo xtask bench gemm --method icount --json` on the firmware's GEMM bench mode.

@@ -1,6 +1,8 @@
-//! GEMM bench mode (feature `gemm-bench`, qemu-virt only): exact instruction count of one
-//! `ptera::linalg::gemm::sgemm` call under `qemu-system-aarch64 -icount shift=0,sleep=off`,
-//! where CNTVCT advances one tick per executed instruction (`cargo xtask bench gemm`).
+//! GEMM bench mode (feature `gemm-bench`, boards with a bench region: qemu-virt, and
+//! qemu-virt-a15 for the ARMv7 kernel): exact instruction count of one
+//! `ptera::linalg::gemm::sgemm` call under `qemu-system-aarch64` (or `qemu-system-arm`)
+//! `-icount shift=0,sleep=off`, where CNTVCT advances with executed instructions
+//! (`cargo xtask bench gemm`).
 //!
 //! The run is described by a parameter block that xtask places at the start of the board's bench
 //! region with `-device loader,addr=BENCH_RAM.0,file=params.bin` (so one firmware build serves
@@ -316,12 +318,22 @@ fn send(p: &Params, vector_bits: u32, ticks: [u64; 3], c: &Check) {
 
 pub fn run(report: &mut Report) -> Result<(), StageError> {
     let p = read_params()?;
-    if p.vl_bits != 0 {
-        report.features = cpu::enable_simd_len(u64::from(p.vl_bits / 128 - 1));
+    #[cfg(target_arch = "aarch64")]
+    {
+        if p.vl_bits != 0 {
+            report.features = cpu::enable_simd_len(u64::from(p.vl_bits / 128 - 1));
+        }
+        if select::force(p.isa).is_err() {
+            return Err(invalid(
+                "the core cannot run the requested ISA's kernel (the SVE2 and SME kernels need a vector length of at most 512 bits)",
+            ));
+        }
     }
-    if select::force(p.isa).is_err() {
+    // ARMv7-A: one Neon kernel, which the core must have (Neon with VFPv4, from MVFR1).
+    #[cfg(target_arch = "arm")]
+    if p.isa != Isa::Neon || select::micro_kernel().name() != "neon-vfpv4-4x12" {
         return Err(invalid(
-            "the core cannot run the requested ISA's kernel (the SVE2 and SME kernels need a vector length of at most 512 bits)",
+            "on a 32-bit core the bench measures the Neon + VFPv4 kernel, which this core lacks",
         ));
     }
     let vector_bits = match p.isa {

@@ -76,12 +76,18 @@ pub fn boot_files(
     let mut files = Vec::new();
     match board.boot {
         Boot::RpiFirmware => {
-            files.push(("kernel8.img".to_string(), image.to_vec()));
+            // The 64-bit firmware boots kernel8.img with `arm_64bit=1`; a Pi 2 boots the 32-bit
+            // kernel7.img (in Hyp mode, which the firmware's `_start` leaves).
+            let (kernel, mode) = match board.arch {
+                Arch::Aarch64 => ("kernel8.img", "arm_64bit=1\n"),
+                Arch::Armv7 => ("kernel7.img", "arm_64bit=0\n"),
+            };
+            files.push((kernel.to_string(), image.to_vec()));
             let mut cfg = format!(
                 "# ptera firmware for {} (written by cargo xtask deploy). Copy these files to the\n\
                  # FAT boot partition next to the Raspberry Pi firmware (start*.elf, fixup*.dat).\n\
-                 arm_64bit=1\n\
-                 kernel=kernel8.img\n\
+                 {mode}\
+                 kernel={kernel}\n\
                  kernel_address={:#x}\n\
                  # Console: PL011 UART0 on GPIO 14 (TX) / 15 (RX), 115200 8N1, 48 MHz UART clock.\n\
                  enable_uart=1\n\
@@ -97,19 +103,21 @@ pub fn boot_files(
             }
             files.push(("config.txt".to_string(), cfg.into_bytes()));
         }
-        Boot::UBootFatload => {
+        Boot::UBootFatload { mmc } => {
             files.push(("ptera.bin".to_string(), image.to_vec()));
+            let console = format!("{} baud 8N1", board.baud);
             let mut cmds = format!(
-                "# U-Boot commands for the i.MX 8M Plus EVK (written by cargo xtask deploy).\n\
-                 # Copy ptera.bin{} to the FAT partition of the SD card (mmc 1:1), then at the\n\
-                 # U-Boot prompt (console UART2, 115200 8N1):\n\
-                 fatload mmc 1:1 {:#x} ptera.bin\n",
+                "# U-Boot commands for the {} (written by cargo xtask deploy).\n\
+                 # Copy ptera.bin{} to the FAT partition of the SD card (mmc {mmc}), then at the\n\
+                 # U-Boot prompt (the board's console UART, {console}):\n\
+                 fatload mmc {mmc} {:#x} ptera.bin\n",
+                board.summary,
                 if blob.is_some() { " and model.pte" } else { "" },
                 board.image_origin
             );
             if blob.is_some() {
                 cmds.push_str(&format!(
-                    "fatload mmc 1:1 {:#x} model.pte\n",
+                    "fatload mmc {mmc} {:#x} model.pte\n",
                     board.model_addr
                 ));
             }
@@ -123,8 +131,10 @@ pub fn boot_files(
             files.push(("ptera.bin".to_string(), image.to_vec()));
             let args = board.qemu_args(board.cpu(None)?.as_deref(), None).join(" ");
             let mut cmd = format!(
-                "qemu-system-aarch64 {args} -display none -serial stdio \\\n  -device loader,file=ptera.bin,addr={:#x},force-raw=on \\\n  -device loader,addr={:#x},cpu-num=0",
-                board.image_origin, board.image_origin
+                "{} {args} -display none -serial stdio \\\n  -device loader,file=ptera.bin,addr={:#x},force-raw=on \\\n  -device loader,addr={:#x},cpu-num=0",
+                board.qemu_binary(),
+                board.image_origin,
+                board.image_origin
             );
             if blob.is_some() {
                 cmd.push_str(&format!(

@@ -180,9 +180,12 @@ pub fn functions(b: &[u8]) -> Result<Vec<(u64, u64, String)>> {
     Ok(out)
 }
 
-/// The loadable segments laid out from the lowest physical address (what `objcopy -O binary`
-/// gives): returns the bytes and that base address.
-pub fn flat_image(b: &[u8]) -> Result<(Vec<u8>, u64)> {
+/// The loadable segments at or above `origin` laid out from the lowest physical address (what
+/// `objcopy -O binary` gives): returns the bytes and that base address. The firmware's linker
+/// scripts place nothing below the board's image origin; a segment there holds only the ELF's
+/// own headers (the linker maps them when the origin leaves room below it, as 0x8000 does), which
+/// no boot loader wants in a flat image.
+pub fn flat_image(b: &[u8], origin: u64) -> Result<(Vec<u8>, u64)> {
     let c = class(b)?;
     let phoff = c.word(b, c.e_phoff)? as usize;
     let phentsize = u16_at(b, c.e_phentsize)? as usize;
@@ -192,14 +195,11 @@ pub fn flat_image(b: &[u8]) -> Result<(Vec<u8>, u64)> {
         let h = phoff + i * phentsize;
         const PT_LOAD: u32 = 1;
         let filesz = c.word(b, h + c.p_filesz)?;
-        if u32_at(b, h)? != PT_LOAD || filesz == 0 {
+        let paddr = c.word(b, h + c.p_paddr)?;
+        if u32_at(b, h)? != PT_LOAD || filesz == 0 || paddr + filesz <= origin {
             continue;
         }
-        segs.push((
-            c.word(b, h + c.p_paddr)?,
-            c.word(b, h + c.p_offset)? as usize,
-            filesz as usize,
-        ));
+        segs.push((paddr, c.word(b, h + c.p_offset)? as usize, filesz as usize));
     }
     let Some(base) = segs.iter().map(|s| s.0).min() else {
         bail!("ELF has no loadable bytes")

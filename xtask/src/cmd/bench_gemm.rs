@@ -28,7 +28,8 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 pub struct GemmArgs {
-    /// Micro-kernel ISA: generic, neon, sve2, sme, sme2.
+    /// Micro-kernel ISA: generic, neon, sve2, sme, sme2 (AArch64), or neon32 (the ARMv7-A Neon +
+    /// VFPv4 kernel, icount on qemu-virt-a15 under qemu-system-arm).
     #[arg(long, default_value = "neon")]
     isa: String,
     #[arg(long, default_value_t = 0)]
@@ -249,8 +250,13 @@ impl TraceCounter {
 
 pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     let isa = args.isa.to_ascii_lowercase();
-    if !["generic", "neon", "sve2", "sme", "sme2"].contains(&isa.as_str()) {
-        bail!("--isa must be one of generic, neon, sve2, sme, sme2");
+    if !["generic", "neon", "sve2", "sme", "sme2", "neon32"].contains(&isa.as_str()) {
+        bail!("--isa must be one of generic, neon, sve2, sme, sme2, neon32");
+    }
+    if isa == "neon32"
+        && (args.method.as_deref().unwrap_or("icount") != "icount" || args.vl.is_some())
+    {
+        bail!("neon32 is measured with --method icount (qemu-system-arm), at its 128-bit vectors");
     }
     if args.pte.is_none() && args.conv.is_none() && (args.m == 0 || args.k == 0 || args.n == 0) {
         bail!("--m, --k and --n are required (and > 0) unless --pte or --conv is given");
@@ -279,6 +285,7 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         }
         Some("trace") => "trace",
         Some(other) => bail!("--method must be icount or trace, not {other}"),
+        None if isa == "neon32" => "icount",
         None if isa == "sme2" || args.pte.is_some() || args.conv.is_some() => "trace",
         None => "icount",
     };
@@ -436,16 +443,21 @@ fn ideal_fma(isa: &str, bits: usize, m: usize, k: usize, n: usize) -> u128 {
 }
 
 fn bench_icount(args: &GemmArgs, isa: &str) -> Result<()> {
-    let code = ptera::linalg::gemm::select::Isa::parse(isa).context("unknown ISA")? as u32;
+    // neon32: the firmware's Neon code on a 32-bit board (its one Neon kernel).
+    let (board, cpu, name) = match isa {
+        "neon32" => ("qemu-virt-a15", "cortex-a15", "neon"),
+        other => ("qemu-virt", "max", other),
+    };
+    let code = ptera::linalg::gemm::select::Isa::parse(name).context("unknown ISA")? as u32;
     let t0 = std::time::Instant::now();
     let r = crate::baremetal::gemm_icount(&crate::baremetal::GemmRequest {
-        board: "qemu-virt",
+        board,
         isa_code: code,
         m: args.m,
         k: args.k,
         n: args.n,
         vl: args.vl,
-        cpu: "max".into(),
+        cpu: cpu.into(),
         timeout: std::time::Duration::from_secs(args.timeout),
         strict_align: args.strict_align,
         corrupt_c: args.corrupt_c,

@@ -27,10 +27,14 @@ fn uart(u: Uart) -> String {
     }
 }
 
-pub fn boards(names: bool, json_out: bool) -> Result<()> {
-    if names {
+pub fn boards(names: bool, targets: bool, json_out: bool) -> Result<()> {
+    if names || targets {
         for b in BOARDS {
-            println!("{}", b.name);
+            if targets {
+                println!("{} {}", b.name, b.target());
+            } else {
+                println!("{}", b.name);
+            }
         }
         return Ok(());
     }
@@ -82,7 +86,7 @@ pub fn boards(names: bool, json_out: bool) -> Result<()> {
             match b.boot {
                 Boot::QemuLoader => "QEMU -device loader",
                 Boot::RpiFirmware => "Raspberry Pi firmware (kernel image, config.txt)",
-                Boot::UBootFatload => "U-Boot (fatload, go)",
+                Boot::UBootFatload { .. } => "U-Boot (fatload, go)",
             }
         );
         println!("  console {}, {} baud", uart(b.console), b.baud);

@@ -51,7 +51,7 @@ pub fn deploy(args: DeployArgs) -> Result<()> {
         let _ = fs::remove_file(&elf_path);
         return Err(e);
     }
-    let (flat, base) = elf::flat_image(&elf_bytes)?;
+    let (flat, base) = elf::flat_image(&elf_bytes, board.image_origin)?;
     ensure!(
         base == board.image_origin,
         "image base {base:#x} is not the board's load address {:#x}",

@@ -3,19 +3,55 @@
 //! `neon_vfpv4_4x12`: a 4 × 12 tile on Neon with VFPv4's fused multiply-add (`vfma.f32` on q
 //! registers): twelve q accumulators (q4–q15, one row of the tile in three), a B row in
 //! q0–q2, each A value loaded to all four lanes of q3 (`vld1.32 {d6[], d7[]}`), so one depth
-//! step is 2 loads of B, 4 of A and 12 fused multiply-adds. The tile goes to a stack buffer;
-//! alpha, beta, bias and the clamp are applied from there (the tile is still in L1).
+//! step is 2 loads of B, 4 of A and 12 fused multiply-adds. VFPv4's `vfma` has no by-element
+//! form (unlike AArch64's `fmla v, v, v.s[i]`): each A value costs a broadcast load, which
+//! bounds the share of multiply-adds at 12 / 18 = 0.67 per step (0.65 with the loop branch).
+//! The plain product (alpha 1, beta 0, no clamp; bias added in registers) is stored straight
+//! to C; otherwise the tile goes to a stack buffer and alpha, beta, bias and the clamp are
+//! applied from there (the tile is still in L1).
 //!
 //! Chosen when the CPU has Neon and VFPv4 (`cpu::arm32_neon_vfpv4`: the Linux auxiliary
 //! vector on a `std` build, the MVFR0/MVFR1 feature registers on bare metal).
 
-use super::contract::{clamp, MicroKernel};
+use super::contract::{clamp, clamps, MicroKernel};
 
 const MR: usize = 4;
 const NR: usize = 12;
 
+/// One depth step of the 4 × 12 tile: B's row (12 floats, two loads, then to the next row),
+/// each of the four A values broadcast to q3 and multiplied into one row of accumulators.
+macro_rules! depth_step {
+    () => {
+        concat!(
+            "vld1.32 {{d0-d3}}, [r2]!\n",
+            "vld1.32 {{d4-d5}}, [r2], r12\n",
+            "vld1.32 {{d6[], d7[]}}, [r1]!\n",
+            "vfma.f32 q4, q0, q3\n",
+            "vfma.f32 q5, q1, q3\n",
+            "vfma.f32 q6, q2, q3\n",
+            "vld1.32 {{d6[], d7[]}}, [r1]!\n",
+            "vfma.f32 q7, q0, q3\n",
+            "vfma.f32 q8, q1, q3\n",
+            "vfma.f32 q9, q2, q3\n",
+            "vld1.32 {{d6[], d7[]}}, [r1]!\n",
+            "vfma.f32 q10, q0, q3\n",
+            "vfma.f32 q11, q1, q3\n",
+            "vfma.f32 q12, q2, q3\n",
+            "vld1.32 {{d6[], d7[]}}, [r1]!\n",
+            "vfma.f32 q13, q0, q3\n",
+            "vfma.f32 q14, q1, q3\n",
+            "vfma.f32 q15, q2, q3\n",
+        )
+    };
+}
+
 /// # Safety
 /// The [`MicroKernel`] contract for a 4 × 12 tile, on a CPU with Neon and VFPv4.
+///
+/// The depth loop runs two steps per iteration (one alone first when `k` is odd). With
+/// `alpha = 1`, `beta = 0` and no clamp (the plain product, with or without bias) the
+/// accumulators go straight to C, the bias added in registers; otherwise the tile goes to a
+/// stack buffer and alpha, beta, bias and the clamp are applied from there (still in L1).
 #[allow(clippy::too_many_arguments)]
 unsafe fn kernel_neon_vfpv4_4x12(
     k: usize,
@@ -33,12 +69,21 @@ unsafe fn kernel_neon_vfpv4_4x12(
     let mut t = [0f32; MR * NR];
     // Bytes from the end of a B row's first 8 floats to the start of the next row.
     let step = (ldb * 4) as isize - 32;
+    let direct = alpha == 1.0 && beta == 0.0 && !clamps(lo, hi);
+    // Where the tile's rows go, and the bytes from the end of a row's first 8 floats to the
+    // next row: C itself, or the 12-float rows of `t`.
+    let (dst, dst_step, add_bias) = if direct {
+        (c, rsc * 4 - 32, bias)
+    } else {
+        (t.as_mut_ptr(), (NR * 4) as isize - 32, core::ptr::null())
+    };
     // SAFETY: the contract gives `k * 4` readable floats at `a` and, for each of the `k`
     // rows, 12 readable floats at `b + p * ldb` (only f32-aligned: the loads carry no
-    // alignment qualifier); `t` holds the 48 floats stored. The CPU has Neon and VFPv4 (the
-    // kernel is only handed out after `cpu::arm32_neon_vfpv4`), hence 32 D registers. d0–d7
-    // are declared clobbered; d8–d31 are saved and restored around the loop (the compiler
-    // may know only d0–d15 on a VFPv3-D16 target, so they cannot be declared).
+    // alignment qualifier); `dst` is C's tile (4 rows of 12 writable floats, `rsc` apart,
+    // contract) or `t`; `add_bias`, when not null, holds 12 floats (contract). The CPU has
+    // Neon and VFPv4 (the kernel is only handed out after `cpu::arm32_neon_vfpv4`), hence 32 D
+    // registers. d0–d7 are declared clobbered; d8–d31 are saved and restored around the loop
+    // (the compiler may know only d0–d15 on a VFPv3-D16 target, so they cannot be declared).
     unsafe {
         core::arch::asm!(
             ".fpu neon-vfpv4",
@@ -56,44 +101,53 @@ unsafe fn kernel_neon_vfpv4_4x12(
             "vmov.i32 q13, #0",
             "vmov.i32 q14, #0",
             "vmov.i32 q15, #0",
-            "cmp r0, #0",
+            "tst r0, #1",
+            "beq 3f",
+            depth_step!(),
+            "3:",
+            "lsrs r0, r0, #1",
             "beq 2f",
             "1:",
-            "vld1.32 {{d0-d3}}, [r2]!",
-            "vld1.32 {{d4-d5}}, [r2], r12",
-            "vld1.32 {{d6[], d7[]}}, [r1]!",
-            "vfma.f32 q4, q0, q3",
-            "vfma.f32 q5, q1, q3",
-            "vfma.f32 q6, q2, q3",
-            "vld1.32 {{d6[], d7[]}}, [r1]!",
-            "vfma.f32 q7, q0, q3",
-            "vfma.f32 q8, q1, q3",
-            "vfma.f32 q9, q2, q3",
-            "vld1.32 {{d6[], d7[]}}, [r1]!",
-            "vfma.f32 q10, q0, q3",
-            "vfma.f32 q11, q1, q3",
-            "vfma.f32 q12, q2, q3",
-            "vld1.32 {{d6[], d7[]}}, [r1]!",
-            "vfma.f32 q13, q0, q3",
-            "vfma.f32 q14, q1, q3",
-            "vfma.f32 q15, q2, q3",
+            depth_step!(),
+            depth_step!(),
             "subs r0, r0, #1",
             "bne 1b",
             "2:",
+            "cmp {bias}, #0",
+            "beq 4f",
+            "vld1.32 {{d0-d3}}, [{bias}]!",
+            "vld1.32 {{d4-d5}}, [{bias}]",
+            "vadd.f32 q4, q4, q0",
+            "vadd.f32 q5, q5, q1",
+            "vadd.f32 q6, q6, q2",
+            "vadd.f32 q7, q7, q0",
+            "vadd.f32 q8, q8, q1",
+            "vadd.f32 q9, q9, q2",
+            "vadd.f32 q10, q10, q0",
+            "vadd.f32 q11, q11, q1",
+            "vadd.f32 q12, q12, q2",
+            "vadd.f32 q13, q13, q0",
+            "vadd.f32 q14, q14, q1",
+            "vadd.f32 q15, q15, q2",
+            "4:",
             "vst1.32 {{d8-d11}}, [r3]!",
-            "vst1.32 {{d12-d15}}, [r3]!",
-            "vst1.32 {{d16-d19}}, [r3]!",
+            "vst1.32 {{d12-d13}}, [r3], {dst_step}",
+            "vst1.32 {{d14-d17}}, [r3]!",
+            "vst1.32 {{d18-d19}}, [r3], {dst_step}",
             "vst1.32 {{d20-d23}}, [r3]!",
-            "vst1.32 {{d24-d27}}, [r3]!",
-            "vst1.32 {{d28-d31}}, [r3]!",
+            "vst1.32 {{d24-d25}}, [r3], {dst_step}",
+            "vst1.32 {{d26-d29}}, [r3]!",
+            "vst1.32 {{d30-d31}}, [r3]",
             "vpop {{d16-d31}}",
             "vpop {{d8-d15}}",
-            // r0 = k, r1 = a, r2 = b, r3 = the tile buffer, r12 = B's row step.
+            // r0 = k, r1 = a, r2 = b, r3 = where the rows go, r12 = B's row step.
             inout("r0") k => _,
             inout("r1") a => _,
             inout("r2") b => _,
-            inout("r3") t.as_mut_ptr() => _,
+            inout("r3") dst => _,
             in("r12") step,
+            bias = inout(reg) add_bias => _,
+            dst_step = in(reg) dst_step,
             out("d0") _,
             out("d1") _,
             out("d2") _,
@@ -103,6 +157,9 @@ unsafe fn kernel_neon_vfpv4_4x12(
             out("d6") _,
             out("d7") _,
         );
+    }
+    if direct {
+        return;
     }
     for (i, row) in t.chunks_exact(NR).enumerate() {
         for (j, &v) in row.iter().enumerate() {
