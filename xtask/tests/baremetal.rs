@@ -927,10 +927,7 @@ fn deployed_pi2_image_boots_as_a_raw_kernel() {
     let stream = std::fs::read(&uart).unwrap();
     let done = stream
         .windows(2)
-        .enumerate()
-        .filter(|(_, w)| w == &[0xA5, 4])
-        .map(|(i, _)| i)
-        .last()
+        .rposition(|w| w == [0xA5, 4])
         .expect("no DONE packet");
     let len = usize::from(stream[done + 2]) | usize::from(stream[done + 3]) << 8;
     let payload = &stream[done + 4..done + 4 + len];
