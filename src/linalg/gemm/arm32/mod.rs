@@ -5,9 +5,10 @@
 //! q0–q2, each A value loaded to all four lanes of q3 (`vld1.32 {d6[], d7[]}`), so one depth
 //! step is 2 loads of B, 4 of A and 12 fused multiply-adds. VFPv4's `vfma` has no by-element
 //! form (unlike AArch64's `fmla v, v, v.s[i]`): each A value costs a broadcast load, which
-//! bounds the share of multiply-adds at 12 / 18 = 0.67 per step (0.65 with the loop branch).
-//! The plain product (alpha 1, beta 0, no clamp; bias added in registers) is stored straight
-//! to C; otherwise the tile goes to a stack buffer and alpha, beta, bias and the clamp are
+//! bounds the share of multiply-adds at 12 / 18 = 0.67 per step (0.65 with the loop counter
+//! and branch, the depth loop being unrolled by four).
+//! The plain product (alpha 1, beta 0, no clamp; bias added in registers) and its later depth
+//! blocks (beta 1, no bias: the accumulators start from C) are stored straight to C; otherwise the tile goes to a stack buffer and alpha, beta, bias and the clamp are
 //! applied from there (the tile is still in L1).
 //!
 //! Chosen when the CPU has Neon and VFPv4 (`cpu::arm32_neon_vfpv4`: the Linux auxiliary
@@ -48,9 +49,10 @@ macro_rules! depth_step {
 /// # Safety
 /// The [`MicroKernel`] contract for a 4 × 12 tile, on a CPU with Neon and VFPv4.
 ///
-/// The depth loop runs two steps per iteration (one alone first when `k` is odd). With
-/// `alpha = 1`, `beta = 0` and no clamp (the plain product, with or without bias) the
-/// accumulators go straight to C, the bias added in registers; otherwise the tile goes to a
+/// The depth loop runs four steps per iteration (the `k mod 4` others one at a time first). With
+/// `alpha = 1`, no clamp and `beta = 0` (the plain product, the bias added in registers) or
+/// `beta = 1` without bias (a later depth block: the accumulators start from C) the tile goes
+/// straight to C; otherwise the tile goes to a
 /// stack buffer and alpha, beta, bias and the clamp are applied from there (still in L1).
 #[allow(clippy::too_many_arguments)]
 unsafe fn kernel_neon_vfpv4_4x12(
@@ -69,18 +71,33 @@ unsafe fn kernel_neon_vfpv4_4x12(
     let mut t = [0f32; MR * NR];
     // Bytes from the end of a B row's first 8 floats to the start of the next row.
     let step = (ldb * 4) as isize - 32;
-    let direct = alpha == 1.0 && beta == 0.0 && !clamps(lo, hi);
-    // Where the tile's rows go, and the bytes from the end of a row's first 8 floats to the
-    // next row: C itself, or the 12-float rows of `t`.
-    let (dst, dst_step, add_bias) = if direct {
-        (c, rsc * 4 - 32, bias)
+    // The plain product (beta 0, bias added in registers) or a later depth block of it (beta
+    // 1, no bias: the accumulators start from C) goes straight to C.
+    let direct =
+        alpha == 1.0 && !clamps(lo, hi) && (beta == 0.0 || (beta == 1.0 && bias.is_null()));
+    // Where the tile's rows go (and, with beta 1, come from), and the bytes from the end of a
+    // row's first 8 floats to the next row: C itself, or the 12-float rows of `t`.
+    let (dst, dst_step, add_bias, init) = if direct {
+        let init = if beta == 1.0 {
+            c.cast_const()
+        } else {
+            core::ptr::null()
+        };
+        (c, rsc * 4 - 32, bias, init)
     } else {
-        (t.as_mut_ptr(), (NR * 4) as isize - 32, core::ptr::null())
+        let t = t.as_mut_ptr();
+        (
+            t,
+            (NR * 4) as isize - 32,
+            core::ptr::null(),
+            core::ptr::null(),
+        )
     };
     // SAFETY: the contract gives `k * 4` readable floats at `a` and, for each of the `k`
     // rows, 12 readable floats at `b + p * ldb` (only f32-aligned: the loads carry no
     // alignment qualifier); `dst` is C's tile (4 rows of 12 writable floats, `rsc` apart,
-    // contract) or `t`; `add_bias`, when not null, holds 12 floats (contract). The CPU has
+    // contract) or `t`; `init`, when not null, is C's tile (readable: beta is not zero);
+    // `add_bias`, when not null, holds 12 floats (contract). The CPU has
     // Neon and VFPv4 (the kernel is only handed out after `cpu::arm32_neon_vfpv4`), hence 32 D
     // registers. d0–d7 are declared clobbered; d8–d31 are saved and restored around the loop
     // (the compiler may know only d0–d15 on a VFPv3-D16 target, so they cannot be declared).
@@ -89,6 +106,18 @@ unsafe fn kernel_neon_vfpv4_4x12(
             ".fpu neon-vfpv4",
             "vpush {{d8-d15}}",
             "vpush {{d16-d31}}",
+            "cmp {init}, #0",
+            "beq 5f",
+            "vld1.32 {{d8-d11}}, [{init}]!",
+            "vld1.32 {{d12-d13}}, [{init}], {dst_step}",
+            "vld1.32 {{d14-d17}}, [{init}]!",
+            "vld1.32 {{d18-d19}}, [{init}], {dst_step}",
+            "vld1.32 {{d20-d23}}, [{init}]!",
+            "vld1.32 {{d24-d25}}, [{init}], {dst_step}",
+            "vld1.32 {{d26-d29}}, [{init}]!",
+            "vld1.32 {{d30-d31}}, [{init}]",
+            "b 6f",
+            "5:",
             "vmov.i32 q4, #0",
             "vmov.i32 q5, #0",
             "vmov.i32 q6, #0",
@@ -101,13 +130,19 @@ unsafe fn kernel_neon_vfpv4_4x12(
             "vmov.i32 q13, #0",
             "vmov.i32 q14, #0",
             "vmov.i32 q15, #0",
-            "tst r0, #1",
+            "6:",
+            "ands {rem}, r0, #3",
             "beq 3f",
+            "7:",
             depth_step!(),
+            "subs {rem}, {rem}, #1",
+            "bne 7b",
             "3:",
-            "lsrs r0, r0, #1",
+            "lsrs r0, r0, #2",
             "beq 2f",
             "1:",
+            depth_step!(),
+            depth_step!(),
             depth_step!(),
             depth_step!(),
             "subs r0, r0, #1",
@@ -147,6 +182,8 @@ unsafe fn kernel_neon_vfpv4_4x12(
             inout("r3") dst => _,
             in("r12") step,
             bias = inout(reg) add_bias => _,
+            init = inout(reg) init => _,
+            rem = out(reg) _,
             dst_step = in(reg) dst_step,
             out("d0") _,
             out("d1") _,
