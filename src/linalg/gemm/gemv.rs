@@ -5,7 +5,7 @@
 //! [`super::sgemm_with`] never does, so a caller that chose a micro-kernel gets that kernel.
 //! Whether a GEMV exists for this CPU is decided in `select` (`select::gemv_for_single_rows`:
 //! AArch64 with a hand-written kernel selected; the SME2 ZA-array variant when SME2 is the
-//! selected ISA; 32-bit Arm with Neon + VFPv4, for a row-major B).
+//! selected ISA; 32-bit Arm with Neon + VFPv4, for a row-major or transposed B).
 
 use super::matref::MatRef;
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
@@ -18,10 +18,10 @@ pub fn accepts(k: usize, b: MatRef<'_>) -> bool {
     if select::gemv_for_single_rows() {
         return b.rows == k && k > 0 && b.cols > 0 && (b.cs == 1 || b.rs == 1);
     }
-    // 32-bit Arm: row-major B only (a B stored transposed takes the micro-kernel driver).
+    // 32-bit Arm: B row-major or stored transposed with its columns at least `k` apart.
     #[cfg(target_arch = "arm")]
     if select::gemv_for_single_rows() {
-        return b.rows == k && k > 0 && b.cols > 0 && b.cs == 1;
+        return b.rows == k && k > 0 && b.cols > 0 && (b.cs == 1 || (b.rs == 1 && b.cs >= k));
     }
     let _ = (k, b);
     false
@@ -74,9 +74,14 @@ pub fn sgemv(
         return true;
     }
     #[cfg(target_arch = "arm")]
-    if select::gemv_for_single_rows() && b.cs == 1 {
+    if select::gemv_for_single_rows() {
         let xs = &x.data[..k.min(x.data.len())];
-        return super::arm32::sgemv_rows(k, n, xs, b.data, b.rs, y, alpha, beta, bias);
+        if b.cs == 1 {
+            return super::arm32::sgemv_rows(k, n, xs, b.data, b.rs, y, alpha, beta, bias);
+        }
+        if b.rs == 1 {
+            return super::arm32::sgemv_cols(k, n, xs, b.data, b.cs, y, alpha, beta, bias);
+        }
     }
     let _ = (n, y, alpha, beta, bias);
     false

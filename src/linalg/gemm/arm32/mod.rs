@@ -327,11 +327,187 @@ pub(in crate::linalg::gemm) fn sgemv_rows(
     true
 }
 
+/// Columns of one transposed-B GEMV block (four q accumulators, one per column).
+const GEMV_T_COLS: usize = 4;
+
+/// `y[j] = alpha·Σ_p x[p]·B(p, j) + beta·y[j] (+ bias[j])` for `j < n` (the `beta` term
+/// omitted when `beta == 0`), B stored transposed with column stride `cs`
+/// (`B(p, j) = b[j·cs + p]`: each column, a row of the `[N, K]` weights of a linear layer, is
+/// contiguous): blocks of four columns on Neon + VFPv4, four depths per step (x[p..p+4] times
+/// each column's four values, one `vfma` per column), each column's four lanes summed
+/// pairwise at the end; the `k mod 4` last depths and the `n mod 4` last columns in scalar
+/// code (mul + add). Returns `false`, touching nothing, when a slice is too short for `k`,
+/// `n` and `cs` or `cs < k`.
+#[allow(clippy::too_many_arguments)]
+pub(in crate::linalg::gemm) fn sgemv_cols(
+    k: usize,
+    n: usize,
+    x: &[f32],
+    b: &[f32],
+    cs: usize,
+    y: &mut [f32],
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> bool {
+    let b_needed = n
+        .checked_sub(1)
+        .and_then(|j| j.checked_mul(cs))
+        .and_then(|o| o.checked_add(k));
+    if k == 0
+        || n == 0
+        || x.len() < k
+        || y.len() < n
+        || bias.is_some_and(|s| s.len() < n)
+        || b_needed.is_none_or(|need| b.len() < need)
+        || cs < k
+    {
+        return false;
+    }
+    let finish = |j: usize, v: f32, y: &mut [f32]| {
+        let mut r = alpha * v;
+        if beta != 0.0 {
+            r += beta * y[j];
+        }
+        if let Some(s) = bias {
+            r += s[j];
+        }
+        y[j] = r;
+    };
+    let k4 = k - k % 4;
+    let tail = |j: usize, acc: f32| -> f32 {
+        let col = &b[j * cs..j * cs + k];
+        let mut acc = acc;
+        for p in k4..k {
+            acc += x[p] * col[p];
+        }
+        acc
+    };
+    let full = if k4 > 0 { n - n % GEMV_T_COLS } else { 0 };
+    let col_bytes = cs * 4;
+    for j0 in (0..full).step_by(GEMV_T_COLS) {
+        let mut t = [0f32; GEMV_T_COLS];
+        // SAFETY: `k4` (≥ 4) floats of `x` and, for the four columns j0..j0+4 (< n), `k4`
+        // floats at `b[j·cs ..]` (j·cs + k ≤ (n-1)·cs + k ≤ b.len(), checked); `t` holds the
+        // 4 floats stored. Neon + VFPv4 are present (only called after
+        // `select::arm32_neon_vfpv4`); q0–q7 (d0–d15) are declared clobbered.
+        unsafe {
+            core::arch::asm!(
+                ".fpu neon-vfpv4",
+                "add {c1}, r2, {cb}",
+                "add {c2}, {c1}, {cb}",
+                "add {c3}, {c2}, {cb}",
+                "vmov.i32 q4, #0",
+                "vmov.i32 q5, #0",
+                "vmov.i32 q6, #0",
+                "vmov.i32 q7, #0",
+                "1:",
+                "vld1.32 {{d0-d1}}, [r1]!",
+                "vld1.32 {{d2-d3}}, [r2]!",
+                "vld1.32 {{d4-d5}}, [{c1}]!",
+                "vfma.f32 q4, q0, q1",
+                "vld1.32 {{d6-d7}}, [{c2}]!",
+                "vfma.f32 q5, q0, q2",
+                "vld1.32 {{d2-d3}}, [{c3}]!",
+                "vfma.f32 q6, q0, q3",
+                "vfma.f32 q7, q0, q1",
+                "subs r0, r0, #1",
+                "bne 1b",
+                // Lanes pairwise: q4..q7 -> [Σ4, Σ5] in d8, [Σ6, Σ7] in d9.
+                "vpadd.f32 d8, d8, d9",
+                "vpadd.f32 d10, d10, d11",
+                "vpadd.f32 d12, d12, d13",
+                "vpadd.f32 d14, d14, d15",
+                "vpadd.f32 d8, d8, d10",
+                "vpadd.f32 d9, d12, d14",
+                "vst1.32 {{d8-d9}}, [r3]",
+                // r0 = depth steps of four, r1 = x, r2 = column j0, r3 = t.
+                inout("r0") k4 / 4 => _,
+                inout("r1") x.as_ptr() => _,
+                inout("r2") b.as_ptr().add(j0 * cs) => _,
+                in("r3") t.as_mut_ptr(),
+                cb = in(reg) col_bytes,
+                c1 = out(reg) _,
+                c2 = out(reg) _,
+                c3 = out(reg) _,
+                out("d0") _,
+                out("d1") _,
+                out("d2") _,
+                out("d3") _,
+                out("d4") _,
+                out("d5") _,
+                out("d6") _,
+                out("d7") _,
+                out("d8") _,
+                out("d9") _,
+                out("d10") _,
+                out("d11") _,
+                out("d12") _,
+                out("d13") _,
+                out("d14") _,
+                out("d15") _,
+            );
+        }
+        for (c, &v) in t.iter().enumerate() {
+            finish(j0 + c, tail(j0 + c, v), y);
+        }
+    }
+    for j in full..n {
+        let col = &b[j * cs..j * cs + k];
+        let mut acc = 0f32;
+        for p in 0..k {
+            acc += x[p] * col[p];
+        }
+        finish(j, acc, y);
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::Rng;
     use std::vec::Vec;
+
+    /// The transposed-B GEMV against an f64 reference on odd shapes (depths 1, 3, 4, 17, 129,
+    /// columns 1, 3, 4, 5, 17, 129), padded column strides, with and without beta and bias.
+    #[test]
+    fn gemv_cols_matches_the_reference() {
+        if !crate::linalg::cpu::arm32_neon_vfpv4() {
+            return;
+        }
+        let mut rng = Rng(78);
+        for &k in &[1usize, 3, 4, 17, 129] {
+            for &n in &[1usize, 3, 4, 5, 17, 129] {
+                for &(pad, beta, with_bias) in &[(0usize, 0.0f32, false), (3, 0.5, true)] {
+                    let cs = k + pad;
+                    let x: Vec<f32> = (0..k).map(|_| rng.unit() - 0.5).collect();
+                    let b: Vec<f32> = (0..n * cs).map(|_| rng.unit() - 0.5).collect();
+                    let bias: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+                    let y0: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+                    let mut y = y0.clone();
+                    let bias_arg = with_bias.then_some(&bias[..]);
+                    assert!(sgemv_cols(k, n, &x, &b, cs, &mut y, 1.5, beta, bias_arg));
+                    for j in 0..n {
+                        let mut r: f64 = (0..k).map(|p| x[p] as f64 * b[j * cs + p] as f64).sum();
+                        r *= 1.5;
+                        if beta != 0.0 {
+                            r += beta as f64 * y0[j] as f64;
+                        }
+                        if with_bias {
+                            r += bias[j] as f64;
+                        }
+                        let tol = 1e-5 * (k as f64).sqrt() * (1.0 + r.abs());
+                        assert!(
+                            (y[j] as f64 - r).abs() <= tol,
+                            "k {k} n {n} pad {pad} col {j}: {} vs {r}",
+                            y[j]
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// The GEMV against an f64 reference on odd shapes (1, 3, 17, 129 and block edges),
     /// padded row strides, with and without beta and bias.
@@ -373,6 +549,12 @@ mod tests {
         }
         // Too-short slices are refused, nothing written.
         let mut y = [7.0f32; 4];
+        assert!(!sgemv_cols(
+            2, 4, &[1.0; 2], &[1.0; 7], 2, &mut y, 1.0, 0.0, None
+        ));
+        assert!(!sgemv_cols(
+            3, 4, &[1.0; 3], &[1.0; 12], 2, &mut y, 1.0, 0.0, None
+        ));
         assert!(!sgemv_rows(
             2, 4, &[1.0; 2], &[1.0; 7], 4, &mut y, 1.0, 0.0, None
         ));
