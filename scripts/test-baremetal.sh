@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Bare-metal CI check (issue 5): lints the firmware workspace (boards/), runs the bundled GPT-2
-# example on qemu-virt, then the acceptance tests in xtask/tests/baremetal.rs: every fixture on
-# qemu-virt (portable and XNNPACK) against ExecuTorch's outputs, the MLP on raspi4b, raspi3b and
-# imx8mp-evk, several virt CPUs, typed errors for too-small arenas and corrupted model blobs,
-# loader-placed models, icount determinism, `deploy`, and 2- and 4-core runs (secondary cores
+# Bare-metal CI check: lints the firmware workspace (boards/) for every board, runs the bundled
+# GPT-2 example on qemu-virt, then the acceptance tests in xtask/tests/baremetal.rs: every fixture
+# on qemu-virt (portable and XNNPACK) and on the 32-bit qemu-virt-a15 and qemu-virt-a7 against
+# ExecuTorch's outputs, the MLP on raspi4b, raspi3b and imx8mp-evk, the MLP and GPT-2 on
+# raspi2b, mcimx6ul-evk, orangepi-pc and sabrelite, several virt CPUs, typed errors for
+# too-small arenas and corrupted model blobs, loader-placed models, icount determinism, the page
+# tables' fault reports (AArch64 and ARMv7), `deploy`, and 2- and 4-core runs (secondary cores
 # started by PSCI) whose outputs equal one core's, with per-core counts.
-# Needs qemu-system-aarch64 (scripts/setup-qemu.sh). Firmware builds go to target/firmware.
+# Needs qemu-system-aarch64 and qemu-system-arm (scripts/setup-qemu.sh) and a nightly with
+# rust-src for the 32-bit firmware (installed here). Firmware builds go to target/firmware.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rust.sh >/dev/null
@@ -47,8 +50,9 @@ PTERA_BOARD=qemu-virt PTERA_FW_GEN="$PWD/target/firmware/gen" CARGO_TARGET_DIR=t
 echo "== acceptance tests under QEMU"
 cargo test --release -p xtask --test baremetal -- --ignored --test-threads 2
 
-echo "== code size of the last firmware (size -A)"
+echo "== code size of the last firmwares (size -A)"
 size=size
 command -v aarch64-linux-gnu-size >/dev/null && size=aarch64-linux-gnu-size
 $size -A target/firmware/aarch64-unknown-none/release/ptera-firmware
+$size -A target/firmware/armv7a-none-eabihf/release/ptera-firmware
 echo "bare-metal checks passed in $(( $(date +%s) - start )) s"

@@ -485,7 +485,7 @@ pub(crate) fn budget(elf_bytes: &[u8], board: &Board) -> Result<Budget> {
         .map(|s| s.addr + s.size)
         .max()
         .unwrap_or(board.image_origin);
-    // The multi-core statics of `boards/firmware/src/smp.rs`, by their (mangled) names.
+    // The multi-core statics of `boards/firmware/src/arch/aarch64/smp.rs`, by their (mangled) names.
     let symbols = elf::functions(elf_bytes)?;
     let object = |part: &str| -> u64 {
         symbols
