@@ -14,7 +14,7 @@
 
 // Per architecture (`arch/aarch64`, `arch/arm`), under one set of names: reset path and
 // exceptions (`boot`), CPU controls and counters (`cpu`), ending a run (`exit`), page tables
-// (`pagetable`), the other cores (`smp`).
+// (`pagetable`), the other cores (`smp`), `memcpy`/`memset` (`mem`).
 #[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/boot.rs")]
 #[cfg_attr(target_arch = "arm", path = "arch/arm/boot.rs")]
 mod boot;
@@ -24,8 +24,8 @@ mod cpu;
 #[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/exit.rs")]
 #[cfg_attr(target_arch = "arm", path = "arch/arm/exit.rs")]
 mod exit;
-#[cfg(target_arch = "aarch64")]
-#[path = "arch/aarch64/mem.rs"]
+#[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/mem.rs")]
+#[cfg_attr(target_arch = "arm", path = "arch/arm/mem.rs")]
 mod mem;
 #[cfg_attr(target_arch = "aarch64", path = "arch/aarch64/pagetable.rs")]
 #[cfg_attr(target_arch = "arm", path = "arch/arm/pagetable.rs")]
