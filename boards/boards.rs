@@ -83,7 +83,9 @@ pub enum QemuCpu {
 /// How the firmware starts the cores other than core 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Smp {
-    /// PSCI `CPU_ON` through `HVC` (`smc: false`) or `SMC`; core `i` has MPIDR affinity 0 = `i`.
+    /// PSCI `CPU_ON` through `HVC` (`smc: false`, QEMU virt: the core starts at EL1 in
+    /// aarch64-rt's secondary entry) or `SMC` (TF-A: the core starts at EL2, in `ptera_boot`);
+    /// core `i` has MPIDR affinity 0 = `i`.
     Psci { smc: bool },
     /// Spin table (Raspberry Pi): core `i` (1..) waits in the boot firmware until the address
     /// at `release[i - 1]` is non-zero, then jumps there; QEMU's raspi machines instead start
@@ -107,6 +109,9 @@ pub struct Board {
     pub qemu_ram: Option<&'static str>,
     /// Index of the console UART among QEMU's `-serial` ports.
     pub qemu_serial: usize,
+    /// More QEMU arguments the machine needs to start the firmware as the board's boot chain
+    /// does.
+    pub qemu_extra: &'static [&'static str],
     /// Where the image is linked and how many bytes it may use (linker region `image`).
     pub image_origin: u64,
     pub image_len: u64,
@@ -140,6 +145,7 @@ pub const BOARDS: &[Board] = &[
         qemu_cpu: QemuCpu::Any { default: "max" },
         qemu_ram: Some("1G"),
         qemu_serial: 0,
+        qemu_extra: &[],
         // +2 MiB: QEMU puts its 1 MiB DTB at the base of RAM.
         image_origin: 0x4020_0000,
         image_len: 0x2FE0_0000,
@@ -181,6 +187,7 @@ pub const BOARDS: &[Board] = &[
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a72" },
         qemu_ram: None,
         qemu_serial: 0,
+        qemu_extra: &[],
         image_origin: 0x8_0000,
         image_len: 0x2FF8_0000,
         model_addr: 0x3000_0000,
@@ -230,6 +237,7 @@ pub const BOARDS: &[Board] = &[
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a53" },
         qemu_ram: None,
         qemu_serial: 0,
+        qemu_extra: &[],
         image_origin: 0x8_0000,
         image_len: 0x2FF8_0000,
         model_addr: 0x3000_0000,
@@ -276,6 +284,14 @@ pub const BOARDS: &[Board] = &[
         qemu_ram: Some("2G"),
         // UART2 is QEMU's second serial port.
         qemu_serial: 1,
+        // The EVK's boot chain runs TF-A at EL3, which provides PSCI through SMC, and starts
+        // U-Boot and then the image at EL2. QEMU's machine has no TF-A: without EL3 its own
+        // PSCI answers the SMC conduit in its place, and the firmware starts at EL2 as on the
+        // board.
+        qemu_extra: &[
+            "-global",
+            "driver=cortex-a53-arm-cpu,property=has_el3,value=off",
+        ],
         image_origin: 0x4048_0000,
         image_len: 0x3FB8_0000,
         model_addr: 0x8000_0000,
@@ -309,7 +325,7 @@ pub const BOARDS: &[Board] = &[
         ],
         boot: Boot::UBootFatload { mmc: "1:1" },
         cores: 4,
-        smp: Smp::None,
+        smp: Smp::Psci { smc: true },
     },
     Board {
         name: "qemu-virt-a15",
@@ -321,6 +337,7 @@ pub const BOARDS: &[Board] = &[
         },
         qemu_ram: Some("1G"),
         qemu_serial: 0,
+        qemu_extra: &[],
         // +2 MiB: QEMU puts its device tree at the base of RAM.
         image_origin: 0x4020_0000,
         image_len: 0x2FE0_0000,
@@ -364,6 +381,7 @@ pub const BOARDS: &[Board] = &[
         },
         qemu_ram: Some("1G"),
         qemu_serial: 0,
+        qemu_extra: &[],
         // +2 MiB: QEMU puts its device tree at the base of RAM.
         image_origin: 0x4020_0000,
         image_len: 0x2FE0_0000,
@@ -405,6 +423,7 @@ pub const BOARDS: &[Board] = &[
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a7" },
         qemu_ram: None,
         qemu_serial: 0,
+        qemu_extra: &[],
         // kernel7.img's load address.
         image_origin: 0x8000,
         image_len: 0x2FFF_8000,
@@ -446,6 +465,7 @@ pub const BOARDS: &[Board] = &[
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a7" },
         qemu_ram: Some("512M"),
         qemu_serial: 0,
+        qemu_extra: &[],
         // U-Boot's `loadaddr`; U-Boot itself sits at the top of RAM.
         image_origin: 0x8080_0000,
         image_len: 0x0F80_0000,
@@ -484,6 +504,7 @@ pub const BOARDS: &[Board] = &[
         qemu_cpu: QemuCpu::Fixed { core: "cortex-a7" },
         qemu_ram: None,
         qemu_serial: 0,
+        qemu_extra: &[],
         // U-Boot's `kernel_addr_r` on sunxi.
         image_origin: 0x4200_0000,
         image_len: 0x1E00_0000,
@@ -525,6 +546,7 @@ pub const BOARDS: &[Board] = &[
         qemu_ram: None,
         // UART2 (the board's console) is QEMU's second serial port.
         qemu_serial: 1,
+        qemu_extra: &[],
         // U-Boot's `loadaddr`.
         image_origin: 0x1200_0000,
         image_len: 0x1E00_0000,

@@ -337,8 +337,8 @@ fn virt_multicore_counts_per_core() {
 /// core's output bytes.
 #[test]
 #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
-fn raspi_boards_run_on_several_cores() {
-    for board in ["raspi3b", "raspi4b"] {
+fn raspi_and_imx8mp_boards_run_on_several_cores() {
+    for board in ["raspi3b", "raspi4b", "imx8mp-evk"] {
         let output = |tag: &str| {
             let p = root()
                 .join("target/firmware/test-out")
@@ -366,7 +366,7 @@ fn smp_on_a_board_without_secondary_start_fails_clearly() {
         "qemu",
         fixture("mlp_portable.pte").to_str().unwrap(),
         "--board",
-        "imx8mp-evk",
+        "raspi2b",
         "--smp",
         "2",
     ]);

@@ -62,6 +62,7 @@ impl Board {
         if let Some(m) = self.qemu_ram {
             v.extend(["-m".to_string(), m.to_string()]);
         }
+        v.extend(self.qemu_extra.iter().map(|a| a.to_string()));
         v
     }
 }

@@ -91,7 +91,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     if args.smp > 1 {
         ensure!(
             board.smp != Smp::None,
-            "{} runs on one core for now (--smp {} needs a board whose secondary cores the firmware can start: qemu-virt, raspi3b, raspi4b)",
+            "{} runs on one core for now (--smp {} needs a board whose secondary cores the firmware can start: qemu-virt, raspi3b, raspi4b, imx8mp-evk)",
             board.name,
             args.smp
         );
@@ -172,8 +172,8 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
         cmd.args(["-serial", "null"]);
     }
     cmd.arg("-serial").arg(format!("file:{}", uart.display()));
-    // PSCI boards (QEMU virt) get exactly the cores asked for; the Pi machines always have
-    // their four, and the image uses the first N.
+    // PSCI boards (QEMU virt, the i.MX 8M Plus) get exactly the cores asked for; the Pi
+    // machines always have their four, and the image uses the first N.
     if args.smp > 1 && matches!(board.smp, Smp::Psci { .. }) {
         cmd.arg("-smp").arg(args.smp.to_string());
     }

@@ -170,10 +170,18 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
         let mine: &'static mut [f32] = &mut mine[0];
         // Each core gets its own stack.
         let (_, stack) = stack_of(index);
-        if let Smp::SpinTable { release } = BOARD.smp {
-            let (Some(slot), Some(&addr)) = (SECONDARY_SCRATCH.get(index), release.get(index - 1))
-            else {
-                defmt::warn!("core {=usize}: the spin table has no slot for it", index);
+        // Spin-table boards, and PSCI through SMC (a TF-A, which starts the core at the
+        // highest non-secure level, EL2 where it exists): the core enters at `ptera_boot`,
+        // which takes it down to EL1 like core 0, and then its stack from
+        // `ptera_secondary_sp` (`boot.rs`).
+        let via_boot_stub = match BOARD.smp {
+            Smp::SpinTable { release } => Some(release.get(index - 1).copied()),
+            Smp::Psci { smc: true } => Some(None),
+            _ => None,
+        };
+        if let Some(spin_slot) = via_boot_stub {
+            let Some(slot) = SECONDARY_SCRATCH.get(index) else {
+                defmt::warn!("core {=usize}: the boot stub has no slot for it", index);
                 break;
             };
             // Every secondary core's stack before the first release: QEMU's raspi machines
@@ -193,14 +201,31 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
             extern "C" {
                 fn ptera_boot();
             }
-            // SAFETY: the board's spin-table slot for this core (low RAM, mapped Normal by
-            // the board table), read by the boot firmware's waiting core with its MMU off.
-            unsafe { core::ptr::write_volatile(addr as *mut u64, ptera_boot as *const () as u64) };
-            clean_to_memory(addr as usize);
+            let entry = ptera_boot as *const () as u64;
             crate::boot::ptera_secondary_go.store(1, Ordering::Release);
             clean_to_memory((&raw const crate::boot::ptera_secondary_go) as usize);
-            // SAFETY: SEV wakes the waiting cores; it touches no memory.
-            unsafe { core::arch::asm!("sev", options(nomem, nostack, preserves_flags)) };
+            match spin_slot {
+                Some(addr) => {
+                    // SAFETY: the board's spin-table slot for this core (low RAM, mapped
+                    // Normal by the board table), read by the boot firmware's waiting core
+                    // with its MMU off.
+                    unsafe { core::ptr::write_volatile(addr as *mut u64, entry) };
+                    clean_to_memory(addr as usize);
+                    // SAFETY: SEV wakes the waiting cores; it touches no memory.
+                    unsafe { core::arch::asm!("sev", options(nomem, nostack, preserves_flags)) };
+                }
+                None => {
+                    if let Err(e) = smccc::psci::cpu_on::<smccc::Smc>(index as u64, entry, 0) {
+                        defmt::warn!(
+                            "core {=usize} did not start ({}): running on {=usize} core(s)",
+                            index,
+                            defmt::Debug2Format(&e),
+                            index
+                        );
+                        break;
+                    }
+                }
+            }
             if !wait_joined(index) {
                 return Some((&TEAM, TEAM.online()));
             }
@@ -222,12 +247,7 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
                         mpidr, stack, entry,
                     )
                 }
-                Smp::Psci { smc: true } => {
-                    aarch64_rt::start_core::<smccc::Smc, _, SECONDARY_STACK_PAGES>(
-                        mpidr, stack, entry,
-                    )
-                }
-                Smp::SpinTable { .. } | Smp::None => break,
+                Smp::Psci { smc: true } | Smp::SpinTable { .. } | Smp::None => break,
             }
         };
         if let Err(e) = started {
