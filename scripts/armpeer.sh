@@ -27,6 +27,9 @@
 #   --lower TARGET       also lower CASE_portable.pte with `cargo xtask lower --target TARGET`
 #                        (into OUT/lowered/TARGET) and count ptera on the lowered twin; `auto`
 #                        lowers for each CPU of --cpus by its name (cortex-a76, max, ...)
+#   --threads N          also run ptera on N threads (PTERA_THREADS) and count each thread and
+#                        the critical path of the second forward from qemu's execution trace
+#                        (scripts/thread-count.sh): OUT/threads.txt
 # Builds ptera-run with `cargo build --release --target aarch64-unknown-linux-gnu` in
 # benches/gemm-count (CARGO_TARGET_DIR, default target/gemm-count). Needs python3 and readelf
 # (binutils) for the output check and the per-function histograms. SYSROOT (default
@@ -51,6 +54,7 @@ QEMU11=${QEMU11_AARCH64:-$ROOT/target/qemu11/usr/bin/qemu-aarch64}
 export SYSROOT=${SYSROOT:-/usr/aarch64-linux-gnu}
 CASES=()
 LOWER=""
+THREADS=1
 
 die() { echo "armpeer.sh: $*" >&2; exit 1; }
 need_arg() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value"; }
@@ -68,6 +72,7 @@ while [[ $# -gt 0 ]]; do
         --top) need_arg "$@"; TOP=$2; shift 2 ;;
         --no-check) CHECK=0; shift ;;
         --lower) need_arg "$@"; LOWER=$2; shift 2 ;;
+        --threads) need_arg "$@"; THREADS=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) CASES+=("${1%_xnnpack}"); CASES[-1]=${CASES[-1]%_portable}; shift ;;
@@ -76,6 +81,7 @@ done
 [[ ${#CASES[@]} -gt 0 ]] || CASES=(gpt2 opt gpt2b optb)
 [[ $N =~ ^[0-9]+$ && $N -ge 2 ]] || die "--n must be >= 2 (phase 3 is the second forward)"
 [[ $TOP =~ ^[0-9]+$ ]] || die "--top must be a number"
+[[ $THREADS =~ ^[0-9]+$ && $THREADS -ge 1 ]] || die "--threads must be a number >= 1"
 
 # ---- prerequisites, with a clear message for each
 [[ -n "$ETRUN" ]] || die "no etrun: pass --etrun PATH or set ETRUN_ARM (build it with
@@ -397,6 +403,24 @@ ratio() { [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $1 -gt 0 ]] && awk -v a="$1" -v
     done
 } | tee "$OUT/table.txt"
 echo "(table: $OUT/table.txt; raw counts, histograms, maps: $RAW; hottest functions: $RAW/*.top)"
+
+# ---- ptera on several threads: each thread's count and the critical path
+if [[ $THREADS -gt 1 ]]; then
+    {
+        echo "# ptera on $THREADS threads, forward 2 of 3: instructions per thread, critical path"
+        echo "# (thread 0's instructions outside split jobs + the longest thread of each job)"
+        for i in "${!C_CPU[@]}"; do
+            for c in "${CASES[@]}"; do
+                for f in $(xname "$c") $(pname "$c"); do
+                    printf '%-18s %-26s ' "$f" "${C_DESC[$i]}"
+                    QEMU_AARCH64=${C_Q[$i]} "$ROOT/scripts/thread-count.sh" --threads "$THREADS" \
+                        --cpu "${C_CPU[$i]}${C_PROPS[$i]}" --ptera-run "$PTRUN" "$FIX/$f.pte" ||
+                        echo "FAIL"
+                done
+            done
+        done
+    } | tee "$OUT/threads.txt"
+fi
 
 if [[ $TOP -gt 0 ]]; then
     for f in "$RAW"/*.top; do

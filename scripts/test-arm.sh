@@ -4,7 +4,8 @@
 #     scalar reference), the whole fixture suite and every fixture lowered for every target
 #     (`cargo xtask lower`), with each ISA forced (PTERA_ISA); programs quantized by lower
 #     once per QEMU (integer kernels depend on neither PTERA_ISA nor vector lengths), and every fixture split across
-#     2 and 4 threads against one (bit-identical) on the SME and the SME2 CPU,
+#     2 and 4 threads against one (bit-identical) on the SME and the SME2 CPU, with each
+#     thread's instructions of a 4-thread forward counted from a qemu-user trace,
 #   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256 (the fixture
 #     suites with the generic and Neon kernels, which read no vector length, at the first only),
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
@@ -48,6 +49,18 @@ matrix() {
     if [[ -n "$multicore" ]]; then
         echo "== -cpu $cpu: every fixture bit-identical on 1, 2 and 4 threads (default ISA)"
         nice cargo test --quiet --target "$T" --test multicore 2>&1 | grep -E "test result|panicked|FAILED"
+        echo "== -cpu $cpu: each thread's count of a 4-thread forward (scripts/thread-count.sh)"
+        local counts
+        counts=$(QEMU_AARCH64=$qemu scripts/thread-count.sh --threads 4 --cpu "$cpu" --json \
+            tests/fixtures/gpt2t128_xnnpack.pte)
+        echo "$counts"
+        # Four threads, every one with work, and a critical path below the sum.
+        echo "$counts" | awk -F'[][]' '{
+            n = split($2, c, ","); for (i = 1; i <= n; i++) if (c[i] + 0 == 0) exit 1
+            match($0, /"critical_path":[0-9]+/); cp = substr($0, RSTART + 16, RLENGTH - 16) + 0
+            match($0, /"sum":[0-9]+/); sum = substr($0, RSTART + 6, RLENGTH - 6) + 0
+            exit !(n == 4 && cp > 0 && cp < sum) }' ||
+            { echo "test-arm: the per-thread counts are wrong"; exit 1; }
     fi
     # The integer kernels are chosen from DotProd/I8MM alone, which every `max` configuration
     # has alike, not from PTERA_ISA or the vector lengths: once per QEMU (the multicore runs).

@@ -210,8 +210,9 @@ impl Team for SpinTeam {
 }
 
 /// Called by core 0 right before it publishes a split job, and right after the last part
-/// joined: marks that an execution trace finds by symbol to measure each parallel step
-/// (`cargo xtask qemu --icount --smp N`). They do nothing; their bodies differ (a distinct
+/// joined (by this team and by `threads::ThreadTeam`): marks that an execution trace finds by
+/// symbol to measure each parallel step (`cargo xtask qemu --icount --smp N`,
+/// `cargo xtask trace-cores`). They do nothing; their bodies differ (a distinct
 /// constant each) so that the linker never folds them into one address.
 #[no_mangle]
 #[inline(never)]

@@ -155,6 +155,8 @@ impl Team for ThreadTeam {
         let parts = parts.clamp(1, self.cores());
         let job_ref: &Job<'_> = job;
         if parts > 1 {
+            // The same step marks as the bare-metal team (for per-thread counts from a trace).
+            super::spin::ptera_team_fork();
             let mut st = lock(&self.shared.state);
             st.generation += 1;
             st.parts = parts;
@@ -180,7 +182,10 @@ impl Team for ThreadTeam {
                     .unwrap_or_else(PoisonError::into_inner);
             }
             st.job = 0;
-            st.panic.take()
+            let panic = st.panic.take();
+            drop(st);
+            super::spin::ptera_team_join();
+            panic
         } else {
             None
         };

@@ -108,6 +108,20 @@ enum Cmd {
     Qemu(cmd::qemu::QemuArgs),
     /// Write the boot files for a board (kernel8.img + config.txt, or image + U-Boot commands).
     Deploy(cmd::deploy::DeployArgs),
+    /// Each thread's instructions and the critical path of one forward of a program run with
+    /// several threads under qemu-user, from QEMU's execution trace
+    /// (`-d in_asm,exec,nochain -D TRACE`; scripts/armpeer.sh --threads N).
+    TraceCores {
+        /// The traced program (its symbol table gives the forward and team marks).
+        program: PathBuf,
+        /// The trace file or FIFO.
+        trace: PathBuf,
+        /// Threads the program ran (threads that never ran count 0).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// List the boards the firmware runs on (from boards/boards.rs).
     Boards {
         /// Only the board names, one per line (for scripts).
@@ -238,6 +252,12 @@ fn main() -> ExitCode {
         } => cmd::profile::profile(&model, &inputs, iters + 1, top, json),
         Cmd::Qemu(args) => cmd::qemu::qemu(args),
         Cmd::Deploy(args) => cmd::deploy::deploy(args),
+        Cmd::TraceCores {
+            program,
+            trace,
+            threads,
+            json,
+        } => cmd::trace_cores::trace_cores(&program, &trace, threads, json),
         Cmd::Boards {
             names,
             targets,

@@ -75,6 +75,14 @@ pub struct CoreCounter {
     /// executed.
     reading: Option<u64>,
     pending: Option<u64>,
+    /// Threads of qemu-user: blocks keyed by their guest address (`by_pc`), see
+    /// [`CoreCounter::for_user_threads`].
+    by_pc: bool,
+    /// Guest address of the "IN:" block being read, and block address → instructions.
+    reading_pc: Option<u64>,
+    pc_len: HashMap<u64, u64>,
+    /// The marks were moved to the program's load address (`by_pc`).
+    relocated: bool,
     /// 0 before the begin mark, 1 counting, 2 done.
     state: u8,
     per_core: Vec<u64>,
@@ -125,9 +133,29 @@ impl CoreCounter {
         }
     }
 
+    /// For a qemu-user trace of several threads (`-d in_asm,exec,nochain`; a thread is a CPU
+    /// of the trace, thread 0 the one that runs the forward): the threads run at once on
+    /// their own host threads, so the first execution after a translation may be another
+    /// thread's block. Blocks are keyed by their guest address (the first instruction of the
+    /// "IN:" listing) instead; user mode has no I/O that would translate one address twice
+    /// with different lengths.
+    pub fn for_user_threads(marks: Marks) -> CoreCounter {
+        CoreCounter {
+            marks,
+            by_pc: true,
+            ..CoreCounter::default()
+        }
+    }
+
     fn close_block(&mut self) {
         if let Some(n) = self.reading.take() {
-            self.pending = Some(n);
+            if self.by_pc {
+                if let Some(pc) = self.reading_pc.take() {
+                    self.pc_len.insert(pc, n);
+                }
+            } else {
+                self.pending = Some(n);
+            }
         }
     }
 
@@ -138,6 +166,10 @@ impl CoreCounter {
             self.reading = Some(0);
         } else if l.starts_with("0x") {
             if let Some(n) = self.reading.as_mut() {
+                if *n == 0 && self.by_pc {
+                    let addr = l.trim_start_matches("0x").split(':').next().unwrap_or("");
+                    self.reading_pc = u64::from_str_radix(addr, 16).ok();
+                }
                 *n += 1;
             }
         } else if let Some(rest) = l.strip_prefix("Trace ") {
@@ -164,16 +196,38 @@ impl CoreCounter {
             .context("no block fields")?;
         let pc = fields.split('/').nth(1).context("no PC")?;
         let pc = u64::from_str_radix(pc, 16).context("bad PC")?;
-        let m = self.marks;
-        let n = match self.pending.take() {
-            Some(n) => {
-                self.tb_len.insert(host, n);
-                n
+        // A position-independent program runs at a load offset: its first entry into the
+        // begin mark (found by the symbol QEMU prints) gives it, and every mark moves by it.
+        if self.by_pc && self.state == 0 && !self.relocated {
+            let sym = rest.split_once(']').map_or("", |(_, s)| s.trim());
+            if sym == MARK_SYMBOLS[0] {
+                let bias = pc.wrapping_sub(self.marks.begin);
+                let m = &mut self.marks;
+                for a in [&mut m.begin, &mut m.end, &mut m.fork, &mut m.join] {
+                    if *a != u64::MAX {
+                        *a = a.wrapping_add(bias);
+                    }
+                }
+                self.relocated = true;
             }
-            None => *self
-                .tb_len
-                .get(&host)
-                .context("a block executed before any translation of it")?,
+        }
+        let m = self.marks;
+        let n = if self.by_pc {
+            *self
+                .pc_len
+                .get(&pc)
+                .context("a block executed before any translation of it")?
+        } else {
+            match self.pending.take() {
+                Some(n) => {
+                    self.tb_len.insert(host, n);
+                    n
+                }
+                None => *self
+                    .tb_len
+                    .get(&host)
+                    .context("a block executed before any translation of it")?,
+            }
         };
         match self.state {
             0 => {
@@ -303,5 +357,53 @@ mod tests {
     fn refuses_a_trace_without_marks_or_with_unknown_blocks() {
         assert!(feed(&["Trace 0: 0x1 [0/40000000/0/0] x"]).is_err());
         assert!(feed(&["IN: a", "0x40:  nop", "Trace 0: 0x1 [0/40/0/0] a"]).is_err());
+    }
+
+    /// qemu-user threads: a position-independent program (marks moved by the load offset seen
+    /// at the begin mark's symbol), blocks keyed by address while another thread's execution
+    /// comes between a translation and its first execution.
+    #[test]
+    fn user_threads_relocate_the_marks_and_key_blocks_by_address() {
+        let bias = 0x55_0000_0000u64;
+        let t = |cpu: u32, host: u32, pc: u64, sym: &str| {
+            format!("Trace {cpu}: 0x{host:x} [00000000/{pc:016x}/00000000/ff000000] {sym}")
+        };
+        let at = |a: u64| a + bias;
+        let lines = [
+            "IN: ptera_mark_forward_begin".to_string(),
+            format!("0x{:x}:  d65f03c0  ret", at(M.begin)),
+            t(0, 0x100, at(M.begin), "ptera_mark_forward_begin"),
+            "IN: ptera_team_fork".to_string(),
+            format!("0x{:x}:  d65f03c0  ret", at(M.fork)),
+            "IN: work".to_string(),
+            format!("0x{:x}:  d503201f  nop", at(0x4000_0100)),
+            format!("0x{:x}:  d65f03c0  ret", at(0x4000_0104)),
+            // Thread 1 runs the 2-instruction block before thread 0 runs the fork mark.
+            t(1, 0x999, at(0x4000_0100), "work"),
+            t(0, 0x300, at(M.fork), "ptera_team_fork"),
+            t(0, 0x999, at(0x4000_0100), "work"),
+            t(1, 0x999, at(0x4000_0100), "work"),
+            "IN: ptera_team_join".to_string(),
+            format!("0x{:x}:  d65f03c0  ret", at(M.join)),
+            t(0, 0x400, at(M.join), "ptera_team_join"),
+            "IN: ptera_mark_forward_end".to_string(),
+            format!("0x{:x}:  d65f03c0  ret", at(M.end)),
+            t(0, 0x500, at(M.end), "ptera_mark_forward_end"),
+        ];
+        let mut c = CoreCounter::for_user_threads(M);
+        for l in &lines {
+            c.line(l).unwrap();
+        }
+        let c = c.finish(2).unwrap();
+        // Thread 0: fork 1 + work 2 + join 1; thread 1: work twice (4).
+        assert_eq!(c.per_core, vec![4, 4]);
+        assert_eq!(c.critical_path, 4);
+        assert_eq!(c.steps, 1);
+        // Without the relocation the marks are never found.
+        let mut plain = CoreCounter::new(M);
+        for l in &lines {
+            let _ = plain.line(l);
+        }
+        assert!(plain.finish(2).is_err());
     }
 }

@@ -12,3 +12,4 @@ pub mod lower;
 pub mod profile;
 pub mod qemu;
 pub mod run;
+pub mod trace_cores;

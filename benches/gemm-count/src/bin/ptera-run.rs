@@ -20,6 +20,11 @@
 //! ISA the CPU cannot run is an error, not a fallback. With `ETRUN_VERBOSE` or `ETRUN_MAPS` set,
 //! the ISA in use and the SVE / SME vector lengths are printed on stderr (`ptera-run: isa NAME
 //! [sve-vl BITS] [sme-svl BITS]`), before the memory map that `ETRUN_MAPS` asks for.
+//!
+//! Threads: `PTERA_THREADS=N` (N > 1) creates the engine's thread team during start-up and
+//! runs every forward with it installed. The second forward (phase 3) is then also bracketed
+//! by `ptera_mark_forward_begin`/`_end`, which `cargo xtask trace-cores` finds in a qemu-user
+//! execution trace to count each thread (`scripts/armpeer.sh --threads N`).
 
 use std::fs;
 use std::path::Path;
@@ -36,6 +41,20 @@ use ptera::{DType, MethodMeta, OwnedArenas, Program, Shape};
 #[inline(never)]
 pub extern "C" fn etrun_mark(phase: i64) {
     std::hint::black_box(phase);
+}
+
+/// Marks around the second forward (phase 3) for per-thread counts; distinct bodies, so never
+/// folded into one address.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn ptera_mark_forward_begin() {
+    std::hint::black_box(0x4245_4749_u32);
+}
+
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn ptera_mark_forward_end() {
+    std::hint::black_box(0x454e_4421_u32);
 }
 
 const USAGE: &str = "usage: ptera-run [--isa ISA] MODEL.pte N OUTDIR|- [IN0.npy ...]";
@@ -241,6 +260,17 @@ fn main() {
         eprintln!("ptera-run: isa {}{}", isa.name(), vector_lengths());
     }
     let registry = Registry::standard();
+    let threads: usize = match std::env::var("PTERA_THREADS") {
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|&n: &usize| n >= 1)
+            .unwrap_or_else(|| die(format!("PTERA_THREADS must be a number >= 1, got '{v}'"))),
+        Err(_) => 1,
+    };
+    let team = (threads > 1).then(|| {
+        ptera::parallel::threads::ThreadTeam::new(threads, ptera::linalg::gemm::GEMM_SCRATCH_F32)
+    });
     etrun_mark(-1); // end of start-up
 
     let file = AlignedBuf::read(model).unwrap_or_else(|e| die(format!("cannot read {model}: {e}")));
@@ -261,14 +291,22 @@ fn main() {
     etrun_mark(0); // end of load
 
     for it in 0..iters {
+        if it == 1 {
+            ptera_mark_forward_begin();
+        }
         for (i, inp) in inputs.iter().enumerate() {
             method
                 .set_input(i, inp.dtype, &inp.shape, &inp.data)
                 .unwrap_or_else(|e| die(format!("set_input({i}): {e}")));
         }
-        method
-            .execute()
-            .unwrap_or_else(|e| die(format!("execute: {e}")));
+        let done = match &team {
+            Some(t) => ptera::parallel::scoped(t, || method.execute()),
+            None => method.execute(),
+        };
+        done.unwrap_or_else(|e| die(format!("execute: {e}")));
+        if it == 1 {
+            ptera_mark_forward_end();
+        }
         etrun_mark(it as i64 + 1); // end of forward it+1
     }
 
