@@ -26,6 +26,9 @@
 //! by `ptera_mark_forward_begin`/`_end`, which `cargo xtask trace-cores` finds in a qemu-user
 //! execution trace to count each thread (`scripts/armpeer.sh --threads N`).
 
+// ptera::Error carries its context inline (no allocation); it only travels on failure paths.
+#![allow(clippy::result_large_err)]
+
 use std::fs;
 use std::path::Path;
 use std::process::exit;
