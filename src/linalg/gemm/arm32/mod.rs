@@ -7,9 +7,14 @@
 //! form (unlike AArch64's `fmla v, v, v.s[i]`): each A value costs a broadcast load, which
 //! bounds the share of multiply-adds at 12 / 18 = 0.67 per step (0.65 with the loop counter
 //! and branch, the depth loop being unrolled by four).
+//! With 16 q registers (12 accumulators, three B vectors, one broadcast) no tile of broadcast
+//! loads does better; an A packed with every value already in four lanes, two per load, would
+//! let a 6 × 8 tile reach 12 / 16.25 = 0.74 (docs/benchmarks.md, "32-bit ARMv7-A boards").
+//!
 //! The plain product (alpha 1, beta 0, no clamp; bias added in registers) and its later depth
-//! blocks (beta 1, no bias: the accumulators start from C) are stored straight to C; otherwise the tile goes to a stack buffer and alpha, beta, bias and the clamp are
-//! applied from there (the tile is still in L1).
+//! blocks (beta 1, no bias: the accumulators start from C) are stored straight to C; otherwise
+//! the tile goes to a stack buffer and alpha, beta, bias and the clamp are applied from there
+//! (the tile is still in L1).
 //!
 //! Chosen when the CPU has Neon and VFPv4 (`cpu::arm32_neon_vfpv4`: the Linux auxiliary
 //! vector on a `std` build, the MVFR0/MVFR1 feature registers on bare metal).
