@@ -993,7 +993,8 @@ fn gemm_icount(isa: &str, extra: &[&str]) -> Output {
 #[test]
 #[ignore = "needs qemu-system-aarch64; run by scripts/test-baremetal.sh"]
 fn gemm_bench_icount_counts_one_checked_sgemm_call() {
-    for (isa, bits) in [("neon", 128), ("sme", 512)] {
+    // neon32: the ARMv7 kernel on qemu-virt-a15 (qemu-system-arm).
+    for (isa, bits) in [("neon", 128), ("sme", 512), ("neon32", 128)] {
         let o = gemm_icount(isa, &[]);
         let log = text(&o);
         assert!(o.status.success(), "{isa}: {log}");
