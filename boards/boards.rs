@@ -136,6 +136,52 @@ pub struct Board {
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
+/// QEMU `virt` with one 32-bit core `cpu`: the same map as the AArch64 `qemu-virt`.
+const fn qemu_virt_armv7(name: &'static str, cpu: &'static str, summary: &'static str) -> Board {
+    Board {
+        name,
+        arch: Arch::Armv7,
+        summary,
+        qemu_machine: "virt",
+        qemu_cpu: QemuCpu::Any { default: cpu },
+        qemu_ram: Some("1G"),
+        qemu_serial: 0,
+        qemu_extra: &[],
+        // +2 MiB: QEMU puts its device tree at the base of RAM.
+        image_origin: 0x4020_0000,
+        image_len: 0x2FE0_0000,
+        model_addr: 0x7000_0000,
+        model_window: 0x1000_0000,
+        // The model window, unused when the bench runs no model.
+        bench_ram: Some((0x7000_0000, 0x1000_0000)),
+        console: Uart::Pl011 {
+            base: 0x0900_0000,
+            clock_hz: 0,
+        },
+        baud: 115_200,
+        counter_hz: 0,
+        blocks: &[
+            Block {
+                va: 0,
+                pa: 0,
+                len: GIB,
+                mem: Mem::Device,
+                what: "flash, GIC, UART, RTC, virtio",
+            },
+            Block {
+                va: GIB,
+                pa: GIB,
+                len: GIB,
+                mem: Mem::Normal,
+                what: "RAM, first GiB (-m 1G)",
+            },
+        ],
+        boot: Boot::QemuLoader,
+        cores: 1,
+        smp: Smp::None,
+    }
+}
+
 pub const BOARDS: &[Board] = &[
     Board {
         name: "qemu-virt",
@@ -327,94 +373,16 @@ pub const BOARDS: &[Board] = &[
         cores: 4,
         smp: Smp::Psci { smc: true },
     },
-    Board {
-        name: "qemu-virt-a15",
-        arch: Arch::Armv7,
-        summary: "QEMU virt with one Cortex-A15 (32-bit, Neon, VFPv4)",
-        qemu_machine: "virt",
-        qemu_cpu: QemuCpu::Any {
-            default: "cortex-a15",
-        },
-        qemu_ram: Some("1G"),
-        qemu_serial: 0,
-        qemu_extra: &[],
-        // +2 MiB: QEMU puts its device tree at the base of RAM.
-        image_origin: 0x4020_0000,
-        image_len: 0x2FE0_0000,
-        model_addr: 0x7000_0000,
-        model_window: 0x1000_0000,
-        // The model window, unused when the bench runs no model.
-        bench_ram: Some((0x7000_0000, 0x1000_0000)),
-        console: Uart::Pl011 {
-            base: 0x0900_0000,
-            clock_hz: 0,
-        },
-        baud: 115_200,
-        counter_hz: 0,
-        blocks: &[
-            Block {
-                va: 0,
-                pa: 0,
-                len: GIB,
-                mem: Mem::Device,
-                what: "flash, GIC, UART, RTC, virtio",
-            },
-            Block {
-                va: GIB,
-                pa: GIB,
-                len: GIB,
-                mem: Mem::Normal,
-                what: "RAM, first GiB (-m 1G)",
-            },
-        ],
-        boot: Boot::QemuLoader,
-        cores: 1,
-        smp: Smp::None,
-    },
-    Board {
-        name: "qemu-virt-a7",
-        arch: Arch::Armv7,
-        summary: "QEMU virt with one Cortex-A7 (32-bit, Neon, VFPv4)",
-        qemu_machine: "virt",
-        qemu_cpu: QemuCpu::Any {
-            default: "cortex-a7",
-        },
-        qemu_ram: Some("1G"),
-        qemu_serial: 0,
-        qemu_extra: &[],
-        // +2 MiB: QEMU puts its device tree at the base of RAM.
-        image_origin: 0x4020_0000,
-        image_len: 0x2FE0_0000,
-        model_addr: 0x7000_0000,
-        model_window: 0x1000_0000,
-        // The model window, unused when the bench runs no model.
-        bench_ram: Some((0x7000_0000, 0x1000_0000)),
-        console: Uart::Pl011 {
-            base: 0x0900_0000,
-            clock_hz: 0,
-        },
-        baud: 115_200,
-        counter_hz: 0,
-        blocks: &[
-            Block {
-                va: 0,
-                pa: 0,
-                len: GIB,
-                mem: Mem::Device,
-                what: "flash, GIC, UART, RTC, virtio",
-            },
-            Block {
-                va: GIB,
-                pa: GIB,
-                len: GIB,
-                mem: Mem::Normal,
-                what: "RAM, first GiB (-m 1G)",
-            },
-        ],
-        boot: Boot::QemuLoader,
-        cores: 1,
-        smp: Smp::None,
-    },
+    qemu_virt_armv7(
+        "qemu-virt-a15",
+        "cortex-a15",
+        "QEMU virt with one Cortex-A15 (32-bit, Neon, VFPv4)",
+    ),
+    qemu_virt_armv7(
+        "qemu-virt-a7",
+        "cortex-a7",
+        "QEMU virt with one Cortex-A7 (32-bit, Neon, VFPv4)",
+    ),
     Board {
         name: "raspi2b",
         arch: Arch::Armv7,

@@ -23,7 +23,6 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::board;
-use crate::cpu::Features;
 
 const SYNC: u8 = 0xA5;
 const LOG: u8 = 0;
@@ -56,6 +55,18 @@ pub enum Status {
     /// An unexpected CPU exception.
     Exception = 3,
     Panic = 101,
+}
+
+/// What the core offers, as reported to the host (the architecture's `cpu::enable_simd`).
+#[derive(Clone, Copy)]
+pub struct Features {
+    /// Exception level (AArch64) or privilege level (ARMv7-A) the firmware runs at.
+    pub el: u32,
+    pub midr: u64,
+    /// SVE vector length after enabling (0: no SVE).
+    pub sve_vl_bits: u32,
+    /// SME streaming vector length after enabling (0: no SME).
+    pub sme_svl_bits: u32,
 }
 
 pub struct Report {

@@ -24,6 +24,11 @@ pub use crate::pagetable::{install_on_this_core, protect};
 
 pub const PAGE: usize = 4096;
 
+/// Why the fine tables could not be built (the firmware then stops: running unprotected
+/// would hide the faults the tables exist to catch).
+#[derive(Debug)]
+pub struct PoolExhausted;
+
 /// What the code may do with a region of RAM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rights {

@@ -159,6 +159,20 @@ impl CoreCounter {
         }
     }
 
+    /// Feeds every line of a trace file or FIFO, as QEMU writes it.
+    pub fn read_all(&mut self, f: std::fs::File) -> Result<()> {
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                return Ok(());
+            }
+            self.line(String::from_utf8_lossy(&buf).trim_end_matches('\n'))?;
+        }
+    }
+
     /// Feeds one line of the trace.
     pub fn line(&mut self, l: &str) -> Result<()> {
         if l.starts_with("IN:") {

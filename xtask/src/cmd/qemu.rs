@@ -217,18 +217,9 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     let reader = trace.then(|| {
         let fifo = fifo.clone();
         std::thread::spawn(move || -> Result<CoreCounter> {
-            use std::io::BufRead;
             let f = fs::File::open(&fifo).context("open the trace FIFO")?;
-            let mut r = std::io::BufReader::with_capacity(1 << 20, f);
             let mut counter = CoreCounter::new(marks);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                if r.read_until(b'\n', &mut buf)? == 0 {
-                    break;
-                }
-                counter.line(String::from_utf8_lossy(&buf).trim_end_matches('\n'))?;
-            }
+            counter.read_all(f)?;
             Ok(counter)
         })
     });

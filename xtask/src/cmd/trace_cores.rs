@@ -11,7 +11,6 @@
 //! `TRACE` may be a FIFO, read as QEMU writes it.
 
 use std::fs;
-use std::io::BufRead;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -22,16 +21,8 @@ pub fn trace_cores(program: &Path, trace: &Path, threads: usize, json: bool) -> 
     let elf = fs::read(program).with_context(|| format!("cannot read {}", program.display()))?;
     let marks = Marks::from_elf(&elf).with_context(|| format!("{}", program.display()))?;
     let f = fs::File::open(trace).with_context(|| format!("cannot open {}", trace.display()))?;
-    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
     let mut counter = CoreCounter::for_user_threads(marks);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        if r.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
-        counter.line(String::from_utf8_lossy(&buf).trim_end_matches('\n'))?;
-    }
+    counter.read_all(f)?;
     let c = counter.finish(threads.max(1))?;
     let sum: u64 = c.per_core.iter().sum();
     if json {

@@ -227,6 +227,20 @@ unsafe fn kernel_neon_vfpv4_4x12(
 pub(in crate::linalg::gemm) static NEON_VFPV4_4X12: MicroKernel =
     unsafe { MicroKernel::new("neon-vfpv4-4x12", MR, NR, kernel_neon_vfpv4_4x12) };
 
+/// `y[j] = alpha·v + beta·y[j] (+ bias[j])`, the `beta` term omitted when `beta == 0`: the
+/// GEMVs' last step for column `j` (`j` < the lengths their callers checked).
+#[inline(always)]
+fn finish_gemv(j: usize, v: f32, y: &mut [f32], alpha: f32, beta: f32, bias: Option<&[f32]>) {
+    let mut r = alpha * v;
+    if beta != 0.0 {
+        r += beta * y[j];
+    }
+    if let Some(s) = bias {
+        r += s[j];
+    }
+    y[j] = r;
+}
+
 /// Columns of one GEMV block (four q accumulators).
 const GEMV_COLS: usize = 16;
 
@@ -264,16 +278,7 @@ pub(in crate::linalg::gemm) fn sgemv_rows(
     {
         return false;
     }
-    let finish = |j: usize, v: f32, y: &mut [f32]| {
-        let mut r = alpha * v;
-        if beta != 0.0 {
-            r += beta * y[j];
-        }
-        if let Some(s) = bias {
-            r += s[j];
-        }
-        y[j] = r;
-    };
+    let finish = |j: usize, v: f32, y: &mut [f32]| finish_gemv(j, v, y, alpha, beta, bias);
     let step = (rs * 4) as isize - 32;
     let full = n - n % GEMV_COLS;
     for j0 in (0..full).step_by(GEMV_COLS) {
@@ -369,16 +374,7 @@ pub(in crate::linalg::gemm) fn sgemv_cols(
     {
         return false;
     }
-    let finish = |j: usize, v: f32, y: &mut [f32]| {
-        let mut r = alpha * v;
-        if beta != 0.0 {
-            r += beta * y[j];
-        }
-        if let Some(s) = bias {
-            r += s[j];
-        }
-        y[j] = r;
-    };
+    let finish = |j: usize, v: f32, y: &mut [f32]| finish_gemv(j, v, y, alpha, beta, bias);
     let k4 = k - k % 4;
     let tail = |j: usize, acc: f32| -> f32 {
         let col = &b[j * cs..j * cs + k];

@@ -2,6 +2,8 @@
 
 use core::arch::asm;
 
+pub use crate::console::Features;
+
 macro_rules! read_sysreg {
     ($reg:literal) => {{
         let v: u64;
@@ -28,17 +30,6 @@ pub fn cntfrq() -> u64 {
 pub fn micros() -> u64 {
     let f = cntfrq().max(1);
     (u128::from(cntvct()) * 1_000_000 / u128::from(f)) as u64
-}
-
-/// What the core offers, as reported to the host.
-#[derive(Clone, Copy)]
-pub struct Features {
-    pub el: u32,
-    pub midr: u64,
-    /// SVE vector length after enabling (0: no SVE).
-    pub sve_vl_bits: u32,
-    /// SME streaming vector length after enabling (0: no SME).
-    pub sme_svl_bits: u32,
 }
 
 /// Requested vector length: (LEN + 1) × 128 = 512 bits for SVE and SME, the widest the engine's

@@ -14,7 +14,7 @@ use aarch64_rt::{initial_pagetable, InitialPagetable};
 
 use crate::board::table::Mem;
 use crate::board::BOARD;
-use crate::mmu::{regions, rights_at, Rights, MAX_REGIONS, PAGE};
+use crate::mmu::{regions, rights_at, PoolExhausted, Rights, MAX_REGIONS, PAGE};
 
 const BLOCK: usize = 0b01;
 /// A table descriptor at levels 1 and 2, a page descriptor at level 3.
@@ -93,11 +93,6 @@ static POOL: Pool = Pool(UnsafeCell::new(
 
 /// Physical address of the level-1 table that [`protect`] built (0 until then).
 static FINE_TABLE: AtomicUsize = AtomicUsize::new(0);
-
-/// Why the fine tables could not be built (the firmware then stops: running unprotected
-/// would hide the faults the tables exist to catch).
-#[derive(Debug)]
-pub struct PoolExhausted;
 
 /// Builds the fine tables from [`regions`]; each core then installs them
 /// ([`install_on_this_core`], through `boot::enter_core`). Call once, on core 0, before the

@@ -6,6 +6,8 @@
 //! (`Board::counter_hz`).
 
 use core::arch::asm;
+
+pub use crate::console::Features;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Reads a CP15 register: `read_cp15!("op1, {}, CRn, CRm, op2")`.
@@ -102,16 +104,6 @@ pub fn cntfrq() -> u64 {
 pub fn micros() -> u64 {
     let f = cntfrq().max(1);
     (u128::from(cntvct()) * 1_000_000 / u128::from(f)) as u64
-}
-
-/// What the core offers, as reported to the host (the AArch64 layout: no SVE or SME here).
-#[derive(Clone, Copy)]
-pub struct Features {
-    /// Privilege level the firmware runs at (PL1).
-    pub el: u32,
-    pub midr: u64,
-    pub sve_vl_bits: u32,
-    pub sme_svl_bits: u32,
 }
 
 /// FP and Neon are on (cortex-a-rt's start-up code sets CPACR and FPEXC.EN); starts the counter

@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::board::table::Mem;
 use crate::board::BOARD;
-use crate::mmu::{regions, rights_at, Rights, MAX_REGIONS, PAGE};
+use crate::mmu::{regions, rights_at, PoolExhausted, Rights, MAX_REGIONS, PAGE};
 
 const MIB: usize = 1 << 20;
 const L1_ENTRIES: usize = 4096;
@@ -127,11 +127,6 @@ static POOL: Pool = Pool(UnsafeCell::new((
 
 /// Address of the first-level table that [`protect`] built (0 until then).
 static FINE_TABLE: AtomicUsize = AtomicUsize::new(0);
-
-/// Why the fine tables could not be built (the firmware then stops: running unprotected
-/// would hide the faults the tables exist to catch).
-#[derive(Debug)]
-pub struct PoolExhausted;
 
 /// Builds the fine tables from [`regions`]; [`install_on_this_core`] (through
 /// `boot::enter_core`) switches to them. Call once, on core 0.
