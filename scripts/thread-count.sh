@@ -46,7 +46,10 @@ if [[ ${#INPUTS[@]} -eq 0 ]]; then
 fi
 command -v "$QEMU" >/dev/null || die "$QEMU is missing (scripts/setup-qemu.sh)"
 if [[ -z "$PTRUN" ]]; then
-    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/gemm-count}
+    # Absolute: the build runs in benches/gemm-count, the program is read from here.
+    dir=${CARGO_TARGET_DIR:-$ROOT/target/gemm-count}
+    [[ $dir == /* ]] || dir=$PWD/$dir
+    export CARGO_TARGET_DIR=$dir
     (cd "$ROOT/benches/gemm-count" &&
         nice cargo build --quiet --release --target aarch64-unknown-linux-gnu --bin ptera-run) ||
         die "building ptera-run failed"
