@@ -146,6 +146,17 @@ fn clean_to_memory(addr: usize) {
     unsafe { core::arch::asm!("dc civac, {}", "dsb sy", in(reg) addr, options(nostack)) };
 }
 
+/// Logs that the board refused to start core `index`; the forward then runs on the cores
+/// before it.
+fn not_started(index: usize, e: &impl core::fmt::Debug) {
+    defmt::warn!(
+        "core {=usize} did not start ({}): running on {=usize} core(s)",
+        index,
+        defmt::Debug2Format(e),
+        index
+    );
+}
+
 /// Starts cores 1 .. [`CORES`] and waits until each has joined the team; returns the team and
 /// the cores online (fewer than asked when the board refuses one: logged). `None` on a
 /// one-core image.
@@ -216,12 +227,7 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
                 }
                 None => {
                     if let Err(e) = smccc::psci::cpu_on::<smccc::Smc>(index as u64, entry, 0) {
-                        defmt::warn!(
-                            "core {=usize} did not start ({}): running on {=usize} core(s)",
-                            index,
-                            defmt::Debug2Format(&e),
-                            index
-                        );
+                        not_started(index, &e);
                         break;
                     }
                 }
@@ -238,25 +244,16 @@ pub fn start() -> Option<(&'static SpinTeam, usize)> {
             TEAM.serve(index, scratch)
         };
         let mpidr = index as u64;
+        let Smp::Psci { smc: false } = BOARD.smp else {
+            break;
+        };
         // SAFETY: `stack` is this core's own static stack, mapped Normal in the initial page
         // table that the started core also uses, and touched by nobody else.
         let started = unsafe {
-            match BOARD.smp {
-                Smp::Psci { smc: false } => {
-                    aarch64_rt::start_core::<smccc::Hvc, _, SECONDARY_STACK_PAGES>(
-                        mpidr, stack, entry,
-                    )
-                }
-                Smp::Psci { smc: true } | Smp::SpinTable { .. } | Smp::None => break,
-            }
+            aarch64_rt::start_core::<smccc::Hvc, _, SECONDARY_STACK_PAGES>(mpidr, stack, entry)
         };
         if let Err(e) = started {
-            defmt::warn!(
-                "core {=usize} did not start ({}): running on {=usize} core(s)",
-                index,
-                defmt::Debug2Format(&e),
-                index
-            );
+            not_started(index, &e);
             break;
         }
         if !wait_joined(index) {
