@@ -7,7 +7,9 @@
 #     2 and 4 threads against one (bit-identical) on the SME and the SME2 CPU, with each
 #     thread's instructions of a 4-thread forward counted from a qemu-user trace,
 #   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256 (the fixture
-#     suites with the generic and Neon kernels, which read no vector length, at the first only),
+#     suites with the generic and Neon kernels, which read no vector length, at the first only;
+#     the fixtures lowered for every target at 128-bit lengths, elsewhere for the forced ISA's
+#     own target and Neon),
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
 # Usage: scripts/test-arm.sh [--fetch-qemu11]
 set -euo pipefail
@@ -28,9 +30,12 @@ echo "== build (tests for $T)"
 nice cargo test --quiet --target "$T" --lib --test fixtures --test multicore --no-run
 nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --test quantize --no-run
 
-# run QEMU CPU_OPTS ISA_LIST [multicore]
+# matrix QEMU CPU_OPTS ISA_LIST multicore|- [VL SVL]
+# With VL and SVL (bits) the lowered fixtures are lowered for the forced ISA's own target at
+# that length and for Neon (a tile the kernel does not have) instead of every target.
 matrix() {
-    local qemu=$1 cpu=$2 isas=$3 multicore=${4:-}
+    local qemu=$1 cpu=$2 isas=$3 multicore=${4:-} vl=${5:-} svl=${6:-}
+    [[ "$multicore" != - ]] || multicore=
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -L $SYSROOT -cpu $cpu"
     # Every kernel's unit tests where the whole matrix runs (the multicore configurations, one
     # per QEMU); elsewhere the ones that read the vector lengths: GEMM, convolution, detection
@@ -48,8 +53,12 @@ matrix() {
             linalg::gemm::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
-        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for every target"
-        PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures 2>&1 \
+        local targets=
+        if [[ -n "$vl" ]]; then
+            if [[ $isa == sve2 ]]; then targets="sve2:$vl,neon"; else targets="$isa:$svl,neon"; fi
+        fi
+        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for ${targets:-every target}"
+        PTERA_LOWER_TARGETS=$targets PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
     done
     if [[ -n "$multicore" ]]; then
@@ -80,13 +89,13 @@ matrix() {
 # The generic and Neon paths read no vector length: their fixture suites run at the first
 # configuration only; the scalable ones (SVE2, SME) at every length.
 matrix "$QEMU" "max,sve-default-vector-length=16,sme-default-vector-length=16" "generic neon sve2 sme" multicore  # VL 128, SVL 128
-matrix "$QEMU" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sve2 sme"   # VL 256, SVL 512
-matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "sve2 sme"   # VL 512, SVL 256
+matrix "$QEMU" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sve2 sme" - 256 512  # VL 256, SVL 512
+matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "sve2 sme" - 512 256  # VL 512, SVL 256
 
 if [[ -x "$QEMU11" ]] && "$QEMU11" --version | grep -qE "version (1[1-9]|10\.[1-9])"; then
     echo "== SME2 with $("$QEMU11" --version | head -1)"
-    matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" multicore  # SVL 512
-    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128
+    matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" multicore 256 512  # SVL 512
+    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128 (every target: cheap at 128 bits)
 else
     echo "== SME2 SKIPPED: needs qemu-aarch64 >= 10.1 at $QEMU11 (run scripts/fetch-qemu11.sh," \
         "or scripts/test-arm.sh --fetch-qemu11); $($QEMU --version | head -1) has SME1 only"

@@ -482,6 +482,32 @@ pub fn execute_plan(
                 }
                 continue;
             }
+            Op::ConvTranspose {
+                x,
+                w,
+                bias,
+                win,
+                groups,
+                ..
+            } => {
+                let b = if bias == INVALID_ID {
+                    None
+                } else {
+                    Some(rd(bias)?)
+                };
+                let p = run::conv_transpose_geometry(&dims(x), &od, &win, groups)
+                    .ok_or(bad("transposed convolution: input or output is not rank 4"))?;
+                crate::linalg::conv::transposed::conv_transpose2d_nhwc(
+                    &p,
+                    rd(x)?,
+                    rd(w)?,
+                    b,
+                    out,
+                    clamp,
+                    &mut *gemm_scratch,
+                )?;
+                continue;
+            }
             Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
             Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
         }
@@ -515,6 +541,14 @@ fn macs(op: &Op, dims: &dyn Fn(u32) -> Shape, od: &Shape) -> u64 {
                 taps.saturating_mul(last(x) / groups.max(1) as u64)
             };
             n.saturating_mul(per)
+        }
+        // Every input element meets every tap and output channel of its group.
+        Op::ConvTranspose { x, win, groups, .. } => {
+            let taps = (win.kh * win.kw) as u64;
+            let ocg = od.dims().last().copied().unwrap_or(1) / groups.max(1);
+            (dims(x).numel() as u64)
+                .saturating_mul(taps)
+                .saturating_mul(ocg as u64)
         }
         _ => 0,
     }

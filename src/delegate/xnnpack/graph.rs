@@ -70,6 +70,26 @@ pub struct Window {
 }
 
 impl Window {
+    /// Output height and width of a transposed convolution over an `h` × `w` input with
+    /// adjustments `adj_h`, `adj_w` (`None` where the size is not positive).
+    pub fn transposed_out_hw(
+        &self,
+        h: usize,
+        w: usize,
+        adj_h: usize,
+        adj_w: usize,
+    ) -> (Option<usize>, Option<usize>) {
+        use crate::linalg::conv::transposed::out_len;
+        let (ph, pw) = (
+            self.pad_top.checked_add(self.pad_bottom),
+            self.pad_left.checked_add(self.pad_right),
+        );
+        (
+            ph.and_then(|p| out_len(h, self.kh, self.stride_h, self.dil_h, p, adj_h)),
+            pw.and_then(|p| out_len(w, self.kw, self.stride_w, self.dil_w, p, adj_w)),
+        )
+    }
+
     /// Output height and width for an input of `h` × `w`, or None where the window does not fit.
     pub fn out_hw(&self, h: usize, w: usize) -> (Option<usize>, Option<usize>) {
         (
@@ -176,6 +196,18 @@ pub enum Op {
         win: Window,
         groups: usize,
         depthwise: bool,
+    },
+    /// Transposed convolution (XNNPACK deconvolution): filter `[OC, KH, KW, C/groups]`,
+    /// output size `(in − 1)·stride + dil·(k − 1) + 1 + adj − pad_begin − pad_end`.
+    ConvTranspose {
+        x: u32,
+        w: u32,
+        bias: u32,
+        out: u32,
+        win: Window,
+        groups: usize,
+        adj_h: usize,
+        adj_w: usize,
     },
     Pool {
         x: u32,
@@ -406,8 +438,9 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
                 value: n.padding_value(),
             }
         }
-        U::XNNConv2d | U::XNNDepthwiseConv2d => {
-            // SAFETY: XNNConv2d and XNNDepthwiseConv2d both use _XNNNodeConv.
+        U::XNNConv2d | U::XNNDepthwiseConv2d | U::XNNConvTranspose2d => {
+            // SAFETY: XNNConv2d, XNNDepthwiseConv2d and XNNConvTranspose2d all use
+            // _XNNNodeConv.
             let n = unsafe { body(node, xf::_XNNNodeConv::init_from_table) }?;
             let win = Window {
                 pad_top: n.padding_top() as usize,
@@ -423,6 +456,21 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
             };
             if n.flags() != 0 {
                 return Err(bad("convolution: unsupported flags"));
+            }
+            if t == U::XNNConvTranspose2d {
+                return Ok((
+                    Op::ConvTranspose {
+                        x: n.input1_id(),
+                        w: n.filter_id(),
+                        bias: n.bias_id(),
+                        out: n.output_id(),
+                        win,
+                        groups: n.groups() as usize,
+                        adj_h: n.adjustment_height() as usize,
+                        adj_w: n.adjustment_width() as usize,
+                    },
+                    clamp,
+                ));
             }
             Op::Conv {
                 x: n.input1_id(),
@@ -488,7 +536,9 @@ impl Op {
                 v[0] = x;
                 1
             }
-            Op::FullyConnected { x, w, bias, .. } | Op::Conv { x, w, bias, .. } => {
+            Op::FullyConnected { x, w, bias, .. }
+            | Op::Conv { x, w, bias, .. }
+            | Op::ConvTranspose { x, w, bias, .. } => {
                 v[0] = x;
                 v[1] = w;
                 v[2] = bias;
@@ -515,6 +565,7 @@ impl Op {
             | Op::Concat { out, .. }
             | Op::Pad { out, .. }
             | Op::Conv { out, .. }
+            | Op::ConvTranspose { out, .. }
             | Op::Pool { out, .. }
             | Op::GlobalAvgPool { out, .. } => out,
         }
@@ -678,6 +729,38 @@ pub fn check_shapes(op: &Op, dims: &dyn Fn(u32) -> Shape) -> Result<(), KernelEr
             }
             if bias != INVALID_ID && dims(bias).numel() != oc {
                 return mismatch("convolution: bias size differs from output channels");
+            }
+        }
+        Op::ConvTranspose {
+            x,
+            w,
+            bias,
+            win,
+            groups,
+            adj_h,
+            adj_w,
+            ..
+        } => {
+            let (xd, wd) = (dims(x), dims(w));
+            if xd.rank() != 4 || wd.rank() != 4 || out.rank() != 4 || groups == 0 {
+                return mismatch(
+                    "transposed convolution: NHWC input, 4-D filter and output expected",
+                );
+            }
+            let (c, oc) = (xd.dims()[3], out.dims()[3]);
+            let ok_filter = wd.dims() == [oc, win.kh, win.kw, c / groups]
+                && c % groups == 0
+                && oc % groups == 0;
+            let (oh, ow) = win.transposed_out_hw(xd.dims()[1], xd.dims()[2], adj_h, adj_w);
+            if !ok_filter
+                || out.dims()[0] != xd.dims()[0]
+                || oh != Some(out.dims()[1])
+                || ow != Some(out.dims()[2])
+            {
+                return mismatch("transposed convolution: input, filter and output dims disagree");
+            }
+            if bias != INVALID_ID && dims(bias).numel() != oc {
+                return mismatch("transposed convolution: bias size differs from output channels");
             }
         }
         Op::Pool { x, win, .. } => {

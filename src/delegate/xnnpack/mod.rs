@@ -451,6 +451,22 @@ fn analyze(
                 work_f32 = work_f32.max(run::conv_scratch_f32(&p, depthwise));
             }
         }
+        if let Op::ConvTranspose {
+            x,
+            out,
+            win,
+            groups,
+            ..
+        } = op
+        {
+            let (xd, od) = (dims_tab.get(x as usize), dims_tab.get(out as usize));
+            if let Some(p) = xd
+                .zip(od)
+                .and_then(|(xd, od)| run::conv_transpose_geometry(xd, od, &win, groups))
+            {
+                work_f32 = work_f32.max(crate::linalg::conv::transposed::scratch_f32(&p));
+            }
+        }
         let (ins, n) = op.inputs();
         let out = op.output();
         for (slot, &id) in ins[..n].iter().enumerate() {
@@ -487,8 +503,12 @@ fn analyze(
                 ));
             }
         }
-        let optional_ok =
-            |slot: usize| matches!(op, Op::FullyConnected { .. } | Op::Conv { .. }) && slot == 2;
+        let optional_ok = |slot: usize| {
+            matches!(
+                op,
+                Op::FullyConnected { .. } | Op::Conv { .. } | Op::ConvTranspose { .. }
+            ) && slot == 2
+        };
         for (slot, &id) in ins[..n].iter().enumerate() {
             if id == INVALID_ID && optional_ok(slot) {
                 continue;

@@ -3,6 +3,7 @@
 
 use super::graph::{last_dim, Binary, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
+use crate::linalg::conv::transposed::ConvTranspose2d;
 use crate::linalg::conv::{self, Conv2d};
 use crate::linalg::gemm::{self, MatRef};
 use crate::linalg::vecmath as vec;
@@ -556,6 +557,37 @@ pub fn conv_geometry(xd: &Shape, od: &Shape, win: &Window, groups: usize) -> Opt
         return None;
     };
     Some(Conv2d {
+        batch: n,
+        in_h: h,
+        in_w: w,
+        in_c: c,
+        out_h: oh,
+        out_w: ow,
+        out_c: oc,
+        kh: win.kh,
+        kw: win.kw,
+        stride_h: win.stride_h,
+        stride_w: win.stride_w,
+        dil_h: win.dil_h,
+        dil_w: win.dil_w,
+        pad_top: win.pad_top,
+        pad_left: win.pad_left,
+        groups,
+    })
+}
+
+/// The geometry of an NHWC transposed convolution node: input `xd` `[N, H, W, C]`, output
+/// `od` `[N, OH, OW, OC]` (`None` unless both have rank 4).
+pub fn conv_transpose_geometry(
+    xd: &Shape,
+    od: &Shape,
+    win: &Window,
+    groups: usize,
+) -> Option<ConvTranspose2d> {
+    let (&[n, h, w, c], &[_, oh, ow, oc]) = (xd.dims(), od.dims()) else {
+        return None;
+    };
+    Some(ConvTranspose2d {
         batch: n,
         in_h: h,
         in_w: w,

@@ -211,29 +211,37 @@ impl Graph {
                     )
                     .as_union_value()
                 }
-                xf::XNodeUnion::XNNConv2d | xf::XNodeUnion::XNNDepthwiseConv2d => {
+                xf::XNodeUnion::XNNConv2d
+                | xf::XNodeUnion::XNNDepthwiseConv2d
+                | xf::XNodeUnion::XNNConvTranspose2d => {
+                    // Transposed: two more fields before the ids, the adjustments.
+                    let (p, adj, ids) = if *t == xf::XNodeUnion::XNNConvTranspose2d {
+                        (&f[..13], [f[13], f[14]], &f[15..])
+                    } else {
+                        (&f[..13], [0, 0], &f[13..])
+                    };
                     xf::_XNNNodeConv::create(
                         &mut b,
                         &xf::_XNNNodeConvArgs {
-                            padding_top: f[0],
-                            padding_right: f[1],
-                            padding_bottom: f[2],
-                            padding_left: f[3],
-                            kernel_height: f[4],
-                            kernel_width: f[5],
-                            subsampling_height: f[6],
-                            subsampling_width: f[7],
-                            dilation_height: f[8],
-                            dilation_width: f[9],
-                            group_input_channels: f[10],
-                            group_output_channels: f[11],
-                            groups: f[12],
-                            adjustment_height: 0,
-                            adjustment_width: 0,
-                            input1_id: f[13],
-                            filter_id: f[14],
-                            bias_id: f[15],
-                            output_id: f[16],
+                            padding_top: p[0],
+                            padding_right: p[1],
+                            padding_bottom: p[2],
+                            padding_left: p[3],
+                            kernel_height: p[4],
+                            kernel_width: p[5],
+                            subsampling_height: p[6],
+                            subsampling_width: p[7],
+                            dilation_height: p[8],
+                            dilation_width: p[9],
+                            group_input_channels: p[10],
+                            group_output_channels: p[11],
+                            groups: p[12],
+                            adjustment_height: adj[0],
+                            adjustment_width: adj[1],
+                            input1_id: ids[0],
+                            filter_id: ids[1],
+                            bias_id: ids[2],
+                            output_id: ids[3],
                             flags: 0,
                         },
                     )
@@ -582,6 +590,69 @@ fn conv_and_pooling_nhwc() {
         }
     }
     close(&out[0].f32(), &want);
+}
+
+#[test]
+fn transposed_convolution_nhwc() {
+    // 1x3x4x4 input, 3x3 transposed conv, stride 2, pad 1, adjustment (1, 0), 2 groups of
+    // 2 → 2 channels: output 1x6x7x4; then a wrong output size is refused at load.
+    let (h, w, c, oc, groups) = (3usize, 4usize, 4usize, 4usize, 2usize);
+    let (oh, ow) = (6usize, 7usize);
+    let u = |v: usize| v as u32;
+    let build = |out_dims: &[u32]| {
+        let mut g = Graph::default();
+        let x = g.value(&[1, u(h), u(w), u(c)], Kind::Input);
+        let wv = g.value(
+            &[u(oc), 3, 3, u(c / groups)],
+            Kind::Constant(ramp(oc * 9 * 2, 31)),
+        );
+        let bias = g.value(&[u(oc)], Kind::Constant(ramp(oc, 32)));
+        let o = g.value(out_dims, Kind::Output);
+        g.node(
+            U::XNNConvTranspose2d,
+            &[1, 1, 1, 1, 3, 3, 2, 2, 1, 1, 2, 2, 2, 1, 0, x, wv, bias, o],
+        );
+        g
+    };
+    let xd = ramp(h * w * c, 33);
+    let (wdata, bdata) = (ramp(oc * 9 * 2, 31), ramp(oc, 32));
+    let out = build(&[1, u(oh), u(ow), u(oc)])
+        .run(core::slice::from_ref(&xd))
+        .unwrap();
+    let mut want = vec![0f32; oh * ow * oc];
+    for px in want.chunks_exact_mut(oc) {
+        px.copy_from_slice(&bdata);
+    }
+    for iy in 0..h {
+        for ix in 0..w {
+            for ic in 0..c {
+                let (gi, i) = (ic / 2, ic % 2);
+                for o in 0..2 {
+                    for ky in 0..3 {
+                        for kx in 0..3 {
+                            let (oy, ox) = ((iy * 2 + ky) as isize - 1, (ix * 2 + kx) as isize - 1);
+                            if (0..oh as isize).contains(&oy) && (0..ow as isize).contains(&ox) {
+                                let oc_ = gi * 2 + o;
+                                want[(oy as usize * ow + ox as usize) * oc + oc_] += xd
+                                    [(iy * w + ix) * c + ic]
+                                    * wdata[((oc_ * 3 + ky) * 3 + kx) * 2 + i];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    close(&out[0].f32(), &want);
+    match build(&[1, u(oh), u(ow + 1), u(oc)]).run(core::slice::from_ref(&xd)) {
+        Err(Error::DelegateInit { detail, .. }) => {
+            assert!(
+                detail.as_str().contains("transposed convolution"),
+                "{detail}"
+            )
+        }
+        other => panic!("expected a load error, got {:?}", other.map(|_| ())),
+    }
 }
 
 fn load_error(g: &Graph) -> std::string::String {

@@ -123,7 +123,8 @@ fn conv1d_and_errors() {
     t.call(&[ix, iw, ib, is, ip, id, tr, op, ig, o, o]);
     close(&run(&t)[0].f32(), &want, 1e-5, 1e-5);
 
-    // transposed → unsupported; bad groups → shape error; kernel larger than input
+    // transposed with a weight whose first dim is not C → shape error (weight); bad groups →
+    // shape error; kernel larger than input
     for case in 0..3 {
         let mut t = OpTest::new("aten::convolution.out");
         let ix = t.input_f32(&[1, 4, 3, 3], &[0.0; 36]);
@@ -139,9 +140,185 @@ fn conv1d_and_errors() {
         t.call(&[ix, iw, ib, is, ip, id, tr, op, ig, o, o]);
         let e = t.run_kernel_err();
         match case {
-            0 => assert!(matches!(e, KernelError::Unsupported { .. })),
-            1 => assert!(matches!(e, KernelError::Shape { arg: 1, .. })),
+            0 | 1 => assert!(matches!(e, KernelError::Shape { arg: 1, .. })),
             _ => assert!(matches!(e, KernelError::Shape { arg: 0, .. })),
+        }
+    }
+}
+
+/// Direct transposed convolution, NCHW, weight `[C, OC/groups, KH, KW]`: every input pixel
+/// and tap adds into output pixel `(iy·s + ky·d − p, ix·s + kx·d − p)`.
+#[allow(clippy::too_many_arguments)]
+fn ref_conv_transpose2d(
+    x: &[f32],
+    (n, c, h, w): (usize, usize, usize, usize),
+    wt: &[f32],
+    (cog, kh, kw): (usize, usize, usize),
+    bias: Option<&[f32]>,
+    s: (usize, usize),
+    p: (usize, usize),
+    d: (usize, usize),
+    a: (usize, usize),
+    groups: usize,
+) -> (Vec<f64>, usize, usize) {
+    let oh = (h - 1) * s.0 + d.0 * (kh - 1) + 1 + a.0 - 2 * p.0;
+    let ow = (w - 1) * s.1 + d.1 * (kw - 1) + 1 + a.1 - 2 * p.1;
+    let (cg, co) = (c / groups, cog * groups);
+    let mut y = vec![0.0f64; n * co * oh * ow];
+    for ni in 0..n {
+        for o in 0..co {
+            let v = bias.map_or(0.0, |b| b[o] as f64);
+            y[(ni * co + o) * oh * ow..(ni * co + o + 1) * oh * ow].fill(v);
+        }
+        for ci in 0..c {
+            let g = ci / cg;
+            for iy in 0..h {
+                for ix in 0..w {
+                    let xv = x[((ni * c + ci) * h + iy) * w + ix] as f64;
+                    for o in 0..cog {
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let oy = (iy * s.0 + ky * d.0) as isize - p.0 as isize;
+                                let ox = (ix * s.1 + kx * d.1) as isize - p.1 as isize;
+                                if oy < 0 || ox < 0 || oy >= oh as isize || ox >= ow as isize {
+                                    continue;
+                                }
+                                let wv = wt[((ci * cog + o) * kh + ky) * kw + kx] as f64;
+                                let oc = g * cog + o;
+                                y[((ni * co + oc) * oh + oy as usize) * ow + ox as usize] +=
+                                    xv * wv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (y, oh, ow)
+}
+
+#[test]
+fn conv_transpose_params() {
+    let mut rng = Rng(12);
+    // (n, c, h, w), (oc/groups, kh, kw), stride, pad, dilation, output padding, groups, bias;
+    // h = 0 marks a 1-D case ([n, c, w] with a [c, oc/groups, kw] weight).
+    let cases = [
+        (
+            (1, 16, 8, 8),
+            (8, 4, 4),
+            (2, 2),
+            (1, 1),
+            (1, 1),
+            (0, 0),
+            1,
+            true,
+        ),
+        (
+            (2, 6, 5, 7),
+            (3, 3, 3),
+            (2, 2),
+            (1, 1),
+            (1, 1),
+            (1, 1),
+            2,
+            false,
+        ),
+        (
+            (1, 4, 6, 5),
+            (5, 3, 2),
+            (1, 3),
+            (2, 0),
+            (2, 1),
+            (1, 2),
+            1,
+            true,
+        ),
+        (
+            (1, 3, 1, 9),
+            (2, 1, 3),
+            (1, 2),
+            (0, 1),
+            (1, 1),
+            (0, 1),
+            3,
+            true,
+        ),
+        (
+            (2, 8, 0, 11),
+            (4, 1, 3),
+            (1, 2),
+            (0, 0),
+            (1, 1),
+            (0, 1),
+            1,
+            true,
+        ),
+    ];
+    for (xs, ws, s, p, d, a, g, with_bias) in cases {
+        let one_d = xs.2 == 0;
+        let xs4 = (xs.0, xs.1, xs.2.max(1), xs.3);
+        let x = rng.vec(xs4.0 * xs4.1 * xs4.2 * xs4.3);
+        let wt = rng.vec(xs.1 * ws.0 * ws.1 * ws.2);
+        let b = rng.vec(ws.0 * g);
+        let bias = with_bias.then_some(&b[..]);
+        let (want, oh, ow) = ref_conv_transpose2d(&x, xs4, &wt, ws, bias, s, p, d, a, g);
+        let mut t = OpTest::new("aten::convolution.out");
+        let (ix, iw, dims) = if one_d {
+            (
+                t.input_f32(&[xs.0, xs.1, xs.3], &x),
+                t.constant_f32(&[xs.1, ws.0, ws.2], &wt),
+                vec![xs.0, ws.0 * g, ow],
+            )
+        } else {
+            (
+                t.input_f32(&[xs.0, xs.1, xs.2, xs.3], &x),
+                t.constant_f32(&[xs.1, ws.0, ws.1, ws.2], &wt),
+                vec![xs.0, ws.0 * g, oh, ow],
+            )
+        };
+        let ib = if with_bias {
+            t.constant_f32(&[ws.0 * g], &b)
+        } else {
+            t.none()
+        };
+        let list = |t: &mut OpTest, v: (usize, usize)| {
+            if one_d {
+                t.int_list(&[v.1 as i64])
+            } else {
+                t.int_list(&[v.0 as i64, v.1 as i64])
+            }
+        };
+        let (is, ip, id) = (list(&mut t, s), list(&mut t, p), list(&mut t, d));
+        let tr = t.boolean(true);
+        let op = list(&mut t, a);
+        let ig = t.int(g as i64);
+        let o = t.output(DType::F32, &dims);
+        t.call(&[ix, iw, ib, is, ip, id, tr, op, ig, o, o]);
+        close(&run(&t)[0].f32(), &want, 1e-4, 1e-4);
+    }
+}
+
+#[test]
+fn conv_transpose_errors() {
+    // output_padding not below stride or dilation → value error on output_padding; padding
+    // that crops the whole output → shape error; groups that do not divide C → shape error.
+    for case in 0..3 {
+        let mut t = OpTest::new("aten::convolution.out");
+        let ix = t.input_f32(&[1, 4, 3, 3], &[0.0; 36]);
+        let iw = t.constant_f32(&[4, 2, 2, 2], &[0.0; 32]);
+        let ib = t.none();
+        let is = t.int_list(&[2, 2]);
+        let ip = t.int_list(if case == 1 { &[5, 5] } else { &[0, 0] });
+        let id = t.int_list(&[1, 1]);
+        let tr = t.boolean(true);
+        let op = t.int_list(if case == 0 { &[2, 0] } else { &[0, 0] });
+        let ig = t.int(if case == 2 { 3 } else { 1 });
+        let o = t.output_dynamic(DType::F32, &[1, 2, 6, 6]);
+        t.call(&[ix, iw, ib, is, ip, id, tr, op, ig, o, o]);
+        let e = t.run_kernel_err();
+        match case {
+            0 => assert!(matches!(e, KernelError::Value { arg: 7, .. }), "{e:?}"),
+            _ => assert!(matches!(e, KernelError::Shape { .. }), "{e:?}"),
         }
     }
 }

@@ -4,6 +4,8 @@
 //!   (XNNPACK's `Conv2d` node);
 //! - [`nchw`]: activations `[N, C, H, W]`, filters `[OC, C/groups, KH, KW]` (ATen's
 //!   `convolution`, the portable kernel);
+//! - [`transposed`]: transposed convolutions in both layouts (ATen's `convolution` with
+//!   `transposed = true`, XNNPACK's `ConvTranspose2d` node), per-tap products and a scatter-add;
 //! - [`depthwise`]: `groups = C` with a channel multiplier, in both layouts (XNNPACK's
 //!   `DepthwiseConv2d` with filters `[1, KH, KW, OC]`, ATen's with `[OC, 1, KH, KW]`), as
 //!   vector loops over channels (NHWC) or output columns (NCHW), not as a GEMM.
@@ -23,9 +25,12 @@
 pub mod depthwise;
 pub mod nchw;
 pub mod nhwc;
+pub mod transposed;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod transposed_tests;
 
 use crate::error::KernelError;
 
