@@ -1,11 +1,14 @@
 //! Neon (Advanced SIMD) 8 × 12 and 8 × 8 micro-kernels written with `core::arch::aarch64`
 //! intrinsics, and the Neon panel packer.
 //!
-//! Register tile: 24 accumulators (8 rows × 3 quad-vectors), 2 vectors of A and 3 of B per
-//! depth step loaded with single multi-register post-increment `ld1` instructions (a two-line
-//! `asm!`: the load intrinsics do not lower to them; B's increment is the register `ldb`, so
-//! a row-major B is read in place at no extra cost), 24 `fmla v.4s, v.4s, v.s[lane]`
-//! intrinsics per step, 4 steps per loop iteration: 96 FMA in 106 instructions (0.906).
+//! Register tile of the 8 × 12 kernel: 24 accumulators (8 rows × 3 quad-vectors, v8–v31), its
+//! depth loop one `asm!`: A from its packed panel two depth steps at a time (one 4-vector
+//! post-increment `ld1` into v0–v3), B one row per step (one 3-vector `ld1` into v4–v6 whose
+//! increment is the register `ldb`, so a row-major B is read in place at no extra cost), 24
+//! `fmla v.4s, v.4s, v.s[lane]` per step, 8 steps per iteration: 192 FMA in 206 instructions
+//! (0.932). (With the FMAs as intrinsics LLVM cannot keep 31 live vectors in place and adds
+//! moves and spills.) The 8 × 8 and 4 × 16 kernels keep intrinsic FMAs (16 accumulators): one
+//! A and one B `ld1` per step, 4 steps per iteration.
 
 use core::arch::aarch64::*;
 
@@ -113,6 +116,312 @@ macro_rules! neon_step {
     }};
 }
 
+/// The depth loop of a kernel with intrinsic FMAs: [`neon_step`] 4 steps per iteration, then
+/// one at a time.
+macro_rules! neon_depth_steps {
+    ($mr:tt, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, $bload:literal,
+     $($bv:ident = $breg:tt),+) => {{
+        let mut n = $k;
+        while n >= 4 {
+            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
+            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
+            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
+            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
+            n -= 4;
+        }
+        while n > 0 {
+            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
+            n -= 1;
+        }
+    }};
+}
+
+/// The 8 × 12 depth loop as one `asm!` (see the module doc): `k / 8` iterations of 8 steps,
+/// then `k % 8` single steps; the 24 accumulators live in v8–v31 throughout. Must run inside
+/// the kernel's `unsafe` block (see its SAFETY comment): it reads `8·k` floats of A at `ap` and
+/// `k` rows of 12 floats of B at `bp`, `ldb` bytes apart.
+macro_rules! neon_depth_8x12_asm {
+    ($mr:tt, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, $bload:literal,
+     $($bv:ident = $breg:tt),+) => {{
+        // SAFETY: reads at most 8·k floats of the A panel and k B rows (the kernel's
+        // contract); writes only the named vector registers and the pointer/count operands.
+        core::arch::asm!(
+            "cbz {n8}, 3f",
+            "2:",
+            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v0.s[0]",
+            "fmla v9.4s, v5.4s, v0.s[0]",
+            "fmla v10.4s, v6.4s, v0.s[0]",
+            "fmla v11.4s, v4.4s, v0.s[1]",
+            "fmla v12.4s, v5.4s, v0.s[1]",
+            "fmla v13.4s, v6.4s, v0.s[1]",
+            "fmla v14.4s, v4.4s, v0.s[2]",
+            "fmla v15.4s, v5.4s, v0.s[2]",
+            "fmla v16.4s, v6.4s, v0.s[2]",
+            "fmla v17.4s, v4.4s, v0.s[3]",
+            "fmla v18.4s, v5.4s, v0.s[3]",
+            "fmla v19.4s, v6.4s, v0.s[3]",
+            "fmla v20.4s, v4.4s, v1.s[0]",
+            "fmla v21.4s, v5.4s, v1.s[0]",
+            "fmla v22.4s, v6.4s, v1.s[0]",
+            "fmla v23.4s, v4.4s, v1.s[1]",
+            "fmla v24.4s, v5.4s, v1.s[1]",
+            "fmla v25.4s, v6.4s, v1.s[1]",
+            "fmla v26.4s, v4.4s, v1.s[2]",
+            "fmla v27.4s, v5.4s, v1.s[2]",
+            "fmla v28.4s, v6.4s, v1.s[2]",
+            "fmla v29.4s, v4.4s, v1.s[3]",
+            "fmla v30.4s, v5.4s, v1.s[3]",
+            "fmla v31.4s, v6.4s, v1.s[3]",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v2.s[0]",
+            "fmla v9.4s, v5.4s, v2.s[0]",
+            "fmla v10.4s, v6.4s, v2.s[0]",
+            "fmla v11.4s, v4.4s, v2.s[1]",
+            "fmla v12.4s, v5.4s, v2.s[1]",
+            "fmla v13.4s, v6.4s, v2.s[1]",
+            "fmla v14.4s, v4.4s, v2.s[2]",
+            "fmla v15.4s, v5.4s, v2.s[2]",
+            "fmla v16.4s, v6.4s, v2.s[2]",
+            "fmla v17.4s, v4.4s, v2.s[3]",
+            "fmla v18.4s, v5.4s, v2.s[3]",
+            "fmla v19.4s, v6.4s, v2.s[3]",
+            "fmla v20.4s, v4.4s, v3.s[0]",
+            "fmla v21.4s, v5.4s, v3.s[0]",
+            "fmla v22.4s, v6.4s, v3.s[0]",
+            "fmla v23.4s, v4.4s, v3.s[1]",
+            "fmla v24.4s, v5.4s, v3.s[1]",
+            "fmla v25.4s, v6.4s, v3.s[1]",
+            "fmla v26.4s, v4.4s, v3.s[2]",
+            "fmla v27.4s, v5.4s, v3.s[2]",
+            "fmla v28.4s, v6.4s, v3.s[2]",
+            "fmla v29.4s, v4.4s, v3.s[3]",
+            "fmla v30.4s, v5.4s, v3.s[3]",
+            "fmla v31.4s, v6.4s, v3.s[3]",
+            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v0.s[0]",
+            "fmla v9.4s, v5.4s, v0.s[0]",
+            "fmla v10.4s, v6.4s, v0.s[0]",
+            "fmla v11.4s, v4.4s, v0.s[1]",
+            "fmla v12.4s, v5.4s, v0.s[1]",
+            "fmla v13.4s, v6.4s, v0.s[1]",
+            "fmla v14.4s, v4.4s, v0.s[2]",
+            "fmla v15.4s, v5.4s, v0.s[2]",
+            "fmla v16.4s, v6.4s, v0.s[2]",
+            "fmla v17.4s, v4.4s, v0.s[3]",
+            "fmla v18.4s, v5.4s, v0.s[3]",
+            "fmla v19.4s, v6.4s, v0.s[3]",
+            "fmla v20.4s, v4.4s, v1.s[0]",
+            "fmla v21.4s, v5.4s, v1.s[0]",
+            "fmla v22.4s, v6.4s, v1.s[0]",
+            "fmla v23.4s, v4.4s, v1.s[1]",
+            "fmla v24.4s, v5.4s, v1.s[1]",
+            "fmla v25.4s, v6.4s, v1.s[1]",
+            "fmla v26.4s, v4.4s, v1.s[2]",
+            "fmla v27.4s, v5.4s, v1.s[2]",
+            "fmla v28.4s, v6.4s, v1.s[2]",
+            "fmla v29.4s, v4.4s, v1.s[3]",
+            "fmla v30.4s, v5.4s, v1.s[3]",
+            "fmla v31.4s, v6.4s, v1.s[3]",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v2.s[0]",
+            "fmla v9.4s, v5.4s, v2.s[0]",
+            "fmla v10.4s, v6.4s, v2.s[0]",
+            "fmla v11.4s, v4.4s, v2.s[1]",
+            "fmla v12.4s, v5.4s, v2.s[1]",
+            "fmla v13.4s, v6.4s, v2.s[1]",
+            "fmla v14.4s, v4.4s, v2.s[2]",
+            "fmla v15.4s, v5.4s, v2.s[2]",
+            "fmla v16.4s, v6.4s, v2.s[2]",
+            "fmla v17.4s, v4.4s, v2.s[3]",
+            "fmla v18.4s, v5.4s, v2.s[3]",
+            "fmla v19.4s, v6.4s, v2.s[3]",
+            "fmla v20.4s, v4.4s, v3.s[0]",
+            "fmla v21.4s, v5.4s, v3.s[0]",
+            "fmla v22.4s, v6.4s, v3.s[0]",
+            "fmla v23.4s, v4.4s, v3.s[1]",
+            "fmla v24.4s, v5.4s, v3.s[1]",
+            "fmla v25.4s, v6.4s, v3.s[1]",
+            "fmla v26.4s, v4.4s, v3.s[2]",
+            "fmla v27.4s, v5.4s, v3.s[2]",
+            "fmla v28.4s, v6.4s, v3.s[2]",
+            "fmla v29.4s, v4.4s, v3.s[3]",
+            "fmla v30.4s, v5.4s, v3.s[3]",
+            "fmla v31.4s, v6.4s, v3.s[3]",
+            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v0.s[0]",
+            "fmla v9.4s, v5.4s, v0.s[0]",
+            "fmla v10.4s, v6.4s, v0.s[0]",
+            "fmla v11.4s, v4.4s, v0.s[1]",
+            "fmla v12.4s, v5.4s, v0.s[1]",
+            "fmla v13.4s, v6.4s, v0.s[1]",
+            "fmla v14.4s, v4.4s, v0.s[2]",
+            "fmla v15.4s, v5.4s, v0.s[2]",
+            "fmla v16.4s, v6.4s, v0.s[2]",
+            "fmla v17.4s, v4.4s, v0.s[3]",
+            "fmla v18.4s, v5.4s, v0.s[3]",
+            "fmla v19.4s, v6.4s, v0.s[3]",
+            "fmla v20.4s, v4.4s, v1.s[0]",
+            "fmla v21.4s, v5.4s, v1.s[0]",
+            "fmla v22.4s, v6.4s, v1.s[0]",
+            "fmla v23.4s, v4.4s, v1.s[1]",
+            "fmla v24.4s, v5.4s, v1.s[1]",
+            "fmla v25.4s, v6.4s, v1.s[1]",
+            "fmla v26.4s, v4.4s, v1.s[2]",
+            "fmla v27.4s, v5.4s, v1.s[2]",
+            "fmla v28.4s, v6.4s, v1.s[2]",
+            "fmla v29.4s, v4.4s, v1.s[3]",
+            "fmla v30.4s, v5.4s, v1.s[3]",
+            "fmla v31.4s, v6.4s, v1.s[3]",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v2.s[0]",
+            "fmla v9.4s, v5.4s, v2.s[0]",
+            "fmla v10.4s, v6.4s, v2.s[0]",
+            "fmla v11.4s, v4.4s, v2.s[1]",
+            "fmla v12.4s, v5.4s, v2.s[1]",
+            "fmla v13.4s, v6.4s, v2.s[1]",
+            "fmla v14.4s, v4.4s, v2.s[2]",
+            "fmla v15.4s, v5.4s, v2.s[2]",
+            "fmla v16.4s, v6.4s, v2.s[2]",
+            "fmla v17.4s, v4.4s, v2.s[3]",
+            "fmla v18.4s, v5.4s, v2.s[3]",
+            "fmla v19.4s, v6.4s, v2.s[3]",
+            "fmla v20.4s, v4.4s, v3.s[0]",
+            "fmla v21.4s, v5.4s, v3.s[0]",
+            "fmla v22.4s, v6.4s, v3.s[0]",
+            "fmla v23.4s, v4.4s, v3.s[1]",
+            "fmla v24.4s, v5.4s, v3.s[1]",
+            "fmla v25.4s, v6.4s, v3.s[1]",
+            "fmla v26.4s, v4.4s, v3.s[2]",
+            "fmla v27.4s, v5.4s, v3.s[2]",
+            "fmla v28.4s, v6.4s, v3.s[2]",
+            "fmla v29.4s, v4.4s, v3.s[3]",
+            "fmla v30.4s, v5.4s, v3.s[3]",
+            "fmla v31.4s, v6.4s, v3.s[3]",
+            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v0.s[0]",
+            "fmla v9.4s, v5.4s, v0.s[0]",
+            "fmla v10.4s, v6.4s, v0.s[0]",
+            "fmla v11.4s, v4.4s, v0.s[1]",
+            "fmla v12.4s, v5.4s, v0.s[1]",
+            "fmla v13.4s, v6.4s, v0.s[1]",
+            "fmla v14.4s, v4.4s, v0.s[2]",
+            "fmla v15.4s, v5.4s, v0.s[2]",
+            "fmla v16.4s, v6.4s, v0.s[2]",
+            "fmla v17.4s, v4.4s, v0.s[3]",
+            "fmla v18.4s, v5.4s, v0.s[3]",
+            "fmla v19.4s, v6.4s, v0.s[3]",
+            "fmla v20.4s, v4.4s, v1.s[0]",
+            "fmla v21.4s, v5.4s, v1.s[0]",
+            "fmla v22.4s, v6.4s, v1.s[0]",
+            "fmla v23.4s, v4.4s, v1.s[1]",
+            "fmla v24.4s, v5.4s, v1.s[1]",
+            "fmla v25.4s, v6.4s, v1.s[1]",
+            "fmla v26.4s, v4.4s, v1.s[2]",
+            "fmla v27.4s, v5.4s, v1.s[2]",
+            "fmla v28.4s, v6.4s, v1.s[2]",
+            "fmla v29.4s, v4.4s, v1.s[3]",
+            "fmla v30.4s, v5.4s, v1.s[3]",
+            "fmla v31.4s, v6.4s, v1.s[3]",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v2.s[0]",
+            "fmla v9.4s, v5.4s, v2.s[0]",
+            "fmla v10.4s, v6.4s, v2.s[0]",
+            "fmla v11.4s, v4.4s, v2.s[1]",
+            "fmla v12.4s, v5.4s, v2.s[1]",
+            "fmla v13.4s, v6.4s, v2.s[1]",
+            "fmla v14.4s, v4.4s, v2.s[2]",
+            "fmla v15.4s, v5.4s, v2.s[2]",
+            "fmla v16.4s, v6.4s, v2.s[2]",
+            "fmla v17.4s, v4.4s, v2.s[3]",
+            "fmla v18.4s, v5.4s, v2.s[3]",
+            "fmla v19.4s, v6.4s, v2.s[3]",
+            "fmla v20.4s, v4.4s, v3.s[0]",
+            "fmla v21.4s, v5.4s, v3.s[0]",
+            "fmla v22.4s, v6.4s, v3.s[0]",
+            "fmla v23.4s, v4.4s, v3.s[1]",
+            "fmla v24.4s, v5.4s, v3.s[1]",
+            "fmla v25.4s, v6.4s, v3.s[1]",
+            "fmla v26.4s, v4.4s, v3.s[2]",
+            "fmla v27.4s, v5.4s, v3.s[2]",
+            "fmla v28.4s, v6.4s, v3.s[2]",
+            "fmla v29.4s, v4.4s, v3.s[3]",
+            "fmla v30.4s, v5.4s, v3.s[3]",
+            "fmla v31.4s, v6.4s, v3.s[3]",
+            "subs {n8}, {n8}, #1",
+            "b.ne 2b",
+            "3:",
+            "cbz {n1}, 5f",
+            "4:",
+            "ld1 {{v0.4s, v1.4s}}, [{ap}], #32",
+            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
+            "fmla v8.4s, v4.4s, v0.s[0]",
+            "fmla v9.4s, v5.4s, v0.s[0]",
+            "fmla v10.4s, v6.4s, v0.s[0]",
+            "fmla v11.4s, v4.4s, v0.s[1]",
+            "fmla v12.4s, v5.4s, v0.s[1]",
+            "fmla v13.4s, v6.4s, v0.s[1]",
+            "fmla v14.4s, v4.4s, v0.s[2]",
+            "fmla v15.4s, v5.4s, v0.s[2]",
+            "fmla v16.4s, v6.4s, v0.s[2]",
+            "fmla v17.4s, v4.4s, v0.s[3]",
+            "fmla v18.4s, v5.4s, v0.s[3]",
+            "fmla v19.4s, v6.4s, v0.s[3]",
+            "fmla v20.4s, v4.4s, v1.s[0]",
+            "fmla v21.4s, v5.4s, v1.s[0]",
+            "fmla v22.4s, v6.4s, v1.s[0]",
+            "fmla v23.4s, v4.4s, v1.s[1]",
+            "fmla v24.4s, v5.4s, v1.s[1]",
+            "fmla v25.4s, v6.4s, v1.s[1]",
+            "fmla v26.4s, v4.4s, v1.s[2]",
+            "fmla v27.4s, v5.4s, v1.s[2]",
+            "fmla v28.4s, v6.4s, v1.s[2]",
+            "fmla v29.4s, v4.4s, v1.s[3]",
+            "fmla v30.4s, v5.4s, v1.s[3]",
+            "fmla v31.4s, v6.4s, v1.s[3]",
+            "subs {n1}, {n1}, #1",
+            "b.ne 4b",
+            "5:",
+            ap = inout(reg) $ap => _,
+            bp = inout(reg) $bp => _,
+            ldb = in(reg) $ldb,
+            n8 = inout(reg) $k / 8 => _,
+            n1 = inout(reg) $k % 8 => _,
+            inout("v8") $acc[0][0],
+            inout("v9") $acc[0][1],
+            inout("v10") $acc[0][2],
+            inout("v11") $acc[1][0],
+            inout("v12") $acc[1][1],
+            inout("v13") $acc[1][2],
+            inout("v14") $acc[2][0],
+            inout("v15") $acc[2][1],
+            inout("v16") $acc[2][2],
+            inout("v17") $acc[3][0],
+            inout("v18") $acc[3][1],
+            inout("v19") $acc[3][2],
+            inout("v20") $acc[4][0],
+            inout("v21") $acc[4][1],
+            inout("v22") $acc[4][2],
+            inout("v23") $acc[5][0],
+            inout("v24") $acc[5][1],
+            inout("v25") $acc[5][2],
+            inout("v26") $acc[6][0],
+            inout("v27") $acc[6][1],
+            inout("v28") $acc[6][2],
+            inout("v29") $acc[7][0],
+            inout("v30") $acc[7][1],
+            inout("v31") $acc[7][2],
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _,
+            options(nostack, readonly),
+        );
+    }};
+}
+
 /// Accumulator row `$i += B row × A lane $l of $v`.
 macro_rules! neon_row {
     ($acc:ident, $bvs:ident, $i:literal, $v:ident, $l:literal) => {
@@ -138,9 +447,9 @@ macro_rules! neon_store {
 }
 
 /// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step, given as
-/// the `ld1` of B and the registers it fills).
+/// the `ld1` of B and the registers it fills; `$depth` the macro of its depth loop).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $mr:tt, $nv:literal, $bload:literal,
+    ($(#[$doc:meta])* $name:ident, $depth:ident, $mr:tt, $nv:literal, $bload:literal,
      $($bv:ident = $breg:tt),+) => {
         $(#[$doc])*
         ///
@@ -194,21 +503,13 @@ macro_rules! neon_kernel {
                     };
                     [init; $mr]
                 };
+                // Advanced by the intrinsic depth loops, only read by the asm one.
+                #[allow(unused_mut)]
                 let mut ap = a;
+                #[allow(unused_mut)]
                 let mut bp = b;
                 let ldb_bytes = ldb * 4;
-                let mut n = k;
-                while n >= 4 {
-                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    n -= 4;
-                }
-                while n > 0 {
-                    neon_step!($mr, acc, ap, bp, ldb_bytes, $bload, $($bv = $breg),+);
-                    n -= 1;
-                }
+                $depth!($mr, acc, ap, bp, ldb_bytes, k, $bload, $($bv = $breg),+);
                 // Unrolled by hand so that the accumulators stay in registers (a loop over
                 // the array made LLVM keep it on the stack).
                 let clamp = clamps(lo, hi);
@@ -227,9 +528,10 @@ macro_rules! neon_kernel {
 }
 
 neon_kernel!(
-    /// Neon 8 × 12 micro-kernel: 24 accumulators, per depth step one `ld1` of A (2 vectors),
-    /// one of B (3 vectors) and 24 `fmla v.4s, v.4s, v.s[lane]`.
+    /// Neon 8 × 12 micro-kernel: 24 accumulators, per two depth steps one `ld1` of A (4
+    /// vectors), per step one of B (3 vectors) and 24 `fmla v.4s, v.4s, v.s[lane]`.
     kernel_8x12,
+    neon_depth_8x12_asm,
     8,
     3,
     "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], {ldb}",
@@ -242,6 +544,7 @@ neon_kernel!(
     /// Neon 8 × 8 micro-kernel (for N that 12 does not divide but 8 does: the column tail
     /// then costs nothing): 16 accumulators, 18 instructions per depth step.
     kernel_8x8,
+    neon_depth_steps,
     8,
     2,
     "ld1 {{v2.4s, v3.4s}}, [{bp}], {ldb}",
@@ -254,6 +557,7 @@ neon_kernel!(
     /// 16 accumulators, per depth step one `ld1` of A (1 vector), one of B (4 vectors) and 16
     /// FMLA, as dense as 8 × 8.
     kernel_4x16,
+    neon_depth_steps,
     4,
     4,
     "ld1 {{v2.4s, v3.4s, v4.4s, v5.4s}}, [{bp}], {ldb}",
