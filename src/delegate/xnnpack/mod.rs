@@ -464,7 +464,7 @@ fn analyze(
                 .zip(od)
                 .and_then(|(xd, od)| run::conv_transpose_geometry(xd, od, &win, groups))
             {
-                work_f32 = work_f32.max(crate::linalg::conv::transposed::scratch_f32(&p));
+                work_f32 = work_f32.max(crate::linalg::conv::transposed::scratch_f32_nhwc(&p));
             }
         }
         let (ins, n) = op.inputs();

@@ -172,7 +172,7 @@ fn convolution_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         };
         let mut out = ctx.output(9, &oshape)?;
         let od = out.as_mut_slice::<f32>()?;
-        let scratch = ctx.scratch_f32(transposed::scratch_f32(&geometry))?;
+        let scratch = ctx.scratch_f32(transposed::scratch_f32_nchw(&geometry))?;
         return transposed::conv_transpose2d_nchw(&geometry, xd, wd, bd, od, None, scratch);
     }
     let bad_out = shape_err(0, "convolution: input too small for the kernel");

@@ -189,6 +189,46 @@ fn group_sum_f64(src: &Src<'_>, p: &Plan, base: usize) -> f64 {
     s
 }
 
+/// Inner elements per block of [`sum_rows_f32`]'s f64 accumulators.
+const ROW_BLOCK: usize = 64;
+
+/// f32 sum or mean (`scale` = 1 or 1/count) over one reduced dim that lies directly outside a
+/// contiguous kept block (e.g. `mean(dim=2)` of NCHW: reduce H, keep W): for each outer group
+/// the reduced rows are added element-wise, in f64, a block of [`ROW_BLOCK`] inner elements
+/// at a time (a vector loop over the row instead of a strided walk per output element).
+/// Returns false, writing nothing, for any other plan.
+fn sum_rows_f32(x: &[f32], p: &Plan, scale: f64, od: &mut [f32]) -> bool {
+    let (&[(rows, rs)], Some(&(inner, 1))) = (&p.red[..], p.kept.last()) else {
+        return false;
+    };
+    let outer = &p.kept[..p.kept.len() - 1];
+    let last = rows
+        .checked_sub(1)
+        .and_then(|r| r.checked_mul(rs))
+        .and_then(|v| v.checked_add(inner));
+    if rs < inner || last.is_none() {
+        return false;
+    }
+    let mut o = 0;
+    walk(outer, 0, |base| {
+        for i0 in (0..inner).step_by(ROW_BLOCK) {
+            let n = ROW_BLOCK.min(inner - i0);
+            let mut acc = [0.0f64; ROW_BLOCK];
+            for r in 0..rows {
+                let row = &x[base + r * rs + i0..base + r * rs + i0 + n];
+                for (a, v) in acc.iter_mut().zip(row) {
+                    *a += *v as f64;
+                }
+            }
+            for (d, a) in od[o + i0..o + i0 + n].iter_mut().zip(&acc) {
+                *d = (*a * scale) as f32;
+            }
+        }
+        o += inner;
+    });
+    true
+}
+
 /// `int[]?` dims where both None and `[]` mean "all dims" (sum, mean, var, amax, amin).
 fn dims_all_if_empty(
     ctx: &Ctx<'_, '_, '_>,
@@ -234,6 +274,12 @@ fn sum_mean(
     let p = plan(x.shape(), dims.as_deref(), keepdim, 1)?;
     let mut out = ctx.output(out_arg, &p.out)?;
     let src = Src::new(&x)?;
+    if let (Src::F32(xd), DType::F32) = (&src, odt) {
+        let scale = if is_mean { 1.0 / p.count as f64 } else { 1.0 };
+        if sum_rows_f32(xd, &p, scale, out.as_mut_slice::<f32>()?) {
+            return Ok(());
+        }
+    }
     if odt.is_float() {
         let n = p.count as f64;
         return write_f64_groups(&mut out, &p, |base| {

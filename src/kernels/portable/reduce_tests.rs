@@ -43,8 +43,13 @@ fn ref_groups(
 #[test]
 fn sum_mean_dims() {
     let mut rng = Rng(14);
-    let dims = [3usize, 4, 5];
-    let x = rng.vec(60);
+    sum_mean_case(&mut rng, [3, 4, 5]);
+    // Reduced rows wider than one block of the row-wise f32 path (70 = 64 + 6).
+    sum_mean_case(&mut rng, [2, 3, 70]);
+}
+
+fn sum_mean_case(rng: &mut Rng, dims: [usize; 3]) {
+    let x = rng.vec(dims.iter().product());
     let xd: Vec<f64> = x.iter().map(|&v| v as f64).collect();
     let cases: &[(Option<&[i64]>, &[usize], bool)] = &[
         (Some(&[1]), &[1], false),

@@ -8,12 +8,21 @@
 //! ```
 //!
 //! For each tap `t = (ky, kx)` every input pixel sends one vector of `OCg` values to one
-//! output pixel, so per image, group and chunk of input pixels the tap's contributions are one
-//! product `x_chunk (pixels × Cg) · w_t (Cg × OCg)` (or its transpose in NCHW), computed into
-//! scratch by the GEMM micro-kernels and then added into the output pixels the tap reaches
-//! (contiguous channel vectors in NHWC, strided output rows in NCHW). The output is first set
-//! to the bias; pixels no tap reaches keep it. The clamp (XNNPACK's `output_min/max`) is
-//! applied once at the end.
+//! output pixel, so per image, group and chunk of input pixels the contributions of all taps
+//! are one product, computed into scratch by the GEMM micro-kernels and then added into the
+//! output pixels each tap reaches ("col2im"):
+//!
+//! - NHWC: `x_chunk (pixels × Cg) · F (Cg × KH·KW·OCg)`, `F` the group's filter re-laid once
+//!   per call so that each tap's `OCg` columns are contiguous; a pixel's row then holds one
+//!   channel vector per tap, added into the output pixel's channels;
+//! - NCHW: `W (KH·KW·OCg × Cg) · x_chunk (Cg × pixels)` with the filter viewed in place (row
+//!   `o·KH·KW + t`) and the input read in place; each row is added into output rows of plane
+//!   `o`, every `stride_w`-th column.
+//!
+//! When `KH·KW·OCg` is too wide for a chunk of at least [`MIN_CHUNK`] pixels (or the re-laid
+//! filter too big), each tap is its own product over blocks of output channels. The output is
+//! first set to the bias; pixels no tap reaches keep it. The clamp (XNNPACK's
+//! `output_min/max`) is applied once at the end.
 //!
 //! Filter layouts: NCHW (ATen) `[C, OC/groups, KH, KW]`, `w(g, i, o, t) =
 //! w[((g·Cg + i)·OCg + o)·KH·KW + t]`; NHWC (XNNPACK) `[OC, KH, KW, C/groups]`, `w(g, i, o, t) =
@@ -27,8 +36,12 @@ use super::{clamp, shape_err};
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
 
-/// Floats of per-tap product (input pixels × output channels of a group) per chunk.
+/// Floats of product (input pixels × taps and output channels of a group) per chunk.
 pub const TAP_F32: usize = 32 * 1024;
+/// Fewest input pixels per chunk of the all-taps product.
+pub const MIN_CHUNK: usize = 8;
+/// Largest NHWC filter (floats per group) re-laid for the all-taps product.
+pub const RELAYOUT_F32: usize = 64 * 1024;
 
 /// The geometry of one transposed 2-D convolution (the same for both layouts).
 ///
@@ -151,6 +164,7 @@ impl ConvTranspose2d {
         bias: Option<&[f32]>,
         out: &[f32],
         scratch: usize,
+        nhwc: bool,
     ) -> Result<usize, KernelError> {
         let (nin, nw, nout) = self.check()?;
         if x.len() < nin
@@ -162,7 +176,11 @@ impl ConvTranspose2d {
                 "transposed conv: a slice is shorter than the geometry",
             ));
         }
-        let needed = scratch_f32(self);
+        let needed = if nhwc {
+            scratch_f32_nhwc(self)
+        } else {
+            scratch_f32_nchw(self)
+        };
         if scratch < needed {
             return Err(KernelError::Scratch {
                 needed: needed.saturating_mul(4),
@@ -172,16 +190,30 @@ impl ConvTranspose2d {
         Ok(nout)
     }
 
+    /// Width of the all-taps product, `KH·KW·OCg` (rows in NCHW, columns in NHWC), when it is
+    /// used: a chunk of [`MIN_CHUNK`] pixels fits [`TAP_F32`] and (NHWC) the re-laid filter
+    /// [`RELAYOUT_F32`].
+    fn all_taps(&self, nhwc: bool) -> Option<usize> {
+        let n = self.taps().checked_mul(self.ocg())?;
+        let fits = n.checked_mul(MIN_CHUNK)? <= TAP_F32
+            && (!nhwc || n.checked_mul(self.icg())? <= RELAYOUT_F32);
+        (fits && n > 0).then_some(n)
+    }
+
+    /// Input pixels per chunk of a product `width` wide (fits [`TAP_F32`] floats).
+    fn chunk_for(&self, width: usize) -> usize {
+        let pix = self.in_h.saturating_mul(self.in_w).max(1);
+        (TAP_F32 / width.max(1)).clamp(1, pix)
+    }
+
     /// Output channels per block (all of a group's unless there are more than [`TAP_F32`]).
     fn oblock(&self) -> usize {
         self.ocg().clamp(1, TAP_F32)
     }
 
-    /// Input pixels per chunk (the per-tap product of a chunk and a channel block fits
-    /// [`TAP_F32`] floats).
+    /// Input pixels per chunk of a per-tap product (one channel block).
     fn chunk(&self) -> usize {
-        let pix = self.in_h.saturating_mul(self.in_w).max(1);
-        (TAP_F32 / self.oblock()).clamp(1, pix)
+        self.chunk_for(self.oblock())
     }
 
     /// Output row reached by input row `iy` at kernel row `ky` (`None`: cropped).
@@ -204,15 +236,30 @@ impl ConvTranspose2d {
     }
 }
 
-/// Scratch floats the transposed convolutions need for `p`, on any CPU (0 for a geometry
-/// [`ConvTranspose2d::check`] refuses).
-pub fn scratch_f32(p: &ConvTranspose2d) -> usize {
+/// Scratch floats [`conv_transpose2d_nchw`] needs for `p`, on any CPU (0 for a geometry
+/// [`ConvTranspose2d::check`] refuses); at most `TAP_F32 + GEMM_SCRATCH_F32`.
+pub fn scratch_f32_nchw(p: &ConvTranspose2d) -> usize {
     if p.check().is_err() {
         return 0;
     }
-    p.chunk()
-        .saturating_mul(p.oblock())
-        .saturating_add(GEMM_SCRATCH_F32)
+    let product = match p.all_taps(false) {
+        Some(n) => p.chunk_for(n) * n,
+        None => p.chunk() * p.oblock(),
+    };
+    product.saturating_add(GEMM_SCRATCH_F32)
+}
+
+/// Scratch floats [`conv_transpose2d_nhwc`] needs for `p`, on any CPU (0 for a geometry
+/// [`ConvTranspose2d::check`] refuses); at most `TAP_F32 + RELAYOUT_F32 + GEMM_SCRATCH_F32`.
+pub fn scratch_f32_nhwc(p: &ConvTranspose2d) -> usize {
+    if p.check().is_err() {
+        return 0;
+    }
+    let product = match p.all_taps(true) {
+        Some(n) => p.chunk_for(n) * n + p.icg() * n,
+        None => p.chunk() * p.oblock(),
+    };
+    product.saturating_add(GEMM_SCRATCH_F32)
 }
 
 /// Walks the input pixels `q0 .. q0 + m` of one image (row-major `in_h × in_w`) that tap
@@ -246,7 +293,7 @@ fn runs(
 
 /// NCHW: `out = clamp(conv_transpose(x, w) + bias)` for `x` `[N, C, H, W]`, filter `w`
 /// `[C, OC/groups, KH, KW]`, `out` `[N, OC, OH, OW]`, `bias` `[OC]`. `scratch` must hold
-/// [`scratch_f32`] floats.
+/// [`scratch_f32_nchw`] floats.
 pub fn conv_transpose2d_nchw(
     p: &ConvTranspose2d,
     x: &[f32],
@@ -256,14 +303,19 @@ pub fn conv_transpose2d_nchw(
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let nout = p.check_call(x, w, bias, out, scratch.len())?;
+    let nout = p.check_call(x, w, bias, out, scratch.len(), false)?;
     if nout == 0 {
         return Ok(());
     }
     let (cg, ocg, taps) = (p.icg(), p.ocg(), p.taps());
     let (ipix, opix) = (p.in_h * p.in_w, p.out_h * p.out_w);
-    let (chunk, ob) = (p.chunk(), p.oblock());
-    let (tap, gemm_scratch) = scratch.split_at_mut(chunk * ob);
+    // Rows of one product: all taps of all the group's channels, or one tap of a block.
+    let (all, ob) = match p.all_taps(false) {
+        Some(n) => (true, n),
+        None => (false, p.oblock()),
+    };
+    let chunk = p.chunk_for(ob);
+    let (prod, gemm_scratch) = scratch.split_at_mut(chunk * ob);
     let out = &mut out[..nout];
     for (b, out_b) in out.chunks_exact_mut(p.out_c * opix).enumerate() {
         for (o, plane) in out_b.chunks_exact_mut(opix).enumerate() {
@@ -280,22 +332,25 @@ pub fn conv_transpose2d_nchw(
                 let m = chunk.min(ipix - q0);
                 // B: the chunk's pixels of the group's channels, [Cg, m], row stride H·W.
                 let bm = MatRef::new(&xg[q0..], cg, m, ipix, 1)?;
+                if all {
+                    // A: [OCg·KH·KW, Cg], row o·KH·KW + t is w(g, ·, o, t).
+                    let a = MatRef::new(wg, ob, cg, 1, ob)?;
+                    let c = &mut prod[..ob * m];
+                    gemm::sgemm(a, bm, c, m, 1.0, 0.0, None, gemm_scratch)?;
+                    for t in 0..taps {
+                        scatter_nchw(p, q0, m, t, c, taps * m, t * m, out_g);
+                    }
+                    continue;
+                }
                 for o0 in (0..ocg).step_by(ob) {
                     let n = ob.min(ocg - o0);
                     let planes = &mut out_g[o0 * opix..(o0 + n) * opix];
                     for t in 0..taps {
-                        let (ky, kx) = (t / p.kw, t % p.kw);
                         // A: the tap's filter, [n, Cg], A(o, i) = w(g, i, o0 + o, t).
                         let a = MatRef::new(&wg[o0 * taps + t..], n, cg, taps, ocg * taps)?;
-                        let c = &mut tap[..n * m];
+                        let c = &mut prod[..n * m];
                         gemm::sgemm(a, bm, c, m, 1.0, 0.0, None, gemm_scratch)?;
-                        runs(p, q0, m, ky, kx, |q, oy, ox, len| {
-                            for (o, plane) in planes.chunks_exact_mut(opix).enumerate() {
-                                let src = &c[o * m + q..o * m + q + len];
-                                let row = &mut plane[oy * p.out_w..(oy + 1) * p.out_w];
-                                add_strided(&mut row[ox..], p.stride_w, src);
-                            }
-                        });
+                        scatter_nchw(p, q0, m, t, c, m, 0, planes);
                     }
                 }
             }
@@ -305,9 +360,36 @@ pub fn conv_transpose2d_nchw(
     Ok(())
 }
 
+/// Adds tap `t`'s rows of a product into the output planes it reaches: plane `o` (of
+/// `planes`, whole `OH·OW` planes) gets row `o·pitch + off` of `prod` (input pixels
+/// `q0 .. q0 + m`, one float each).
+#[allow(clippy::too_many_arguments)]
+fn scatter_nchw(
+    p: &ConvTranspose2d,
+    q0: usize,
+    m: usize,
+    t: usize,
+    prod: &[f32],
+    pitch: usize,
+    off: usize,
+    planes: &mut [f32],
+) {
+    let opix = p.out_h * p.out_w;
+    runs(p, q0, m, t / p.kw, t % p.kw, |q, oy, ox, len| {
+        for (o, plane) in planes.chunks_exact_mut(opix).enumerate() {
+            let row = &prod[o * pitch + off + q..o * pitch + off + q + len];
+            add_strided(
+                &mut plane[oy * p.out_w + ox..(oy + 1) * p.out_w],
+                p.stride_w,
+                row,
+            );
+        }
+    });
+}
+
 /// NHWC: `out = clamp(conv_transpose(x, w) + bias)` for `x` `[N, H, W, C]`, filter `w`
 /// `[OC, KH, KW, C/groups]`, `out` `[N, OH, OW, OC]`, `bias` `[OC]`. `scratch` must hold
-/// [`scratch_f32`] floats.
+/// [`scratch_f32_nhwc`] floats.
 pub fn conv_transpose2d_nhwc(
     p: &ConvTranspose2d,
     x: &[f32],
@@ -317,55 +399,196 @@ pub fn conv_transpose2d_nhwc(
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let nout = p.check_call(x, w, bias, out, scratch.len())?;
+    let nout = p.check_call(x, w, bias, out, scratch.len(), true)?;
     if nout == 0 {
         return Ok(());
     }
     let (cg, ocg, taps) = (p.icg(), p.ocg(), p.taps());
     let (ipix, opix, oc) = (p.in_h * p.in_w, p.out_h * p.out_w, p.out_c);
-    let (chunk, ob) = (p.chunk(), p.oblock());
-    let (tap, gemm_scratch) = scratch.split_at_mut(chunk * ob);
+    let (all, ob) = match p.all_taps(true) {
+        Some(n) => (true, n),
+        None => (false, p.oblock()),
+    };
+    let chunk = p.chunk_for(ob);
+    let (prod, rest) = scratch.split_at_mut(chunk * ob);
+    let (filter, gemm_scratch) = rest.split_at_mut(if all { cg * ob } else { 0 });
     let out = &mut out[..nout];
-    for (b, out_b) in out.chunks_exact_mut(opix * oc).enumerate() {
-        for px in out_b.chunks_exact_mut(oc) {
-            match bias {
-                Some(bv) => px.copy_from_slice(&bv[..oc]),
-                None => px.fill(0.0),
-            }
-        }
-        if ipix == 0 {
-            continue;
-        }
-        for g in 0..p.groups {
-            let wg = &w[g * ocg * taps * cg..];
-            for q0 in (0..ipix).step_by(chunk) {
-                let m = chunk.min(ipix - q0);
-                // A: the chunk's pixels, [m, Cg], row stride C.
-                let a = MatRef::new(&x[(b * ipix + q0) * p.in_c + g * cg..], m, cg, p.in_c, 1)?;
-                for o0 in (0..ocg).step_by(ob) {
-                    let n = ob.min(ocg - o0);
-                    for t in 0..taps {
-                        let (ky, kx) = (t / p.kw, t % p.kw);
-                        // B: the tap's filter, [Cg, n], B(i, o) = w(g, i, o0 + o, t).
-                        let bm = MatRef::new(&wg[(o0 * taps + t) * cg..], cg, n, 1, taps * cg)?;
-                        let c = &mut tap[..m * n];
-                        gemm::sgemm(a, bm, c, n, 1.0, 0.0, None, gemm_scratch)?;
-                        runs(p, q0, m, ky, kx, |q, oy, ox, len| {
-                            for j in 0..len {
-                                let d0 = (oy * p.out_w + ox + j * p.stride_w) * oc + g * ocg + o0;
-                                let src = &c[(q + j) * n..(q + j + 1) * n];
-                                for (d, s) in out_b[d0..d0 + n].iter_mut().zip(src) {
-                                    *d += *s;
-                                }
-                            }
-                        });
+    match bias {
+        // Element by element: `copy_from_slice` of a few channels is a libc call per pixel.
+        Some(bv) => out.chunks_exact_mut(oc).for_each(|px| {
+            px.iter_mut().zip(bv).for_each(|(d, b)| *d = *b);
+        }),
+        None => out.fill(0.0),
+    }
+    if ipix == 0 {
+        clamp(out, range);
+        return Ok(());
+    }
+    for g in 0..p.groups {
+        let wg = &w[g * ocg * taps * cg..];
+        if all {
+            // F (Cg × KH·KW·OCg): F[i, t·OCg + o] = w(g, i, o, t).
+            for (i, frow) in filter.chunks_exact_mut(ob).enumerate() {
+                for (t, ft) in frow.chunks_exact_mut(ocg).enumerate() {
+                    for (o, f) in ft.iter_mut().enumerate() {
+                        *f = wg[(o * taps + t) * cg + i];
                     }
                 }
             }
         }
-        clamp(out_b, range);
+        for (b, out_b) in out.chunks_exact_mut(opix * oc).enumerate() {
+            for q0 in (0..ipix).step_by(chunk) {
+                let m = chunk.min(ipix - q0);
+                // A: the chunk's pixels, [m, Cg], row stride C.
+                let a = MatRef::new(&x[(b * ipix + q0) * p.in_c + g * cg..], m, cg, p.in_c, 1)?;
+                if all {
+                    let c = &mut prod[..m * ob];
+                    gemm::sgemm(
+                        a,
+                        MatRef::row_major(filter, cg, ob)?,
+                        c,
+                        ob,
+                        1.0,
+                        0.0,
+                        None,
+                        gemm_scratch,
+                    )?;
+                    for t in 0..taps {
+                        scatter_nhwc(p, q0, m, t, c, ob, t * ocg, ocg, out_b, g * ocg);
+                    }
+                    continue;
+                }
+                for o0 in (0..ocg).step_by(ob) {
+                    let n = ob.min(ocg - o0);
+                    for t in 0..taps {
+                        // B: the tap's filter, [Cg, n], B(i, o) = w(g, i, o0 + o, t).
+                        let bm = MatRef::new(&wg[(o0 * taps + t) * cg..], cg, n, 1, taps * cg)?;
+                        let c = &mut prod[..m * n];
+                        gemm::sgemm(a, bm, c, n, 1.0, 0.0, None, gemm_scratch)?;
+                        scatter_nhwc(p, q0, m, t, c, n, 0, n, out_b, g * ocg + o0);
+                    }
+                }
+            }
+        }
     }
+    clamp(out, range);
     Ok(())
+}
+
+/// Adds tap `t`'s part of a product (`prod` row `q` = input pixel `q0 + q`, `width` floats,
+/// the tap's `n` channels from column `col`) into the output pixels it reaches, channels
+/// `oc0 .. oc0 + n`.
+#[allow(clippy::too_many_arguments)]
+fn scatter_nhwc(
+    p: &ConvTranspose2d,
+    q0: usize,
+    m: usize,
+    t: usize,
+    prod: &[f32],
+    width: usize,
+    col: usize,
+    n: usize,
+    out_b: &mut [f32],
+    oc0: usize,
+) {
+    let oc = p.out_c;
+    let step = p.stride_w * oc;
+    runs(p, q0, m, t / p.kw, t % p.kw, |q, oy, ox, len| {
+        let d = (oy * p.out_w + ox) * oc + oc0;
+        let s = q * width + col;
+        // The run's last pixel: every earlier one lies below it in both slices.
+        let (dl, sl) = (d + (len - 1) * step, s + (len - 1) * width);
+        if len == 0 || dl + n > out_b.len() || sl + n > prod.len() {
+            return;
+        }
+        // SAFETY: pixel j < len reads prod[s + j·width ..][..n] and updates
+        // out_b[d + j·step ..][..n], both inside their slices (checked for the last j above);
+        // the two slices are distinct borrows, so they do not overlap.
+        unsafe {
+            let (dp, sp) = (out_b.as_mut_ptr().add(d), prod.as_ptr().add(s));
+            match n {
+                4 => add_pixels::<1>(dp, sp, len, step, width),
+                8 => add_pixels::<2>(dp, sp, len, step, width),
+                12 => add_pixels::<3>(dp, sp, len, step, width),
+                16 => add_pixels::<4>(dp, sp, len, step, width),
+                _ => {
+                    for j in 0..len {
+                        add_into(dp.add(j * step), sp.add(j * width), n);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// `len` pixels of `4·V` channels: `dst[j·step ..][..4V] += src[j·width ..][..4V]` (the
+/// channel count known at compile time, so each pixel is `V` vector adds).
+///
+/// # Safety
+/// As [`add_into`] for every pixel `j < len`.
+#[inline(always)]
+unsafe fn add_pixels<const V: usize>(
+    dst: *mut f32,
+    src: *const f32,
+    len: usize,
+    step: usize,
+    width: usize,
+) {
+    let (mut d, mut s) = (dst, src);
+    for _ in 0..len {
+        for v in 0..V {
+            // SAFETY: the caller's pixel holds 4·V floats at both pointers.
+            unsafe {
+                let a = d.add(4 * v).cast::<[f32; 4]>().read_unaligned();
+                let b = s.add(4 * v).cast::<[f32; 4]>().read_unaligned();
+                let c = [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]];
+                d.add(4 * v).cast::<[f32; 4]>().write_unaligned(c);
+            }
+        }
+        // SAFETY: wrapping steps past the last pixel are never dereferenced.
+        (d, s) = (d.wrapping_add(step), s.wrapping_add(width));
+    }
+}
+
+/// `dst[k] += src[k]` for `k < n`, four floats at a time (which LLVM makes one vector add);
+/// a remainder of 1–3 is the last four floats, summed from the original values before the
+/// overlapping vectors are stored (so each element gets its sum once).
+///
+/// # Safety
+/// `dst` valid for `n` reads and writes, `src` for `n` reads, not overlapping.
+#[inline(always)]
+unsafe fn add_into(dst: *mut f32, src: *const f32, n: usize) {
+    #[inline(always)]
+    unsafe fn sum4(d: *const f32, s: *const f32) -> [f32; 4] {
+        // SAFETY: the caller's four floats at both pointers.
+        let (a, b) = unsafe {
+            (
+                d.cast::<[f32; 4]>().read_unaligned(),
+                s.cast::<[f32; 4]>().read_unaligned(),
+            )
+        };
+        [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]]
+    }
+    if n < 4 {
+        for k in 0..n {
+            // SAFETY: k < n.
+            unsafe { *dst.add(k) += *src.add(k) };
+        }
+        return;
+    }
+    // SAFETY: (whole block) every access is a group of four floats inside the first n.
+    unsafe {
+        let tail = sum4(dst.add(n - 4), src.add(n - 4));
+        let mut k = 0;
+        while k + 4 <= n {
+            let v = sum4(dst.add(k), src.add(k));
+            dst.add(k).cast::<[f32; 4]>().write_unaligned(v);
+            k += 4;
+        }
+        if k < n {
+            dst.add(n - 4).cast::<[f32; 4]>().write_unaligned(tail);
+        }
+    }
 }
 
 /// `dst[j·stride] += src[j]` for every `j < src.len()` (the caller's run stays in `dst`).
@@ -374,9 +597,37 @@ fn add_strided(dst: &mut [f32], stride: usize, src: &[f32]) {
         for (d, s) in dst.iter_mut().zip(src) {
             *d += *s;
         }
+    } else if stride == 2 {
+        add_even(dst, src);
     } else {
         for (d, s) in dst.iter_mut().step_by(stride).zip(src) {
             *d += *s;
         }
+    }
+}
+
+/// `dst[2j] += src[j]` for `j < src.len()` (the odd elements are kept): Neon de-interleaving
+/// loads and stores four pairs at a time on AArch64.
+fn add_even(dst: &mut [f32], src: &[f32]) {
+    let n = src.len().min(dst.len().div_ceil(2));
+    let mut j = 0;
+    #[cfg(target_arch = "aarch64")]
+    {
+        use core::arch::aarch64::{vaddq_f32, vld1q_f32, vld2q_f32, vst2q_f32};
+        // Whole groups of four pairs inside dst.
+        while j + 4 <= n && 2 * j + 8 <= dst.len() {
+            // SAFETY: reads src[j..j + 4] and dst[2j..2j + 8], writes dst[2j..2j + 8], all
+            // inside the slices (checked just above); Neon is in the AArch64 baseline.
+            unsafe {
+                let mut pair = vld2q_f32(dst.as_ptr().add(2 * j));
+                pair.0 = vaddq_f32(pair.0, vld1q_f32(src.as_ptr().add(j)));
+                vst2q_f32(dst.as_mut_ptr().add(2 * j), pair);
+            }
+            j += 4;
+        }
+    }
+    while j < n {
+        dst[2 * j] += src[j];
+        j += 1;
     }
 }

@@ -4,7 +4,8 @@
 //! bias and clamp, chunks of input pixels (an image larger than one chunk).
 
 use super::transposed::{
-    conv_transpose2d_nchw, conv_transpose2d_nhwc, out_len, scratch_f32, ConvTranspose2d, TAP_F32,
+    conv_transpose2d_nchw, conv_transpose2d_nhwc, out_len, scratch_f32_nchw, scratch_f32_nhwc,
+    ConvTranspose2d, TAP_F32,
 };
 use crate::testing::Rng;
 use std::vec;
@@ -141,7 +142,7 @@ fn run_case(rng: &mut Rng, p: &ConvTranspose2d) {
         want.iter_mut().for_each(|v| *v = v.max(lo).min(hi));
     }
     let what = std::format!("{p:?} bias {with_bias} clamp {range:?}");
-    let mut scratch = vec![0.0; scratch_f32(p)];
+    let mut scratch = vec![0.0; scratch_f32_nchw(p).max(scratch_f32_nhwc(p))];
     let mut out = vec![f32::NAN; nout];
     conv_transpose2d_nchw(p, &x, &w, b, &mut out, range, &mut scratch).unwrap();
     close(&out, &want, k, &std::format!("nchw {what}"));
@@ -269,6 +270,26 @@ fn transposed_specialised_shapes() {
             ..base
         },
     );
+    // All taps in one product in NCHW, but a filter too big to re-lay in NHWC (per-tap
+    // products there).
+    run_case(
+        &mut rng,
+        &ConvTranspose2d {
+            in_h: 2,
+            in_w: 3,
+            in_c: 300,
+            out_h: 3,
+            out_w: 5,
+            out_c: 25,
+            kh: 3,
+            kw: 3,
+            stride_h: 1,
+            stride_w: 2,
+            pad_top: 1,
+            pad_left: 1,
+            ..base
+        },
+    );
     // More output channels than one block holds.
     run_case(
         &mut rng,
@@ -328,7 +349,7 @@ fn transposed_bad_geometry_is_an_error() {
     };
     let (nin, nw, nout) = p.check().unwrap();
     let (x, w) = (vec![1.0; nin], vec![1.0; nw]);
-    let mut scratch = vec![0.0; scratch_f32(&p)];
+    let mut scratch = vec![0.0; scratch_f32_nchw(&p).max(scratch_f32_nhwc(&p))];
     let mut out = vec![0.0; nout];
     assert!(conv_transpose2d_nchw(&p, &x, &w, None, &mut out, None, &mut scratch).is_ok());
     // Short slices, short scratch, groups that do not divide the channels, zero stride,
@@ -340,8 +361,10 @@ fn transposed_bad_geometry_is_an_error() {
     assert!(
         conv_transpose2d_nchw(&p, &x, &w, Some(&[0.0; 3]), &mut out, None, &mut scratch).is_err()
     );
-    let n = scratch.len() - 1;
+    let n = scratch_f32_nchw(&p) - 1;
     assert!(conv_transpose2d_nchw(&p, &x, &w, None, &mut out, None, &mut scratch[..n]).is_err());
+    let n = scratch_f32_nhwc(&p) - 1;
+    assert!(conv_transpose2d_nhwc(&p, &x, &w, None, &mut out, None, &mut scratch[..n]).is_err());
     for bad in [
         ConvTranspose2d { groups: 4, ..p },
         ConvTranspose2d { stride_w: 0, ..p },
@@ -356,7 +379,7 @@ fn transposed_bad_geometry_is_an_error() {
         },
     ] {
         assert!(bad.check().is_err(), "{bad:?}");
-        assert_eq!(scratch_f32(&bad), 0);
+        assert_eq!(scratch_f32_nchw(&bad) + scratch_f32_nhwc(&bad), 0);
         assert!(conv_transpose2d_nhwc(&bad, &x, &w, None, &mut out, None, &mut scratch).is_err());
     }
 }
