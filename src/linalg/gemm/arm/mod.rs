@@ -4,6 +4,10 @@
 
 #[cfg(target_arch = "aarch64")]
 pub mod gemv;
+// The generated depth loops of `neon`'s micro-kernels (macros, so declared first).
+#[cfg(target_arch = "aarch64")]
+#[macro_use]
+mod neon_loops;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]

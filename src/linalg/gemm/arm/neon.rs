@@ -1,5 +1,5 @@
-//! Neon (Advanced SIMD) 8 × 12 and 8 × 8 micro-kernels written with `core::arch::aarch64`
-//! intrinsics, and the Neon panel packer.
+//! Neon (Advanced SIMD) 8 × 12, 8 × 8 and 4 × 16 micro-kernels (depth loops in `asm!`,
+//! epilogues with `core::arch::aarch64` intrinsics), and the Neon panel packer.
 //!
 //! Register tile of the 8 × 12 kernel: 24 accumulators (8 rows × 3 quad-vectors, v8–v31), its
 //! depth loop one `asm!`: A from its packed panel two depth steps at a time (one 4-vector
@@ -7,8 +7,9 @@
 //! increment is the register `ldb`, so a row-major B is read in place at no extra cost), 24
 //! `fmla v.4s, v.4s, v.s[lane]` per step, 8 steps per iteration: 192 FMA in 206 instructions
 //! (0.932). (With the FMAs as intrinsics LLVM cannot keep 31 live vectors in place and adds
-//! moves and spills.) The 8 × 8 and 4 × 16 kernels keep intrinsic FMAs (16 accumulators): one
-//! A and one B `ld1` per step, 4 steps per iteration.
+//! moves and spills.) The 8 × 8 and 4 × 16 kernels (16 accumulators) have the same loop. The
+//! loops are generated (`neon_loops.rs`, `scripts/gen-neon-gemm-asm.py`); the epilogues are
+//! here.
 
 use core::arch::aarch64::*;
 
@@ -80,357 +81,6 @@ unsafe fn store_row_plain<const NV: usize, const CLAMP: bool>(
     }
 }
 
-/// One depth step of a Neon kernel (`4` or `8` rows): A (MR floats) and B (4·NV floats) each
-/// come in with ONE multi-register `ld1` with post-increment (the intrinsics are lowered to
-/// `ldp`+`ldr` plus separate pointer adds); the MR·NV FMAs are intrinsics, so the compiler
-/// still allocates the accumulators. Must run inside the kernel's `unsafe` block (see its SAFETY comment).
-macro_rules! neon_step {
-    (4, $($t:tt)*) => {
-        neon_step!(@go "ld1 {{v0.4s}}, [{ap}], #16", [a0 = "v0"],
-            [0 a0 0, 1 a0 1, 2 a0 2, 3 a0 3], $($t)*)
-    };
-    (8, $($t:tt)*) => {
-        neon_step!(@go "ld1 {{v0.4s, v1.4s}}, [{ap}], #32", [a0 = "v0", a1 = "v1"],
-            [0 a0 0, 1 a0 1, 2 a0 2, 3 a0 3, 4 a1 0, 5 a1 1, 6 a1 2, 7 a1 3], $($t)*)
-    };
-    (@go $aload:literal, [$($av:ident = $areg:tt),+], [$($i:literal $v:ident $l:literal),+],
-     $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $bload:literal,
-     $($bv:ident = $breg:tt),+) => {{
-        $(let $av: float32x4_t;)+
-        $(let $bv: float32x4_t;)+
-        // SAFETY: reads MR floats at `ap` and 4·NV at `bp` (in bounds: at most k steps of the
-        // A panel and of the B rows, see the kernel) and advances `ap` past them, `bp` to the
-        // next B row.
-        core::arch::asm!(
-            $aload,
-            $bload,
-            ap = inout(reg) $ap,
-            bp = inout(reg) $bp,
-            ldb = in(reg) $ldb,
-            $(out($areg) $av,)+
-            $(out($breg) $bv,)+
-            options(nostack, readonly, preserves_flags),
-        );
-        let bvs = [$($bv),+];
-        $(neon_row!($acc, bvs, $i, $v, $l);)+
-    }};
-}
-
-/// The depth loop of a kernel with intrinsic FMAs: [`neon_step`] 4 steps per iteration, then
-/// one at a time.
-macro_rules! neon_depth_steps {
-    ($mr:tt, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, $bload:literal,
-     $($bv:ident = $breg:tt),+) => {{
-        let mut n = $k;
-        while n >= 4 {
-            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
-            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
-            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
-            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
-            n -= 4;
-        }
-        while n > 0 {
-            neon_step!($mr, $acc, $ap, $bp, $ldb, $bload, $($bv = $breg),+);
-            n -= 1;
-        }
-    }};
-}
-
-/// The 8 × 12 depth loop as one `asm!` (see the module doc): `k / 8` iterations of 8 steps,
-/// then `k % 8` single steps; the 24 accumulators live in v8–v31 throughout. Must run inside
-/// the kernel's `unsafe` block (see its SAFETY comment): it reads `8·k` floats of A at `ap` and
-/// `k` rows of 12 floats of B at `bp`, `ldb` bytes apart.
-macro_rules! neon_depth_8x12_asm {
-    ($mr:tt, $acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, $bload:literal,
-     $($bv:ident = $breg:tt),+) => {{
-        // SAFETY: reads at most 8·k floats of the A panel and k B rows (the kernel's
-        // contract); writes only the named vector registers and the pointer/count operands.
-        core::arch::asm!(
-            "cbz {n8}, 3f",
-            "2:",
-            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v0.s[0]",
-            "fmla v9.4s, v5.4s, v0.s[0]",
-            "fmla v10.4s, v6.4s, v0.s[0]",
-            "fmla v11.4s, v4.4s, v0.s[1]",
-            "fmla v12.4s, v5.4s, v0.s[1]",
-            "fmla v13.4s, v6.4s, v0.s[1]",
-            "fmla v14.4s, v4.4s, v0.s[2]",
-            "fmla v15.4s, v5.4s, v0.s[2]",
-            "fmla v16.4s, v6.4s, v0.s[2]",
-            "fmla v17.4s, v4.4s, v0.s[3]",
-            "fmla v18.4s, v5.4s, v0.s[3]",
-            "fmla v19.4s, v6.4s, v0.s[3]",
-            "fmla v20.4s, v4.4s, v1.s[0]",
-            "fmla v21.4s, v5.4s, v1.s[0]",
-            "fmla v22.4s, v6.4s, v1.s[0]",
-            "fmla v23.4s, v4.4s, v1.s[1]",
-            "fmla v24.4s, v5.4s, v1.s[1]",
-            "fmla v25.4s, v6.4s, v1.s[1]",
-            "fmla v26.4s, v4.4s, v1.s[2]",
-            "fmla v27.4s, v5.4s, v1.s[2]",
-            "fmla v28.4s, v6.4s, v1.s[2]",
-            "fmla v29.4s, v4.4s, v1.s[3]",
-            "fmla v30.4s, v5.4s, v1.s[3]",
-            "fmla v31.4s, v6.4s, v1.s[3]",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v2.s[0]",
-            "fmla v9.4s, v5.4s, v2.s[0]",
-            "fmla v10.4s, v6.4s, v2.s[0]",
-            "fmla v11.4s, v4.4s, v2.s[1]",
-            "fmla v12.4s, v5.4s, v2.s[1]",
-            "fmla v13.4s, v6.4s, v2.s[1]",
-            "fmla v14.4s, v4.4s, v2.s[2]",
-            "fmla v15.4s, v5.4s, v2.s[2]",
-            "fmla v16.4s, v6.4s, v2.s[2]",
-            "fmla v17.4s, v4.4s, v2.s[3]",
-            "fmla v18.4s, v5.4s, v2.s[3]",
-            "fmla v19.4s, v6.4s, v2.s[3]",
-            "fmla v20.4s, v4.4s, v3.s[0]",
-            "fmla v21.4s, v5.4s, v3.s[0]",
-            "fmla v22.4s, v6.4s, v3.s[0]",
-            "fmla v23.4s, v4.4s, v3.s[1]",
-            "fmla v24.4s, v5.4s, v3.s[1]",
-            "fmla v25.4s, v6.4s, v3.s[1]",
-            "fmla v26.4s, v4.4s, v3.s[2]",
-            "fmla v27.4s, v5.4s, v3.s[2]",
-            "fmla v28.4s, v6.4s, v3.s[2]",
-            "fmla v29.4s, v4.4s, v3.s[3]",
-            "fmla v30.4s, v5.4s, v3.s[3]",
-            "fmla v31.4s, v6.4s, v3.s[3]",
-            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v0.s[0]",
-            "fmla v9.4s, v5.4s, v0.s[0]",
-            "fmla v10.4s, v6.4s, v0.s[0]",
-            "fmla v11.4s, v4.4s, v0.s[1]",
-            "fmla v12.4s, v5.4s, v0.s[1]",
-            "fmla v13.4s, v6.4s, v0.s[1]",
-            "fmla v14.4s, v4.4s, v0.s[2]",
-            "fmla v15.4s, v5.4s, v0.s[2]",
-            "fmla v16.4s, v6.4s, v0.s[2]",
-            "fmla v17.4s, v4.4s, v0.s[3]",
-            "fmla v18.4s, v5.4s, v0.s[3]",
-            "fmla v19.4s, v6.4s, v0.s[3]",
-            "fmla v20.4s, v4.4s, v1.s[0]",
-            "fmla v21.4s, v5.4s, v1.s[0]",
-            "fmla v22.4s, v6.4s, v1.s[0]",
-            "fmla v23.4s, v4.4s, v1.s[1]",
-            "fmla v24.4s, v5.4s, v1.s[1]",
-            "fmla v25.4s, v6.4s, v1.s[1]",
-            "fmla v26.4s, v4.4s, v1.s[2]",
-            "fmla v27.4s, v5.4s, v1.s[2]",
-            "fmla v28.4s, v6.4s, v1.s[2]",
-            "fmla v29.4s, v4.4s, v1.s[3]",
-            "fmla v30.4s, v5.4s, v1.s[3]",
-            "fmla v31.4s, v6.4s, v1.s[3]",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v2.s[0]",
-            "fmla v9.4s, v5.4s, v2.s[0]",
-            "fmla v10.4s, v6.4s, v2.s[0]",
-            "fmla v11.4s, v4.4s, v2.s[1]",
-            "fmla v12.4s, v5.4s, v2.s[1]",
-            "fmla v13.4s, v6.4s, v2.s[1]",
-            "fmla v14.4s, v4.4s, v2.s[2]",
-            "fmla v15.4s, v5.4s, v2.s[2]",
-            "fmla v16.4s, v6.4s, v2.s[2]",
-            "fmla v17.4s, v4.4s, v2.s[3]",
-            "fmla v18.4s, v5.4s, v2.s[3]",
-            "fmla v19.4s, v6.4s, v2.s[3]",
-            "fmla v20.4s, v4.4s, v3.s[0]",
-            "fmla v21.4s, v5.4s, v3.s[0]",
-            "fmla v22.4s, v6.4s, v3.s[0]",
-            "fmla v23.4s, v4.4s, v3.s[1]",
-            "fmla v24.4s, v5.4s, v3.s[1]",
-            "fmla v25.4s, v6.4s, v3.s[1]",
-            "fmla v26.4s, v4.4s, v3.s[2]",
-            "fmla v27.4s, v5.4s, v3.s[2]",
-            "fmla v28.4s, v6.4s, v3.s[2]",
-            "fmla v29.4s, v4.4s, v3.s[3]",
-            "fmla v30.4s, v5.4s, v3.s[3]",
-            "fmla v31.4s, v6.4s, v3.s[3]",
-            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v0.s[0]",
-            "fmla v9.4s, v5.4s, v0.s[0]",
-            "fmla v10.4s, v6.4s, v0.s[0]",
-            "fmla v11.4s, v4.4s, v0.s[1]",
-            "fmla v12.4s, v5.4s, v0.s[1]",
-            "fmla v13.4s, v6.4s, v0.s[1]",
-            "fmla v14.4s, v4.4s, v0.s[2]",
-            "fmla v15.4s, v5.4s, v0.s[2]",
-            "fmla v16.4s, v6.4s, v0.s[2]",
-            "fmla v17.4s, v4.4s, v0.s[3]",
-            "fmla v18.4s, v5.4s, v0.s[3]",
-            "fmla v19.4s, v6.4s, v0.s[3]",
-            "fmla v20.4s, v4.4s, v1.s[0]",
-            "fmla v21.4s, v5.4s, v1.s[0]",
-            "fmla v22.4s, v6.4s, v1.s[0]",
-            "fmla v23.4s, v4.4s, v1.s[1]",
-            "fmla v24.4s, v5.4s, v1.s[1]",
-            "fmla v25.4s, v6.4s, v1.s[1]",
-            "fmla v26.4s, v4.4s, v1.s[2]",
-            "fmla v27.4s, v5.4s, v1.s[2]",
-            "fmla v28.4s, v6.4s, v1.s[2]",
-            "fmla v29.4s, v4.4s, v1.s[3]",
-            "fmla v30.4s, v5.4s, v1.s[3]",
-            "fmla v31.4s, v6.4s, v1.s[3]",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v2.s[0]",
-            "fmla v9.4s, v5.4s, v2.s[0]",
-            "fmla v10.4s, v6.4s, v2.s[0]",
-            "fmla v11.4s, v4.4s, v2.s[1]",
-            "fmla v12.4s, v5.4s, v2.s[1]",
-            "fmla v13.4s, v6.4s, v2.s[1]",
-            "fmla v14.4s, v4.4s, v2.s[2]",
-            "fmla v15.4s, v5.4s, v2.s[2]",
-            "fmla v16.4s, v6.4s, v2.s[2]",
-            "fmla v17.4s, v4.4s, v2.s[3]",
-            "fmla v18.4s, v5.4s, v2.s[3]",
-            "fmla v19.4s, v6.4s, v2.s[3]",
-            "fmla v20.4s, v4.4s, v3.s[0]",
-            "fmla v21.4s, v5.4s, v3.s[0]",
-            "fmla v22.4s, v6.4s, v3.s[0]",
-            "fmla v23.4s, v4.4s, v3.s[1]",
-            "fmla v24.4s, v5.4s, v3.s[1]",
-            "fmla v25.4s, v6.4s, v3.s[1]",
-            "fmla v26.4s, v4.4s, v3.s[2]",
-            "fmla v27.4s, v5.4s, v3.s[2]",
-            "fmla v28.4s, v6.4s, v3.s[2]",
-            "fmla v29.4s, v4.4s, v3.s[3]",
-            "fmla v30.4s, v5.4s, v3.s[3]",
-            "fmla v31.4s, v6.4s, v3.s[3]",
-            "ld1 {{v0.4s, v1.4s, v2.4s, v3.4s}}, [{ap}], #64",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v0.s[0]",
-            "fmla v9.4s, v5.4s, v0.s[0]",
-            "fmla v10.4s, v6.4s, v0.s[0]",
-            "fmla v11.4s, v4.4s, v0.s[1]",
-            "fmla v12.4s, v5.4s, v0.s[1]",
-            "fmla v13.4s, v6.4s, v0.s[1]",
-            "fmla v14.4s, v4.4s, v0.s[2]",
-            "fmla v15.4s, v5.4s, v0.s[2]",
-            "fmla v16.4s, v6.4s, v0.s[2]",
-            "fmla v17.4s, v4.4s, v0.s[3]",
-            "fmla v18.4s, v5.4s, v0.s[3]",
-            "fmla v19.4s, v6.4s, v0.s[3]",
-            "fmla v20.4s, v4.4s, v1.s[0]",
-            "fmla v21.4s, v5.4s, v1.s[0]",
-            "fmla v22.4s, v6.4s, v1.s[0]",
-            "fmla v23.4s, v4.4s, v1.s[1]",
-            "fmla v24.4s, v5.4s, v1.s[1]",
-            "fmla v25.4s, v6.4s, v1.s[1]",
-            "fmla v26.4s, v4.4s, v1.s[2]",
-            "fmla v27.4s, v5.4s, v1.s[2]",
-            "fmla v28.4s, v6.4s, v1.s[2]",
-            "fmla v29.4s, v4.4s, v1.s[3]",
-            "fmla v30.4s, v5.4s, v1.s[3]",
-            "fmla v31.4s, v6.4s, v1.s[3]",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v2.s[0]",
-            "fmla v9.4s, v5.4s, v2.s[0]",
-            "fmla v10.4s, v6.4s, v2.s[0]",
-            "fmla v11.4s, v4.4s, v2.s[1]",
-            "fmla v12.4s, v5.4s, v2.s[1]",
-            "fmla v13.4s, v6.4s, v2.s[1]",
-            "fmla v14.4s, v4.4s, v2.s[2]",
-            "fmla v15.4s, v5.4s, v2.s[2]",
-            "fmla v16.4s, v6.4s, v2.s[2]",
-            "fmla v17.4s, v4.4s, v2.s[3]",
-            "fmla v18.4s, v5.4s, v2.s[3]",
-            "fmla v19.4s, v6.4s, v2.s[3]",
-            "fmla v20.4s, v4.4s, v3.s[0]",
-            "fmla v21.4s, v5.4s, v3.s[0]",
-            "fmla v22.4s, v6.4s, v3.s[0]",
-            "fmla v23.4s, v4.4s, v3.s[1]",
-            "fmla v24.4s, v5.4s, v3.s[1]",
-            "fmla v25.4s, v6.4s, v3.s[1]",
-            "fmla v26.4s, v4.4s, v3.s[2]",
-            "fmla v27.4s, v5.4s, v3.s[2]",
-            "fmla v28.4s, v6.4s, v3.s[2]",
-            "fmla v29.4s, v4.4s, v3.s[3]",
-            "fmla v30.4s, v5.4s, v3.s[3]",
-            "fmla v31.4s, v6.4s, v3.s[3]",
-            "subs {n8}, {n8}, #1",
-            "b.ne 2b",
-            "3:",
-            "cbz {n1}, 5f",
-            "4:",
-            "ld1 {{v0.4s, v1.4s}}, [{ap}], #32",
-            "ld1 {{v4.4s, v5.4s, v6.4s}}, [{bp}], {ldb}",
-            "fmla v8.4s, v4.4s, v0.s[0]",
-            "fmla v9.4s, v5.4s, v0.s[0]",
-            "fmla v10.4s, v6.4s, v0.s[0]",
-            "fmla v11.4s, v4.4s, v0.s[1]",
-            "fmla v12.4s, v5.4s, v0.s[1]",
-            "fmla v13.4s, v6.4s, v0.s[1]",
-            "fmla v14.4s, v4.4s, v0.s[2]",
-            "fmla v15.4s, v5.4s, v0.s[2]",
-            "fmla v16.4s, v6.4s, v0.s[2]",
-            "fmla v17.4s, v4.4s, v0.s[3]",
-            "fmla v18.4s, v5.4s, v0.s[3]",
-            "fmla v19.4s, v6.4s, v0.s[3]",
-            "fmla v20.4s, v4.4s, v1.s[0]",
-            "fmla v21.4s, v5.4s, v1.s[0]",
-            "fmla v22.4s, v6.4s, v1.s[0]",
-            "fmla v23.4s, v4.4s, v1.s[1]",
-            "fmla v24.4s, v5.4s, v1.s[1]",
-            "fmla v25.4s, v6.4s, v1.s[1]",
-            "fmla v26.4s, v4.4s, v1.s[2]",
-            "fmla v27.4s, v5.4s, v1.s[2]",
-            "fmla v28.4s, v6.4s, v1.s[2]",
-            "fmla v29.4s, v4.4s, v1.s[3]",
-            "fmla v30.4s, v5.4s, v1.s[3]",
-            "fmla v31.4s, v6.4s, v1.s[3]",
-            "subs {n1}, {n1}, #1",
-            "b.ne 4b",
-            "5:",
-            ap = inout(reg) $ap => _,
-            bp = inout(reg) $bp => _,
-            ldb = in(reg) $ldb,
-            n8 = inout(reg) $k / 8 => _,
-            n1 = inout(reg) $k % 8 => _,
-            inout("v8") $acc[0][0],
-            inout("v9") $acc[0][1],
-            inout("v10") $acc[0][2],
-            inout("v11") $acc[1][0],
-            inout("v12") $acc[1][1],
-            inout("v13") $acc[1][2],
-            inout("v14") $acc[2][0],
-            inout("v15") $acc[2][1],
-            inout("v16") $acc[2][2],
-            inout("v17") $acc[3][0],
-            inout("v18") $acc[3][1],
-            inout("v19") $acc[3][2],
-            inout("v20") $acc[4][0],
-            inout("v21") $acc[4][1],
-            inout("v22") $acc[4][2],
-            inout("v23") $acc[5][0],
-            inout("v24") $acc[5][1],
-            inout("v25") $acc[5][2],
-            inout("v26") $acc[6][0],
-            inout("v27") $acc[6][1],
-            inout("v28") $acc[6][2],
-            inout("v29") $acc[7][0],
-            inout("v30") $acc[7][1],
-            inout("v31") $acc[7][2],
-            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
-            out("v4") _, out("v5") _, out("v6") _,
-            options(nostack, readonly),
-        );
-    }};
-}
-
-/// Accumulator row `$i += B row × A lane $l of $v`.
-macro_rules! neon_row {
-    ($acc:ident, $bvs:ident, $i:literal, $v:ident, $l:literal) => {
-        for (x, bv) in $acc[$i].iter_mut().zip($bvs) {
-            *x = vfmaq_laneq_f32::<$l>(*x, bv, $v);
-        }
-    };
-}
-
 /// Epilogue of the tile's rows (4 or 8): `neon_store!(MR, general ...)` through
 /// [`store_row`], `neon_store!(MR, plain ...)` through [`store_row_plain`].
 macro_rules! neon_store {
@@ -446,11 +96,10 @@ macro_rules! neon_store {
     };
 }
 
-/// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step, given as
-/// the `ld1` of B and the registers it fills; `$depth` the macro of its depth loop).
+/// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step;
+/// `$depth` the macro of its depth loop, from `neon_loops.rs`).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $depth:ident, $mr:tt, $nv:literal, $bload:literal,
-     $($bv:ident = $breg:tt),+) => {
+    ($(#[$doc:meta])* $name:ident, $depth:ident, $mr:tt, $nv:literal) => {
         $(#[$doc])*
         ///
         /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
@@ -503,13 +152,9 @@ macro_rules! neon_kernel {
                     };
                     [init; $mr]
                 };
-                // Advanced by the intrinsic depth loops, only read by the asm one.
-                #[allow(unused_mut)]
-                let mut ap = a;
-                #[allow(unused_mut)]
-                let mut bp = b;
+                let (ap, bp) = (a, b);
                 let ldb_bytes = ldb * 4;
-                $depth!($mr, acc, ap, bp, ldb_bytes, k, $bload, $($bv = $breg),+);
+                $depth!(acc, ap, bp, ldb_bytes, k);
                 // Unrolled by hand so that the accumulators stay in registers (a loop over
                 // the array made LLVM keep it on the stack).
                 let clamp = clamps(lo, hi);
@@ -533,38 +178,26 @@ neon_kernel!(
     kernel_8x12,
     neon_depth_8x12_asm,
     8,
-    3,
-    "ld1 {{v2.4s, v3.4s, v4.4s}}, [{bp}], {ldb}",
-    b0 = "v2",
-    b1 = "v3",
-    b2 = "v4"
+    3
 );
 
 neon_kernel!(
     /// Neon 8 × 8 micro-kernel (for N that 12 does not divide but 8 does: the column tail
-    /// then costs nothing): 16 accumulators, 18 instructions per depth step.
+    /// then costs nothing): 16 accumulators, 8 steps (128 FMLA) in 142 instructions.
     kernel_8x8,
-    neon_depth_steps,
+    neon_depth_8x8_asm,
     8,
-    2,
-    "ld1 {{v2.4s, v3.4s}}, [{bp}], {ldb}",
-    b0 = "v2",
-    b1 = "v3"
+    2
 );
 
 neon_kernel!(
     /// Neon 4 × 16 micro-kernel (for M with a 4-row remainder, e.g. 20: no padded half tile):
-    /// 16 accumulators, per depth step one `ld1` of A (1 vector), one of B (4 vectors) and 16
-    /// FMLA, as dense as 8 × 8.
+    /// 16 accumulators, per two depth steps one `ld1` of A (2 vectors), per step one of B (4
+    /// vectors) and 16 FMLA, as dense as 8 × 8.
     kernel_4x16,
-    neon_depth_steps,
+    neon_depth_4x16_asm,
     4,
-    4,
-    "ld1 {{v2.4s, v3.4s, v4.4s, v5.4s}}, [{bp}], {ldb}",
-    b0 = "v2",
-    b1 = "v3",
-    b2 = "v4",
-    b3 = "v5"
+    4
 );
 
 /// Panel packer (`PackFn` contract) for a multiple of 4 runs into a width `w` that is a
