@@ -82,9 +82,13 @@ pub fn tanh1(x: f32) -> f32 {
     f32::from_bits(th.to_bits() | (x.to_bits() & SIGN))
 }
 
+/// Scalar sigmoid: `e = exp(−|x|)`, `1/(1 + e)` for `x ≥ 0`, `e/(1 + e)` below (no overflow
+/// on either side; NaN passes through).
 #[inline(always)]
 pub fn sigmoid1(x: f32) -> f32 {
-    1.0 / (1.0 + exp1(-x))
+    let e = exp1(-abs(x));
+    let num = if x < 0.0 { e } else { 1.0 };
+    num / (1.0 + e)
 }
 
 #[inline(always)]

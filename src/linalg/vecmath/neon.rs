@@ -9,7 +9,8 @@
 use core::arch::aarch64::*;
 
 use super::generic::{
-    self as g, ERFC_P, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, TANH_CAP,
+    self as g, ERFC_P, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, MAGIC,
+    TANH_CAP,
 };
 
 /// Four-lane `exp` (formula of `generic::exp1`).
@@ -41,6 +42,32 @@ fn exp4(x: float32x4_t) -> float32x4_t {
     }
 }
 
+/// Four-lane `exp` for arguments below 88 (so that `2^n` is a normal number without a cap):
+/// the formula of `generic::exp1` without its overflow, cap and NaN selections. `n` comes from
+/// one FMA with a magic constant whose low mantissa bits then hold `n + 127`, which a shift
+/// moves into the exponent field; lanes below `EXP_LO` (also −∞) are cleared, a NaN lane stays
+/// NaN through the arithmetic. About two thirds of [`exp4`]'s instructions. Used where the
+/// argument cannot exceed 0 (softmax's `x − max`, sigmoid's `−|x|`, the erf-GELU's exponent).
+#[inline(always)]
+fn exp_lo4(x: float32x4_t) -> float32x4_t {
+    // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
+    unsafe {
+        let t = vfmaq_f32(vdupq_n_f32(MAGIC + 127.0), x, vdupq_n_f32(LOG2E));
+        let n = vsubq_f32(t, vdupq_n_f32(MAGIC + 127.0));
+        let r = vfmsq_f32(vfmsq_f32(x, n, vdupq_n_f32(LN2_HI)), n, vdupq_n_f32(LN2_LO));
+        let mut p = vdupq_n_f32(EXP_C[0]);
+        for &c in &EXP_C[1..] {
+            p = vfmaq_f32(vdupq_n_f32(c), p, r);
+        }
+        p = vfmaq_f32(vdupq_n_f32(1.0), p, r);
+        p = vfmaq_f32(vdupq_n_f32(1.0), p, r);
+        let scale = vshlq_n_u32::<23>(vreinterpretq_u32_f32(t));
+        let y = vmulq_f32(p, vreinterpretq_f32_u32(scale));
+        let under = vcltq_f32(x, vdupq_n_f32(EXP_LO));
+        vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(y), under))
+    }
+}
+
 /// Four-lane `tanh` (formula of `generic::tanh1`; `vminq` propagates NaN).
 #[inline(always)]
 fn tanh4(x: float32x4_t) -> float32x4_t {
@@ -66,12 +93,15 @@ fn tanh4(x: float32x4_t) -> float32x4_t {
     }
 }
 
+/// Four-lane sigmoid (formula of `generic::sigmoid1`): `e = exp(−|x|) ≤ 1`, then `1/(1 + e)`
+/// for `x ≥ 0` and `e/(1 + e)` below, so the exponential never overflows.
 #[inline(always)]
 fn sigmoid4(x: float32x4_t) -> float32x4_t {
     // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
     unsafe {
-        let e = exp4(vnegq_f32(x));
-        vdivq_f32(vdupq_n_f32(1.0), vaddq_f32(vdupq_n_f32(1.0), e))
+        let e = exp_lo4(vnegq_f32(vabsq_f32(x)));
+        let num = vbslq_f32(vcltq_f32(x, vdupq_n_f32(0.0)), e, vdupq_n_f32(1.0));
+        vdivq_f32(num, vaddq_f32(vdupq_n_f32(1.0), e))
     }
 }
 
@@ -98,7 +128,8 @@ fn gelu_erf4(x: float32x4_t) -> float32x4_t {
         for &c in &ERFC_P[1..] {
             p = vfmaq_f32(vdupq_n_f32(c), p, t);
         }
-        let e = vmulq_f32(t, exp4(vfmsq_f32(p, z, z)));
+        // −z² + P(t) ≤ 0 up to rounding (erfc ≤ 1 = its value at z = 0).
+        let e = vmulq_f32(t, exp_lo4(vfmsq_f32(p, z, z)));
         // 1 + erf(x/√2) = erfc(−x/√2): 2 − e for x ≥ 0, e below.
         let pos = vcgeq_f32(x, vdupq_n_f32(0.0));
         let phi2 = vbslq_f32(pos, vsubq_f32(vdupq_n_f32(2.0), e), e);
@@ -210,7 +241,8 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
                 i += 4;
                 continue;
             }
-            let e = exp4(d);
+            // d ≤ 0 (or NaN, or −∞ where the row holds −∞).
+            let e = exp_lo4(d);
             vst1q_f32(out.as_mut_ptr().add(i), e);
             acc = vaddq_f32(acc, e);
             i += 4;

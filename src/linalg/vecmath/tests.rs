@@ -487,3 +487,36 @@ fn transposes() {
     transpose32(&src, 4, &mut dst, 4, 4, 4).unwrap();
     assert!(dst.iter().all(|v| v.to_bits() == 0x7fc0_1234));
 }
+
+#[test]
+fn softmax_with_masked_and_special_lanes() {
+    // −∞ lanes (a mask) give 0 and leave the others exact; a row of −∞ only and a row with a
+    // NaN give NaN everywhere (as in the formula); −3.4e38 lanes (a finite mask) give 0.
+    let ninf = f32::NEG_INFINITY;
+    let x = [ninf, 0.0, 1.0, ninf, 2.0, -3.4e38, ninf, 3.0, -1.0];
+    let mut y = [0.0f32; 9];
+    softmax(&x, &mut y).unwrap();
+    let live: f64 = [0.0f64, 1.0, 2.0, 3.0, -1.0]
+        .iter()
+        .map(|v| (v - 3.0).exp())
+        .sum();
+    for (i, &v) in x.iter().enumerate() {
+        let w = if v < -1e30 {
+            0.0
+        } else {
+            ((v as f64) - 3.0).exp() / live
+        };
+        assert!(
+            (y[i] as f64 - w).abs() <= 1e-6 * w + 1e-12,
+            "lane {i}: {} vs {w}",
+            y[i]
+        );
+    }
+    for row in [
+        [ninf; 9],
+        [0.0, 1.0, f32::NAN, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    ] {
+        softmax(&row, &mut y).unwrap();
+        assert!(y.iter().all(|v| v.is_nan()), "{row:?} -> {y:?}");
+    }
+}
