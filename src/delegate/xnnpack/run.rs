@@ -1,7 +1,7 @@
 //! f32 compute for XNNPACK graph nodes over plain slices (contiguous, row-major; NHWC for
 //! convolution and pooling, as the XNNPACK graph stores them).
 
-use super::graph::{last_dim, Binary, Unary, Window, MAX_DIMS};
+use super::graph::{Binary, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
 use crate::linalg::conv::transposed::ConvTranspose2d;
 use crate::linalg::conv::{self, Conv2d};
@@ -493,36 +493,88 @@ fn gather_blocks(
     });
 }
 
-/// Walks the rows (innermost runs) of a `block` placed at `offsets` inside a row-major
-/// `outer` tensor: calls `f(row, start)` with the row's index in the block and the element
-/// offset of its first element in `outer`.
-fn block_rows(block: &Shape, outer: &Shape, offsets: &[u32], mut f: impl FnMut(usize, usize)) {
+/// Calls `f(row, start)` for every row (run along the last dim, after merging trailing dims
+/// the block covers whole) of the `block` placed at `offsets` inside `outer`: `row` counts
+/// rows of the block, `start` is the run's first element in `outer`; returns the run length.
+/// An odometer steps `start` (no per-row index arithmetic).
+fn block_rows(
+    block: &Shape,
+    outer: &Shape,
+    offsets: &[u32],
+    mut f: impl FnMut(usize, usize, usize),
+) {
     let r = block.rank();
+    if r == 0 || block.numel() == 0 {
+        if r == 0 {
+            f(0, 0, 1);
+        }
+        return;
+    }
+    // Element strides of `outer`; merge the trailing dims the block spans whole.
     let mut st = [0usize; MAX_DIMS];
     let mut acc = 1;
     for i in (0..r).rev() {
         st[i] = acc;
         acc *= outer.dims()[i];
     }
-    let inner = last_dim(block);
-    let rows = block.numel().checked_div(inner).unwrap_or(0);
-    // The rows: every index of the block's outer dims (the last dim is the row itself).
-    let mut it = NdIndex::new(&block.dims()[..r.saturating_sub(1)]);
+    let mut last = r - 1;
+    let mut inner = block.dims()[last];
+    let mut start0 = offsets[last] as usize;
+    while last > 0
+        && block.dims()[last] == outer.dims()[last]
+        && offsets[last] == 0
+        && inner == st[last - 1]
+    {
+        last -= 1;
+        inner *= block.dims()[last];
+        start0 = offsets[last] as usize * st[last];
+    }
+    for d in 0..last {
+        start0 += offsets[d] as usize * st[d];
+    }
+    // Odometer over the dims before `last`.
+    let mut idx = [0usize; MAX_DIMS];
+    let rows = block.numel() / inner;
+    let mut start = start0;
     for row in 0..rows {
-        let idx = it.index();
-        let start = (0..r)
-            .map(|d| (idx.get(d).copied().unwrap_or(0) + offsets[d] as usize) * st[d])
-            .sum();
-        f(row, start);
-        it.advance();
+        f(row, start, inner);
+        let mut d = last;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            start += st[d];
+            if idx[d] < block.dims()[d] {
+                break;
+            }
+            start -= block.dims()[d] * st[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/// `dst = src` for a run of floats: runs of 4, 8, 12 or 16 inline (a libc `memcpy` call costs
+/// more than such a copy; the rotary embeddings' half-rows are 8 floats), longer ones by
+/// `copy_from_slice`.
+#[inline(always)]
+fn copy_run(dst: &mut [f32], src: &[f32]) {
+    fn fixed<const N: usize>(dst: &mut [f32], src: &[f32]) {
+        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
+            *d = *s;
+        }
+    }
+    match dst.len() {
+        4 => fixed::<4>(dst, src),
+        8 => fixed::<8>(dst, src),
+        12 => fixed::<12>(dst, src),
+        16 => fixed::<16>(dst, src),
+        _ => dst.copy_from_slice(src),
     }
 }
 
 /// Copies the block at `offsets` with the output's dims.
 pub fn slice(x: &[f32], xd: &Shape, offsets: &[u32], out: &mut [f32], od: &Shape) {
-    let inner = last_dim(od);
-    block_rows(od, xd, offsets, |row, src| {
-        out[row * inner..(row + 1) * inner].copy_from_slice(&x[src..src + inner])
+    block_rows(od, xd, offsets, |row, src, n| {
+        copy_run(&mut out[row * n..(row + 1) * n], &x[src..src + n])
     });
 }
 
@@ -535,7 +587,10 @@ pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Sha
     for (x, d) in inputs {
         let chunk = d.dims()[axis] * inner;
         for o in 0..outer {
-            out[o * row + at..o * row + at + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
+            copy_run(
+                &mut out[o * row + at..o * row + at + chunk],
+                &x[o * chunk..(o + 1) * chunk],
+            );
         }
         at += chunk;
     }
@@ -544,9 +599,8 @@ pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Sha
 /// Constant padding: `out` filled with `value`, `x` placed at offsets `pre`.
 pub fn pad(x: &[f32], xd: &Shape, pre: &[u32], value: f32, out: &mut [f32], od: &Shape) {
     out.fill(value);
-    let inner = last_dim(xd);
-    block_rows(xd, od, pre, |row, dst| {
-        out[dst..dst + inner].copy_from_slice(&x[row * inner..(row + 1) * inner])
+    block_rows(xd, od, pre, |row, dst, n| {
+        copy_run(&mut out[dst..dst + n], &x[row * n..(row + 1) * n])
     });
 }
 

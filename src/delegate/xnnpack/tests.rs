@@ -725,3 +725,72 @@ fn constant_pad_places_the_input_block() {
     }
     close(&out[0].f32(), &want);
 }
+
+#[test]
+fn slice_pad_concat_blocks_against_index_arithmetic() {
+    // Blocks of ranks 1-4 at random offsets, with trailing dims that are whole (merged into
+    // longer runs) or not, runs of 4/8/12/16 (inline copies) and others.
+    use super::run;
+    use crate::shape::{NdIndex, Shape};
+    let mut rng = crate::testing::Rng(0x51_1C);
+    for case in 0..400 {
+        let rank = 1 + case % 4;
+        let outer: Vec<usize> = (0..rank).map(|_| 1 + rng.below(9) as usize).collect();
+        let mut block = Vec::new();
+        let mut offs = Vec::new();
+        for &o in &outer {
+            let whole = rng.below(2) == 0;
+            let b = if whole {
+                o
+            } else {
+                1 + rng.below(o as u64) as usize
+            };
+            let off = rng.below((o - b + 1) as u64) as usize;
+            block.push(b);
+            offs.push(off as u32);
+        }
+        let (os, bs) = (Shape::new(&outer).unwrap(), Shape::new(&block).unwrap());
+        let x = rng.vec(os.numel());
+        let ost = os.strides();
+        let at = |idx: &[usize]| -> usize {
+            idx.iter()
+                .enumerate()
+                .map(|(d, &i)| (i + offs[d] as usize) * ost[d])
+                .sum()
+        };
+        // Slice: out[i] = x[i + offsets].
+        let mut got = std::vec![f32::NAN; bs.numel()];
+        run::slice(&x, &os, &offs, &mut got, &bs);
+        let mut it = NdIndex::new(&block);
+        for (j, g) in got.iter().enumerate() {
+            assert_eq!(
+                *g,
+                x[at(it.index())],
+                "slice {outer:?} {block:?} {offs:?} at {j}"
+            );
+            it.advance();
+        }
+        // Pad: the block placed at the offsets inside a tensor of `value`.
+        let mut padded = std::vec![f32::NAN; os.numel()];
+        run::pad(&got, &bs, &offs, -2.0, &mut padded, &os);
+        let mut want = std::vec![-2.0f32; os.numel()];
+        let mut it = NdIndex::new(&block);
+        for g in &got {
+            want[at(it.index())] = *g;
+            it.advance();
+        }
+        assert_eq!(padded, want, "pad {outer:?} {block:?} {offs:?}");
+        // Concat of the block with itself along a random axis.
+        let axis = rng.below(rank as u64) as usize;
+        let mut cd = block.clone();
+        cd[axis] *= 2;
+        let cs = Shape::new(&cd).unwrap();
+        let mut cat = std::vec![f32::NAN; cs.numel()];
+        run::concat(&[(&got, bs), (&got, bs)], axis, &mut cat, &cs);
+        let inner: usize = block[axis..].iter().product();
+        for (k, c) in cat.chunks(inner).enumerate() {
+            let src = (k / 2) * inner;
+            assert_eq!(c, &got[src..src + inner], "concat {block:?} axis {axis}");
+        }
+    }
+}
