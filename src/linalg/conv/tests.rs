@@ -280,6 +280,38 @@ fn specialised_shapes() {
         pad_left: 1,
         groups: 1,
     };
+    // Depthwise 3×3 on rows wide enough for the NCHW blocks of four outputs (and their
+    // stride-2 de-interleaving loads near the row's end): widths around multiples of 4 and 8,
+    // stride 1/2 across (3 down), dilation 1/2, padding 0–2, channel multiplier 1 and 2.
+    for (w, sw, sh, d, pad, m) in [
+        (37, 1, 1, 1, 1, 1),
+        (40, 2, 2, 1, 1, 1),
+        (41, 2, 1, 1, 0, 1),
+        (33, 2, 3, 2, 2, 2),
+        (24, 1, 2, 2, 2, 1),
+        (19, 2, 2, 1, 2, 1),
+        (16, 1, 1, 1, 0, 2),
+    ] {
+        let (kspan, h) = (2 * d + 1, 7);
+        let p = Conv2d {
+            batch: 2,
+            in_h: h,
+            in_w: w,
+            in_c: 3,
+            out_c: 3 * m,
+            groups: 3,
+            stride_h: sh,
+            stride_w: sw,
+            dil_h: d,
+            dil_w: d,
+            pad_top: pad,
+            pad_left: pad,
+            out_h: (h + 2 * pad - kspan) / sh + 1,
+            out_w: (w + 2 * pad - kspan) / sw + 1,
+            ..base
+        };
+        run_case(&mut rng, &p);
+    }
     for c in [1, 3, 4, 5, 8, 17, 32] {
         for s in [1, 2] {
             let p = Conv2d {

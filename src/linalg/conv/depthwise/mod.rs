@@ -9,7 +9,9 @@
 //!   neighbouring outputs, clamp fused), or its SVE2 counterpart `sve_3x3` where vectors
 //!   are 256 bits or wider.
 //! - [`depthwise_nchw`] (ATen, filter `[OC, 1, KH, KW]`): each output plane is a sum of shifted
-//!   input rows scaled by one weight, a loop over contiguous output columns.
+//!   input rows scaled by one weight, a loop over contiguous output columns; on AArch64 3×3
+//!   filters with stride 1 or 2 across take `nchw_3x3` (four outputs per accumulator vector
+//!   across all taps).
 
 use super::{clamp, shape_err, Conv2d};
 use crate::error::KernelError;
@@ -134,6 +136,11 @@ pub fn depthwise_nchw(
         let (b, o) = (plane / oc, plane % oc);
         let xi = &x[(b * c + o / mult) * ipix..][..ipix];
         let wo = &w[o * taps..][..taps];
+        #[cfg(target_arch = "aarch64")]
+        if let (true, Ok(w9)) = (nchw_3x3::accepts(p), <&[f32; 9]>::try_from(wo)) {
+            nchw_3x3::plane(p, xi, w9, bias.map_or(0.0, |bv| bv[o]), op, range);
+            continue;
+        }
         op.fill(bias.map_or(0.0, |bv| bv[o]));
         for ky in 0..p.kh {
             for kx in 0..p.kw {
@@ -167,6 +174,8 @@ pub fn depthwise_nchw(
 
 #[cfg(target_arch = "aarch64")]
 mod geometry_3x3;
+#[cfg(target_arch = "aarch64")]
+mod nchw_3x3;
 #[cfg(target_arch = "aarch64")]
 mod neon_3x3;
 #[cfg(target_arch = "aarch64")]
