@@ -28,6 +28,7 @@ use crate::tensor::Shape;
 /// `TAP_F32 + GEMM_SCRATCH_F32`, less) plus f32 alignment.
 const CONV_SCRATCH: usize = GEMM_SCRATCH + nchw::IM2COL_F32 * 4;
 const _: () = assert!(transposed::TAP_F32 <= nchw::IM2COL_F32);
+const _: () = assert!(depthwise::NCHW_PLANE_F32 <= nchw::IM2COL_F32);
 
 /// The convolution kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[KernelDef::with_scratch(
@@ -201,7 +202,8 @@ fn convolution_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let od = out.as_mut_slice::<f32>()?;
     if geometry.is_depthwise() {
         // One input channel per group: weight [OC, 1, KH, KW].
-        return depthwise::depthwise_nchw(&geometry, xd, wd, bd, od, None);
+        let scratch = ctx.scratch_f32(depthwise::nchw_scratch_f32(&geometry))?;
+        return depthwise::depthwise_nchw(&geometry, xd, wd, bd, od, None, scratch);
     }
     let scratch = ctx.scratch_f32(nchw::scratch_f32(&geometry))?;
     nchw::conv2d(&geometry, xd, wd, bd, od, None, scratch)

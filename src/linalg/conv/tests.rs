@@ -183,7 +183,12 @@ fn run_case(rng: &mut Rng, p: &Conv2d) {
     // NCHW.
     let mut out = vec![f32::NAN; nout];
     if p.is_depthwise() {
-        depthwise_nchw(p, &x, &w, b, &mut out, range).unwrap();
+        // With the scratch its 3×3 path needs, and without (the generic loop).
+        let mut scratch = vec![0.0; super::depthwise::nchw_scratch_f32(p)];
+        depthwise_nchw(p, &x, &w, b, &mut out, range, &mut scratch).unwrap();
+        let mut generic = vec![f32::NAN; nout];
+        depthwise_nchw(p, &x, &w, b, &mut generic, range, &mut []).unwrap();
+        close(&generic, &want, k, &std::format!("nchw generic {what}"));
     } else {
         let mut scratch = vec![0.0; nchw::scratch_f32(p)];
         nchw::conv2d(p, &x, &w, b, &mut out, range, &mut scratch).unwrap();

@@ -117,8 +117,50 @@ fn pixel(
     }
 }
 
+/// Largest zero-bordered plane (floats) the NCHW 3×3 path uses; bigger planes take the
+/// generic loop.
+pub const NCHW_PLANE_F32: usize = 64 * 1024;
+
+/// Whether the NCHW 3×3 path takes `p` (3×3, stride 1 or 2 across).
+fn accepts_3x3(p: &Conv2d) -> bool {
+    p.kh == 3 && p.kw == 3 && (p.stride_w == 1 || p.stride_w == 2)
+}
+
+/// Rows and columns of the zero-bordered plane: every tap of every output row, and every
+/// column a whole number of four-output blocks reads (the last block's `ld2` reads 8 floats
+/// per tap), lies inside it. `None` when `p` is not accepted or the plane exceeds
+/// [`NCHW_PLANE_F32`].
+fn padded_dims(p: &Conv2d) -> Option<(usize, usize)> {
+    if !accepts_3x3(p) || p.out_h == 0 || p.out_w == 0 {
+        return None;
+    }
+    let rows = (p.out_h - 1)
+        .checked_mul(p.stride_h)?
+        .checked_add(p.dil_h.checked_mul(2)?)?
+        .checked_add(1)?;
+    let blocks = p.out_w.div_ceil(4);
+    let cols = (4 * blocks - 4)
+        .checked_mul(p.stride_w)?
+        .checked_add(p.dil_w.checked_mul(2)?)?
+        .checked_add(if p.stride_w == 1 { 4 } else { 8 })?;
+    // The image itself must fit at its padding offset too.
+    let (rows, cols) = (
+        rows.max(p.pad_top.checked_add(p.in_h)?),
+        cols.max(p.pad_left.checked_add(p.in_w)?),
+    );
+    (rows.checked_mul(cols)? <= NCHW_PLANE_F32).then_some((rows, cols))
+}
+
+/// Scratch floats [`depthwise_nchw`] can use for `p` (the same on every CPU; with less it
+/// takes the generic loop): the zero-bordered input plane of the 3×3 path.
+pub fn nchw_scratch_f32(p: &Conv2d) -> usize {
+    let (r, c) = padded_dims(p).unwrap_or((0, 0));
+    r * c
+}
+
 /// `out = clamp(depthwise(x, w) + bias)`: NCHW `x` (`[N, C, H, W]`), filter `w`
-/// (`[OC, 1, KH, KW]`, `OC = C·m`), `out` (`[N, OC, OH, OW]`).
+/// (`[OC, 1, KH, KW]`, `OC = C·m`), `out` (`[N, OC, OH, OW]`); `scratch` holds up to
+/// [`nchw_scratch_f32`] floats (fewer: the generic loop).
 pub fn depthwise_nchw(
     p: &Conv2d,
     x: &[f32],
@@ -126,19 +168,34 @@ pub fn depthwise_nchw(
     bias: Option<&[f32]>,
     out: &mut [f32],
     range: Option<(f32, f32)>,
+    scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let nout = check(p, x, w, bias, out)?;
     let (c, oc) = (p.in_c, p.out_c);
     let mult = oc / c.max(1);
     let (pix, ipix) = (p.pixels(), p.in_h * p.in_w);
     let taps = p.kh * p.kw;
+    // The Neon 3×3 path, when its zero-bordered plane fits the scratch given.
+    #[cfg(target_arch = "aarch64")]
+    let fast = padded_dims(p).filter(|&(r, c)| r * c <= scratch.len());
+    #[cfg(not(target_arch = "aarch64"))]
+    let _ = &scratch;
     for (plane, op) in out[..nout].chunks_exact_mut(pix).enumerate() {
         let (b, o) = (plane / oc, plane % oc);
         let xi = &x[(b * c + o / mult) * ipix..][..ipix];
         let wo = &w[o * taps..][..taps];
         #[cfg(target_arch = "aarch64")]
-        if let (true, Ok(w9)) = (nchw_3x3::accepts(p), <&[f32; 9]>::try_from(wo)) {
-            nchw_3x3::plane(p, xi, w9, bias.map_or(0.0, |bv| bv[o]), op, range);
+        if let (Some(dims), Ok(w9)) = (fast, <&[f32; 9]>::try_from(wo)) {
+            nchw_3x3::plane(
+                p,
+                xi,
+                w9,
+                bias.map_or(0.0, |bv| bv[o]),
+                op,
+                range,
+                dims,
+                scratch,
+            );
             continue;
         }
         op.fill(bias.map_or(0.0, |bv| bv[o]));

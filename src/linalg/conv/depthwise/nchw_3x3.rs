@@ -1,101 +1,119 @@
 //! Neon 3×3 depthwise convolution in NCHW (ATen's layout, the portable kernel), stride 1 or 2
-//! across, any stride down, dilation and padding: per output row, blocks of four neighbouring
-//! outputs keep one accumulator vector across all nine taps (the nine weights in registers for
-//! the whole plane) and are stored once, clamped. A tap's four input columns are one `ld1`
-//! (stride 1) or the even half of one de-interleaving `ld2` (stride 2). Columns whose taps are
-//! not all inside the row (the borders) and the last columns of a row that do not fill a block
-//! are summed tap by tap. Per block: 9 loads, 9 FMLA and a store (the per-tap row passes of
-//! the generic loop load and store the output once per tap).
+//! across, any stride down, dilation and padding. Each input plane is first copied into a
+//! zero-bordered plane in scratch (`super::padded_dims`), so that every output, borders included,
+//! is one block computation: blocks of four neighbouring outputs keep one accumulator vector
+//! across all nine taps (the nine weights in registers for the whole plane) and are stored
+//! once, clamped. A tap's four input columns are one `ld1` (stride 1) or the even half of one
+//! de-interleaving `ld2` (stride 2). Per block: 9 loads, 9 FMLA and a store (the per-tap row
+//! passes of the generic loop load and store the output once per tap).
 
 use core::arch::aarch64::*;
 
 use super::super::Conv2d;
 
-/// Whether this path takes `p` (3×3, stride 1 or 2 across).
-pub(super) fn accepts(p: &Conv2d) -> bool {
-    p.kh == 3 && p.kw == 3 && (p.stride_w == 1 || p.stride_w == 2)
-}
-
 /// One output plane `op` (`OH × OW`) from input plane `xi` (`H × W`), weights `w9` (row-major
-/// 3×3), bias `b`, clamp `range`. `p` passed [`accepts`]; the slices hold whole planes.
-pub(super) fn plane(
+/// 3×3), bias `b`, clamp `range`; `pad` holds the `super::padded_dims` plane `(rows, cols)`.
+pub fn plane(
     p: &Conv2d,
     xi: &[f32],
     w9: &[f32; 9],
     b: f32,
     op: &mut [f32],
     range: Option<(f32, f32)>,
+    (rows, cols): (usize, usize),
+    pad: &mut [f32],
 ) {
-    // Interior columns: every tap inside the row.
-    let (mut cl, mut ch) = (0, p.out_w);
-    for kx in 0..3 {
-        let (lo, hi) = p.valid_cols(kx);
-        cl = cl.max(lo);
-        ch = ch.min(hi);
+    let pad = &mut pad[..rows * cols];
+    pad.fill(0.0);
+    for (iy, xr) in xi.chunks_exact(p.in_w).enumerate() {
+        let at = (p.pad_top + iy) * cols + p.pad_left;
+        pad[at..at + p.in_w].copy_from_slice(xr);
     }
-    let (lo, hi) = range.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    let (full, rest) = (p.out_w / 4, p.out_w % 4);
     let s = p.stride_w;
     for (oy, orow) in op.chunks_exact_mut(p.out_w).enumerate() {
-        let rows: [Option<&[f32]>; 3] = core::array::from_fn(|ky| {
-            p.in_row(oy, ky)
-                .map(|iy| &xi[iy * p.in_w..(iy + 1) * p.in_w])
-        });
-        // Blocks of four interior outputs.
-        let mut ox = cl;
-        if cl < ch {
-            while ox + 4 <= ch {
-                // SAFETY: (whole block) Neon is in the AArch64 baseline. Output columns
-                // ox .. ox + 4 are interior, so tap kx of column ox + j reads input column
-                // (ox + j)·s + kx·dil − pad ≤ (ch − 1)·s + kx·dil − pad < in_w; the stride-2
-                // `ld2` also reads the odd column after each even one, at most
-                // (ox + 3)·2 + kx·dil − pad + 1, which is < in_w unless the block's last
-                // column is the row's last input column: such blocks are left to the scalar
-                // loop (checked below).
-                unsafe {
-                    let first = ox * s - p.pad_left;
-                    if s == 2 && first + 2 * p.dil_w + 8 > p.in_w {
-                        break;
-                    }
-                    let mut acc = vdupq_n_f32(b);
-                    for (ky, row) in rows.iter().enumerate() {
-                        let Some(row) = row else { continue };
-                        for kx in 0..3 {
-                            let at = row.as_ptr().add(first + kx * p.dil_w);
-                            let v = if s == 1 {
-                                vld1q_f32(at)
-                            } else {
-                                vld2q_f32(at).0
-                            };
-                            acc = vfmaq_n_f32(acc, v, w9[ky * 3 + kx]);
-                        }
-                    }
-                    if range.is_some() {
-                        acc = vminnmq_f32(vmaxnmq_f32(acc, vdupq_n_f32(lo)), vdupq_n_f32(hi));
-                    }
-                    vst1q_f32(orow.as_mut_ptr().add(ox), acc);
+        let r0 = oy * p.stride_h * cols;
+        let r = [r0, r0 + p.dil_h * cols, r0 + 2 * p.dil_h * cols];
+        // SAFETY: padded_dims makes every tap of every block of this row, whole blocks up to
+        // ceil(OW / 4), read inside the plane (rows oy·sh + ky·dh < rows, columns below
+        // cols); the first `full` blocks write outputs below 4·full ≤ OW, the last partial
+        // one a four-float stack buffer.
+        unsafe {
+            let base = pad.as_ptr();
+            let rp = [base.add(r[0]), base.add(r[1]), base.add(r[2])];
+            let args = (rp, p.dil_w, orow.as_mut_ptr(), full, w9, b, range);
+            if s == 1 {
+                blocks::<1>(args);
+            } else {
+                blocks::<2>(args);
+            }
+            if rest > 0 {
+                let mut tail = [0.0f32; 4];
+                let off = 4 * full * s;
+                let rp = [rp[0].add(off), rp[1].add(off), rp[2].add(off)];
+                let args = (rp, p.dil_w, tail.as_mut_ptr(), 1, w9, b, range);
+                if s == 1 {
+                    blocks::<1>(args);
+                } else {
+                    blocks::<2>(args);
                 }
-                ox += 4;
+                orow[4 * full..].copy_from_slice(&tail[..rest]);
             }
         }
-        // Borders and the rest, tap by tap.
-        for (j, o) in orow.iter_mut().enumerate() {
-            if (cl..ox).contains(&j) {
-                continue;
-            }
-            let mut acc = b;
-            for (ky, row) in rows.iter().enumerate() {
-                let Some(row) = row else { continue };
-                for kx in 0..3 {
-                    if let Some(ix) = p.in_col(j, kx) {
-                        acc += w9[ky * 3 + kx] * row[ix];
-                    }
-                }
-            }
-            *o = if range.is_some() {
-                acc.max(lo).min(hi)
+    }
+}
+
+/// Arguments of [`blocks`]: the three input rows (at the first block's first column), the
+/// dilation across, the first output, the number of blocks, weights, bias, clamp.
+type Blocks<'a> = (
+    [*const f32; 3],
+    usize,
+    *mut f32,
+    usize,
+    &'a [f32; 9],
+    f32,
+    Option<(f32, f32)>,
+);
+
+/// `nb` blocks of four outputs of one row at stride `S` across: per block nine loads (one
+/// `ld1`, or the even half of one `ld2`), nine FMLA by a weight held in a register, one store.
+///
+/// # Safety
+/// Every block's input columns (`4·S·block + kx·dil + 0 .. 4·S` from each row pointer) are
+/// readable and the `4·nb` outputs writable.
+#[inline(always)]
+unsafe fn blocks<const S: usize>((rows, dil, out, nb, w, b, range): Blocks<'_>) {
+    // SAFETY: (whole body) Neon is in the AArch64 baseline; the accesses are those the caller
+    // vouches for.
+    unsafe {
+        let ld = |p: *const f32| {
+            if S == 1 {
+                vld1q_f32(p)
             } else {
-                acc
-            };
+                vld2q_f32(p).0
+            }
+        };
+        let [w0, w1, w2, w3, w4, w5, w6, w7, w8] = *w;
+        let (lo, hi) = range.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+        let (vb, vlo, vhi) = (vdupq_n_f32(b), vdupq_n_f32(lo), vdupq_n_f32(hi));
+        let [mut p0, mut p1, mut p2] = rows;
+        let mut o = out;
+        for _ in 0..nb {
+            let mut acc = vfmaq_n_f32(vb, ld(p0), w0);
+            acc = vfmaq_n_f32(acc, ld(p0.add(dil)), w1);
+            acc = vfmaq_n_f32(acc, ld(p0.add(2 * dil)), w2);
+            acc = vfmaq_n_f32(acc, ld(p1), w3);
+            acc = vfmaq_n_f32(acc, ld(p1.add(dil)), w4);
+            acc = vfmaq_n_f32(acc, ld(p1.add(2 * dil)), w5);
+            acc = vfmaq_n_f32(acc, ld(p2), w6);
+            acc = vfmaq_n_f32(acc, ld(p2.add(dil)), w7);
+            acc = vfmaq_n_f32(acc, ld(p2.add(2 * dil)), w8);
+            if range.is_some() {
+                acc = vminnmq_f32(vmaxnmq_f32(acc, vlo), vhi);
+            }
+            vst1q_f32(o, acc);
+            (p0, p1, p2) = (p0.add(4 * S), p1.add(4 * S), p2.add(4 * S));
+            o = o.add(4);
         }
     }
 }
