@@ -348,8 +348,10 @@ fn batch_norm_infer(ctx: &mut Ctx<'_, '_, '_>, eps_arg: usize, o: usize) -> Res 
                 let wv = wd.map_or(1.0, |v| v[ch]);
                 let bv = bd.map_or(0.0, |v| v[ch]);
                 let base = (i * c + ch) * inner;
-                for j in base..base + inner {
-                    od[j] = (xd[j] - mean) * invstd * wv + bv;
+                // Slices, so that the loop vectorises (same operations, same order).
+                let (dst, src) = (&mut od[base..base + inner], &xd[base..base + inner]);
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = (v - mean) * invstd * wv + bv;
                 }
             }
         }
