@@ -12,6 +12,10 @@ cargo fmt --all --check
 cargo fmt --manifest-path fuzz/Cargo.toml --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings   # the fuzz targets too
+# The counting benches (xtask bench, scripts/armpeer.sh) are outside the workspace: check them.
+cargo fmt --manifest-path benches/gemm-count/Cargo.toml --check
+CARGO_TARGET_DIR=target/gemm-count-host cargo clippy --manifest-path benches/gemm-count/Cargo.toml \
+    --all-targets -- -D warnings
 cargo test --workspace
 cargo build --lib --target aarch64-unknown-none
 cargo build --lib --release --target aarch64-unknown-none

@@ -73,14 +73,15 @@ fn main() {
     let bias: Vec<f32> = (0..oc).map(|i| i as f32 * 0.01).collect();
     let mut y = vec![0.0f32; nout];
     let scratch_len = match (p.is_depthwise(), nhwc_layout) {
-        (true, _) => 0,
+        (true, true) => 0,
+        (true, false) => depthwise::nchw_scratch_f32(&p),
         (false, true) => nhwc::scratch_f32(&p),
         (false, false) => nchw::scratch_f32(&p),
     };
     let mut scratch = vec![0.0f32; scratch_len];
     let mut run = |y: &mut [f32]| match (p.is_depthwise(), nhwc_layout) {
         (true, true) => depthwise::depthwise_nhwc(&p, &x, &wt, Some(&bias), y, None),
-        (true, false) => depthwise::depthwise_nchw(&p, &x, &wt, Some(&bias), y, None),
+        (true, false) => depthwise::depthwise_nchw(&p, &x, &wt, Some(&bias), y, None, &mut scratch),
         (false, true) => nhwc::conv2d(&p, &x, &wt, Some(&bias), y, None, &mut scratch),
         (false, false) => nchw::conv2d(&p, &x, &wt, Some(&bias), y, None, &mut scratch),
     };
