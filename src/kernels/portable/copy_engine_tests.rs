@@ -87,3 +87,44 @@ fn blocked_transposes_4_byte() {
         .collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn head_split_runs_of_every_short_length() {
+    // [T, H, D] -> [H, T, D] (attention heads split): runs of D elements, D·size from 1 to 72
+    // bytes, which covers the fixed-size copies of 16, 32, 48 and 64 bytes and their
+    // neighbours.
+    for (d, dt) in [
+        (1usize, DType::F32),
+        (3, DType::F32),
+        (4, DType::F32),
+        (5, DType::F32),
+        (8, DType::F32),
+        (12, DType::F32),
+        (16, DType::F32),
+        (17, DType::F32),
+        (8, DType::F64),
+        (6, DType::F64),
+        (16, DType::I16),
+        (48, DType::U8),
+    ] {
+        let (t_len, h, es) = (5, 3, dt.size());
+        let bytes: Vec<u8> = (0..t_len * h * d * es)
+            .map(|i| (i * 37 % 251) as u8)
+            .collect();
+        let mut t = OpTest::new("aten::permute_copy.out");
+        let a = t.input(dt, &[t_len, h, d], &bytes);
+        let p = t.int_list(&[1, 0, 2]);
+        let o = t.output(dt, &[h, t_len, d]);
+        t.call(&[a, p, o, o]);
+        let r = run_first(&t);
+        let mut want = vec![0u8; bytes.len()];
+        for i in 0..t_len {
+            for j in 0..h {
+                let s = (i * h + j) * d * es;
+                let dst = (j * t_len + i) * d * es;
+                want[dst..dst + d * es].copy_from_slice(&bytes[s..s + d * es]);
+            }
+        }
+        assert_eq!(r.bytes, want, "{d} {dt}");
+    }
+}
