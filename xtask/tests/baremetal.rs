@@ -143,6 +143,8 @@ virt_fixture_tests! {
     virt_mbv2v_xnnpack => "mbv2v_xnnpack",
     virt_unet_portable => "unet_portable",
     virt_unet_xnnpack => "unet_xnnpack",
+    virt_unetv_portable => "unetv_portable",
+    virt_unetv_xnnpack => "unetv_xnnpack",
     virt_vit_portable => "vit_portable",
     virt_vit_xnnpack => "vit_xnnpack",
     virt_vitv_portable => "vitv_portable",

@@ -434,38 +434,8 @@ fn analyze(
         if matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. }) {
             work_f32 = work_f32.max(gemm::GEMM_SCRATCH_F32);
         }
-        if let Op::Conv {
-            x,
-            out,
-            win,
-            groups,
-            depthwise,
-            ..
-        } = op
-        {
-            let (xd, od) = (dims_tab.get(x as usize), dims_tab.get(out as usize));
-            if let Some(p) = xd
-                .zip(od)
-                .and_then(|(xd, od)| run::conv_geometry(xd, od, &win, groups))
-            {
-                work_f32 = work_f32.max(run::conv_scratch_f32(&p, depthwise));
-            }
-        }
-        if let Op::ConvTranspose {
-            x,
-            out,
-            win,
-            groups,
-            ..
-        } = op
-        {
-            let (xd, od) = (dims_tab.get(x as usize), dims_tab.get(out as usize));
-            if let Some(p) = xd
-                .zip(od)
-                .and_then(|(xd, od)| run::conv_transpose_geometry(xd, od, &win, groups))
-            {
-                work_f32 = work_f32.max(crate::linalg::conv::transposed::scratch_f32_nhwc(&p));
-            }
+        if let Some(f) = run::conv_node_scratch_f32(&op, &|id| dims_tab.get(id as usize)) {
+            work_f32 = work_f32.max(f);
         }
         let (ins, n) = op.inputs();
         let out = op.output();

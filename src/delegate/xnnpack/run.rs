@@ -1,7 +1,7 @@
 //! f32 compute for XNNPACK graph nodes over plain slices (contiguous, row-major; NHWC for
 //! convolution and pooling, as the XNNPACK graph stores them).
 
-use super::graph::{Binary, Unary, Window, MAX_DIMS};
+use super::graph::{Binary, Op, Unary, Window, MAX_DIMS};
 use crate::error::KernelError;
 use crate::linalg::conv::transposed::ConvTranspose2d;
 use crate::linalg::conv::{self, Conv2d};
@@ -638,27 +638,35 @@ pub fn conv_transpose_geometry(
     win: &Window,
     groups: usize,
 ) -> Option<ConvTranspose2d> {
-    let (&[n, h, w, c], &[_, oh, ow, oc]) = (xd.dims(), od.dims()) else {
-        return None;
-    };
-    Some(ConvTranspose2d {
-        batch: n,
-        in_h: h,
-        in_w: w,
-        in_c: c,
-        out_h: oh,
-        out_w: ow,
-        out_c: oc,
-        kh: win.kh,
-        kw: win.kw,
-        stride_h: win.stride_h,
-        stride_w: win.stride_w,
-        dil_h: win.dil_h,
-        dil_w: win.dil_w,
-        pad_top: win.pad_top,
-        pad_left: win.pad_left,
-        groups,
-    })
+    conv_geometry(xd, od, win, groups).map(ConvTranspose2d::from)
+}
+
+/// Scratch floats a (plain or transposed) convolution node needs, from its input and output
+/// dims (`None`: not a convolution, or dims not known or not of rank 4).
+pub fn conv_node_scratch_f32<'s>(
+    op: &Op,
+    dims: &dyn Fn(u32) -> Option<&'s Shape>,
+) -> Option<usize> {
+    match *op {
+        Op::Conv {
+            x,
+            out,
+            win,
+            groups,
+            depthwise,
+            ..
+        } => conv_geometry(dims(x)?, dims(out)?, &win, groups)
+            .map(|p| conv_scratch_f32(&p, depthwise)),
+        Op::ConvTranspose {
+            x,
+            out,
+            win,
+            groups,
+            ..
+        } => conv_transpose_geometry(dims(x)?, dims(out)?, &win, groups)
+            .map(|p| conv::transposed::scratch_f32_nhwc(&p)),
+        _ => None,
+    }
 }
 
 /// Scratch floats a convolution node needs ([`conv2d_nhwc`]).

@@ -141,7 +141,7 @@ fn convolution_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         Some(b) => Some(b.as_slice::<f32>()?),
         None => None,
     };
-    if transposed {
+    let (oh, ow) = if transposed {
         // ATen requires output_padding < stride or < dilation.
         if (ah >= sh && ah >= dh) || (aw >= sw && aw >= dw) {
             return Err(value_err(
@@ -150,35 +150,17 @@ fn convolution_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
             ));
         }
         let bad_out = shape_err(0, "convolution: transposed output size is not positive");
-        let oh = transposed::out_len(h, kh, sh, dh, 2 * ph, ah).ok_or(bad_out)?;
-        let ow = transposed::out_len(w, kw, sw, dw, 2 * pw, aw).ok_or(bad_out)?;
-        let oshape = spatial_shape(nd, n, cout, oh, ow)?;
-        let geometry = ConvTranspose2d {
-            batch: n,
-            in_h: h,
-            in_w: w,
-            in_c: cin,
-            out_h: oh,
-            out_w: ow,
-            out_c: cout,
-            kh,
-            kw,
-            stride_h: sh,
-            stride_w: sw,
-            dil_h: dh,
-            dil_w: dw,
-            pad_top: ph,
-            pad_left: pw,
-            groups,
-        };
-        let mut out = ctx.output(9, &oshape)?;
-        let od = out.as_mut_slice::<f32>()?;
-        let scratch = ctx.scratch_f32(transposed::scratch_f32_nchw(&geometry))?;
-        return transposed::conv_transpose2d_nchw(&geometry, xd, wd, bd, od, None, scratch);
-    }
-    let bad_out = shape_err(0, "convolution: input too small for the kernel");
-    let oh = window_out(h, kh, ph, sh, dh, false).ok_or(bad_out)?;
-    let ow = window_out(w, kw, pw, sw, dw, false).ok_or(bad_out)?;
+        (
+            transposed::out_len(h, kh, sh, dh, 2 * ph, ah).ok_or(bad_out)?,
+            transposed::out_len(w, kw, sw, dw, 2 * pw, aw).ok_or(bad_out)?,
+        )
+    } else {
+        let bad_out = shape_err(0, "convolution: input too small for the kernel");
+        (
+            window_out(h, kh, ph, sh, dh, false).ok_or(bad_out)?,
+            window_out(w, kw, pw, sw, dw, false).ok_or(bad_out)?,
+        )
+    };
     let oshape = spatial_shape(nd, n, cout, oh, ow)?;
     let geometry = Conv2d {
         batch: n,
@@ -198,6 +180,13 @@ fn convolution_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         pad_left: pw,
         groups,
     };
+    if transposed {
+        let geometry = ConvTranspose2d::from(geometry);
+        let mut out = ctx.output(9, &oshape)?;
+        let od = out.as_mut_slice::<f32>()?;
+        let scratch = ctx.scratch_f32(transposed::scratch_f32_nchw(&geometry))?;
+        return transposed::conv_transpose2d_nchw(&geometry, xd, wd, bd, od, None, scratch);
+    }
     let mut out = ctx.output(9, &oshape)?;
     let od = out.as_mut_slice::<f32>()?;
     if geometry.is_depthwise() {

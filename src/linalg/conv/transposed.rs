@@ -32,7 +32,7 @@
 //! geometry up front ([`ConvTranspose2d::check_call`]), and contributions that fall outside
 //! the output (the padding crops them) are dropped.
 
-use super::{clamp, shape_err};
+use super::{clamp, shape_err, Conv2d};
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
 
@@ -67,6 +67,49 @@ pub struct ConvTranspose2d {
     pub pad_top: usize,
     pub pad_left: usize,
     pub groups: usize,
+}
+
+impl From<Conv2d> for ConvTranspose2d {
+    /// The same fields read the transposed way (see the type's documentation): callers that
+    /// gather sizes and window parameters for both kinds build a [`Conv2d`] and convert it.
+    fn from(c: Conv2d) -> ConvTranspose2d {
+        let Conv2d {
+            batch,
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            out_c,
+            kh,
+            kw,
+            stride_h,
+            stride_w,
+            dil_h,
+            dil_w,
+            pad_top,
+            pad_left,
+            groups,
+        } = c;
+        ConvTranspose2d {
+            batch,
+            in_h,
+            in_w,
+            in_c,
+            out_h,
+            out_w,
+            out_c,
+            kh,
+            kw,
+            stride_h,
+            stride_w,
+            dil_h,
+            dil_w,
+            pad_top,
+            pad_left,
+            groups,
+        }
+    }
 }
 
 /// The output length of one dimension: `(n − 1)·stride − pad_total + dil·(k − 1) + 1 + adj`
