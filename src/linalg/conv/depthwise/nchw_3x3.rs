@@ -13,6 +13,7 @@ use super::super::Conv2d;
 
 /// One output plane `op` (`OH × OW`) from input plane `xi` (`H × W`), weights `w9` (row-major
 /// 3×3), bias `b`, clamp `range`; `pad` holds the `super::padded_dims` plane `(rows, cols)`.
+#[allow(clippy::too_many_arguments)]
 pub fn plane(
     p: &Conv2d,
     xi: &[f32],
