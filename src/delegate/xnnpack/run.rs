@@ -425,7 +425,7 @@ pub fn transpose(x: &[f32], xd: &Shape, perm: &[u8], out: &mut [f32]) {
         // Rows of `inner` contiguous elements.
         gather_blocks(&od[..k - 1], &st[..k - 1], inner, out, |o, src| {
             if let (Some(s), Some(o)) = (x.get(src..src + inner), o) {
-                o.copy_from_slice(s);
+                copy_run(o, s);
             }
         });
         return;

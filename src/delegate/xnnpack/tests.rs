@@ -794,3 +794,40 @@ fn slice_pad_concat_blocks_against_index_arithmetic() {
         }
     }
 }
+
+#[test]
+fn transposes_against_index_arithmetic() {
+    // Random permutations of ranks 2-4, many keeping the last dim (head splits: contiguous
+    // runs of 1-17 floats, the 4-16 ones copied inline), against the definition.
+    use super::run;
+    use crate::shape::{NdIndex, Shape};
+    let mut rng = crate::testing::Rng(0x7A_11);
+    for case in 0..300 {
+        let rank = 2 + case % 3;
+        let dims: Vec<usize> = (0..rank).map(|_| 1 + rng.below(17) as usize).collect();
+        let mut perm: Vec<u8> = (0..rank as u8).collect();
+        let keep_last = rng.below(2) == 0;
+        let m = if keep_last { rank - 1 } else { rank };
+        for i in (1..m).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            perm.swap(i, j);
+        }
+        let xs = Shape::new(&dims).unwrap();
+        let x = rng.vec(xs.numel());
+        let od: Vec<usize> = perm.iter().map(|&p| dims[p as usize]).collect();
+        let mut got = std::vec![f32::NAN; x.len()];
+        run::transpose(&x, &xs, &perm, &mut got);
+        let st = xs.strides();
+        let mut it = NdIndex::new(&od);
+        for (j, g) in got.iter().enumerate() {
+            let src: usize = it
+                .index()
+                .iter()
+                .zip(&perm)
+                .map(|(&i, &p)| i * st[p as usize])
+                .sum();
+            assert_eq!(*g, x[src], "{dims:?} perm {perm:?} at {j}");
+            it.advance();
+        }
+    }
+}
