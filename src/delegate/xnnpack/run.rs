@@ -425,7 +425,7 @@ pub fn transpose(x: &[f32], xd: &Shape, perm: &[u8], out: &mut [f32]) {
         // Rows of `inner` contiguous elements.
         gather_blocks(&od[..k - 1], &st[..k - 1], inner, out, |o, src| {
             if let (Some(s), Some(o)) = (x.get(src..src + inner), o) {
-                copy_run(o, s);
+                o.copy_from_slice(s);
             }
         });
         return;
@@ -552,29 +552,10 @@ fn block_rows(
     }
 }
 
-/// `dst = src` for a run of floats: runs of 4, 8, 12 or 16 inline (a libc `memcpy` call costs
-/// more than such a copy; the rotary embeddings' half-rows are 8 floats), longer ones by
-/// `copy_from_slice`.
-#[inline(always)]
-fn copy_run(dst: &mut [f32], src: &[f32]) {
-    fn fixed<const N: usize>(dst: &mut [f32], src: &[f32]) {
-        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
-            *d = *s;
-        }
-    }
-    match dst.len() {
-        4 => fixed::<4>(dst, src),
-        8 => fixed::<8>(dst, src),
-        12 => fixed::<12>(dst, src),
-        16 => fixed::<16>(dst, src),
-        _ => dst.copy_from_slice(src),
-    }
-}
-
 /// Copies the block at `offsets` with the output's dims.
 pub fn slice(x: &[f32], xd: &Shape, offsets: &[u32], out: &mut [f32], od: &Shape) {
     block_rows(od, xd, offsets, |row, src, n| {
-        copy_run(&mut out[row * n..(row + 1) * n], &x[src..src + n])
+        out[row * n..(row + 1) * n].copy_from_slice(&x[src..src + n])
     });
 }
 
@@ -587,10 +568,7 @@ pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Sha
     for (x, d) in inputs {
         let chunk = d.dims()[axis] * inner;
         for o in 0..outer {
-            copy_run(
-                &mut out[o * row + at..o * row + at + chunk],
-                &x[o * chunk..(o + 1) * chunk],
-            );
+            out[o * row + at..o * row + at + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
         }
         at += chunk;
     }
@@ -600,7 +578,7 @@ pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Sha
 pub fn pad(x: &[f32], xd: &Shape, pre: &[u32], value: f32, out: &mut [f32], od: &Shape) {
     out.fill(value);
     block_rows(xd, od, pre, |row, dst, n| {
-        copy_run(&mut out[dst..dst + n], &x[row * n..(row + 1) * n])
+        out[dst..dst + n].copy_from_slice(&x[row * n..(row + 1) * n])
     });
 }
 

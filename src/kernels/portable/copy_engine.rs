@@ -213,25 +213,6 @@ fn as_f32_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
     (pre.is_empty() && post.is_empty()).then_some(mid)
 }
 
-/// `dst = src` (equal lengths): runs of 16 to 64 bytes (a head's row of 4–16 floats when
-/// attention heads are split or merged) as fixed-size copies, inline, since a libc `memcpy`
-/// call costs more than such a run; longer ones by `copy_from_slice`.
-#[inline(always)]
-fn copy_run(dst: &mut [u8], src: &[u8]) {
-    fn fixed<const B: usize>(dst: &mut [u8], src: &[u8]) {
-        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<B>(), src.first_chunk::<B>()) {
-            *d = *s;
-        }
-    }
-    match dst.len() {
-        16 => fixed::<16>(dst, src),
-        32 => fixed::<32>(dst, src),
-        48 => fixed::<48>(dst, src),
-        64 => fixed::<64>(dst, src),
-        _ => dst.copy_from_slice(src),
-    }
-}
-
 /// Tile edge of the blocked transpose.
 const TILE: usize = 16;
 
@@ -307,7 +288,7 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
         // SAFETY: every block's elements belong to its call alone.
         let out = unsafe { shared.range(d0 * N, (d0 + cols) * N) };
         if cs == 1 {
-            copy_run(out, &src[s0 * N..(s0 + cols) * N]);
+            out.copy_from_slice(&src[s0 * N..(s0 + cols) * N]);
         } else if cs == 0 {
             let e = &src[s0 * N..s0 * N + N];
             for c in out.chunks_exact_mut(N) {
