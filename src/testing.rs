@@ -709,6 +709,14 @@ impl OpTest {
         self.run_bytes(&self.build(), &self.registry, after)
     }
 
+    /// The metadata buffer size this test's program asks for with its registry
+    /// ([`MethodMeta::metadata_bytes`]: runtime tables and delegate state).
+    pub fn metadata_bytes(&self) -> Result<usize, Error> {
+        let bytes = AlignedBuf::from_bytes(&self.build());
+        let program = Program::load(bytes.as_slice())?;
+        Ok(MethodMeta::new(&program, "forward", &self.registry)?.metadata_bytes())
+    }
+
     fn run_bytes(
         &self,
         program: &[u8],

@@ -85,6 +85,38 @@ fn quantized_fixtures_match_executorch() {
     }
 }
 
+/// The registry that packs the XNNPACK regions' fp32 filters at load gives the same outputs,
+/// and does pack: the metadata buffer of every fp32 XNNPACK fixture grows by at least its
+/// fully-connected and convolution filters.
+#[test]
+fn xnnpack_fixtures_match_executorch_with_filters_packed_at_load() {
+    let cases: Vec<String> = cases().into_iter().filter(|c| delegated(c)).collect();
+    assert!(
+        cases.len() >= 14,
+        "expected fp32 and quantized XNNPACK fixtures"
+    );
+    for case in &cases {
+        check_case(case, &Registry::packing());
+        let file = pte(case);
+        let program = Program::load(file.as_slice()).unwrap();
+        let meta = |r: &Registry<'static>| {
+            MethodMeta::new(&program, "forward", r)
+                .unwrap()
+                .metadata_bytes()
+        };
+        let (plain, packing) = (meta(&Registry::standard()), meta(&Registry::packing()));
+        if case.ends_with("_xnnpack") {
+            // Every fp32 fixture has filters of at least 4 KiB.
+            assert!(
+                packing >= plain + 4096,
+                "{case}: metadata {plain} B in place, {packing} B packing: nothing packed"
+            );
+        } else {
+            assert!(packing >= plain, "{case}");
+        }
+    }
+}
+
 #[test]
 fn portable_fixtures_also_run_with_the_standard_registry() {
     for case in cases().into_iter().filter(|c| c.ends_with("_portable")) {

@@ -29,12 +29,32 @@ pub static BACKENDS: &[&dyn Backend] = &[
     &crate::delegate::ptera::BACKEND,
 ];
 
+/// [`BACKENDS`] with the XNNPACK backend that packs fp32 filters at load.
+pub static BACKENDS_PACKING: &[&dyn Backend] = &[
+    &crate::delegate::xnnpack::BACKEND_PACKING,
+    &crate::delegate::ptera::BACKEND,
+];
+
 impl Registry<'static> {
-    /// The portable kernel library and every backend ptera ships (`XnnpackBackend`).
+    /// The portable kernel library and every backend ptera ships (`XnnpackBackend`), every
+    /// weight read in place from the program: the least RAM (what a board running from flash
+    /// wants).
     pub fn standard() -> Registry<'static> {
         Registry {
             kernels: crate::kernels::KERNELS,
             backends: BACKENDS,
+        }
+    }
+
+    /// Like [`standard`](Self::standard), but the XNNPACK regions' fp32 fully-connected and
+    /// convolution filters are packed once at load into the method's metadata buffer
+    /// ([`XnnpackBackend::PACKING`](crate::delegate::xnnpack::XnnpackBackend::PACKING)): about
+    /// the filters' size more RAM, no weight packing per forward (ExecuTorch's XNNPACK
+    /// delegate does the same). Programs lowered by `xtask lower` are packed already.
+    pub fn packing() -> Registry<'static> {
+        Registry {
+            kernels: crate::kernels::KERNELS,
+            backends: BACKENDS_PACKING,
         }
     }
 }

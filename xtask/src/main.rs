@@ -59,6 +59,9 @@ enum Cmd {
         /// bit-identical results.
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// XNNPACK fp32 filters: packed at load, or read in place and packed per product.
+        #[arg(long, value_enum, default_value_t = Weights::Packed)]
+        weights: Weights,
         /// For a BundledProgram (.bpte): absolute tolerance of the output check.
         #[arg(long, default_value_t = 1e-4)]
         atol: f64,
@@ -155,6 +158,9 @@ enum BenchCmd {
         /// Cores (threads) one forward may use (a pool created once for all runs).
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// XNNPACK fp32 filters: packed at load, or read in place and packed per product.
+        #[arg(long, value_enum, default_value_t = Weights::Packed)]
+        weights: Weights,
         #[arg(long)]
         json: bool,
     },
@@ -166,8 +172,36 @@ enum BenchCmd {
     Ops(cmd::bench_ops::OpsArgs),
 }
 
-/// The registry the host tools use: every kernel and backend ptera has.
+/// How `run`, `bench run` and `profile` treat the fp32 filters of XNNPACK regions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Weights {
+    /// Packed once at load into the method's metadata (more RAM, no packing per forward;
+    /// what ExecuTorch's XNNPACK delegate does).
+    Packed,
+    /// Read in place from the file and packed per product (what the firmware does).
+    InPlace,
+}
+
+static WEIGHTS_IN_PLACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets how [`registry`] treats XNNPACK filters for the rest of the process.
+pub fn set_weights(w: Weights) {
+    WEIGHTS_IN_PLACE.store(w == Weights::InPlace, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The registry the host tools run programs with: every kernel and backend ptera has, the
+/// XNNPACK filters packed at load unless `--weights in-place` was given.
 pub fn registry() -> Registry<'static> {
+    if WEIGHTS_IN_PLACE.load(std::sync::atomic::Ordering::Relaxed) {
+        Registry::standard()
+    } else {
+        Registry::packing()
+    }
+}
+
+/// The registry of the firmware images and of what describes a program's own needs
+/// (`inspect`, the bare-metal memory budgets): every weight read in place.
+pub fn firmware_registry() -> Registry<'static> {
     Registry::standard()
 }
 
@@ -211,9 +245,11 @@ fn main() -> ExitCode {
             max_instructions,
             etdump,
             threads,
+            weights,
             atol,
             rtol,
         } => crate::host::with_threads(threads, || {
+            set_weights(weights);
             if cmd::run::is_bundled(&model) {
                 cmd::run::run_bundled(&model, max_instructions, atol, rtol)
             } else {
@@ -270,9 +306,11 @@ fn main() -> ExitCode {
                     inputs,
                     iters,
                     threads,
+                    weights,
                     json,
                 },
         } => crate::host::with_threads(threads, || {
+            set_weights(weights);
             cmd::bench_run::bench_run(&model, &inputs, iters, threads, json)
         }),
         Cmd::Bench {

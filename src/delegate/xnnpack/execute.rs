@@ -14,16 +14,22 @@ use crate::linalg::gemm;
 use crate::linalg::quant::{self, QParams, QWeights};
 use crate::shape::Shape;
 /// The panels of a [`KIND_PACKED`] filter (`k × n`, tile width `Loc::ext`, at `Loc::offset` in
-/// the program; sizes checked at load).
+/// the program, or in the state area when [`PACKED_IN_STATE`]; sizes checked at load).
 fn packed_filter<'p>(
     program: &'p [u8],
+    state: &'p [u8],
     wl: &Loc,
     k: usize,
     n: usize,
 ) -> Result<gemm::PackedB<'p>, KernelError> {
     let nr = wl.ext as usize;
     let len = gemm::PackedB::len_for(k, n, nr).unwrap_or(0) * 4;
-    let panels = program
+    let bytes = if wl.flags & PACKED_IN_STATE != 0 {
+        state
+    } else {
+        program
+    };
+    let panels = bytes
         .get(wl.offset as usize..wl.offset as usize + len)
         .and_then(run::as_f32)
         .ok_or(bad("packed filter outside the program or misaligned"))?;
@@ -403,7 +409,7 @@ pub fn execute_plan(
                     };
                     // The node's clamp goes into the product's stores.
                     if wl.kind == KIND_PACKED {
-                        let packed = packed_filter(program, wl, k, n)?;
+                        let packed = packed_filter(program, state, wl, k, n)?;
                         run::fully_connected_packed(xs, packed, b, o, clamp, gemm_scratch)?
                     } else {
                         let w = rd(w)?;
@@ -466,7 +472,7 @@ pub fn execute_plan(
                 let wl = &locs[w as usize];
                 if wl.kind == KIND_PACKED {
                     // A one-group filter (checked at load): B is K x OC.
-                    let packed = packed_filter(program, wl, p.depth(), p.out_c)?;
+                    let packed = packed_filter(program, state, wl, p.depth(), p.out_c)?;
                     let x = rd(x)?;
                     crate::linalg::conv::nhwc::conv2d_prepacked(
                         &p,

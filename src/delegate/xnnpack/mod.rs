@@ -43,10 +43,37 @@ const VERIFIER: flatbuffers::VerifierOptions = flatbuffers::VerifierOptions {
 };
 
 /// The XNNPACK delegate backend (stateless; plans live in each method's metadata).
-pub struct XnnpackBackend;
+///
+/// Two ways to treat the fp32 filters of fully-connected and one-group convolution nodes:
+/// [`IN_PLACE`](Self::IN_PLACE) reads them where the program holds them (from flash or a
+/// mapped file: no RAM for weights) and packs each product's panels as it runs;
+/// [`PACKING`](Self::PACKING) packs them once at load into the method's metadata buffer (the
+/// delegate state grows by about the filters' size; no packing per forward), as ExecuTorch's
+/// XNNPACK does. Filters packed ahead by `xtask lower` are read in place either way.
+pub struct XnnpackBackend {
+    pack_at_load: bool,
+}
 
-/// The registry entry.
-pub static BACKEND: XnnpackBackend = XnnpackBackend;
+impl XnnpackBackend {
+    /// Filters read in place, packed per product at run time.
+    pub const IN_PLACE: XnnpackBackend = XnnpackBackend {
+        pack_at_load: false,
+    };
+    /// fp32 filters packed at load into the delegate state.
+    pub const PACKING: XnnpackBackend = XnnpackBackend { pack_at_load: true };
+
+    /// Whether this backend packs fp32 filters at load.
+    pub fn packs_at_load(&self) -> bool {
+        self.pack_at_load
+    }
+}
+
+/// The registry entry of [`Registry::standard`](crate::Registry::standard): filters in place.
+pub static BACKEND: XnnpackBackend = XnnpackBackend::IN_PLACE;
+
+/// The registry entry of [`Registry::packing`](crate::Registry::packing): fp32 filters packed
+/// at load.
+pub static BACKEND_PACKING: XnnpackBackend = XnnpackBackend::PACKING;
 
 /// Where the bytes of a fully-connected filter come from instead of its own constant data
 /// (given by ptera's own backend for the XNNPACK graphs `xtask lower` wraps): the filter's
@@ -165,11 +192,14 @@ fn constant_offset(
     Ok((bytes.as_ptr() as usize - base) as u64)
 }
 
-/// Validates the whole region; fills `locs` (when given) and returns the requirements.
+/// Validates the whole region; fills `locs` (when given) and returns the requirements. With
+/// `pack_at_load`, the fp32 constant filters that only fully-connected and one-group
+/// convolution nodes read get [`PACKED_IN_STATE`] panels behind the column sums.
 fn analyze(
     init: &DelegateInit<'_>,
     locs: Option<&mut [Loc]>,
     packed: &[FilterOverride],
+    pack_at_load: bool,
 ) -> Result<(Requirements, Head), KernelError> {
     let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
     let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
@@ -429,6 +459,18 @@ fn analyze(
     }
     // Floats of the area behind the intermediates: GEMM packing, convolution patches.
     let mut work_f32 = 0usize;
+    // Filters packed at load: per value, 0 while no node has read it, LOAD_PLAIN once a
+    // node needs its own layout, else the tile width, with (k, n, whether the constant is
+    // stored as B = k × n rather than as its transpose) in `load_kn`.
+    const LOAD_PLAIN: u32 = u32::MAX;
+    let mut load_nr = heapless::Vec::<u32, MAX_VALUES>::new();
+    let mut load_kn = heapless::Vec::<(usize, usize, bool), MAX_VALUES>::new();
+    for _ in 0..nv {
+        let _ = load_nr.push(0);
+        let _ = load_kn.push((0, 0, false));
+    }
+    // (filter, output) of every fully-connected node reading a filter it may pack.
+    let mut fc_outs = heapless::Vec::<(u32, u32), MAX_VALUES>::new();
     for (step, node) in nodes.iter().enumerate() {
         let (op, _) = graph::decode(node)?;
         if matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. }) {
@@ -532,6 +574,63 @@ fn analyze(
             }
         }
         graph::check_shapes(&op, &|id| dims_tab[id as usize])?;
+        if pack_at_load {
+            let (ins, n_in) = op.inputs();
+            for (slot, &id) in ins[..n_in].iter().enumerate() {
+                let i = id as usize;
+                let plain_f32 = i < nv
+                    && kinds[i].0 == KIND_CONSTANT
+                    && qinfo[i].0 == DT_F32
+                    && !packed.iter().any(|p| p.value == id);
+                if !plain_f32 {
+                    continue;
+                }
+                let wd = dims_tab[i];
+                // (k, n, stored as B, rows of the products) of the GEMM this filter is B of.
+                let gemm_use = match op {
+                    Op::FullyConnected {
+                        x,
+                        transpose_w,
+                        out,
+                        ..
+                    } if slot == 1 && wd.rank() == 2 => {
+                        if fc_outs.push((id, out)).is_err() {
+                            load_nr[i] = LOAD_PLAIN;
+                            continue;
+                        }
+                        let (k, n) = if transpose_w {
+                            (wd.dims()[0], wd.dims()[1])
+                        } else {
+                            (wd.dims()[1], wd.dims()[0])
+                        };
+                        Some((k, n, transpose_w, dims_tab[x as usize].numel() / k.max(1)))
+                    }
+                    Op::Conv {
+                        x,
+                        out,
+                        win,
+                        groups: 1,
+                        depthwise: false,
+                        ..
+                    } if slot == 1 && wd.rank() == 4 => {
+                        run::conv_geometry(&dims_tab[x as usize], &dims_tab[out as usize], &win, 1)
+                            .map(|p| {
+                                let rows = crate::linalg::conv::nhwc::chunk_rows(&p);
+                                (p.depth(), p.out_c, false, rows)
+                            })
+                    }
+                    _ => None,
+                };
+                load_nr[i] = match gemm_use {
+                    Some((k, n, t, _)) if load_nr[i] != 0 && load_kn[i] == (k, n, t) => load_nr[i],
+                    Some((k, n, t, m)) if load_nr[i] == 0 => {
+                        load_kn[i] = (k, n, t);
+                        gemm::prepack_nr(m, n, k) as u32
+                    }
+                    _ => LOAD_PLAIN,
+                };
+            }
+        }
         let dt_of = |id: u32| qinfo.get(id as usize).map_or(DT_F32, |q| q.0);
         let dtypes_ok = match op {
             Op::Unary {
@@ -650,8 +749,41 @@ fn analyze(
             0
         }
     };
+    // A product whose output only the program reads may compute just the rows it reads
+    // ([`ROWS_LOCAL`], e.g. a language model head's last row): one row goes to the GEMV,
+    // which streams the filter's own rows faster than it walks panels. Such filters stay.
+    for &(w, out) in fc_outs.iter() {
+        if ext_use[out as usize] == 1 {
+            load_nr[w as usize] = LOAD_PLAIN;
+        }
+    }
     let mut head = head;
     head.n_sums = (0..nv).map(sums_of).sum();
+    // Filters packed at load: their panels one after another behind the column sums, each
+    // 64-byte rounded; (state offset, bytes) per value.
+    let mut state_end = state_bytes(nv, head.n_sums as usize);
+    let mut load_at = heapless::Vec::<(usize, usize), MAX_VALUES>::new();
+    let mut next = packed_area_start(nv, head.n_sums as usize);
+    for i in 0..nv {
+        let nr = load_nr[i];
+        let (k, n, _) = load_kn[i];
+        let bytes = match nr {
+            0 | LOAD_PLAIN => None,
+            _ => gemm::PackedB::len_for(k, n, nr as usize).and_then(|f| f.checked_mul(4)),
+        };
+        let _ = load_at.push(match bytes {
+            Some(b) => {
+                let at = next;
+                next = next
+                    .checked_add(b)
+                    .and_then(|e| e.checked_next_multiple_of(64))
+                    .ok_or_else(too_big)?;
+                state_end = next;
+                (at, b)
+            }
+            None => (0, 0),
+        });
+    }
     if let Some(locs) = locs {
         let mut sums_at = 0u64;
         for i in 0..nv {
@@ -660,6 +792,23 @@ fn analyze(
             let mut dims = [0u32; MAX_DIMS];
             for (dk, &v) in dims.iter_mut().zip(d.dims()) {
                 *dk = v as u32;
+            }
+            let (at, bytes) = load_at[i];
+            if bytes > 0 {
+                // Packed at load (the plain fp32 constant it comes from stays in `aux`).
+                locs[i] = Loc {
+                    kind: KIND_PACKED,
+                    ext: load_nr[i],
+                    offset: at as u64,
+                    rank: d.rank() as u32,
+                    dims,
+                    flags: PACKED_IN_STATE,
+                    dt: DT_F32,
+                    group: load_kn[i].2 as u32,
+                    aux: offset,
+                    sums: 0,
+                };
+                continue;
             }
             locs[i] = Loc {
                 kind,
@@ -691,7 +840,7 @@ fn analyze(
     }
     Ok((
         Requirements {
-            state: state_bytes(nv, head.n_sums as usize),
+            state: state_end,
             scratch,
         },
         head,
@@ -704,11 +853,11 @@ impl Backend for XnnpackBackend {
     }
 
     fn prepare(&self, init: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
-        prepare_packed(init, &[])
+        analyze(init, None, &[], self.pack_at_load).map(|r| r.0)
     }
 
     fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
-        init_packed(init, state, &[])
+        init_with(init, state, &[], self.pack_at_load)
     }
 
     fn execute(
@@ -727,7 +876,7 @@ pub fn prepare_packed(
     init: &DelegateInit<'_>,
     packed: &[FilterOverride],
 ) -> Result<Requirements, KernelError> {
-    analyze(init, None, packed).map(|r| r.0)
+    analyze(init, None, packed, false).map(|r| r.0)
 }
 
 /// [`Backend::init`] with pre-packed filters (the same `packed` as [`prepare_packed`]).
@@ -735,6 +884,15 @@ pub fn init_packed(
     init: &DelegateInit<'_>,
     state: &mut [u8],
     packed: &[FilterOverride],
+) -> Result<(), KernelError> {
+    init_with(init, state, packed, false)
+}
+
+fn init_with(
+    init: &DelegateInit<'_>,
+    state: &mut [u8],
+    packed: &[FilterOverride],
+    pack_at_load: bool,
 ) -> Result<(), KernelError> {
     let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
     if n > MAX_VALUES
@@ -753,9 +911,9 @@ pub fn init_packed(
         }
         core::slice::from_raw_parts_mut(p, n)
     };
-    let (_, head) = analyze(init, Some(locs), packed)?;
+    let (req, head) = analyze(init, Some(locs), packed, pack_at_load)?;
     let n_sums = head.n_sums as usize;
-    if state.len() < state_bytes(n, n_sums) {
+    if state.len() < state_bytes(n, n_sums).max(req.state) {
         return Err(bad("XNNPACK state area too small"));
     }
     // The quantized filters' column sums, behind the value table.
@@ -796,6 +954,48 @@ pub fn init_packed(
         };
         quant::column_sums(&qw, rows, k, out)?;
     }
+    // Filters packed at load, from their fp32 constants in the program.
+    for i in 0..n {
+        // SAFETY: Loc i was written by `analyze` above (same area, offset 40 + 72·i).
+        let l = unsafe { *(state.as_ptr().add(size_of::<Head>()) as *const Loc).add(i) };
+        if l.flags & PACKED_IN_STATE == 0 {
+            continue;
+        }
+        let d = l.dims();
+        // `analyze` packs 2-D fully-connected filters (`[N, K]`, or `[K, N]` when its node
+        // transposes) and 4-D one-group convolution filters (`[OC, KH, KW, C]`, B = K × OC).
+        let (rows, cols) = match *d.dims() {
+            [a, b] => (a, b),
+            [oc, ..] => (oc, d.numel() / oc.max(1)),
+            _ => return Err(bad("filter packed at load is not 2-D or 4-D")),
+        };
+        let nr = l.ext as usize;
+        let src = usize::try_from(l.aux)
+            .ok()
+            .and_then(|o| program.get(o..o.checked_add(rows.checked_mul(cols)?.checked_mul(4)?)?))
+            .and_then(run::as_f32)
+            .ok_or(bad(
+                "filter packed at load outside the program or misaligned",
+            ))?;
+        let plain = gemm::MatRef::row_major(src, rows, cols)?;
+        // B is k × n: a filter stored `[N, K]` is B transposed; the transposed fully-connected
+        // filter (`[K, N]`, `Loc::group` 1) is B itself.
+        let b = if l.group == 1 { plain } else { plain.t() };
+        let (k, nn) = (b.rows(), b.cols());
+        let len = gemm::PackedB::len_for(k, nn, nr).ok_or(bad("packed filter too large"))?;
+        let at = l.offset as usize;
+        let end = at
+            .checked_add(len * 4)
+            .ok_or(bad("packed filter too large"))?;
+        let dst = state
+            .get_mut(at..end)
+            .ok_or(bad("XNNPACK state area too small"))?;
+        // SAFETY: `dst` is an exclusively borrowed part of the state area, 4-byte aligned (the
+        // area is 16-aligned and `at` a multiple of 64) and `len` floats long; f32 is plain
+        // data with every bit pattern valid.
+        let dst = unsafe { core::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut f32, len) };
+        gemm::pack_b_ahead(b, nr, dst)?;
+    }
     // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
     unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
     Ok(())
@@ -811,7 +1011,7 @@ pub struct RegionSummary<'p> {
 impl<'p> RegionSummary<'p> {
     /// Validates the region like loading does and summarises it.
     pub fn new(init: &DelegateInit<'p>) -> Result<RegionSummary<'p>, KernelError> {
-        let (requirements, _) = analyze(init, None, &[])?;
+        let (requirements, _) = analyze(init, None, &[], false)?;
         let (graph, _, _) = graph_of(init.payload)?;
         Ok(RegionSummary {
             graph,

@@ -18,8 +18,14 @@ pub(super) const KIND_INTERNAL: u32 = 0;
 pub(super) const KIND_EXTERNAL_IN: u32 = 1;
 pub(super) const KIND_EXTERNAL_OUT: u32 = 2;
 pub(super) const KIND_CONSTANT: u32 = 3;
-/// A fully-connected filter packed ahead of time ([`FilterOverride`]); `Loc::offset` is its
-/// program byte offset, `Loc::ext` its tile width.
+/// A fully-connected or one-group convolution filter in [`gemm::PackedB`] panels, `Loc::ext`
+/// its tile width: packed ahead of time ([`FilterOverride`]; `Loc::offset` is its program byte
+/// offset) or, with [`PACKED_IN_STATE`], packed at load into the state area
+/// ([`XnnpackBackend::PACKING`]; `Loc::offset` is its offset in the state area and `Loc::aux`
+/// the program byte offset of the fp32 filter it was packed from).
+///
+/// [`gemm::PackedB`]: crate::linalg::gemm::PackedB
+/// [`XnnpackBackend::PACKING`]: super::XnnpackBackend::PACKING
 pub(super) const KIND_PACKED: u32 = 4;
 
 /// Where one graph value lives (the translated plan).
@@ -38,7 +44,8 @@ pub struct Loc {
     pub(super) flags: u32,
     /// Element type: [`DT_F32`] or one of the quantized `DT_*`.
     pub(super) dt: u32,
-    /// Inputs per scale group of [`DT_QB4W`] weights.
+    /// Inputs per scale group of [`DT_QB4W`] weights; for a filter [`PACKED_IN_STATE`], 1 when
+    /// its constant is stored as the GEMM's B (`k × n`) rather than as its transpose.
     pub(super) group: u32,
     /// Program byte offset of quantized weights' scales.
     pub(super) aux: u64,
@@ -72,6 +79,9 @@ pub(super) const ROWS_LOCAL: u32 = 1;
 pub(super) const QUANT_AHEAD: u32 = 2;
 /// [`Loc::flags`]: its int8 rows (quantized ahead) are packed `qc8w_p4x4`.
 pub(super) const QUANT_PACKED: u32 = 4;
+/// [`Loc::flags`]: a [`KIND_PACKED`] filter whose panels were packed at load into the state
+/// area (behind the column sums, [`packed_area_start`]).
+pub(super) const PACKED_IN_STATE: u32 = 8;
 
 impl Loc {
     pub(super) fn dims(&self) -> Shape {
@@ -99,6 +109,12 @@ pub(super) struct Head {
 /// Bytes of the state area: header, value table, column sums.
 pub(super) fn state_bytes(n_values: usize, n_sums: usize) -> usize {
     size_of::<Head>() + n_values * size_of::<Loc>() + n_sums * size_of::<f32>()
+}
+
+/// Offset in the state area of the filters packed at load: behind header, value table and
+/// column sums, rounded up to 64 bytes (a cache line from the 16-aligned area's start).
+pub(super) fn packed_area_start(n_values: usize, n_sums: usize) -> usize {
+    state_bytes(n_values, n_sums).next_multiple_of(64)
 }
 
 /// Splits the state area into the header, the value table and the column sums.

@@ -11,6 +11,7 @@ use flatbuffers::FlatBufferBuilder;
 use super::graph::INVALID_ID;
 use crate::dtype::DType;
 use crate::error::Error;
+use crate::exec::Registry;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::testing::{OpTest, Step, TestTensor};
 
@@ -339,7 +340,16 @@ impl Graph {
 
     /// Runs with the given input data (one per Input value, in order); returns outputs.
     fn run(&self, inputs: &[Vec<f32>]) -> Result<Vec<TestTensor>, Error> {
-        let mut t = OpTest::delegate("XnnpackBackend", self.payload());
+        self.run_in(inputs, Registry::standard())
+    }
+
+    /// [`run`](Self::run) with fp32 filters packed at load.
+    fn run_packing(&self, inputs: &[Vec<f32>]) -> Result<Vec<TestTensor>, Error> {
+        self.run_in(inputs, Registry::packing())
+    }
+
+    fn run_in(&self, inputs: &[Vec<f32>], r: Registry<'static>) -> Result<Vec<TestTensor>, Error> {
+        let mut t = OpTest::delegate("XnnpackBackend", self.payload()).with_registry(r);
         let mut args = vec![0i32; self.externs as usize];
         let mut k = 0;
         for v in &self.vals {
@@ -439,7 +449,14 @@ fn fully_connected_computes_only_the_selected_row() {
 
 #[test]
 fn fully_connected_both_weight_layouts_with_bias() {
-    for &(m, k, n) in &[(1, 1, 1), (3, 17, 5), (17, 3, 129), (4, 64, 48)] {
+    let shapes = [
+        (1, 1, 1),
+        (3, 17, 5),
+        (17, 3, 129),
+        (4, 64, 48),
+        (9, 24, 24),
+    ];
+    for (&(m, k, n), packing) in shapes.iter().flat_map(|s| [(s, false), (s, true)]) {
         for transpose in [false, true] {
             let mut g = Graph::default();
             let x = g.value(&[m, k], Kind::Input);
@@ -449,9 +466,22 @@ fn fully_connected_both_weight_layouts_with_bias() {
             let w = g.value(&wdims, Kind::Constant(wdata.clone()));
             let bias = g.value(&[n], Kind::Constant(bdata.clone()));
             let o = g.value(&[m, n], Kind::Output);
-            g.node(U::XNNFullyConnected, &[x, w, bias, o, transpose as u32]);
+            if packing {
+                // Through an internal value: a product whose output only the program reads
+                // keeps its filter's own rows (it may compute just the rows read).
+                let y = g.value(&[m, n], Kind::Internal);
+                let zero = g.value(&[n], Kind::Constant(vec![0.0; n as usize]));
+                g.node(U::XNNFullyConnected, &[x, w, bias, y, transpose as u32]);
+                g.node(U::XNNAdd, &[y, zero, o, 0]);
+            } else {
+                g.node(U::XNNFullyConnected, &[x, w, bias, o, transpose as u32]);
+            }
             let xd = ramp((m * k) as usize, 3);
-            let out = g.run(core::slice::from_ref(&xd)).unwrap();
+            let out = if packing {
+                g.run_packing(core::slice::from_ref(&xd)).unwrap()
+            } else {
+                g.run(core::slice::from_ref(&xd)).unwrap()
+            };
             let (m, k, n) = (m as usize, k as usize, n as usize);
             let mut want = vec![0f32; m * n];
             for i in 0..m {
@@ -471,6 +501,109 @@ fn fully_connected_both_weight_layouts_with_bias() {
             close(&out[0].f32(), &want);
         }
     }
+}
+
+/// A filter that two fully-connected nodes read (one of them through a transposed view of the
+/// same square constant) and a filter that an elementwise node also reads: packed at load
+/// only where every reader is a product with the same orientation, and the outputs agree with
+/// the in-place run and the reference.
+#[test]
+fn filters_packed_at_load_only_when_every_reader_takes_the_panels() {
+    let (m, k) = (5u32, 12u32);
+    let mut g = Graph::default();
+    let x = g.value(&[m, k], Kind::Input);
+    let wa = ramp((k * k) as usize, 11);
+    let wb = ramp((k * k) as usize, 13);
+    let shared = g.value(&[k, k], Kind::Constant(wa.clone()));
+    let also_added = g.value(&[k, k], Kind::Constant(wb.clone()));
+    let (o1, o2, o3) = (
+        g.value(&[m, k], Kind::Output),
+        g.value(&[m, k], Kind::Output),
+        g.value(&[m, k], Kind::Output),
+    );
+    let o4 = g.value(&[k, k], Kind::Output);
+    let o5 = g.value(&[m, k], Kind::Output);
+    g.node(U::XNNFullyConnected, &[x, shared, INVALID_ID, o1, 0]);
+    g.node(U::XNNFullyConnected, &[x, shared, INVALID_ID, o2, 0]);
+    g.node(U::XNNFullyConnected, &[x, also_added, INVALID_ID, o3, 1]);
+    g.node(U::XNNAdd, &[also_added, also_added, o4, 0]);
+    // The shared constant read both ways: not packed (one layout cannot serve both).
+    g.node(U::XNNFullyConnected, &[x, shared, INVALID_ID, o5, 1]);
+    let xd = ramp((m * k) as usize, 3);
+    let plain = g.run(core::slice::from_ref(&xd)).unwrap();
+    let packing = g.run_packing(core::slice::from_ref(&xd)).unwrap();
+    let (m, k) = (m as usize, k as usize);
+    let product = |w: &[f32], t: bool| -> Vec<f32> {
+        let mut o = vec![0f32; m * k];
+        for i in 0..m {
+            for j in 0..k {
+                o[i * k + j] = (0..k)
+                    .map(|p| xd[i * k + p] * if t { w[p * k + j] } else { w[j * k + p] })
+                    .sum();
+            }
+        }
+        o
+    };
+    let sum: Vec<f32> = wb.iter().map(|v| v + v).collect();
+    let want = [
+        product(&wa, false),
+        product(&wa, false),
+        product(&wb, true),
+        sum,
+        product(&wa, true),
+    ];
+    for run in [&plain, &packing] {
+        for (got, want) in run.iter().zip(&want) {
+            close(&got.f32(), want);
+        }
+    }
+    // Only `shared` would be packable by its first two readers; the fifth reads it the other
+    // way round, so nothing is packed and both registries need the same state.
+    let program = |r: Registry<'static>| {
+        let mut t = OpTest::delegate("XnnpackBackend", g.payload()).with_registry(r);
+        let xv = t.input_f32(&[m, k], &xd);
+        let outs: Vec<i32> = [[m, k], [m, k], [m, k], [k, k], [m, k]]
+            .iter()
+            .map(|d| t.output(DType::F32, d))
+            .collect();
+        let mut args = vec![xv];
+        args.extend(outs);
+        t.call(&args);
+        t.metadata_bytes().unwrap()
+    };
+    assert_eq!(program(Registry::standard()), program(Registry::packing()));
+}
+
+#[test]
+fn filters_packed_at_load_take_state_memory() {
+    // One [24, 40] filter read by one product whose output another node reads: the packing
+    // state holds its panels. Read by a product whose output only the program reads (which
+    // may compute one row of it): kept in place.
+    let (m, k, n) = (7u32, 40u32, 24u32);
+    let mut g = Graph::default();
+    let x = g.value(&[m, k], Kind::Input);
+    let w = g.value(&[n, k], Kind::Constant(ramp((k * n) as usize, 5)));
+    let head = g.value(&[n, k], Kind::Constant(ramp((k * n) as usize, 6)));
+    let y = g.value(&[m, n], Kind::Internal);
+    let o = g.value(&[m, n], Kind::Output);
+    let logits = g.value(&[m, n], Kind::Output);
+    g.node(U::XNNFullyConnected, &[x, w, INVALID_ID, y, 0]);
+    g.node(U::XNNAdd, &[y, y, o, 0]);
+    g.node(U::XNNFullyConnected, &[x, head, INVALID_ID, logits, 0]);
+    let bytes = |r: Registry<'static>| {
+        let mut t = OpTest::delegate("XnnpackBackend", g.payload()).with_registry(r);
+        let xv = t.input_f32(&[m as usize, k as usize], &ramp((m * k) as usize, 1));
+        let ov = t.output(DType::F32, &[m as usize, n as usize]);
+        let lv = t.output(DType::F32, &[m as usize, n as usize]);
+        t.call(&[xv, ov, lv]);
+        t.metadata_bytes().unwrap()
+    };
+    let (plain, packing) = (bytes(Registry::standard()), bytes(Registry::packing()));
+    let filter = (k * n * 4) as usize;
+    assert!(
+        packing >= plain + filter && packing < plain + 2 * filter,
+        "{plain} B in place, {packing} B packing"
+    );
 }
 
 #[test]

@@ -81,7 +81,7 @@ pub(crate) fn prepare_bundled(model: &Path) -> Result<Job> {
         .with_context(|| format!("{}", model.display()))?;
     let program = Program::load(bundled.program())
         .with_context(|| format!("{}: embedded program", model.display()))?;
-    let registry = crate::registry();
+    let registry = crate::firmware_registry();
     let (mut arenas, mut metadata, mut cases) = (Vec::<u64>::new(), 0usize, 0usize);
     for suite in bundled.suites() {
         let meta = MethodMeta::new(&program, suite.method(), &registry)
@@ -117,7 +117,7 @@ pub(crate) fn prepare_bundled(model: &Path) -> Result<Job> {
 pub(crate) fn prepare(model: &Path, inputs: &[PathBuf]) -> Result<Job> {
     let file = crate::host::load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
-    let registry = crate::registry();
+    let registry = crate::firmware_registry();
     let meta = MethodMeta::new(&program, "forward", &registry)
         .with_context(|| format!("{}", model.display()))?;
     ensure!(
@@ -201,7 +201,7 @@ impl SelfTest {
 pub(crate) fn etdump_size(job: &Job) -> Result<(usize, usize)> {
     use ptera::devtools::etdump::{encode, Event, Recorder};
     let program = Program::load(&job.bytes)?;
-    let registry = crate::registry();
+    let registry = crate::firmware_registry();
     let meta = MethodMeta::new(&program, "forward", &registry)?;
     crate::host::check_memory(&meta)?;
     let plan = meta.plan();

@@ -9,7 +9,6 @@ use ptera::{MethodMeta, Program};
 use serde_json::{json, Value};
 
 use crate::host::load_file;
-use crate::registry;
 
 fn tensor_json(info: Option<ptera::method::TensorInfo>) -> Value {
     match info {
@@ -77,7 +76,7 @@ fn ptera_region(program: &Program<'_>, d: usize, payload: &[u8], region: &mut Va
 
 fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Value> {
     let name = plan.name().unwrap_or("");
-    let reg = registry();
+    let reg = crate::firmware_registry();
     let (meta, unresolved) = MethodMeta::new_lenient(program, name, &reg)?;
     let mut operators: BTreeMap<String, u64> = BTreeMap::new();
     let mut delegates: BTreeMap<String, u64> = BTreeMap::new();

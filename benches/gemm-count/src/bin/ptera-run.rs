@@ -21,6 +21,10 @@
 //! the ISA in use and the SVE / SME vector lengths are printed on stderr (`ptera-run: isa NAME
 //! [sve-vl BITS] [sme-svl BITS]`), before the memory map that `ETRUN_MAPS` asks for.
 //!
+//! Weights: the XNNPACK regions' fp32 filters are packed at load (`Registry::packing`, as
+//! ExecuTorch's XNNPACK packs them in its load phase); `PTERA_WEIGHTS=in-place` reads them in
+//! place and packs per product instead (`Registry::standard`, what the firmware does).
+//!
 //! Threads: `PTERA_THREADS=N` (N > 1) creates the engine's thread team during start-up and
 //! runs every forward with it installed. The second forward (phase 3) is then also bracketed
 //! by `ptera_mark_forward_begin`/`_end`, which `cargo xtask trace-cores` finds in a qemu-user
@@ -262,7 +266,14 @@ fn main() {
     if maps || std::env::var_os("ETRUN_VERBOSE").is_some() {
         eprintln!("ptera-run: isa {}{}", isa.name(), vector_lengths());
     }
-    let registry = Registry::standard();
+    // Weights: packed at load like ExecuTorch's XNNPACK (default), or read in place.
+    let registry = match std::env::var("PTERA_WEIGHTS").as_deref() {
+        Ok("in-place") => Registry::standard(),
+        Ok("packed") | Err(_) => Registry::packing(),
+        Ok(v) => die(format!(
+            "PTERA_WEIGHTS must be 'packed' or 'in-place', got '{v}'"
+        )),
+    };
     let threads: usize = match std::env::var("PTERA_THREADS") {
         Ok(v) => v
             .parse()
