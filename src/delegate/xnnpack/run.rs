@@ -235,8 +235,12 @@ fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
             let _ = vec::exp(x, out);
         }
         Unary::Log => map!(libm::logf),
-        Unary::Sin => map!(libm::sinf),
-        Unary::Cos => map!(libm::cosf),
+        Unary::Sin => {
+            let _ = vec::sin(x, out);
+        }
+        Unary::Cos => {
+            let _ = vec::cos(x, out);
+        }
         Unary::Tanh => {
             let _ = vec::tanh(x, out);
         }

@@ -184,6 +184,8 @@ fn vec_unary(op: Uf, x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Result<bool,
         Uf::Exp => vec::exp,
         Uf::GeluTanh => vec::gelu_tanh,
         Uf::GeluErf => vec::gelu_erf,
+        Uf::Sin => vec::sin,
+        Uf::Cos => vec::cos,
         _ => return Ok(false),
     };
     let (xs, os) = (x.as_slice::<f32>()?, out.as_mut_slice::<f32>()?);

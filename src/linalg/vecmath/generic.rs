@@ -27,6 +27,19 @@ pub(crate) const TANH_CAP: f32 = 9.0;
 pub(crate) const GELU_K: f32 = 0.797_884_6; // sqrt(2/pi)
 pub(crate) const GELU_C: f32 = 0.044_715;
 const SIGN: u32 = 0x8000_0000;
+/// π/2 in three parts for the sin/cos argument reduction: the first two have at most 8 and 11
+/// significant bits, so `n·PIO2_1` and `n·PIO2_2` are exact for |n| < 4096.
+pub(crate) const PIO2_1: f32 = 1.570_312_5;
+pub(crate) const PIO2_2: f32 = 4.837_513e-4;
+pub(crate) const PIO2_3: f32 = 7.549_79e-8;
+pub(crate) const FRAC_2_PI: f32 = core::f32::consts::FRAC_2_PI;
+/// Largest |x| the reduction serves (`round(x·2/π)` < 4096); beyond it, and for NaN and
+/// infinities, sin and cos go to libm.
+pub(crate) const SINCOS_MAX: f32 = 6400.0;
+/// sin(r) ≈ r + r·z·(S1 + z·(S2 + z·S3)), z = r², on |r| ≤ π/4 (Cephes `sinf`).
+pub(crate) const SIN_C: [f32; 3] = [-1.951_529_6e-4, 8.332_161e-3, -1.666_665_5e-1];
+/// cos(r) ≈ 1 − z/2 + z²·(C1 + z·(C2 + z·C3)) on |r| ≤ π/4 (Cephes `cosf`).
+pub(crate) const COS_C: [f32; 3] = [2.443_315_7e-5, -1.388_731_6e-3, 4.166_664_6e-2];
 
 #[inline(always)]
 fn abs(x: f32) -> f32 {
@@ -157,6 +170,45 @@ pub fn gelu_tanh(x: &[f32], out: &mut [f32]) {
 }
 pub fn gelu_erf(x: &[f32], out: &mut [f32]) {
     map(x, out, gelu_erf1)
+}
+pub fn sin(x: &[f32], out: &mut [f32]) {
+    map(x, out, sin1)
+}
+pub fn cos(x: &[f32], out: &mut [f32]) {
+    map(x, out, cos1)
+}
+
+/// sin(x) (see [`sincos1`]).
+pub fn sin1(x: f32) -> f32 {
+    sincos1(x, 0)
+}
+
+/// cos(x) = sin(x + π/2) (see [`sincos1`]).
+pub fn cos1(x: f32) -> f32 {
+    sincos1(x, 1)
+}
+
+/// sin(x) for `quarter` 0, cos(x) for 1: `n = round(x·2/π)`, `r = x − n·π/2` (three-part
+/// Cody–Waite), then by the quadrant `(n + quarter) mod 4` one of sin r, cos r, −sin r,
+/// −cos r. |x| beyond [`SINCOS_MAX`], NaN and infinities go to libm.
+pub fn sincos1(x: f32, quarter: u32) -> f32 {
+    if !(abs(x) <= SINCOS_MAX) {
+        return if quarter == 0 {
+            libm::sinf(x)
+        } else {
+            libm::cosf(x)
+        };
+    }
+    let t = x * FRAC_2_PI + MAGIC;
+    let n = t - MAGIC;
+    // MAGIC's low mantissa bits are 0, so t's hold n (two's complement for n < 0).
+    let q = t.to_bits().wrapping_add(quarter);
+    let r = ((x - n * PIO2_1) - n * PIO2_2) - n * PIO2_3;
+    let z = r * r;
+    let s = r + r * z * (SIN_C[2] + z * (SIN_C[1] + z * SIN_C[0]));
+    let c = 1.0 - 0.5 * z + z * z * (COS_C[2] + z * (COS_C[1] + z * COS_C[0]));
+    let y = if q & 1 == 0 { s } else { c };
+    f32::from_bits(y.to_bits() ^ ((q & 2) << 30))
 }
 pub fn relu(x: &[f32], out: &mut [f32]) {
     map(x, out, |v| if v > 0.0 || v.is_nan() { v } else { 0.0 })

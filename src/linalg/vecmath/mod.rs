@@ -14,7 +14,7 @@
 //! arithmetic on every target) they run on the [`generic`] twins: branch-free plain Rust that
 //! LLVM vectorises for the target's baseline (SSE2 on x86_64, Neon on AArch64). No function
 //! calls libm per element except `pow` with a non-integer exponent (`sqrtf` for ±0.5, `powf`
-//! otherwise).
+//! otherwise) and `sin`/`cos` beyond |x| = 6400.
 //!
 //! Accuracy against f64 references: the bound each test asserts (both back ends, dense sweeps)
 //! and the maximum measured by those sweeps (generic / Neon under qemu):
@@ -26,6 +26,7 @@
 //! | [`sigmoid`] | 4e-7 | 1.2e-7 / 1.2e-7 | `1/(1 + e^-x)` |
 //! | [`gelu_tanh`] | 1.5e-6 where \|y\| ≥ 1e-3 (abs 1.5e-9 below) | 1.07e-6 / 1.0e-6 (1.8e-7 on \|x\| ≤ 0.7) | `x/(1 + e^-2u)`, `u = √(2/π)(x + 0.044715x³)`; the f32 rounding of `u` dominates for x < -2 |
 //! | [`gelu_erf`] | 3e-6 where \|y\| ≥ 1e-3 (abs 3e-9 below) | 1.3e-6 / 1.3e-6 | `½x·erfc(−x/√2)`, erfc by the Chebyshev fit `t·exp(−z² + P(t))`, `t = 1/(1 + z/2)`; the f32 rounding of `z²` dominates far left |
+//! | [`sin`], [`cos`] | abs 2.5e-7 on [-6400, 6400] (libm beyond) | | `n = round(x·2/π)`, three-part Cody–Waite `r` (exact products for \|n\| < 4096), Cephes degree-7/8 polynomials on \|r\| ≤ π/4, quadrant from the low bits of `n` |
 //! | [`softmax`] | 1e-6 (+1e-12 abs) | | max-subtracted, polynomial exp, one reciprocal |
 //! | [`log_softmax`] | abs 1e-5 | | `x − max − ln Σ e^(x − max)` (one `logf` per row) |
 //! | [`layer_norm`] | abs 1e-5 (rows of \|x\| ≤ 10) | | two-pass f32 statistics |
@@ -99,6 +100,20 @@ macro_rules! dispatch {
 pub fn exp(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
     map(x, out, 10, |x, o| dispatch!(exp(x, o)));
+    Ok(())
+}
+
+/// `out[i] = sin(x[i])`.
+pub fn sin(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    map(x, out, 8, |x, o| dispatch!(sin(x, o)));
+    Ok(())
+}
+
+/// `out[i] = cos(x[i])`.
+pub fn cos(x: &[f32], out: &mut [f32]) -> Res {
+    same(x.len(), out.len())?;
+    map(x, out, 8, |x, o| dispatch!(cos(x, o)));
     Ok(())
 }
 

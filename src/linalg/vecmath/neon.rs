@@ -179,6 +179,54 @@ pub fn gelu_erf(x: &[f32], out: &mut [f32]) {
     map1(x, out, gelu_erf4, g::gelu_erf1);
 }
 
+pub fn sin(x: &[f32], out: &mut [f32]) {
+    map1(x, out, |v| sincos4(v, 0), g::sin1);
+}
+
+pub fn cos(x: &[f32], out: &mut [f32]) {
+    map1(x, out, |v| sincos4(v, 1), g::cos1);
+}
+
+/// Four lanes of [`g::sincos1`] (same reduction and polynomials, fused multiply-adds); a
+/// vector with a lane beyond `SINCOS_MAX`, infinite or NaN goes lane by lane to the scalar.
+#[inline(always)]
+fn sincos4(x: float32x4_t, quarter: u32) -> float32x4_t {
+    // SAFETY: Neon is in the AArch64 baseline; register arithmetic and a stack array.
+    unsafe {
+        // fmaxv propagates NaN, which fails the comparison.
+        if !(vmaxvq_f32(vabsq_f32(x)) <= g::SINCOS_MAX) {
+            let mut v = [0f32; 4];
+            vst1q_f32(v.as_mut_ptr(), x);
+            for e in &mut v {
+                *e = g::sincos1(*e, quarter);
+            }
+            return vld1q_f32(v.as_ptr());
+        }
+        let t = vfmaq_f32(vdupq_n_f32(g::MAGIC), x, vdupq_n_f32(g::FRAC_2_PI));
+        let n = vsubq_f32(t, vdupq_n_f32(g::MAGIC));
+        let q = vaddq_u32(vreinterpretq_u32_f32(t), vdupq_n_u32(quarter));
+        let mut r = vfmsq_f32(x, n, vdupq_n_f32(g::PIO2_1));
+        r = vfmsq_f32(r, n, vdupq_n_f32(g::PIO2_2));
+        r = vfmsq_f32(r, n, vdupq_n_f32(g::PIO2_3));
+        let z = vmulq_f32(r, r);
+        let mut ps = vdupq_n_f32(g::SIN_C[0]);
+        let mut pc = vdupq_n_f32(g::COS_C[0]);
+        for k in 1..3 {
+            ps = vfmaq_f32(vdupq_n_f32(g::SIN_C[k]), ps, z);
+            pc = vfmaq_f32(vdupq_n_f32(g::COS_C[k]), pc, z);
+        }
+        let s = vfmaq_f32(r, vmulq_f32(r, z), ps);
+        let c = vfmaq_f32(
+            vfmsq_f32(vdupq_n_f32(1.0), z, vdupq_n_f32(0.5)),
+            vmulq_f32(z, z),
+            pc,
+        );
+        let y = vbslq_f32(vtstq_u32(q, vdupq_n_u32(1)), c, s);
+        let sign = vshlq_n_u32::<30>(vandq_u32(q, vdupq_n_u32(2)));
+        vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(y), sign))
+    }
+}
+
 /// Sum of a slice (two 4-lane partial sums, then the tail).
 #[inline(always)]
 fn sum(x: &[f32]) -> f32 {

@@ -77,6 +77,55 @@ fn exp_accuracy() {
 }
 
 #[test]
+fn sin_cos_accuracy_and_specials() {
+    // Absolute error: near the zeros of sin and cos the relative one is meaningless.
+    let xs = sweep(-6400.0, 6400.0, 400_001);
+    both("sin", &xs, sin, generic::sin, f64::sin, 1.0, 2.5e-7);
+    both("cos", &xs, cos, generic::cos, f64::cos, 1.0, 2.5e-7);
+    let xs = sweep(-8.0, 8.0, 100_001);
+    both("sin", &xs, sin, generic::sin, f64::sin, 1.0, 1.5e-7);
+    both("cos", &xs, cos, generic::cos, f64::cos, 1.0, 1.5e-7);
+    // Small arguments keep their relative accuracy (sin x ≈ x).
+    let xs = sweep(-1e-3, 1e-3, 2_001);
+    both("sin", &xs, sin, generic::sin, f64::sin, 1e-30, 2e-7);
+    // Beyond the reduction's range, libm; NaN and infinities give NaN; every lane of a
+    // vector with one such lane is still right.
+    let x = [
+        1e5f32,
+        -3e7,
+        f32::NAN,
+        f32::INFINITY,
+        0.5,
+        -0.0,
+        1.0,
+        7000.0,
+    ];
+    for (f, want) in [
+        (
+            sin as fn(&[f32], &mut [f32]) -> Res,
+            f64::sin as fn(f64) -> f64,
+        ),
+        (cos, f64::cos),
+    ] {
+        let mut y = [0.0f32; 8];
+        f(&x, &mut y).unwrap();
+        for (i, (&xi, &yi)) in x.iter().zip(&y).enumerate() {
+            if xi.is_finite() {
+                assert!((yi as f64 - want(xi as f64)).abs() < 1e-6, "lane {i}: {yi}");
+            } else {
+                assert!(yi.is_nan(), "lane {i}: {yi}");
+            }
+        }
+    }
+    // sin(±0) is 0 (its sign is not kept), cos(0) exactly 1.
+    let mut y = [1.0f32, 0.0];
+    sin(&[-0.0, 0.0], &mut y).unwrap();
+    assert_eq!(y, [0.0, 0.0]);
+    cos(&[0.0, -0.0], &mut y).unwrap();
+    assert_eq!(y, [1.0, 1.0]);
+}
+
+#[test]
 fn exp_specials() {
     let x = [
         f32::NAN,
