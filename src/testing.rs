@@ -717,6 +717,13 @@ impl OpTest {
         Ok(MethodMeta::new(&program, "forward", &self.registry)?.metadata_bytes())
     }
 
+    /// The kernel scratch this test's program asks for ([`MethodMeta::kernel_scratch_bytes`]).
+    pub fn kernel_scratch_bytes(&self) -> Result<usize, Error> {
+        let bytes = AlignedBuf::from_bytes(&self.build());
+        let program = Program::load(bytes.as_slice())?;
+        Ok(MethodMeta::new(&program, "forward", &self.registry)?.kernel_scratch_bytes())
+    }
+
     fn run_bytes(
         &self,
         program: &[u8],

@@ -703,11 +703,22 @@ fn analyze(
             });
         }
         if let Op::Reshape { x, .. } = op {
-            if kinds[x as usize].0 == KIND_INTERNAL && kinds[out as usize].0 == KIND_INTERNAL {
+            let (xk, xe, xo) = kinds[x as usize];
+            if xk == KIND_INTERNAL && kinds[out as usize].0 == KIND_INTERNAL {
                 let root = alias[x as usize];
                 alias[out as usize] = root;
                 life[out as usize].size = 0;
                 life[root as usize].last = step as u32;
+            } else if matches!(xk, KIND_EXTERNAL_IN | KIND_CONSTANT)
+                && kinds[out as usize].0 == KIND_INTERNAL
+                && qinfo[x as usize].0 == DT_F32
+            {
+                // A reshape of a region input or of a constant into an intermediate: the
+                // intermediate is read-only (nodes write only their own outputs, and this one
+                // is written here), so it becomes another name of the same bytes (the node is
+                // skipped at run time: same pointer) and takes no scratch.
+                kinds[out as usize] = (xk, xe, xo);
+                life[out as usize] = Interval::new(0, 0, 0);
             }
         }
     }
