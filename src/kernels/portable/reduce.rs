@@ -189,6 +189,37 @@ fn group_sum_f64(src: &Src<'_>, p: &Plan, base: usize) -> f64 {
     s
 }
 
+/// f32 sum or mean (`scale` = 1 or 1/count) over the innermost dims (one contiguous run of
+/// `n` per output, the outputs in input order, e.g. RMSNorm's `mean(x², -1)`): each row in
+/// blocks of 64 summed in eight f32 lanes, the block sums added in f64. Returns false,
+/// writing nothing, for any other plan.
+fn sum_last_f32(x: &[f32], p: &Plan, scale: f64, od: &mut [f32]) -> bool {
+    let &[(n, 1)] = &p.red[..] else {
+        return false;
+    };
+    if n == 0 || od.len().checked_mul(n) != Some(x.len()) {
+        return false;
+    }
+    for (o, row) in od.iter_mut().zip(x.chunks_exact(n)) {
+        let mut total = 0.0f64;
+        for block in row.chunks(64) {
+            let mut lanes = [0.0f32; 8];
+            let mut c = block.chunks_exact(8);
+            for v in &mut c {
+                for (a, &b) in lanes.iter_mut().zip(v) {
+                    *a += b;
+                }
+            }
+            let tail: f32 = c.remainder().iter().sum();
+            let l = &lanes;
+            total +=
+                (((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])) + tail) as f64;
+        }
+        *o = (total * scale) as f32;
+    }
+    true
+}
+
 /// Inner elements per block of [`sum_rows_f32`]'s f64 accumulators.
 const ROW_BLOCK: usize = 64;
 
@@ -276,7 +307,8 @@ fn sum_mean(
     let src = Src::new(&x)?;
     if let (Src::F32(xd), DType::F32) = (&src, odt) {
         let scale = if is_mean { 1.0 / p.count as f64 } else { 1.0 };
-        if sum_rows_f32(xd, &p, scale, out.as_mut_slice::<f32>()?) {
+        let od = out.as_mut_slice::<f32>()?;
+        if sum_last_f32(xd, &p, scale, od) || sum_rows_f32(xd, &p, scale, od) {
             return Ok(());
         }
     }

@@ -44,8 +44,12 @@ fn ref_groups(
 fn sum_mean_dims() {
     let mut rng = Rng(14);
     sum_mean_case(&mut rng, [3, 4, 5]);
-    // Reduced rows wider than one block of the row-wise f32 path (70 = 64 + 6).
+    // Reduced rows wider than one block of the row-wise f32 path (70 = 64 + 6), and
+    // innermost rows of every length around the last-dim path's 8 lanes and 64-blocks.
     sum_mean_case(&mut rng, [2, 3, 70]);
+    for n in [1, 3, 7, 8, 9, 17, 63, 64, 65, 129, 200] {
+        sum_mean_case(&mut rng, [3, 2, n]);
+    }
 }
 
 fn sum_mean_case(rng: &mut Rng, dims: [usize; 3]) {
