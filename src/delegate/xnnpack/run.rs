@@ -201,6 +201,22 @@ pub fn binary(
 /// `kernels::vec` (accuracy table there).
 pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     let (x, out) = common(x, out);
+    // The shared kernels split their slices across cores themselves.
+    let shared = match op {
+        Unary::Copy | Unary::Clamp => Some(vec::copy as fn(&[f32], &mut [f32]) -> _),
+        Unary::Exp => Some(vec::exp as _),
+        Unary::Sin => Some(vec::sin as _),
+        Unary::Cos => Some(vec::cos as _),
+        Unary::Tanh => Some(vec::tanh as _),
+        Unary::Sigmoid => Some(vec::sigmoid as _),
+        Unary::Gelu => Some(vec::gelu_erf as _),
+        _ => None,
+    };
+    if let Some(f) = shared {
+        // Equal lengths (`common`), so this cannot fail.
+        let _ = f(x, out);
+        return;
+    }
     let cost = match op {
         Unary::Copy | Unary::Clamp | Unary::Abs | Unary::Neg | Unary::Square => 1,
         _ => 12,
@@ -277,10 +293,8 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     }
     // Whole rows of the common length: the graph checks make x and out the same size.
     let len = x.len().min(out.len()) / n * n;
-    let x = &x[..len];
-    parallel::for_chunks(&mut out[..len], n, n * 16, |u, o, _| {
-        let _ = vec::softmax_rows(&x[u * n..u * n + o.len()], o, n);
-    });
+    // Whole rows of equal lengths: cannot fail; splits across cores by rows itself.
+    let _ = vec::softmax_rows(&x[..len], &mut out[..len], n);
 }
 
 /// Fully connected: `out[m, n] = clamp(x[m, k] · W + bias)`, W `[n, k]` or (`transpose_w`)

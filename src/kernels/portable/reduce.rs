@@ -191,7 +191,7 @@ fn group_sum_f64(src: &Src<'_>, p: &Plan, base: usize) -> f64 {
 
 /// f32 sum or mean (`scale` = 1 or 1/count) over the innermost dims (one contiguous run of
 /// `n` per output, the outputs in input order, e.g. RMSNorm's `mean(x², -1)`): each row in
-/// blocks of 64 summed in eight f32 lanes, the block sums added in f64. Returns false,
+/// blocks of 64 summed in f32 partial sums (`vecmath::sum`), the block sums added in f64. Returns false,
 /// writing nothing, for any other plan.
 fn sum_last_f32(x: &[f32], p: &Plan, scale: f64, od: &mut [f32]) -> bool {
     let &[(n, 1)] = &p.red[..] else {
@@ -203,17 +203,7 @@ fn sum_last_f32(x: &[f32], p: &Plan, scale: f64, od: &mut [f32]) -> bool {
     for (o, row) in od.iter_mut().zip(x.chunks_exact(n)) {
         let mut total = 0.0f64;
         for block in row.chunks(64) {
-            let mut lanes = [0.0f32; 8];
-            let mut c = block.chunks_exact(8);
-            for v in &mut c {
-                for (a, &b) in lanes.iter_mut().zip(v) {
-                    *a += b;
-                }
-            }
-            let tail: f32 = c.remainder().iter().sum();
-            let l = &lanes;
-            total +=
-                (((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7])) + tail) as f64;
+            total += crate::linalg::vecmath::sum(block) as f64;
         }
         *o = (total * scale) as f32;
     }

@@ -340,7 +340,7 @@ fn max_of(x: &[f32]) -> f32 {
 }
 
 /// Sum with 8 partial accumulators (vectorisable).
-pub(crate) fn sum(x: &[f32]) -> f32 {
+pub fn sum(x: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let mut ch = x.chunks_exact(8);
     for c in &mut ch {

@@ -103,6 +103,12 @@ pub fn exp(x: &[f32], out: &mut [f32]) -> Res {
     Ok(())
 }
 
+/// Σ x in f32, in several partial sums (not sequential order: two 4-lane accumulators on
+/// Neon, eight lanes elsewhere); one core.
+pub fn sum(x: &[f32]) -> f32 {
+    dispatch!(sum(x))
+}
+
 /// `out[i] = sin(x[i])`.
 pub fn sin(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;

@@ -229,7 +229,7 @@ fn sincos4(x: float32x4_t, quarter: u32) -> float32x4_t {
 
 /// Sum of a slice (two 4-lane partial sums, then the tail).
 #[inline(always)]
-fn sum(x: &[f32]) -> f32 {
+pub fn sum(x: &[f32]) -> f32 {
     let mut i = 0;
     // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
     let mut s = unsafe {

@@ -126,6 +126,20 @@ fn sin_cos_accuracy_and_specials() {
 }
 
 #[test]
+fn sum_of_every_length() {
+    for n in LENS.iter().copied().chain([5, 7, 9, 12, 64, 65]) {
+        let x = data(n, 3.0);
+        let want: f64 = x.iter().map(|&v| v as f64).sum();
+        for got in [sum(&x), generic::sum(&x)] {
+            assert!(
+                (got as f64 - want).abs() <= 1e-6 * (1.0 + n as f64),
+                "n = {n}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
 fn exp_specials() {
     let x = [
         f32::NAN,
