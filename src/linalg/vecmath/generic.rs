@@ -192,7 +192,9 @@ pub fn cos1(x: f32) -> f32 {
 /// Cody–Waite), then by the quadrant `(n + quarter) mod 4` one of sin r, cos r, −sin r,
 /// −cos r. |x| beyond [`SINCOS_MAX`], NaN and infinities go to libm.
 pub fn sincos1(x: f32, quarter: u32) -> f32 {
-    if !(abs(x) <= SINCOS_MAX) {
+    // False for NaN too.
+    let reducible = abs(x) <= SINCOS_MAX;
+    if !reducible {
         return if quarter == 0 {
             libm::sinf(x)
         } else {

@@ -194,7 +194,8 @@ fn sincos4(x: float32x4_t, quarter: u32) -> float32x4_t {
     // SAFETY: Neon is in the AArch64 baseline; register arithmetic and a stack array.
     unsafe {
         // fmaxv propagates NaN, which fails the comparison.
-        if !(vmaxvq_f32(vabsq_f32(x)) <= g::SINCOS_MAX) {
+        let reducible = vmaxvq_f32(vabsq_f32(x)) <= g::SINCOS_MAX;
+        if !reducible {
             let mut v = [0f32; 4];
             vst1q_f32(v.as_mut_ptr(), x);
             for e in &mut v {
