@@ -61,11 +61,6 @@ impl XnnpackBackend {
     };
     /// fp32 filters packed at load into the delegate state.
     pub const PACKING: XnnpackBackend = XnnpackBackend { pack_at_load: true };
-
-    /// Whether this backend packs fp32 filters at load.
-    pub fn packs_at_load(&self) -> bool {
-        self.pack_at_load
-    }
 }
 
 /// The registry entry of [`Registry::standard`](crate::Registry::standard): filters in place.
@@ -923,16 +918,21 @@ fn init_with(
         core::slice::from_raw_parts_mut(p, n)
     };
     let (req, head) = analyze(init, Some(locs), packed, pack_at_load)?;
-    let n_sums = head.n_sums as usize;
-    if state.len() < state_bytes(n, n_sums).max(req.state) {
+    // `req.state` covers header, value table, column sums and the filters packed at load.
+    if state.len() < req.state {
         return Err(bad("XNNPACK state area too small"));
     }
-    // The quantized filters' column sums, behind the value table.
+    // Behind the value table: the quantized filters' column sums, then the filters packed at
+    // load.
     let program = init.program.bytes();
     let sums_off = size_of::<Head>() + n * size_of::<Loc>();
     for i in 0..n {
         // SAFETY: Loc i was written by `analyze` above (same area, offset 40 + 72·i).
         let l = unsafe { *(state.as_ptr().add(size_of::<Head>()) as *const Loc).add(i) };
+        if l.flags & PACKED_IN_STATE != 0 {
+            pack_at_load_into(program, &l, state)?;
+            continue;
+        }
         if !matches!(l.dt, DT_QC8W | DT_QC4W | DT_QB4W) {
             continue;
         }
@@ -957,59 +957,57 @@ fn init_with(
         let d = l.dims();
         let (rows, k) = (d.dims()[0], d.dims()[1]); // quantized filters are 2-D (checked)
         let qw = execute::quant_weights(program, &l, rows, k)?;
-        // SAFETY: the sums table lies inside the checked state_bytes(n, n_sums) bytes; its
-        // entries for this filter, [sums, sums + rows), are within n_sums (assigned in order
-        // by `analyze`); 4-byte aligned (sums_off is a multiple of 8); no other live borrow.
+        // SAFETY: the sums table lies inside the checked `req.state` bytes (which cover
+        // state_bytes(n, head.n_sums)); its entries for this filter, [sums, sums + rows), are
+        // within head.n_sums (assigned in order by `analyze`); 4-byte aligned (sums_off is a
+        // multiple of 8); no other live borrow.
         let out = unsafe {
             core::slice::from_raw_parts_mut(state.as_mut_ptr().add(at) as *mut f32, rows)
         };
         quant::column_sums(&qw, rows, k, out)?;
     }
-    // Filters packed at load, from their fp32 constants in the program.
-    for i in 0..n {
-        // SAFETY: Loc i was written by `analyze` above (same area, offset 40 + 72·i).
-        let l = unsafe { *(state.as_ptr().add(size_of::<Head>()) as *const Loc).add(i) };
-        if l.flags & PACKED_IN_STATE == 0 {
-            continue;
-        }
-        let d = l.dims();
-        // `analyze` packs 2-D fully-connected filters (`[N, K]`, or `[K, N]` when its node
-        // transposes) and 4-D one-group convolution filters (`[OC, KH, KW, C]`, B = K × OC).
-        let (rows, cols) = match *d.dims() {
-            [a, b] => (a, b),
-            [oc, ..] => (oc, d.numel() / oc.max(1)),
-            _ => return Err(bad("filter packed at load is not 2-D or 4-D")),
-        };
-        let nr = l.ext as usize;
-        let src = usize::try_from(l.aux)
-            .ok()
-            .and_then(|o| program.get(o..o.checked_add(rows.checked_mul(cols)?.checked_mul(4)?)?))
-            .and_then(run::as_f32)
-            .ok_or(bad(
-                "filter packed at load outside the program or misaligned",
-            ))?;
-        let plain = gemm::MatRef::row_major(src, rows, cols)?;
-        // B is k × n: a filter stored `[N, K]` is B transposed; the transposed fully-connected
-        // filter (`[K, N]`, `Loc::group` 1) is B itself.
-        let b = if l.group == 1 { plain } else { plain.t() };
-        let (k, nn) = (b.rows(), b.cols());
-        let len = gemm::PackedB::len_for(k, nn, nr).ok_or(bad("packed filter too large"))?;
-        let at = l.offset as usize;
-        let end = at
-            .checked_add(len * 4)
-            .ok_or(bad("packed filter too large"))?;
-        let dst = state
-            .get_mut(at..end)
-            .ok_or(bad("XNNPACK state area too small"))?;
-        // SAFETY: `dst` is an exclusively borrowed part of the state area, 4-byte aligned (the
-        // area is 16-aligned and `at` a multiple of 64) and `len` floats long; f32 is plain
-        // data with every bit pattern valid.
-        let dst = unsafe { core::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut f32, len) };
-        gemm::pack_b_ahead(b, nr, dst)?;
-    }
     // SAFETY: offset 0 of the same checked, 16-aligned area; Head is repr(C) plain data.
     unsafe { (state.as_mut_ptr() as *mut Head).write(head) };
     Ok(())
+}
+
+/// Packs the fp32 constant behind a [`PACKED_IN_STATE`] filter's `Loc::aux` into its panels at
+/// `Loc::offset` in the state area (placed and sized by `analyze`).
+fn pack_at_load_into(program: &[u8], l: &Loc, state: &mut [u8]) -> Result<(), KernelError> {
+    let d = l.dims();
+    // `analyze` packs 2-D fully-connected filters (`[N, K]`, or `[K, N]` when its node
+    // transposes) and 4-D one-group convolution filters (`[OC, KH, KW, C]`, B = K × OC).
+    let (rows, cols) = match *d.dims() {
+        [a, b] => (a, b),
+        [oc, ..] => (oc, d.numel() / oc.max(1)),
+        _ => return Err(bad("filter packed at load is not 2-D or 4-D")),
+    };
+    let nr = l.ext as usize;
+    let src = usize::try_from(l.aux)
+        .ok()
+        .and_then(|o| program.get(o..o.checked_add(rows.checked_mul(cols)?.checked_mul(4)?)?))
+        .and_then(run::as_f32)
+        .ok_or(bad(
+            "filter packed at load outside the program or misaligned",
+        ))?;
+    let plain = gemm::MatRef::row_major(src, rows, cols)?;
+    // B is k × n: a filter stored `[N, K]` is B transposed; the transposed fully-connected
+    // filter (`[K, N]`, `Loc::group` 1) is B itself.
+    let b = if l.group == 1 { plain } else { plain.t() };
+    let (k, nn) = (b.rows(), b.cols());
+    let len = gemm::PackedB::len_for(k, nn, nr).ok_or(bad("packed filter too large"))?;
+    let at = l.offset as usize;
+    let end = at
+        .checked_add(len * 4)
+        .ok_or(bad("packed filter too large"))?;
+    let dst = state
+        .get_mut(at..end)
+        .ok_or(bad("XNNPACK state area too small"))?;
+    // SAFETY: `dst` is an exclusively borrowed part of the state area, 4-byte aligned (the
+    // area is 16-aligned and `at` a multiple of 64) and `len` floats long; f32 is plain
+    // data with every bit pattern valid.
+    let dst = unsafe { core::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut f32, len) };
+    gemm::pack_b_ahead(b, nr, dst)
 }
 
 /// What `xtask inspect` shows about one region.

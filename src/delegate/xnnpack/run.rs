@@ -197,28 +197,18 @@ pub fn binary(
     }
 }
 
-/// `out = op(x)`. Exp, tanh, sigmoid and GELU (erf form) use the shared polynomial kernels of
-/// `kernels::vec` (accuracy table there).
+/// `out = op(x)`. Copies, exp, sin, cos, tanh, sigmoid and GELU (erf form) run the shared
+/// `vecmath` kernels (accuracy table there), which split across cores themselves; the other
+/// maps are split here.
 pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     let (x, out) = common(x, out);
-    // The shared kernels split their slices across cores themselves.
-    let shared = match op {
-        Unary::Copy | Unary::Clamp => Some(vec::copy as fn(&[f32], &mut [f32]) -> _),
-        Unary::Exp => Some(vec::exp as _),
-        Unary::Sin => Some(vec::sin as _),
-        Unary::Cos => Some(vec::cos as _),
-        Unary::Tanh => Some(vec::tanh as _),
-        Unary::Sigmoid => Some(vec::sigmoid as _),
-        Unary::Gelu => Some(vec::gelu_erf as _),
-        _ => None,
-    };
-    if let Some(f) = shared {
+    if let Some(f) = shared_unary(op) {
         // Equal lengths (`common`), so this cannot fail.
         let _ = f(x, out);
         return;
     }
     let cost = match op {
-        Unary::Copy | Unary::Clamp | Unary::Abs | Unary::Neg | Unary::Square => 1,
+        Unary::Abs | Unary::Neg | Unary::Square => 1,
         _ => 12,
     };
     parallel::for_chunks(out, CHUNK, CHUNK * cost, |u, o, _| {
@@ -226,6 +216,21 @@ pub fn unary(op: Unary, x: &[f32], out: &mut [f32]) {
     });
 }
 
+/// The `vecmath` kernel of `op`, if it has one.
+fn shared_unary(op: Unary) -> Option<fn(&[f32], &mut [f32]) -> Result<(), KernelError>> {
+    Some(match op {
+        Unary::Copy | Unary::Clamp => vec::copy,
+        Unary::Exp => vec::exp,
+        Unary::Sin => vec::sin,
+        Unary::Cos => vec::cos,
+        Unary::Tanh => vec::tanh,
+        Unary::Sigmoid => vec::sigmoid,
+        Unary::Gelu => vec::gelu_erf,
+        _ => return None,
+    })
+}
+
+/// One part of [`unary`] for the ops without a shared kernel.
 fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
     macro_rules! map {
         ($f:expr) => {
@@ -235,9 +240,6 @@ fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
         };
     }
     match op {
-        Unary::Copy | Unary::Clamp => {
-            let _ = vec::copy(x, out);
-        }
         Unary::Abs => map!(|v: f32| v.abs()),
         Unary::Neg => map!(|v: f32| -v),
         Unary::Square => map!(|v: f32| v * v),
@@ -245,25 +247,7 @@ fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
         Unary::Rsqrt => map!(|v: f32| 1.0 / libm::sqrtf(v)),
         Unary::Floor => map!(libm::floorf),
         Unary::Ceil => map!(libm::ceilf),
-        Unary::Exp => {
-            let _ = vec::exp(x, out);
-        }
         Unary::Log => map!(libm::logf),
-        Unary::Sin => {
-            let _ = vec::sin(x, out);
-        }
-        Unary::Cos => {
-            let _ = vec::cos(x, out);
-        }
-        Unary::Tanh => {
-            let _ = vec::tanh(x, out);
-        }
-        Unary::Sigmoid => {
-            let _ = vec::sigmoid(x, out);
-        }
-        Unary::Gelu => {
-            let _ = vec::gelu_erf(x, out);
-        }
         Unary::Hardswish => map!(|v: f32| v * (v + 3.0).clamp(0.0, 6.0) / 6.0),
         Unary::LeakyRelu(s) => map!(|v: f32| if v >= 0.0 { v } else { v * s }),
         Unary::Elu(a) => map!(|v: f32| if v > 0.0 {
@@ -271,6 +255,19 @@ fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
         } else {
             a * (libm::expf(v) - 1.0)
         }),
+        // The ops of `shared_unary` (whole slices there; correct here too).
+        Unary::Copy
+        | Unary::Clamp
+        | Unary::Exp
+        | Unary::Sin
+        | Unary::Cos
+        | Unary::Tanh
+        | Unary::Sigmoid
+        | Unary::Gelu => {
+            if let Some(f) = shared_unary(op) {
+                let _ = f(x, out);
+            }
+        }
     }
 }
 
