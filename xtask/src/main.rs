@@ -182,20 +182,12 @@ pub enum Weights {
     InPlace,
 }
 
-static WEIGHTS_IN_PLACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Sets how [`registry`] treats XNNPACK filters for the rest of the process.
-pub fn set_weights(w: Weights) {
-    WEIGHTS_IN_PLACE.store(w == Weights::InPlace, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// The registry the host tools run programs with: every kernel and backend ptera has, the
-/// XNNPACK filters packed at load unless `--weights in-place` was given.
-pub fn registry() -> Registry<'static> {
-    if WEIGHTS_IN_PLACE.load(std::sync::atomic::Ordering::Relaxed) {
-        Registry::standard()
-    } else {
-        Registry::packing()
+/// XNNPACK filters packed at load or read in place.
+pub fn registry(weights: Weights) -> Registry<'static> {
+    match weights {
+        Weights::Packed => Registry::packing(),
+        Weights::InPlace => Registry::standard(),
     }
 }
 
@@ -249,9 +241,8 @@ fn main() -> ExitCode {
             atol,
             rtol,
         } => crate::host::with_threads(threads, || {
-            set_weights(weights);
             if cmd::run::is_bundled(&model) {
-                cmd::run::run_bundled(&model, max_instructions, atol, rtol)
+                cmd::run::run_bundled(&model, max_instructions, atol, rtol, weights)
             } else {
                 cmd::run::run(
                     &model,
@@ -259,6 +250,7 @@ fn main() -> ExitCode {
                     &output_dir,
                     max_instructions,
                     etdump.as_deref(),
+                    weights,
                 )
             }
         }),
@@ -310,8 +302,7 @@ fn main() -> ExitCode {
                     json,
                 },
         } => crate::host::with_threads(threads, || {
-            set_weights(weights);
-            cmd::bench_run::bench_run(&model, &inputs, iters, threads, json)
+            cmd::bench_run::bench_run(&model, &inputs, iters, threads, weights, json)
         }),
         Cmd::Bench {
             what: BenchCmd::Gemm(args),

@@ -8,18 +8,19 @@ use anyhow::Result;
 use ptera::{MethodMeta, OwnedArenas, Program};
 
 use crate::host::{forward_inputs, load_file};
-use crate::registry;
+use crate::{registry, Weights};
 
 pub fn bench_run(
     model: &Path,
     inputs: &[PathBuf],
     iters: usize,
     threads: usize,
+    weights: Weights,
     json: bool,
 ) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice())?;
-    let registry = registry();
+    let registry = registry(weights);
     let meta = MethodMeta::new(&program, "forward", &registry)?;
     let tensors = forward_inputs(&meta, inputs)?;
     crate::host::check_memory(&meta)?;

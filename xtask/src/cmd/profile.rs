@@ -13,7 +13,7 @@ use ptera::format::fb;
 use ptera::{MethodMeta, OwnedArenas, Program};
 
 use crate::host::{forward_inputs, instruction_count, load_file};
-use crate::registry;
+use crate::{registry, Weights};
 
 /// `name.overload` of kernel call `pc`, or the backend id of delegate call `pc`.
 fn what(plan: fb::ExecutionPlan<'_>, pc: u32) -> String {
@@ -210,7 +210,7 @@ pub fn profile(
 ) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice())?;
-    let registry = registry();
+    let registry = registry(Weights::Packed);
     let meta = MethodMeta::new(&program, "forward", &registry)?;
     let plan = meta.plan();
     let tensors = forward_inputs(&meta, inputs)?;
@@ -256,7 +256,8 @@ pub fn profile_board(
 ) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice())?;
-    let registry = registry();
+    // What the board's firmware loads: weights in place.
+    let registry = crate::firmware_registry();
     let meta = MethodMeta::new(&program, "forward", &registry)?;
     let plan = meta.plan();
     // The firmware bundles its inputs: without --input or MODEL.in*.npy, the synthesised ones.

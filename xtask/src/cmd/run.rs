@@ -8,7 +8,7 @@ use ptera::{MethodMeta, OwnedArenas, Program};
 
 use crate::host::{check_inputs, load_file, read_inputs};
 use crate::npy::HostTensor;
-use crate::registry;
+use crate::{registry, Weights};
 
 pub fn run(
     model: &Path,
@@ -16,10 +16,11 @@ pub fn run(
     out_dir: &Path,
     max_instructions: u64,
     etdump: Option<&Path>,
+    weights: Weights,
 ) -> Result<()> {
     let file = load_file(model)?;
     let program = Program::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
-    let registry = registry();
+    let registry = registry(weights);
     let (tensors, names) = read_inputs(inputs)?;
     // One clock for every ETDump event: nanoseconds since the method started loading.
     let origin = Instant::now();
@@ -128,14 +129,20 @@ pub fn is_bundled(model: &Path) -> bool {
 }
 
 /// Runs every test case of a BundledProgram and checks its outputs; fails when one fails.
-pub fn run_bundled(model: &Path, max_instructions: u64, atol: f64, rtol: f64) -> Result<()> {
+pub fn run_bundled(
+    model: &Path,
+    max_instructions: u64,
+    atol: f64,
+    rtol: f64,
+    weights: Weights,
+) -> Result<()> {
     use ptera::devtools::bundled::run_case;
     use ptera::format::bundled::Bundled;
     let file = load_file(model)?;
     let bundled = Bundled::load(file.as_slice()).with_context(|| format!("{}", model.display()))?;
     let program = Program::load(bundled.program())
         .with_context(|| format!("{}: embedded program", model.display()))?;
-    let registry = registry();
+    let registry = registry(weights);
     let (mut passed, mut failed) = (0usize, 0usize);
     for suite in bundled.suites() {
         let meta = MethodMeta::new(&program, suite.method(), &registry)
