@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs every fuzz target briefly (PTERA_FUZZ_SMOKE_SECONDS, default 20 s each) on a fresh
+# Runs every fuzz target briefly (PTERA_FUZZ_SMOKE_SECONDS, default 10 s each) on a fresh
 # seed corpus from the fixtures and fails on any crash, leak, timeout or out-of-memory
 # (docs/fuzzing.md). Installs the nightly toolchain and cargo-fuzz when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${PTERA_FUZZ_SMOKE_SECONDS:-20}
+seconds=${PTERA_FUZZ_SMOKE_SECONDS:-10}
 start=$(date +%s)
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Arm kernel test matrix under qemu-user (aarch64-unknown-linux-gnu):
 #   * the kernel unit tests (every ISA the emulated CPU has, random and edge shapes vs a
-#     scalar reference), the whole fixture suite and every fixture lowered for every target
-#     (`cargo xtask lower`), with each ISA forced (PTERA_ISA); programs quantized by lower
-#     once per QEMU (integer kernels depend on neither PTERA_ISA nor vector lengths), and every fixture split across
-#     2 and 4 threads against one (bit-identical) on the SME and the SME2 CPU, with each
-#     thread's instructions of a 4-thread forward counted from a qemu-user trace,
-#   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256 (the fixture
-#     suites with the generic and Neon kernels, which read no vector length, at the first only;
-#     the fixtures lowered for every target at 128-bit lengths, elsewhere for the forced ISA's
-#     own target and Neon),
+#     scalar reference), the whole fixture suite and every fixture lowered (`cargo xtask
+#     lower`), with each ISA forced (PTERA_ISA): under the generic kernel for every target,
+#     under an ISA's own kernel for its target and one tile it lacks;
+#   * once per QEMU: programs quantized by lower and lowering's other properties (they depend
+#     on neither PTERA_ISA nor vector lengths), and every fixture split across 2 and 4 threads
+#     against one (bit-identical) on the SME and the SME2 CPU, with each thread's
+#     instructions of a 4-thread forward counted from a qemu-user trace;
+#   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256 (the generic and
+#     Neon kernels, which read no vector length, at the first only);
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
+# Each section header shows the seconds since the start.
 # Usage: scripts/test-arm.sh [--fetch-qemu11]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,12 +22,13 @@ SYSROOT=/usr/aarch64-linux-gnu
 QEMU="${QEMU_AARCH64:-qemu-aarch64}"
 QEMU11="${QEMU11_AARCH64:-target/qemu11/usr/bin/qemu-aarch64}"
 start=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - start )) s]"; }
 
 if [[ "${1:-}" == "--fetch-qemu11" && ! -x "$QEMU11" ]]; then
     scripts/fetch-qemu11.sh || echo "test-arm: fetching qemu 11 failed; SME2 cases will be skipped"
 fi
 
-echo "== build (tests for $T)"
+echo "== build (tests for $T) $(stamp)"
 nice cargo test --quiet --target "$T" --lib --test fixtures --test multicore --no-run
 nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --test quantize --no-run
 
@@ -42,31 +44,40 @@ matrix() {
     # (vecmath, the integer kernels and the operators read none).
     local units="linalg:: kernels::"
     [[ -n "$multicore" ]] || units="linalg::gemm linalg::conv linalg::cpu"
-    echo "== -cpu $cpu: kernel unit tests (all supported ISAs): $units"
+    echo "== -cpu $cpu: kernel unit tests (all supported ISAs): $units $(stamp)"
     # shellcheck disable=SC2086
     nice cargo test --quiet --target "$T" --lib -- $units --nocapture 2>&1 \
         | grep -E "^(arm features|SVE VL|SME SVL|ISA |test result)|: edge shapes ok|FAILED|panicked" \
         | sort -u
     for isa in $isas; do
-        echo "== -cpu $cpu: PTERA_ISA=$isa: selection check + fixture suite"
+        echo "== -cpu $cpu: PTERA_ISA=$isa: selection check + fixture suite $(stamp)"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --lib \
             linalg::gemm::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
             | grep -E "test result|panicked|FAILED"
+        # Under the generic kernel every target's panels (per-panel fallback); under an ISA's
+        # own kernel its target at this length plus one whose tile it lacks (a 32-wide one
+        # at 128 bits, Neon's elsewhere). Every target under every ISA adds nothing: a tile
+        # the forced kernel lacks takes the same fallback whichever target made it.
         local targets=
-        if [[ -n "$vl" ]]; then
-            if [[ $isa == sve2 ]]; then targets="sve2:$vl,neon"; else targets="$isa:$svl,neon"; fi
-        fi
-        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for ${targets:-every target}"
-        PTERA_LOWER_TARGETS=$targets PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures 2>&1 \
-            | grep -E "test result|panicked|FAILED"
+        local other=neon
+        [[ -n "$vl" ]] || other=sme:512
+        case $isa in
+            generic) targets= ;;
+            neon) targets="neon,sme:512" ;;
+            sve2) targets="sve2:${vl:-128},$other" ;;
+            *) targets="$isa:${svl:-128},$other" ;;
+        esac
+        echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for ${targets:-every target} $(stamp)"
+        PTERA_LOWER_TARGETS=$targets PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower \
+            --test lowered_fixtures fixture_lowered_for_every_target 2>&1 | grep -E "test result|panicked|FAILED"
     done
     if [[ -n "$multicore" ]]; then
-        echo "== -cpu $cpu: every fixture bit-identical on 1, 2 and 4 threads (default ISA)"
+        echo "== -cpu $cpu: every fixture bit-identical on 1, 2 and 4 threads (default ISA) $(stamp)"
         nice cargo test --quiet --target "$T" --test multicore 2>&1 | grep -E "test result|panicked|FAILED"
-        echo "== -cpu $cpu: each thread's count of a 4-thread forward (scripts/thread-count.sh)"
+        echo "== -cpu $cpu: each thread's count of a 4-thread forward (scripts/thread-count.sh) $(stamp)"
         local counts
-        counts=$(QEMU_AARCH64=$qemu scripts/thread-count.sh --threads 4 --cpu "$cpu" --json \
+        counts=$(QEMU_AARCH64=$qemu PTERA_RUN_PROFILE=quick scripts/thread-count.sh --threads 4 --cpu "$cpu" --json \
             tests/fixtures/gpt2t128_xnnpack.pte)
         echo "$counts"
         # Four threads, every one with work, and a critical path below the sum.
@@ -80,8 +91,11 @@ matrix() {
     # The integer kernels are chosen from DotProd/I8MM alone, which every `max` configuration
     # has alike, not from PTERA_ISA or the vector lengths: once per QEMU (the multicore runs).
     if [[ -n "$multicore" ]]; then
-        echo "== -cpu $cpu: programs quantized by lower"
+        echo "== -cpu $cpu: programs quantized by lower; lowering's other properties $(stamp)"
         nice cargo test --quiet --target "$T" -p ptera-lower --test quantize 2>&1 \
+            | grep -E "test result|panicked|FAILED"
+        nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures -- \
+            --skip every_portable_fixture --skip every_delegated_fixture 2>&1 \
             | grep -E "test result|panicked|FAILED"
     fi
 }
@@ -93,9 +107,9 @@ matrix "$QEMU" "max,sve-default-vector-length=32,sme-default-vector-length=64" "
 matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "sve2 sme" - 512 256  # VL 512, SVL 256
 
 if [[ -x "$QEMU11" ]] && "$QEMU11" --version | grep -qE "version (1[1-9]|10\.[1-9])"; then
-    echo "== SME2 with $("$QEMU11" --version | head -1)"
+    echo "== SME2 with $("$QEMU11" --version | head -1) $(stamp)"
     matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" multicore 256 512  # SVL 512
-    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128 (every target: cheap at 128 bits)
+    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128
 else
     echo "== SME2 SKIPPED: needs qemu-aarch64 >= 10.1 at $QEMU11 (run scripts/fetch-qemu11.sh," \
         "or scripts/test-arm.sh --fetch-qemu11); $($QEMU --version | head -1) has SME1 only"

@@ -20,7 +20,7 @@ cargo test --workspace
 cargo build --lib --target aarch64-unknown-none
 cargo build --lib --release --target aarch64-unknown-none
 cargo clippy --lib --target aarch64-unknown-none -- -D warnings   # the AArch64-only kernels
-scripts/fuzz-smoke.sh   # every fuzz target 20 s on the fixture seeds (nightly + cargo-fuzz); fails on any crash
+scripts/fuzz-smoke.sh   # every fuzz target 10 s on the fixture seeds (nightly + cargo-fuzz); fails on any crash
 echo "host checks passed in $(( $(date +%s) - start )) s"
 if [ "${PTERA_HOST_ONLY:-0}" != 1 ]; then
   scripts/setup-qemu.sh

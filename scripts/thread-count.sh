@@ -11,6 +11,9 @@
 #   --cpu SPEC       qemu -cpu (default cortex-a76)
 #   --qemu PATH      qemu-aarch64 (env QEMU_AARCH64, default qemu-aarch64)
 #   --ptera-run PATH use this aarch64 ptera-run instead of building it (env PTERA_RUN)
+#   PTERA_RUN_PROFILE  cargo profile ptera-run is built with when not given (default release,
+#                    the one armpeer.sh counts; `quick` builds in a fraction of the time for
+#                    checks of the split itself, with other counts)
 #   --json           one JSON object: instructions_per_thread, critical_path, parallel_steps, sum
 #   IN.npy           inputs (default MODEL.inK.npy next to the model)
 set -euo pipefail
@@ -19,6 +22,7 @@ THREADS=2
 CPU=cortex-a76
 QEMU=${QEMU_AARCH64:-qemu-aarch64}
 PTRUN=${PTERA_RUN:-}
+PROFILE=${PTERA_RUN_PROFILE:-release}
 JSON=()
 die() { echo "thread-count.sh: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
@@ -51,9 +55,9 @@ if [[ -z "$PTRUN" ]]; then
     [[ $dir == /* ]] || dir=$PWD/$dir
     export CARGO_TARGET_DIR=$dir
     (cd "$ROOT/benches/gemm-count" &&
-        nice cargo build --quiet --release --target aarch64-unknown-linux-gnu --bin ptera-run) ||
-        die "building ptera-run failed"
-    PTRUN=$CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/release/ptera-run
+        nice cargo build --quiet --profile "$PROFILE" --target aarch64-unknown-linux-gnu \
+            --bin ptera-run) || die "building ptera-run failed"
+    PTRUN=$CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/$PROFILE/ptera-run
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
