@@ -553,8 +553,10 @@ fn pow_and_unary_f32_fast_paths() {
             .f32();
             for (g, &x) in g.iter().zip(&xv) {
                 let w = r(x as f64);
+                // erf-GELU: the rational erf's absolute error (vecmath::gelu_erf).
+                let floor = if mode == "none" { 0.33 } else { 0.03 };
                 assert!(
-                    (*g as f64 - w).abs() <= 3e-6 * w.abs() + 1e-7,
+                    (*g as f64 - w).abs() <= 3e-6 * w.abs().max(floor),
                     "gelu {mode}({x})"
                 );
             }

@@ -9,8 +9,8 @@
 use core::arch::aarch64::*;
 
 use super::generic::{
-    self as g, ERFC_P, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO, LOG2E, MAGIC,
-    TANH_CAP,
+    self as g, ERF_P, ERF_Q, ERF_ZMAX, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO,
+    LOG2E, MAGIC, TANH_CAP,
 };
 
 /// Four-lane `exp` (formula of `generic::exp1`).
@@ -116,26 +116,29 @@ fn gelu_tanh4(x: float32x4_t) -> float32x4_t {
     }
 }
 
-/// Four-lane exact GELU (formula of `generic::gelu_erf1`): `½x·erfc(−x/√2)` with
-/// `erfc(z) = t·exp(−z² + P(t))`, `t = 1/(1 + z/2)` for `z = |x|/√2`, reflected for `x > 0`.
+/// Four-lane erf-GELU (formula of `generic::gelu_erf1`): `h + h·erf(x/√2)`, `h = ½x`, with
+/// erf as a rational function of the clamped argument and ±1 beyond the clamp.
 #[inline(always)]
 fn gelu_erf4(x: float32x4_t) -> float32x4_t {
     // SAFETY: Neon is in the AArch64 baseline; pure register arithmetic.
     unsafe {
-        let z = vmulq_n_f32(vabsq_f32(x), core::f32::consts::FRAC_1_SQRT_2);
-        let t = vdivq_f32(vdupq_n_f32(1.0), vfmaq_n_f32(vdupq_n_f32(1.0), z, 0.5));
-        let mut p = vdupq_n_f32(ERFC_P[0]);
-        for &c in &ERFC_P[1..] {
-            p = vfmaq_f32(vdupq_n_f32(c), p, t);
+        let z = vmulq_n_f32(x, core::f32::consts::FRAC_1_SQRT_2);
+        // FMIN/FMAX keep a NaN lane NaN.
+        let zc = vmaxq_f32(vminq_f32(z, vdupq_n_f32(ERF_ZMAX)), vdupq_n_f32(-ERF_ZMAX));
+        let w = vmulq_f32(zc, zc);
+        let mut p = vdupq_n_f32(ERF_P[0]);
+        let mut q = vdupq_n_f32(ERF_Q[0]);
+        for k in 1..6 {
+            p = vfmaq_f32(vdupq_n_f32(ERF_P[k]), p, w);
+            q = vfmaq_f32(vdupq_n_f32(ERF_Q[k]), q, w);
         }
-        // −z² + P(t) ≤ 0 up to rounding (erfc ≤ 1 = its value at z = 0).
-        let e = vmulq_f32(t, exp_lo4(vfmsq_f32(p, z, z)));
-        // 1 + erf(x/√2) = erfc(−x/√2): 2 − e for x ≥ 0, e below.
-        let pos = vcgeq_f32(x, vdupq_n_f32(0.0));
-        let phi2 = vbslq_f32(pos, vsubq_f32(vdupq_n_f32(2.0), e), e);
-        let y = vmulq_f32(vmulq_n_f32(x, 0.5), phi2);
-        // NaN in, NaN out.
-        vbslq_f32(vceqq_f32(x, x), y, x)
+        let r = vdivq_f32(vmulq_f32(zc, p), q);
+        // ±1 (the sign of z) where |z| ≥ ERF_ZMAX.
+        let sign = vdupq_n_u32(0x8000_0000);
+        let unit = vbslq_f32(sign, z, vdupq_n_f32(1.0));
+        let erf = vbslq_f32(vcageq_f32(z, vdupq_n_f32(ERF_ZMAX)), unit, r);
+        let h = vmulq_n_f32(x, 0.5);
+        vfmaq_f32(h, h, erf)
     }
 }
 
@@ -256,14 +259,20 @@ pub fn sum(x: &[f32]) -> f32 {
 #[inline(always)]
 fn max(x: &[f32]) -> f32 {
     let mut i = 0;
-    // SAFETY: loads at i + 4 ≤ len.
+    // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
     let mut mx = unsafe {
-        let mut m = vdupq_n_f32(f32::NEG_INFINITY);
-        while i + 4 <= x.len() {
-            m = vmaxnmq_f32(m, vld1q_f32(x.as_ptr().add(i)));
+        let mut m0 = vdupq_n_f32(f32::NEG_INFINITY);
+        let mut m1 = m0;
+        while i + 8 <= x.len() {
+            m0 = vmaxnmq_f32(m0, vld1q_f32(x.as_ptr().add(i)));
+            m1 = vmaxnmq_f32(m1, vld1q_f32(x.as_ptr().add(i + 4)));
+            i += 8;
+        }
+        if i + 4 <= x.len() {
+            m0 = vmaxnmq_f32(m0, vld1q_f32(x.as_ptr().add(i)));
             i += 4;
         }
-        vmaxnmvq_f32(m)
+        vmaxnmvq_f32(vmaxnmq_f32(m0, m1))
     };
     for &v in &x[i..] {
         mx = if v > mx { v } else { mx };
@@ -271,32 +280,171 @@ fn max(x: &[f32]) -> f32 {
     mx
 }
 
+/// The constants of [`exp_shifted`]'s eight-lane loop, made once per call of a row kernel and
+/// kept in registers across its rows.
+#[derive(Clone, Copy)]
+struct ExpLoConsts {
+    /// `MAGIC + 127`: `t = magic + d·log2 e` holds `n + 127` in its low mantissa bits.
+    magic: float32x4_t,
+    log2e: float32x4_t,
+    ln2_hi: float32x4_t,
+    ln2_lo: float32x4_t,
+    /// `EXP_C[0..6]` (Taylor coefficients of `r^7` down to `r^2`), then 1.
+    c: [float32x4_t; 7],
+    lo: float32x4_t,
+}
+
+impl ExpLoConsts {
+    #[inline(always)]
+    fn new() -> Self {
+        // SAFETY: Neon is in the AArch64 baseline; register moves.
+        unsafe {
+            let mut c = [vdupq_n_f32(1.0); 7];
+            for (v, &k) in c.iter_mut().zip(EXP_C.iter()) {
+                *v = vdupq_n_f32(k);
+            }
+            ExpLoConsts {
+                magic: vdupq_n_f32(MAGIC + 127.0),
+                log2e: vdupq_n_f32(LOG2E),
+                ln2_hi: vdupq_n_f32(LN2_HI),
+                ln2_lo: vdupq_n_f32(LN2_LO),
+                c,
+                lo: vdupq_n_f32(EXP_LO),
+            }
+        }
+    }
+}
+
 /// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
 ///
-/// Four lanes all below `EXP_LO` (masked attention scores: a mask adds the most negative
-/// float) give exactly 0 in the formula; such vectors are stored as zeros without it. A NaN
-/// lane makes the lane maximum NaN, which takes the full formula (and propagates).
+/// Eight lanes at a time in assembly (the formula of [`exp_lo4`]: `n` from one FMA with a magic
+/// constant, a two-part `ln 2` reduction, the Taylor polynomial by Horner's rule, the last
+/// step as `s + (s·r)·q`, lanes below `EXP_LO` cleared), then four lanes, then the scalar
+/// formula. Eight lanes all below `EXP_LO` (masked attention scores: a mask adds the most
+/// negative float, or −∞) are stored as zeros without the formula. A NaN lane fails that
+/// test (the eight-lane maximum is NaN) and propagates through the formula.
 #[inline(always)]
-fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
+fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32], k: &ExpLoConsts) -> f32 {
     let n = x.len().min(out.len());
-    let mut i = 0;
-    // SAFETY: loads/stores at i + 4 ≤ n ≤ both lengths.
+    let blocks = n / 8;
+    let mut i = 8 * blocks;
+    // SAFETY: Neon is in the AArch64 baseline. The assembly reads `x[..8·blocks]` and writes
+    // `out[..8·blocks]` (8·blocks ≤ n ≤ both lengths) through pointers it advances by 32 bytes
+    // per block, for `blocks` blocks; it touches no other memory and no stack, and declares
+    // every register it changes. The tail loads/stores stay at i + 4 ≤ n.
     let mut s = unsafe {
-        let mut acc = vdupq_n_f32(0.0);
-        while i + 4 <= n {
+        let mut acc0 = vdupq_n_f32(0.0);
+        let mut acc1 = vdupq_n_f32(0.0);
+        if blocks > 0 {
+            let c = &k.c;
+            core::arch::asm!(
+                "2:",
+                "ldp {a:q}, {b:q}, [{x}], #32",
+                "fsub {a:v}.4s, {a:v}.4s, {mx:v}.4s",
+                "fsub {b:v}.4s, {b:v}.4s, {mx:v}.4s",
+                "fmax {ua:v}.4s, {a:v}.4s, {b:v}.4s",
+                "fmaxv {ua:s}, {ua:v}.4s",
+                "fcmp {ua:s}, {lo:s}",
+                "b.mi 3f",
+                "fcmgt {ua:v}.4s, {lo:v}.4s, {a:v}.4s",
+                "fcmgt {ub:v}.4s, {lo:v}.4s, {b:v}.4s",
+                "mov {ta:v}.16b, {magic:v}.16b",
+                "mov {tb:v}.16b, {magic:v}.16b",
+                "fmla {ta:v}.4s, {a:v}.4s, {log2e:v}.4s",
+                "fmla {tb:v}.4s, {b:v}.4s, {log2e:v}.4s",
+                "fsub {pa:v}.4s, {ta:v}.4s, {magic:v}.4s",
+                "fsub {pb:v}.4s, {tb:v}.4s, {magic:v}.4s",
+                "fmls {a:v}.4s, {pa:v}.4s, {ln2_hi:v}.4s",
+                "fmls {b:v}.4s, {pb:v}.4s, {ln2_hi:v}.4s",
+                "fmls {a:v}.4s, {pa:v}.4s, {ln2_lo:v}.4s",
+                "fmls {b:v}.4s, {pb:v}.4s, {ln2_lo:v}.4s",
+                // r in a, b. Horner: p = c1 + c0·r, then c2 … c5 and 1, alternating p, q.
+                "mov {pa:v}.16b, {c1:v}.16b",
+                "mov {pb:v}.16b, {c1:v}.16b",
+                "fmla {pa:v}.4s, {c0:v}.4s, {a:v}.4s",
+                "fmla {pb:v}.4s, {c0:v}.4s, {b:v}.4s",
+                "mov {qa:v}.16b, {c2:v}.16b",
+                "mov {qb:v}.16b, {c2:v}.16b",
+                "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
+                "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
+                "mov {pa:v}.16b, {c3:v}.16b",
+                "mov {pb:v}.16b, {c3:v}.16b",
+                "fmla {pa:v}.4s, {qa:v}.4s, {a:v}.4s",
+                "fmla {pb:v}.4s, {qb:v}.4s, {b:v}.4s",
+                "mov {qa:v}.16b, {c4:v}.16b",
+                "mov {qb:v}.16b, {c4:v}.16b",
+                "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
+                "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
+                "mov {pa:v}.16b, {c5:v}.16b",
+                "mov {pb:v}.16b, {c5:v}.16b",
+                "fmla {pa:v}.4s, {qa:v}.4s, {a:v}.4s",
+                "fmla {pb:v}.4s, {qb:v}.4s, {b:v}.4s",
+                "mov {qa:v}.16b, {one:v}.16b",
+                "mov {qb:v}.16b, {one:v}.16b",
+                "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
+                "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
+                // q = 1 + r·(…); e^r = 1 + r·q; y = s + (s·r)·q with s = 2^n.
+                "shl {ta:v}.4s, {ta:v}.4s, #23",
+                "shl {tb:v}.4s, {tb:v}.4s, #23",
+                "fmul {a:v}.4s, {a:v}.4s, {ta:v}.4s",
+                "fmul {b:v}.4s, {b:v}.4s, {tb:v}.4s",
+                "fmla {ta:v}.4s, {a:v}.4s, {qa:v}.4s",
+                "fmla {tb:v}.4s, {b:v}.4s, {qb:v}.4s",
+                "bic {ta:v}.16b, {ta:v}.16b, {ua:v}.16b",
+                "bic {tb:v}.16b, {tb:v}.16b, {ub:v}.16b",
+                "stp {ta:q}, {tb:q}, [{out}], #32",
+                "fadd {acc0:v}.4s, {acc0:v}.4s, {ta:v}.4s",
+                "fadd {acc1:v}.4s, {acc1:v}.4s, {tb:v}.4s",
+                "subs {cnt}, {cnt}, #1",
+                "b.ne 2b",
+                "b 4f",
+                // All eight below EXP_LO: zeros.
+                "3:",
+                "stp xzr, xzr, [{out}]",
+                "stp xzr, xzr, [{out}, #16]",
+                "add {out}, {out}, #32",
+                "subs {cnt}, {cnt}, #1",
+                "b.ne 2b",
+                "4:",
+                x = inout(reg) x.as_ptr() => _,
+                out = inout(reg) out.as_mut_ptr() => _,
+                cnt = inout(reg) blocks => _,
+                mx = in(vreg) vdupq_n_f32(mx),
+                magic = in(vreg) k.magic,
+                log2e = in(vreg) k.log2e,
+                ln2_hi = in(vreg) k.ln2_hi,
+                ln2_lo = in(vreg) k.ln2_lo,
+                c0 = in(vreg) c[0],
+                c1 = in(vreg) c[1],
+                c2 = in(vreg) c[2],
+                c3 = in(vreg) c[3],
+                c4 = in(vreg) c[4],
+                c5 = in(vreg) c[5],
+                one = in(vreg) c[6],
+                lo = in(vreg) k.lo,
+                acc0 = inout(vreg) acc0,
+                acc1 = inout(vreg) acc1,
+                a = out(vreg) _,
+                b = out(vreg) _,
+                ua = out(vreg) _,
+                ub = out(vreg) _,
+                ta = out(vreg) _,
+                tb = out(vreg) _,
+                pa = out(vreg) _,
+                pb = out(vreg) _,
+                qa = out(vreg) _,
+                qb = out(vreg) _,
+                options(nostack),
+            );
+        }
+        if i + 4 <= n {
             let d = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mx));
-            if vmaxvq_f32(d) < EXP_LO {
-                vst1q_f32(out.as_mut_ptr().add(i), vdupq_n_f32(0.0));
-                i += 4;
-                continue;
-            }
-            // d ≤ 0 (or NaN, or −∞ where the row holds −∞).
             let e = exp_lo4(d);
             vst1q_f32(out.as_mut_ptr().add(i), e);
-            acc = vaddq_f32(acc, e);
+            acc0 = vaddq_f32(acc0, e);
             i += 4;
         }
-        vaddvq_f32(acc)
+        vaddvq_f32(vaddq_f32(acc0, acc1))
     };
     for j in i..n {
         let e = g::exp1(x[j] - mx);
@@ -312,29 +460,44 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     if n == 0 {
         return;
     }
+    let k = ExpLoConsts::new();
     for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        softmax(xr, or);
+        softmax_with(xr, or, &k);
     }
 }
 
 /// Softmax of one row (common length of `x` and `out`).
 #[inline(always)]
 pub fn softmax(x: &[f32], out: &mut [f32]) {
+    softmax_with(x, out, &ExpLoConsts::new());
+}
+
+#[inline(always)]
+fn softmax_with(x: &[f32], out: &mut [f32], k: &ExpLoConsts) {
     let n = x.len().min(out.len());
     if n == 0 {
         return;
     }
     let (x, out) = (&x[..n], &mut out[..n]);
-    let inv = 1.0 / exp_shifted(x, max(x), out);
+    let inv = 1.0 / exp_shifted(x, max(x), out, k);
     scale(out, inv);
 }
 
-/// `out *= s`.
+/// `out *= s`, eight lanes a step.
 #[inline(always)]
 fn scale(out: &mut [f32], s: f32) {
     let n = out.len();
     let mut i = 0;
-    while i + 4 <= n {
+    while i + 8 <= n {
+        // SAFETY: i + 8 ≤ n.
+        unsafe {
+            let p = out.as_mut_ptr().add(i);
+            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
+            vst1q_f32(p.add(4), vmulq_n_f32(vld1q_f32(p.add(4)), s));
+        }
+        i += 8;
+    }
+    if i + 4 <= n {
         // SAFETY: i + 4 ≤ n.
         unsafe {
             let p = out.as_mut_ptr().add(i);
@@ -355,7 +518,7 @@ pub fn log_softmax(x: &[f32], out: &mut [f32]) {
     }
     let (x, out) = (&x[..n], &mut out[..n]);
     let mx = max(x);
-    let shift = mx + libm::logf(exp_shifted(x, mx, out));
+    let shift = mx + libm::logf(exp_shifted(x, mx, out, &ExpLoConsts::new()));
     map1(
         x,
         out,
