@@ -128,7 +128,10 @@ done
 # ---- ptera-run
 DESCRIBE=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')
 if [[ -z "$PTRUN" ]]; then
-    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/gemm-count}
+    # Absolute: the build runs in benches/gemm-count, the binary is read from here.
+    dir=${CARGO_TARGET_DIR:-$ROOT/target/gemm-count}
+    [[ $dir == /* ]] || dir=$PWD/$dir
+    export CARGO_TARGET_DIR=$dir
     echo "== building ptera-run (aarch64-unknown-linux-gnu, release, $CARGO_TARGET_DIR)" >&2
     (cd "$ROOT/benches/gemm-count" &&
         nice cargo build --quiet --release --target aarch64-unknown-linux-gnu --bin ptera-run) ||

@@ -56,12 +56,44 @@ pub(super) fn pack_panel(
             };
         }
         fixed!(4, 6, 8, 12, 16, 24, 32, 36, 48);
+    } else if n > 0 && n < w && (ps == 1 || ls == 1) {
+        // The last panel of a product whose width the tile does not divide.
+        let d = &mut d[..kc * w];
+        d.fill(0.0);
+        if ls == 1 {
+            for (p, row) in d.chunks_exact_mut(w).enumerate() {
+                copy_lanes(&src[base + p * ps..][..n], &mut row[..n]);
+            }
+        } else {
+            for l in 0..n {
+                let run = &src[base + l * ls..][..kc];
+                for (x, &v) in d[l..].iter_mut().step_by(w).zip(run) {
+                    *x = v;
+                }
+            }
+        }
+        return;
     }
     for (p, dp) in d[..kc * w].chunks_exact_mut(w).enumerate() {
         for (l, x) in dp[..n].iter_mut().enumerate() {
             *x = src[base + l * ls + p * ps];
         }
         dp[n..].fill(0.0);
+    }
+}
+
+/// `dst = src` (common length below a tile width) without a library call: four lanes a step,
+/// then one.
+#[inline(always)]
+fn copy_lanes(src: &[f32], dst: &mut [f32]) {
+    let mut s4 = src.chunks_exact(4);
+    let mut d4 = dst.chunks_exact_mut(4);
+    for (d, s) in (&mut d4).zip(&mut s4) {
+        let v: [f32; 4] = [s[0], s[1], s[2], s[3]];
+        d.copy_from_slice(&v);
+    }
+    for (d, &s) in d4.into_remainder().iter_mut().zip(s4.remainder()) {
+        *d = s;
     }
 }
 

@@ -142,7 +142,7 @@ fn gelu_erf4(x: float32x4_t) -> float32x4_t {
     }
 }
 
-/// Applies `v` to 4-lane chunks and `s` to the tail, `out[i] = f(x[i])`.
+/// Applies `v` to 4-lane chunks (two a step) and `s` to the tail, `out[i] = f(x[i])`.
 #[inline(always)]
 fn map1(
     x: &[f32],
@@ -152,7 +152,17 @@ fn map1(
 ) {
     let n = x.len().min(out.len());
     let mut i = 0;
-    while i + 4 <= n {
+    while i + 8 <= n {
+        // SAFETY: i + 8 ≤ n ≤ both lengths.
+        unsafe {
+            let a = v(vld1q_f32(x.as_ptr().add(i)));
+            let b = v(vld1q_f32(x.as_ptr().add(i + 4)));
+            vst1q_f32(out.as_mut_ptr().add(i), a);
+            vst1q_f32(out.as_mut_ptr().add(i + 4), b);
+        }
+        i += 8;
+    }
+    if i + 4 <= n {
         // SAFETY: i + 4 ≤ n ≤ both lengths.
         unsafe { vst1q_f32(out.as_mut_ptr().add(i), v(vld1q_f32(x.as_ptr().add(i)))) };
         i += 4;
@@ -280,64 +290,61 @@ fn max(x: &[f32]) -> f32 {
     mx
 }
 
-/// The constants of [`exp_shifted`]'s eight-lane loop, made once per call of a row kernel and
-/// kept in registers across its rows.
-#[derive(Clone, Copy)]
-struct ExpLoConsts {
-    /// `MAGIC + 127`: `t = magic + d·log2 e` holds `n + 127` in its low mantissa bits.
-    magic: float32x4_t,
-    log2e: float32x4_t,
-    ln2_hi: float32x4_t,
-    ln2_lo: float32x4_t,
-    /// `EXP_C[0..6]` (Taylor coefficients of `r^7` down to `r^2`), then 1.
-    c: [float32x4_t; 7],
-    lo: float32x4_t,
-}
+/// The polynomial of [`exp_shifted`]'s eight-lane loop: `e^r ≈ 1 + r·(1 + r·(c2 + r·(c3 +
+/// r·(c4 + r·c5))))` on |r| ≤ ln 2 / 2, coefficients `c5, c4, c3, c2` fitted for the least
+/// largest relative error (`scripts/fit-exp.py`: 1.05e-7 in exact arithmetic, 1.6e-7 with f32
+/// steps; the degree-7 Taylor polynomial of [`exp_lo4`] gives 5e-9, more than softmax's 1e-6
+/// needs).
+const EXP5_C: [f32; 4] = [0.008_312_522, 0.041_890_16, 0.166_671_14, 0.499_992_3];
 
-impl ExpLoConsts {
-    #[inline(always)]
-    fn new() -> Self {
-        // SAFETY: Neon is in the AArch64 baseline; register moves.
-        unsafe {
-            let mut c = [vdupq_n_f32(1.0); 7];
-            for (v, &k) in c.iter_mut().zip(EXP_C.iter()) {
-                *v = vdupq_n_f32(k);
-            }
-            ExpLoConsts {
-                magic: vdupq_n_f32(MAGIC + 127.0),
-                log2e: vdupq_n_f32(LOG2E),
-                ln2_hi: vdupq_n_f32(LN2_HI),
-                ln2_lo: vdupq_n_f32(LN2_LO),
-                c,
-                lo: vdupq_n_f32(EXP_LO),
-            }
-        }
-    }
-}
+/// [`exp_shifted`]'s constants in three vectors, read by lane (`fmla … v.s[i]`, `dup`):
+/// `MAGIC + 127` (`t = magic + d·log2 e` holds `n + 127` in its low mantissa bits), `log2 e`,
+/// `ln 2` in two parts; [`EXP5_C`]; 1 and `EXP_LO`.
+#[repr(C, align(16))]
+struct ExpLanes([f32; 12]);
+
+static EXP_LANES: ExpLanes = ExpLanes([
+    MAGIC + 127.0,
+    LOG2E,
+    LN2_HI,
+    LN2_LO,
+    EXP5_C[0],
+    EXP5_C[1],
+    EXP5_C[2],
+    EXP5_C[3],
+    1.0,
+    EXP_LO,
+    0.0,
+    0.0,
+]);
 
 /// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
 ///
-/// Eight lanes at a time in assembly (the formula of [`exp_lo4`]: `n` from one FMA with a magic
-/// constant, a two-part `ln 2` reduction, the Taylor polynomial by Horner's rule, the last
-/// step as `s + (s·r)·q`, lanes below `EXP_LO` cleared), then four lanes, then the scalar
-/// formula. Eight lanes all below `EXP_LO` (masked attention scores: a mask adds the most
-/// negative float, or −∞) are stored as zeros without the formula. A NaN lane fails that
-/// test (the eight-lane maximum is NaN) and propagates through the formula.
+/// Eight lanes at a time in assembly: `n` from one FMA with a magic constant, a two-part `ln 2`
+/// reduction, the degree-5 polynomial of [`EXP5_C`] by Horner's rule with its last step as
+/// `s + (s·r)·q` (`s = 2^n`), lanes below `EXP_LO` cleared. Then four lanes ([`exp_lo4`]) and
+/// the scalar formula. Eight lanes all below `EXP_LO` (masked attention scores: a mask adds
+/// the most negative float, or −∞) are stored as zeros without the formula. A NaN lane fails
+/// that test (the eight-lane maximum is NaN) and propagates through the formula.
 #[inline(always)]
-fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32], k: &ExpLoConsts) -> f32 {
+fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     let n = x.len().min(out.len());
     let blocks = n / 8;
     let mut i = 8 * blocks;
-    // SAFETY: Neon is in the AArch64 baseline. The assembly reads `x[..8·blocks]` and writes
-    // `out[..8·blocks]` (8·blocks ≤ n ≤ both lengths) through pointers it advances by 32 bytes
-    // per block, for `blocks` blocks; it touches no other memory and no stack, and declares
-    // every register it changes. The tail loads/stores stay at i + 4 ≤ n.
+    // SAFETY: Neon is in the AArch64 baseline. The assembly reads the 48 bytes of
+    // `EXP_LANES` (16-byte aligned), `x[..8·blocks]` and writes `out[..8·blocks]`
+    // (8·blocks ≤ n ≤ both lengths) through pointers it advances by 32 bytes per block, for
+    // `blocks` blocks; it touches no other memory and no stack, and declares every register it
+    // changes. The tail loads/stores stay at i + 4 ≤ n.
     let mut s = unsafe {
         let mut acc0 = vdupq_n_f32(0.0);
         let mut acc1 = vdupq_n_f32(0.0);
         if blocks > 0 {
-            let c = &k.c;
             core::arch::asm!(
+                "ldp {k0:q}, {k1:q}, [{k}]",
+                "ldr {k2:q}, [{k}, #32]",
+                "dup {magic:v}.4s, {k0:v}.s[0]",
+                "dup {lo:v}.4s, {k2:v}.s[1]",
                 "2:",
                 "ldp {a:q}, {b:q}, [{x}], #32",
                 "fsub {a:v}.4s, {a:v}.4s, {mx:v}.4s",
@@ -350,40 +357,32 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32], k: &ExpLoConsts) -> f32 {
                 "fcmgt {ub:v}.4s, {lo:v}.4s, {b:v}.4s",
                 "mov {ta:v}.16b, {magic:v}.16b",
                 "mov {tb:v}.16b, {magic:v}.16b",
-                "fmla {ta:v}.4s, {a:v}.4s, {log2e:v}.4s",
-                "fmla {tb:v}.4s, {b:v}.4s, {log2e:v}.4s",
+                "fmla {ta:v}.4s, {a:v}.4s, {k0:v}.s[1]",
+                "fmla {tb:v}.4s, {b:v}.4s, {k0:v}.s[1]",
                 "fsub {pa:v}.4s, {ta:v}.4s, {magic:v}.4s",
                 "fsub {pb:v}.4s, {tb:v}.4s, {magic:v}.4s",
-                "fmls {a:v}.4s, {pa:v}.4s, {ln2_hi:v}.4s",
-                "fmls {b:v}.4s, {pb:v}.4s, {ln2_hi:v}.4s",
-                "fmls {a:v}.4s, {pa:v}.4s, {ln2_lo:v}.4s",
-                "fmls {b:v}.4s, {pb:v}.4s, {ln2_lo:v}.4s",
-                // r in a, b. Horner: p = c1 + c0·r, then c2 … c5 and 1, alternating p, q.
-                "mov {pa:v}.16b, {c1:v}.16b",
-                "mov {pb:v}.16b, {c1:v}.16b",
-                "fmla {pa:v}.4s, {c0:v}.4s, {a:v}.4s",
-                "fmla {pb:v}.4s, {c0:v}.4s, {b:v}.4s",
-                "mov {qa:v}.16b, {c2:v}.16b",
-                "mov {qb:v}.16b, {c2:v}.16b",
+                "fmls {a:v}.4s, {pa:v}.4s, {k0:v}.s[2]",
+                "fmls {b:v}.4s, {pb:v}.4s, {k0:v}.s[2]",
+                "fmls {a:v}.4s, {pa:v}.4s, {k0:v}.s[3]",
+                "fmls {b:v}.4s, {pb:v}.4s, {k0:v}.s[3]",
+                // r in a, b. Horner: p = c4 + c5·r, q = c3 + p·r, p = c2 + q·r, q = 1 + p·r.
+                "dup {pa:v}.4s, {k1:v}.s[1]",
+                "dup {pb:v}.4s, {k1:v}.s[1]",
+                "fmla {pa:v}.4s, {a:v}.4s, {k1:v}.s[0]",
+                "fmla {pb:v}.4s, {b:v}.4s, {k1:v}.s[0]",
+                "dup {qa:v}.4s, {k1:v}.s[2]",
+                "dup {qb:v}.4s, {k1:v}.s[2]",
                 "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
                 "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
-                "mov {pa:v}.16b, {c3:v}.16b",
-                "mov {pb:v}.16b, {c3:v}.16b",
+                "dup {pa:v}.4s, {k1:v}.s[3]",
+                "dup {pb:v}.4s, {k1:v}.s[3]",
                 "fmla {pa:v}.4s, {qa:v}.4s, {a:v}.4s",
                 "fmla {pb:v}.4s, {qb:v}.4s, {b:v}.4s",
-                "mov {qa:v}.16b, {c4:v}.16b",
-                "mov {qb:v}.16b, {c4:v}.16b",
+                "dup {qa:v}.4s, {k2:v}.s[0]",
+                "dup {qb:v}.4s, {k2:v}.s[0]",
                 "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
                 "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
-                "mov {pa:v}.16b, {c5:v}.16b",
-                "mov {pb:v}.16b, {c5:v}.16b",
-                "fmla {pa:v}.4s, {qa:v}.4s, {a:v}.4s",
-                "fmla {pb:v}.4s, {qb:v}.4s, {b:v}.4s",
-                "mov {qa:v}.16b, {one:v}.16b",
-                "mov {qb:v}.16b, {one:v}.16b",
-                "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
-                "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
-                // q = 1 + r·(…); e^r = 1 + r·q; y = s + (s·r)·q with s = 2^n.
+                // e^r = 1 + r·q; y = s + (s·r)·q with s = 2^n.
                 "shl {ta:v}.4s, {ta:v}.4s, #23",
                 "shl {tb:v}.4s, {tb:v}.4s, #23",
                 "fmul {a:v}.4s, {a:v}.4s, {ta:v}.4s",
@@ -406,24 +405,18 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32], k: &ExpLoConsts) -> f32 {
                 "subs {cnt}, {cnt}, #1",
                 "b.ne 2b",
                 "4:",
+                k = in(reg) EXP_LANES.0.as_ptr(),
                 x = inout(reg) x.as_ptr() => _,
                 out = inout(reg) out.as_mut_ptr() => _,
                 cnt = inout(reg) blocks => _,
                 mx = in(vreg) vdupq_n_f32(mx),
-                magic = in(vreg) k.magic,
-                log2e = in(vreg) k.log2e,
-                ln2_hi = in(vreg) k.ln2_hi,
-                ln2_lo = in(vreg) k.ln2_lo,
-                c0 = in(vreg) c[0],
-                c1 = in(vreg) c[1],
-                c2 = in(vreg) c[2],
-                c3 = in(vreg) c[3],
-                c4 = in(vreg) c[4],
-                c5 = in(vreg) c[5],
-                one = in(vreg) c[6],
-                lo = in(vreg) k.lo,
                 acc0 = inout(vreg) acc0,
                 acc1 = inout(vreg) acc1,
+                k0 = out(vreg) _,
+                k1 = out(vreg) _,
+                k2 = out(vreg) _,
+                magic = out(vreg) _,
+                lo = out(vreg) _,
                 a = out(vreg) _,
                 b = out(vreg) _,
                 ua = out(vreg) _,
@@ -455,31 +448,25 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32], k: &ExpLoConsts) -> f32 {
 }
 
 /// Softmax of every `n`-element row of `x` into `out` (whole rows of the common length; the
-/// exp constants stay in registers across rows).
+/// exp loop loads its constants once per row, three vector loads).
 pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     if n == 0 {
         return;
     }
-    let k = ExpLoConsts::new();
     for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-        softmax_with(xr, or, &k);
+        softmax(xr, or);
     }
 }
 
 /// Softmax of one row (common length of `x` and `out`).
 #[inline(always)]
 pub fn softmax(x: &[f32], out: &mut [f32]) {
-    softmax_with(x, out, &ExpLoConsts::new());
-}
-
-#[inline(always)]
-fn softmax_with(x: &[f32], out: &mut [f32], k: &ExpLoConsts) {
     let n = x.len().min(out.len());
     if n == 0 {
         return;
     }
     let (x, out) = (&x[..n], &mut out[..n]);
-    let inv = 1.0 / exp_shifted(x, max(x), out, k);
+    let inv = 1.0 / exp_shifted(x, max(x), out);
     scale(out, inv);
 }
 
@@ -518,7 +505,7 @@ pub fn log_softmax(x: &[f32], out: &mut [f32]) {
     }
     let (x, out) = (&x[..n], &mut out[..n]);
     let mx = max(x);
-    let shift = mx + libm::logf(exp_shifted(x, mx, out, &ExpLoConsts::new()));
+    let shift = mx + libm::logf(exp_shifted(x, mx, out));
     map1(
         x,
         out,
@@ -610,12 +597,21 @@ pub fn layer_norm(
     (mean, rstd)
 }
 
-/// `out[i..i + 4] = v(i)` for every full vector, `out[j] = s(j)` for the tail.
+/// `out[i..i + 4] = v(i)` for every full vector (two a step), `out[j] = s(j)` for the tail.
 #[inline(always)]
 fn lanes(out: &mut [f32], v: impl Fn(usize) -> float32x4_t, s: impl Fn(usize) -> f32) {
     let n = out.len();
     let mut i = 0;
-    while i + 4 <= n {
+    while i + 8 <= n {
+        // SAFETY: i + 8 ≤ n = out.len().
+        unsafe {
+            let (a, b) = (v(i), v(i + 4));
+            vst1q_f32(out.as_mut_ptr().add(i), a);
+            vst1q_f32(out.as_mut_ptr().add(i + 4), b);
+        }
+        i += 8;
+    }
+    if i + 4 <= n {
         // SAFETY: i + 4 ≤ n = out.len().
         unsafe { vst1q_f32(out.as_mut_ptr().add(i), v(i)) };
         i += 4;
