@@ -65,5 +65,8 @@ mkfifo "$tmp/trace"
 PTERA_THREADS=$THREADS "$QEMU" -L "${SYSROOT:-/usr/aarch64-linux-gnu}" -cpu "$CPU" \
     -d in_asm,exec,nochain -D "$tmp/trace" "$PTRUN" "$MODEL" 3 - "${INPUTS[@]}" &
 qemu_pid=$!
-(cd "$ROOT" && cargo xtask trace-cores "$PTRUN" "$tmp/trace" --threads "$THREADS" "${JSON[@]}")
+# xtask in the workspace's own target directory (where `cargo xtask` built it before), not in
+# a CARGO_TARGET_DIR meant for the aarch64 builds (a second release build of xtask there).
+(cd "$ROOT" && env -u CARGO_TARGET_DIR cargo xtask trace-cores "$PTRUN" "$tmp/trace" \
+    --threads "$THREADS" "${JSON[@]}")
 wait "$qemu_pid" || die "ptera-run failed under $QEMU"

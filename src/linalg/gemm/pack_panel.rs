@@ -58,27 +58,62 @@ pub(super) fn pack_panel(
         fixed!(4, 6, 8, 12, 16, 24, 32, 36, 48);
     } else if n > 0 && n < w && (ps == 1 || ls == 1) {
         // The last panel of a product whose width the tile does not divide.
-        let d = &mut d[..kc * w];
-        d.fill(0.0);
-        if ls == 1 {
-            for (p, row) in d.chunks_exact_mut(w).enumerate() {
-                copy_lanes(&src[base + p * ps..][..n], &mut row[..n]);
-            }
-        } else {
-            for l in 0..n {
-                let run = &src[base + l * ls..][..kc];
-                for (x, &v) in d[l..].iter_mut().step_by(w).zip(run) {
-                    *x = v;
+        macro_rules! part {
+            ($($w:literal),*) => {
+                match w {
+                    $($w => return partial::<$w>(src, base, ls, ps, n, kc, d),)*
+                    _ => {}
                 }
-            }
+            };
         }
-        return;
+        part!(4, 6, 8, 12, 16, 24, 32, 36, 48);
     }
     for (p, dp) in d[..kc * w].chunks_exact_mut(w).enumerate() {
         for (l, x) in dp[..n].iter_mut().enumerate() {
             *x = src[base + l * ls + p * ps];
         }
         dp[n..].fill(0.0);
+    }
+}
+
+/// [`pack_panel`] for `0 < n < W` lanes with `ls == 1` (rows copied) or `ps == 1` (runs
+/// interleaved eight depth steps at a time: each lane's eight values land at fixed offsets of
+/// the block), lanes `n..W` zero.
+fn partial<const W: usize>(
+    src: &[f32],
+    base: usize,
+    ls: usize,
+    ps: usize,
+    n: usize,
+    kc: usize,
+    d: &mut [f32],
+) {
+    let d = &mut d[..kc * W];
+    d.fill(0.0);
+    if ls == 1 {
+        for (p, row) in d.chunks_exact_mut(W).enumerate() {
+            copy_lanes(&src[base + p * ps..][..n], &mut row[..n]);
+        }
+        return;
+    }
+    let runs = |l: usize| &src[base + l * ls..][..kc];
+    let mut blocks = d.chunks_exact_mut(8 * W);
+    let mut p = 0;
+    for blk in &mut blocks {
+        let blk: &mut [[f32; W]] = blk.as_chunks_mut::<W>().0;
+        for l in 0..n.min(W) {
+            if let Some(seg) = runs(l)[p..].first_chunk::<8>() {
+                for (row, &v) in blk.iter_mut().zip(seg) {
+                    row[l] = v;
+                }
+            }
+        }
+        p += 8;
+    }
+    for (i, row) in blocks.into_remainder().chunks_exact_mut(W).enumerate() {
+        for (l, x) in row[..n].iter_mut().enumerate() {
+            *x = runs(l)[p + i];
+        }
     }
 }
 
