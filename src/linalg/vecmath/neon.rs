@@ -244,50 +244,61 @@ fn sincos4(x: float32x4_t, quarter: u32) -> float32x4_t {
 /// Sum of a slice (two 4-lane partial sums, then the tail).
 #[inline(always)]
 pub fn sum(x: &[f32]) -> f32 {
-    let mut i = 0;
-    // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
-    let mut s = unsafe {
-        let (mut a, mut b) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
-        while i + 8 <= x.len() {
-            a = vaddq_f32(a, vld1q_f32(x.as_ptr().add(i)));
-            b = vaddq_f32(b, vld1q_f32(x.as_ptr().add(i + 4)));
-            i += 8;
-        }
-        if i + 4 <= x.len() {
-            a = vaddq_f32(a, vld1q_f32(x.as_ptr().add(i)));
-            i += 4;
-        }
-        vaddvq_f32(vaddq_f32(a, b))
-    };
-    for &v in &x[i..] {
-        s += v;
-    }
-    s
+    reduce(
+        x,
+        0.0,
+        // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
+        |a, v| unsafe { vaddq_f32(a, v) },
+        // SAFETY: as above.
+        |a| unsafe { vaddvq_f32(a) },
+        |s, v| s + v,
+    )
 }
 
 /// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum).
 #[inline(always)]
 fn max(x: &[f32]) -> f32 {
+    reduce(
+        x,
+        f32::NEG_INFINITY,
+        // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
+        |a, v| unsafe { vmaxnmq_f32(a, v) },
+        // SAFETY: as above.
+        |a| unsafe { vmaxnmvq_f32(a) },
+        |m, v| if v > m { v } else { m },
+    )
+}
+
+/// A lane reduction of `x` with two accumulators (eight lanes a step, then four): `op` folds a
+/// vector into an accumulator (both start as `init` in every lane), `across` reduces the
+/// combined accumulator to a scalar, `tail` folds in the last elements one by one.
+#[inline(always)]
+fn reduce(
+    x: &[f32],
+    init: f32,
+    op: impl Fn(float32x4_t, float32x4_t) -> float32x4_t,
+    across: impl Fn(float32x4_t) -> f32,
+    tail: impl Fn(f32, f32) -> f32,
+) -> f32 {
     let mut i = 0;
     // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
-    let mut mx = unsafe {
-        let mut m0 = vdupq_n_f32(f32::NEG_INFINITY);
-        let mut m1 = m0;
+    let mut r = unsafe {
+        let (mut a, mut b) = (vdupq_n_f32(init), vdupq_n_f32(init));
         while i + 8 <= x.len() {
-            m0 = vmaxnmq_f32(m0, vld1q_f32(x.as_ptr().add(i)));
-            m1 = vmaxnmq_f32(m1, vld1q_f32(x.as_ptr().add(i + 4)));
+            a = op(a, vld1q_f32(x.as_ptr().add(i)));
+            b = op(b, vld1q_f32(x.as_ptr().add(i + 4)));
             i += 8;
         }
         if i + 4 <= x.len() {
-            m0 = vmaxnmq_f32(m0, vld1q_f32(x.as_ptr().add(i)));
+            a = op(a, vld1q_f32(x.as_ptr().add(i)));
             i += 4;
         }
-        vmaxnmvq_f32(vmaxnmq_f32(m0, m1))
+        across(op(a, b))
     };
     for &v in &x[i..] {
-        mx = if v > mx { v } else { mx };
+        r = tail(r, v);
     }
-    mx
+    r
 }
 
 /// The polynomial of [`exp_shifted`]'s eight-lane loop: `e^r ≈ 1 + r·(1 + r·(c2 + r·(c3 +
