@@ -45,9 +45,10 @@ fn check(case: &str, target: &str, bytes: &[u8]) {
 /// filters packed).
 fn lower_and_check(pick: impl Fn(&str) -> bool) -> (usize, usize, usize) {
     let (mut regions, mut converted, mut packed_filters) = (0, 0, 0);
+    let targets = targets();
     for case in cases().into_iter().filter(|c| pick(c)) {
         let input = pte(&case);
-        for t in &targets() {
+        for t in &targets {
             let target = Target::parse(t).unwrap_or_else(|e| panic!("PTERA_LOWER_TARGETS: {e}"));
             let out = lower(input.as_slice(), &target, &mut |_, _| {})
                 .unwrap_or_else(|e| panic!("lowering {case} for {t}: {e}"));

@@ -45,29 +45,22 @@ pub(super) fn pack_panel(
     kc: usize,
     d: &mut [f32],
 ) {
-    if n == w {
-        macro_rules! fixed {
-            ($($w:literal),*) => {
-                match w {
-                    $($w if ps == 1 => return interleave::<$w>(src, base, ls, kc, d),
-                      $w if ls == 1 => return copy_rows::<$w>(src, base, ps, kc, d),)*
-                    _ => {}
-                }
-            };
-        }
-        fixed!(4, 6, 8, 12, 16, 24, 32, 36, 48);
-    } else if n > 0 && n < w && (ps == 1 || ls == 1) {
-        // The last panel of a product whose width the tile does not divide.
-        macro_rules! part {
-            ($($w:literal),*) => {
-                match w {
-                    $($w => return partial::<$w>(src, base, ls, ps, n, kc, d),)*
-                    _ => {}
-                }
-            };
-        }
-        part!(4, 6, 8, 12, 16, 24, 32, 36, 48);
+    // Whole panels with a fixed-width copy or interleave; the last, partial panel of a
+    // product whose width the tile does not divide zeroed and filled.
+    let part = n > 0 && n < w;
+    macro_rules! fixed {
+        ($($w:literal),*) => {
+            match w {
+                $($w if n == w && ps == 1 => return interleave::<$w>(src, base, ls, kc, d),
+                  $w if n == w && ls == 1 => return copy_rows::<$w>(src, base, ps, kc, d),
+                  $w if part && (ps == 1 || ls == 1) => {
+                      return partial::<$w>(src, base, ls, ps, n, kc, d)
+                  })*
+                _ => {}
+            }
+        };
     }
+    fixed!(4, 6, 8, 12, 16, 24, 32, 36, 48);
     for (p, dp) in d[..kc * w].chunks_exact_mut(w).enumerate() {
         for (l, x) in dp[..n].iter_mut().enumerate() {
             *x = src[base + l * ls + p * ps];
