@@ -435,10 +435,16 @@ pub fn transpose(x: &[f32], xd: &Shape, perm: &[u8], out: &mut [f32]) {
     }
     let inner = od[k - 1];
     if st[k - 1] == 1 {
-        // Rows of `inner` contiguous elements.
-        gather_blocks(&od[..k - 1], &st[..k - 1], inner, out, |o, src| {
-            if let (Some(s), Some(o)) = (x.get(src..src + inner), o) {
-                o.copy_from_slice(s);
+        // Rows of `inner` contiguous elements, a block of od[k-2] rows st[k-2] apart at a time.
+        let (rows, rs) = if k >= 2 {
+            (od[k - 2], st[k - 2])
+        } else {
+            (1, 0)
+        };
+        let outer = k.saturating_sub(2);
+        gather_blocks(&od[..outer], &st[..outer], rows * inner, out, |o, src| {
+            if let (Some(s), Some(o)) = (x.get(src..), o) {
+                let _ = vec::copy_rows(s, rs, o, inner, inner, rows);
             }
         });
         return;
@@ -568,7 +574,7 @@ fn block_rows(
 /// Copies the block at `offsets` with the output's dims.
 pub fn slice(x: &[f32], xd: &Shape, offsets: &[u32], out: &mut [f32], od: &Shape) {
     block_rows(od, xd, offsets, |row, src, n| {
-        out[row * n..(row + 1) * n].copy_from_slice(&x[src..src + n])
+        vec::copy_run(&x[src..src + n], &mut out[row * n..(row + 1) * n])
     });
 }
 
@@ -580,9 +586,7 @@ pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Sha
     let mut at = 0;
     for (x, d) in inputs {
         let chunk = d.dims()[axis] * inner;
-        for o in 0..outer {
-            out[o * row + at..o * row + at + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]);
-        }
+        let _ = vec::copy_rows(x, chunk, &mut out[at..], row, chunk, outer);
         at += chunk;
     }
 }

@@ -258,6 +258,27 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
             return errors.result();
         }
     }
+    if N == 4 && r >= 2 && cs == 1 && sv.strides[r - 2] >= 0 {
+        if let (Some(s32), Some(d32)) = (as_f32(src), as_f32_mut(dst)) {
+            // Blocks of `rows` contiguous runs of `cols` 4-byte elements, `rs` apart (0: one
+            // row broadcast): one strided copy per block, short runs without a library call.
+            let rs = sv.strides[r - 2] as usize;
+            let errors = parallel::FirstError::default();
+            let d32 = parallel::SharedSlice::new(d32);
+            walk_blocks_split(&sv, 2, rows * cols, 1, |d0, s0| {
+                // SAFETY: every block's elements belong to its call alone.
+                let d = unsafe { d32.range(d0, d0 + rows * cols) };
+                let res = match s32.get(s0..) {
+                    Some(s) => vec::copy_rows(s, rs, d, cols, cols, rows),
+                    None => Err(shape_err(arg, "view out of bounds")),
+                };
+                if res.is_err() {
+                    errors.put(shape_err(arg, "view out of bounds"));
+                }
+            });
+            return errors.result();
+        }
+    }
     let shared = parallel::SharedSlice::new(dst);
     if r >= 2 && sv.strides[r - 2] == 1 && cs > 1 && rows >= TILE && cols >= TILE {
         // A transpose of the last two dims: dst[a][b] = src[a + b * cs]. Copy it in square

@@ -321,6 +321,135 @@ pub fn copy(x: &[f32], out: &mut [f32]) -> Res {
     Ok(())
 }
 
+/// Runs at least this long are moved by the library `memcpy`; shorter ones inline (the call
+/// and its size dispatch cost more than a short run itself: 60-80 instructions per run of 16
+/// floats in the permutes of attention heads, against about 12 inline).
+const LONG_RUN: usize = 32;
+
+/// Copies `rows` runs of `run` elements from `src` to `out`: run `i` reads
+/// `src[i·src_stride ..]` and writes `out[i·out_stride ..]`, so
+/// `out[i·out_stride + j] = src[i·src_stride + j]` for `j < run`. The strided copy at the
+/// bottom of permutes (gather: `out_stride = run`), concatenations (scatter: `src_stride =
+/// run`), slices and broadcasts (`src_stride = 0`: one run repeated): their walkers call it
+/// once per block of rows instead of once per run. Elements of `out` between runs are left
+/// as they are.
+///
+/// Layout contract, when `rows > 0` and `run > 0`: `src` holds at least
+/// `(rows − 1)·src_stride + run` elements, `out` at least `(rows − 1)·out_stride + run`, and
+/// `out_stride ≥ run` when `rows > 1` (runs written do not overlap). Otherwise a shape error,
+/// nothing written.
+pub fn copy_rows<T: Copy>(
+    src: &[T],
+    src_stride: usize,
+    out: &mut [T],
+    out_stride: usize,
+    run: usize,
+    rows: usize,
+) -> Res {
+    if rows == 0 || run == 0 {
+        return Ok(());
+    }
+    let span = |stride: usize| {
+        (rows - 1)
+            .checked_mul(stride)
+            .and_then(|v| v.checked_add(run))
+            .ok_or_else(mismatch)
+    };
+    if src.len() < span(src_stride)? || out.len() < span(out_stride)? {
+        return Err(mismatch());
+    }
+    if rows > 1 && out_stride < run {
+        return Err(mismatch());
+    }
+    let (s, o) = (src.as_ptr(), out.as_mut_ptr());
+    // SAFETY: row i reads src[i·src_stride ..][..run] and writes out[i·out_stride ..][..run],
+    // inside both slices by the span checks above; the rows written do not overlap
+    // (out_stride ≥ run) and `src` and `out` are distinct borrows.
+    unsafe {
+        match run {
+            // The run lengths of attention heads and their halves: one fixed-size move per
+            // row (paired vector loads and stores, no per-row length logic).
+            4 => rows_of::<T, 4>(s, src_stride, o, out_stride, rows),
+            8 => rows_of::<T, 8>(s, src_stride, o, out_stride, rows),
+            16 => rows_of::<T, 16>(s, src_stride, o, out_stride, rows),
+            32 => rows_of::<T, 32>(s, src_stride, o, out_stride, rows),
+            _ => {
+                for i in 0..rows {
+                    copy_raw(s.add(i * src_stride), o.add(i * out_stride), run);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`copy_rows`] for runs of exactly `N` elements.
+///
+/// # Safety
+/// As [`copy_rows`]' contract with `run = N`, checked by the caller.
+#[inline(always)]
+unsafe fn rows_of<T: Copy, const N: usize>(
+    s: *const T,
+    ss: usize,
+    o: *mut T,
+    os: usize,
+    rows: usize,
+) {
+    for i in 0..rows {
+        // SAFETY: row i < rows lies inside both buffers (caller); `[T; N]` has T's alignment.
+        unsafe {
+            let v = (s.add(i * ss) as *const [T; N]).read();
+            (o.add(i * os) as *mut [T; N]).write(v);
+        }
+    }
+}
+
+/// `o[j] = s[j]` for `j < min(len)`: a run shorter than [`LONG_RUN`] inline, a longer one by
+/// the library `memcpy`.
+#[inline]
+pub fn copy_run<T: Copy>(s: &[T], o: &mut [T]) {
+    let n = s.len().min(o.len());
+    // SAFETY: n elements are readable from `s` and writable in `o`, distinct borrows.
+    unsafe { copy_raw(s.as_ptr(), o.as_mut_ptr(), n) }
+}
+
+/// Copies `n` elements from `s` to `o`: eight (two four-element moves), four, two and one
+/// at a time below [`LONG_RUN`], no library call; the library `memcpy` at or above. The
+/// two moves per eight also keep LLVM from turning the loop back into a `memcpy` call (no
+/// store is consecutive at the loop's stride).
+///
+/// # Safety
+/// `s` valid for `n` reads, `o` for `n` writes, the two ranges disjoint.
+#[inline(always)]
+unsafe fn copy_raw<T: Copy>(s: *const T, o: *mut T, n: usize) {
+    // SAFETY: (whole body) every access is at an index below n, as the caller vouches for;
+    // `[T; K]` has T's alignment, so the grouped accesses are aligned like the elements.
+    unsafe {
+        if n >= LONG_RUN {
+            core::ptr::copy_nonoverlapping(s, o, n);
+            return;
+        }
+        let mut j = 0;
+        while j + 8 <= n {
+            let (a, b) = (s.add(j) as *const [T; 4], s.add(j + 4) as *const [T; 4]);
+            (o.add(j) as *mut [T; 4]).write(a.read());
+            (o.add(j + 4) as *mut [T; 4]).write(b.read());
+            j += 8;
+        }
+        if j + 4 <= n {
+            (o.add(j) as *mut [T; 4]).write((s.add(j) as *const [T; 4]).read());
+            j += 4;
+        }
+        if j + 2 <= n {
+            (o.add(j) as *mut [T; 2]).write((s.add(j) as *const [T; 2]).read());
+            j += 2;
+        }
+        if j < n {
+            o.add(j).write(s.add(j).read());
+        }
+    }
+}
+
 /// Fills `out` with `v`.
 pub fn fill<T: Copy>(out: &mut [T], v: T) {
     out.fill(v);

@@ -592,3 +592,71 @@ fn softmax_with_masked_and_special_lanes() {
         assert!(y.iter().all(|v| v.is_nan()), "{row:?} -> {y:?}");
     }
 }
+
+#[test]
+fn copy_rows_gathers_scatters_and_broadcasts_every_run_length() {
+    // Run lengths around the inline steps (8, 4, 1) and the library threshold.
+    for run in [1usize, 3, 4, 5, 8, 12, 16, 17, 31, 32, 33, 129] {
+        for rows in [1usize, 2, 3, 17] {
+            for (ss, os) in [
+                (run, run),
+                (run + 5, run),
+                (0, run),
+                (run, run + 3),
+                (run + 1, run + 7),
+            ] {
+                let src: Vec<f32> = (0..(rows - 1) * ss + run)
+                    .map(|i| i as f32 + 0.25)
+                    .collect();
+                let olen = (rows - 1) * os + run;
+                let mut out = std::vec![-1.0f32; olen + 2];
+                copy_rows(&src, ss, &mut out, os, run, rows).unwrap();
+                for (p, &v) in out.iter().enumerate() {
+                    let (i, j) = (p / os.max(1), p % os.max(1));
+                    let want = if i < rows && j < run {
+                        src[i * ss + j]
+                    } else {
+                        -1.0
+                    };
+                    assert_eq!(v, want, "run {run} rows {rows} strides {ss}/{os} at {p}");
+                }
+            }
+        }
+    }
+    // Bytes and 8-byte elements take the same path.
+    let src: Vec<u8> = (0..40).collect();
+    let mut out = [0u8; 30];
+    copy_rows(&src, 13, &mut out, 10, 10, 3).unwrap();
+    assert_eq!(&out[10..20], &src[13..23]);
+    let src: Vec<i64> = (0..9).collect();
+    let mut out = [0i64; 9];
+    copy_rows(&src, 0, &mut out, 3, 3, 3).unwrap();
+    assert_eq!(out, [0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    // Bad lengths are errors and write nothing.
+    let src = [1.0f32; 10];
+    let mut out = [0.0f32; 10];
+    assert!(copy_rows(&src, 4, &mut out, 4, 4, 3).is_err()); // src needs 12
+    assert!(copy_rows(&src, 3, &mut out[..7], 4, 3, 3).is_err()); // out needs 11
+    assert!(copy_rows(&src, 3, &mut out, 2, 3, 3).is_err()); // overlapping writes
+    assert!(copy_rows(&src, usize::MAX, &mut out, 4, 3, 3).is_err());
+    assert!(out.iter().all(|&v| v == 0.0));
+    copy_rows(&src, 3, &mut out, 2, 3, 0).unwrap();
+    copy_rows(&src, 3, &mut out, 2, 0, 3).unwrap();
+    // A single row may sit at the end of a buffer shorter than any stride.
+    copy_rows(&src, 100, &mut out[7..], 100, 3, 1).unwrap();
+    assert_eq!(out[7..], [1.0; 3]);
+}
+
+#[test]
+fn copy_run_copies_the_common_length() {
+    for n in [0usize, 1, 7, 8, 9, 15, 31, 32, 100] {
+        let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let mut out = std::vec![-1.0f32; n + 3];
+        copy_run(&src, &mut out);
+        assert_eq!(&out[..n], &src[..]);
+        assert!(out[n..].iter().all(|&v| v == -1.0));
+        let mut short = std::vec![-1.0f32; n / 2];
+        copy_run(&src, &mut short);
+        assert_eq!(&short[..], &src[..n / 2]);
+    }
+}
