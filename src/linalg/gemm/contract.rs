@@ -127,6 +127,48 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) kernel: MicroKernelFn,
     pub(in crate::linalg::gemm) pack: Option<PackFn>,
     pub(in crate::linalg::gemm) kc_max: usize,
+    pub(in crate::linalg::gemm) rows: Option<RowKernels>,
+}
+
+/// Kernels for the M edge of a tile, so that a product whose rows the tile does not divide
+/// computes no padded rows (M = 17 on a 4-row tile: 17 rows, not 20).
+///
+/// # Contract
+/// Each is a [`MicroKernelFn`] with the [`MicroKernel`] contract of its tile (same `NR`,
+/// same `b`, `c`, `alpha`, `beta`, `bias`, clamp), except that it computes and stores `r`
+/// rows of C (`one`: 1, `two`: 2, `four`: 4) and `a` points into the tile's A panel at the
+/// first row to compute: it reads `a[p * MR + i]` for `p < k`, `i < r`, where `MR` is the
+/// tile's row count (so `a` may be offset by up to `MR − r` floats into the panel).
+#[derive(Clone, Copy)]
+pub struct RowKernels {
+    pub(in crate::linalg::gemm) one: MicroKernelFn,
+    pub(in crate::linalg::gemm) two: MicroKernelFn,
+    pub(in crate::linalg::gemm) four: Option<MicroKernelFn>,
+}
+
+impl RowKernels {
+    /// Row kernels for 1, 2 and (for tiles of more than 4 rows) 4 rows.
+    ///
+    /// # Safety
+    /// Each function honours the contract above for its row count, on every CPU that can
+    /// obtain the value (checked where the tile's [`MicroKernel`] is built, see
+    /// [`MicroKernel::with_rows`]).
+    pub const unsafe fn new(
+        one: MicroKernelFn,
+        two: MicroKernelFn,
+        four: Option<MicroKernelFn>,
+    ) -> RowKernels {
+        RowKernels { one, two, four }
+    }
+
+    /// The row kernel for the largest group of at most `left` rows it has, and that count.
+    pub(in crate::linalg::gemm) fn pick(&self, left: usize) -> (MicroKernelFn, usize) {
+        match (left, self.four) {
+            (4.., Some(f)) => (f, 4),
+            (2.., _) => (self.two, 2),
+            _ => (self.one, 1),
+        }
+    }
 }
 
 /// Packs depth-contiguous source runs into one micro-panel of width `w`: a row-major A panel
@@ -161,6 +203,19 @@ impl MicroKernel {
             kernel,
             pack: None,
             kc_max: KC,
+            rows: None,
+        }
+    }
+
+    /// The same kernel with row kernels for its M edge.
+    ///
+    /// # Safety
+    /// `rows` must honour the [`RowKernels`] contract for this kernel's `mr` and `nr`
+    /// (`four` only when `mr > 4`), on every CPU that can obtain the value.
+    pub const unsafe fn with_rows(self, rows: RowKernels) -> MicroKernel {
+        MicroKernel {
+            rows: Some(rows),
+            ..self
         }
     }
 

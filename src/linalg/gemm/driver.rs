@@ -809,27 +809,80 @@ impl<'k> Tiles<'k> {
             unsafe { self.panels(ap, bptr, ldb, 0, 1, kc, row0, col0, beta, last) };
             return;
         }
-        // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row stride
-        // nr, beta = 0 (not read), no bias.
-        unsafe {
-            (self.uk.kernel)(
-                kc,
-                ap.as_ptr(),
-                bptr,
-                ldb,
-                self.tmp.as_mut_ptr() as *mut f32,
-                nr as isize,
-                self.alpha,
-                0.0,
-                core::ptr::null(),
-                f32::NEG_INFINITY,
-                f32::INFINITY,
-            )
-        };
+        let tmp = self.tmp.as_mut_ptr() as *mut f32;
+        if let Some(rk) = self.uk.rows.filter(|_| rows_pay(mrb, mr)) {
+            // The M edge by row kernels: no padded rows computed. Whole columns go straight
+            // into C with the epilogue in the kernel; a column edge goes through `tmp`.
+            let direct = nrb == nr;
+            let (dst, rs, beta_k, bias_k, lo_k, hi_k) = if direct {
+                let bias = match bias {
+                    Some(bv) => bv.as_ptr(),
+                    None => core::ptr::null(),
+                };
+                // Element (row0, col0) of this part's C: inside the window (bounds above).
+                (self.c.wrapping_add(c_off), ldc, beta, bias, lo, hi)
+            } else {
+                (
+                    tmp,
+                    nr,
+                    0.0,
+                    core::ptr::null(),
+                    f32::NEG_INFINITY,
+                    f32::INFINITY,
+                )
+            };
+            let mut i = 0;
+            while i < mrb {
+                let (f, r) = rk.pick(mrb - i);
+                // SAFETY: the row kernel reads a[p·mr + i + t], t < r, i + r ≤ mrb ≤ mr,
+                // inside the kc·mr panel `ap`; B as for the tile; C rows i .. i + r of the
+                // tile: `direct`, nr whole columns of this part's rows row0 + i.. (< its
+                // rows, bounds above) with an nr-float bias slice when non-null; else rows of
+                // `tmp` (mr·nr ≤ MAX_MR·MAX_NR floats, row stride nr), beta = 0, no bias.
+                unsafe {
+                    f(
+                        kc,
+                        ap.as_ptr().add(i),
+                        bptr,
+                        ldb,
+                        dst.add(i * rs),
+                        rs as isize,
+                        self.alpha,
+                        beta_k,
+                        bias_k,
+                        lo_k,
+                        hi_k,
+                    )
+                };
+                i += r;
+            }
+            if direct {
+                return;
+            }
+        } else {
+            // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row
+            // stride nr, beta = 0 (not read), no bias.
+            unsafe {
+                (self.uk.kernel)(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    tmp,
+                    nr as isize,
+                    self.alpha,
+                    0.0,
+                    core::ptr::null(),
+                    f32::NEG_INFINITY,
+                    f32::INFINITY,
+                )
+            };
+        }
         for i in 0..mrb {
-            // SAFETY: the kernel call above stored every element (i, j), i < mr, j < nr, of
-            // the tile at tmp + i·nr + j (contract, beta = 0), so these nrb ≤ nr floats of row
-            // i < mrb ≤ mr are initialised and inside the MAX_MR·MAX_NR array.
+            // SAFETY: the kernel calls above stored every element (i, j), i < mrb (the row
+            // kernels) or i < mr (the tile's kernel), j < nr, of the tile at tmp + i·nr + j
+            // (contract, beta = 0), so these nrb ≤ nr floats of row i < mrb ≤ mr are
+            // initialised and inside the MAX_MR·MAX_NR array.
             let trow = unsafe {
                 core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
             };
@@ -856,6 +909,13 @@ impl<'k> Tiles<'k> {
             }
         }
     }
+}
+
+/// Whether `rows` edge rows of an `mr`-row tile cost less as row-kernel calls (1, 2 and 4
+/// rows, counted as the sum of their parts) than as one whole-tile call: by the Neon
+/// kernels' instructions per depth step, up to half the tile, and 5 of 8.
+fn rows_pay(rows: usize, mr: usize) -> bool {
+    rows <= mr / 2 || (mr == 8 && rows == 5)
 }
 
 /// [`sgemm`] with B pre-packed ([`PackedB`]): `C = alpha·A·B + beta·C + bias`, same

@@ -64,7 +64,7 @@ pub mod arm32;
 pub mod x86;
 
 pub use contract::{
-    MicroKernel, MicroKernelFn, PackFn, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
+    MicroKernel, MicroKernelFn, PackFn, RowKernels, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
     kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,

@@ -13,7 +13,7 @@
 
 use core::arch::aarch64::*;
 
-use crate::linalg::gemm::contract::{clamps, MicroKernel};
+use crate::linalg::gemm::contract::{clamps, MicroKernel, RowKernels};
 
 /// Rows of the register tile.
 pub const MR: usize = 8;
@@ -81,9 +81,11 @@ unsafe fn store_row_plain<const NV: usize, const CLAMP: bool>(
     }
 }
 
-/// Epilogue of the tile's rows (4 or 8): `neon_store!(MR, general ...)` through
+/// Epilogue of the tile's rows (1, 2, 4 or 8): `neon_store!(MR, general ...)` through
 /// [`store_row`], `neon_store!(MR, plain ...)` through [`store_row_plain`].
 macro_rules! neon_store {
+    (1, $($t:tt)*) => { neon_store!(@rows $($t)*; 0) };
+    (2, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1) };
     (4, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1 2 3) };
     (8, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1 2 3 4 5 6 7) };
     (@rows general, $acc:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident,
@@ -99,11 +101,12 @@ macro_rules! neon_store {
 /// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step;
 /// `$depth` the macro of its depth loop, from `neon_loops.rs`).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $depth:ident, $mr:tt, $nv:literal) => {
+    ($(#[$doc:meta])* $name:ident, $depth:ident, $mr:tt, $nv:literal $(, $dargs:tt)*) => {
         $(#[$doc])*
         ///
         /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
-        /// of MR floats (`a[p*MR + i] = A(i, p)`), `b` holds `k` rows of NR floats
+        /// of MR floats (`a[p*MR + i] = A(i, p)`; a row kernel reads the first R of each
+        /// group of its tile's MR, `RowKernels`), `b` holds `k` rows of NR floats
         /// `ldb` apart (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = NR`, in-place B
         /// its row stride); C element `(i, j)` is `c[i*rsc + j]`; it stores
         /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`
@@ -127,9 +130,10 @@ macro_rules! neon_kernel {
             lo: f32,
             hi: f32,
         ) {
-            // SAFETY: (whole body) per the contract `a` holds MR·k floats and `b` k rows of
+            // SAFETY: (whole body) per the contract `a` holds MR·k floats (a row kernel: k
+            // groups of its tile's MR, of which it reads the first R) and `b` k rows of
             // 4·NV readable floats `ldb` apart, so the loads at `a + MR·p` (MR floats) and
-            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR at
+            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR (R) at
             // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
                 // `plain`: the accumulators are the result (no scaling, no C read), so the bias
@@ -154,7 +158,7 @@ macro_rules! neon_kernel {
                 };
                 let (ap, bp) = (a, b);
                 let ldb_bytes = ldb * 4;
-                $depth!(acc, ap, bp, ldb_bytes, k);
+                $depth!(acc, ap, bp, ldb_bytes, k $(, $dargs)*);
                 // Unrolled by hand so that the accumulators stay in registers (a loop over
                 // the array made LLVM keep it on the stack).
                 let clamp = clamps(lo, hi);
@@ -197,6 +201,128 @@ neon_kernel!(
     kernel_4x16,
     neon_depth_4x16_asm,
     4,
+    4
+);
+
+/// The depth loop of a row kernel (`R` = 1, 2 or 4 rows of a panel packed `MRS` rows wide):
+/// per step one load of the row group's A values (`ldr s`, `ldr d`, `ldr q`), the B row, and
+/// R·NV `fmla` by element. Intrinsics suffice here: at most 16 accumulators.
+macro_rules! neon_rows_depth {
+    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, 1, $mrs:literal) => {{
+        let (mut ap, mut bp) = ($ap, $bp as *const u8);
+        for _ in 0..$k {
+            let x = *ap;
+            let b = bp as *const f32;
+            for v in 0..$acc[0].len() {
+                $acc[0][v] = vfmaq_n_f32($acc[0][v], vld1q_f32(b.add(4 * v)), x);
+            }
+            ap = ap.add($mrs);
+            bp = bp.add($ldb);
+        }
+    }};
+    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, 2, $mrs:literal) => {{
+        let (mut ap, mut bp) = ($ap, $bp as *const u8);
+        for _ in 0..$k {
+            let x = vld1_f32(ap);
+            let b = bp as *const f32;
+            for v in 0..$acc[0].len() {
+                let bv = vld1q_f32(b.add(4 * v));
+                $acc[0][v] = vfmaq_lane_f32::<0>($acc[0][v], bv, x);
+                $acc[1][v] = vfmaq_lane_f32::<1>($acc[1][v], bv, x);
+            }
+            ap = ap.add($mrs);
+            bp = bp.add($ldb);
+        }
+    }};
+    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, 4, $mrs:literal) => {{
+        let (mut ap, mut bp) = ($ap, $bp as *const u8);
+        for _ in 0..$k {
+            let x = vld1q_f32(ap);
+            let b = bp as *const f32;
+            for v in 0..$acc[0].len() {
+                let bv = vld1q_f32(b.add(4 * v));
+                $acc[0][v] = vfmaq_laneq_f32::<0>($acc[0][v], bv, x);
+                $acc[1][v] = vfmaq_laneq_f32::<1>($acc[1][v], bv, x);
+                $acc[2][v] = vfmaq_laneq_f32::<2>($acc[2][v], bv, x);
+                $acc[3][v] = vfmaq_laneq_f32::<3>($acc[3][v], bv, x);
+            }
+            ap = ap.add($mrs);
+            bp = bp.add($ldb);
+        }
+    }};
+}
+
+neon_kernel!(
+    /// Row kernel of the 8 × 12 tile: the first row of an A panel packed 8 rows wide
+    /// (`a[p*8]`), 1 × 12 (the M edge, without computing padded rows).
+    rows1_of8_x12,
+    neon_rows_depth,
+    1,
+    3,
+    1,
+    8
+);
+neon_kernel!(
+    /// Row kernel of the 8 × 12 tile: rows 0–1 of an A panel packed 8 rows wide, 2 × 12.
+    rows2_of8_x12,
+    neon_rows_depth,
+    2,
+    3,
+    2,
+    8
+);
+neon_kernel!(
+    /// Row kernel of the 8 × 12 tile: rows 0–3 of an A panel packed 8 rows wide, 4 × 12.
+    rows4_of8_x12,
+    neon_rows_depth,
+    4,
+    3,
+    4,
+    8
+);
+neon_kernel!(
+    /// Row kernel of the 8 × 8 tile: row 0 of an A panel packed 8 rows wide, 1 × 8.
+    rows1_of8_x8,
+    neon_rows_depth,
+    1,
+    2,
+    1,
+    8
+);
+neon_kernel!(
+    /// Row kernel of the 8 × 8 tile: rows 0–1 of an A panel packed 8 rows wide, 2 × 8.
+    rows2_of8_x8,
+    neon_rows_depth,
+    2,
+    2,
+    2,
+    8
+);
+neon_kernel!(
+    /// Row kernel of the 8 × 8 tile: rows 0–3 of an A panel packed 8 rows wide, 4 × 8.
+    rows4_of8_x8,
+    neon_rows_depth,
+    4,
+    2,
+    4,
+    8
+);
+neon_kernel!(
+    /// Row kernel of the 4 × 16 tile: row 0 of an A panel packed 4 rows wide, 1 × 16.
+    rows1_of4_x16,
+    neon_rows_depth,
+    1,
+    4,
+    1,
+    4
+);
+neon_kernel!(
+    /// Row kernel of the 4 × 16 tile: rows 0–1 of an A panel packed 4 rows wide, 2 × 16.
+    rows2_of4_x16,
+    neon_rows_depth,
+    2,
+    4,
+    2,
     4
 );
 
@@ -280,21 +406,38 @@ pub unsafe fn pack_runs_x4(
 // `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); both use only Neon, which every AArch64 CPU
 // has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
-pub static NEON_8X12: MicroKernel =
-    unsafe { MicroKernel::new("neon-8x12", MR, NR, kernel_8x12).with_packer(pack_runs_x4) }
-        .with_kc_max(KC_MAX);
+pub static NEON_8X12: MicroKernel = unsafe {
+    MicroKernel::new("neon-8x12", MR, NR, kernel_8x12)
+        .with_packer(pack_runs_x4)
+        .with_rows(RowKernels::new(
+            rows1_of8_x12,
+            rows2_of8_x12,
+            Some(rows4_of8_x12),
+        ))
+}
+.with_kc_max(KC_MAX);
 
 // SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (w = 4 and 16 for the packer).
 /// The Neon 4 × 16 micro-kernel.
-pub static NEON_4X16: MicroKernel =
-    unsafe { MicroKernel::new("neon-4x16", 4, 16, kernel_4x16).with_packer(pack_runs_x4) }
-        .with_kc_max(KC_MAX);
+pub static NEON_4X16: MicroKernel = unsafe {
+    MicroKernel::new("neon-4x16", 4, 16, kernel_4x16)
+        .with_packer(pack_runs_x4)
+        .with_rows(RowKernels::new(rows1_of4_x16, rows2_of4_x16, None))
+}
+.with_kc_max(KC_MAX);
 
 // SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
-pub static NEON_8X8: MicroKernel =
-    unsafe { MicroKernel::new("neon-8x8", MR, 8, kernel_8x8).with_packer(pack_runs_x4) }
-        .with_kc_max(KC_MAX);
+pub static NEON_8X8: MicroKernel = unsafe {
+    MicroKernel::new("neon-8x8", MR, 8, kernel_8x8)
+        .with_packer(pack_runs_x4)
+        .with_rows(RowKernels::new(
+            rows1_of8_x8,
+            rows2_of8_x8,
+            Some(rows4_of8_x8),
+        ))
+}
+.with_kc_max(KC_MAX);
 
 /// Preferred depth block: GPT-2's depths (768, 3072) in one or few blocks, so each C tile is
 /// reloaded and stored fewer times (an 8 × 1024 A micro-panel is 32 KiB).
