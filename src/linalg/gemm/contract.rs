@@ -177,8 +177,9 @@ impl RowKernels {
 ///
 /// # Contract of `pack(src, ld, runs, w, kc, dst) -> handled`
 /// `w` is the kernel's `MR` or `NR`, `1 ≤ runs ≤ w` (fewer at the matrix edge), `kc ≥ 1`.
-/// `src + i*ld .. + kc` is readable for `i < runs`, `dst` holds `kc * w` writable floats
-/// (only f32-aligned). Either it stores `dst[p * w + i] = src[i * ld + p]` for `i < runs`,
+/// `src + i*ld .. + kc` is readable for `i < runs`, `dst` holds `(kc − 1)·w + runs` writable
+/// floats (only f32-aligned; a panel's lanes may be filled from a lane other than 0, `dst`
+/// then pointing at that lane). Either it stores `dst[p * w + i] = src[i * ld + p]` for `i < runs`,
 /// `p < kc`, leaves lanes `runs..w` untouched and returns `true`, or it writes nothing and
 /// returns `false` (a `runs` it does not handle; the driver then packs the panel itself).
 pub type PackFn =

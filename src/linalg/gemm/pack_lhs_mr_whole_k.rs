@@ -67,7 +67,8 @@ impl<'a> PackedA<'a> {
 /// packed panel: `panel[(p0 + p)·mr + lane0 + i] = src[base + i·ld + p]` for `i < runs`,
 /// `p < kc`, with `mr = uk.mr()` and `panel` one whole panel (`k·mr` floats). Other lanes and
 /// depths are untouched. Uses the kernel's own packer when it takes the runs (whole groups of
-/// 4 from lane 0 on Neon), else a plain copy.
+/// 4 on Neon, from any lane: a convolution's panel may start a new output row mid-panel),
+/// else a plain copy.
 #[allow(clippy::too_many_arguments)]
 pub fn pack_a_runs(
     uk: &MicroKernel,
@@ -94,16 +95,15 @@ pub fn pack_a_runs(
     {
         return Err(shape_err("gemm: packed A run outside its panel or source"));
     }
-    if lane0 == 0 {
-        if let Some(pack) = uk.pack {
-            let dst = &mut panel[p0 * mr..];
-            // SAFETY: the PackFn contract with w = mr (this kernel's), 1 ≤ runs ≤ mr: runs
-            // i < runs at src + base + i·ld hold kc readable floats (checked above: the last
-            // one ends at or before src.len()); dst holds kc·mr writable floats ((p0 + kc)·mr
-            // ≤ panel.len(), checked); kc ≥ 1.
-            if unsafe { pack(src[base..].as_ptr(), ld, runs, mr, kc, dst.as_mut_ptr()) } {
-                return Ok(());
-            }
+    if let Some(pack) = uk.pack {
+        let dst = &mut panel[p0 * mr + lane0..];
+        // SAFETY: the PackFn contract with w = mr (this kernel's), 1 ≤ runs ≤ mr - lane0:
+        // runs i < runs at src + base + i·ld hold kc readable floats (checked above: the last
+        // one ends at or before src.len()); dst holds (p0 + kc)·mr − p0·mr − lane0 ≥
+        // (kc − 1)·mr + runs writable floats ((p0 + kc)·mr ≤ panel.len() and lane0 + runs ≤
+        // mr, checked); kc ≥ 1.
+        if unsafe { pack(src[base..].as_ptr(), ld, runs, mr, kc, dst.as_mut_ptr()) } {
+            return Ok(());
         }
     }
     for i in 0..runs {

@@ -336,8 +336,8 @@ neon_kernel!(
 /// instruction per element).
 ///
 /// # Safety
-/// Runs `i < runs` at `src + i*ld` hold `kc` readable floats; `dst` holds `w·kc` writable
-/// floats.
+/// Runs `i < runs` at `src + i*ld` hold `kc` readable floats; `dst` holds `(kc − 1)·w + runs`
+/// writable floats (it writes lanes `i < runs` only).
 pub unsafe fn pack_runs_x4(
     src: *const f32,
     ld: usize,
@@ -351,8 +351,9 @@ pub unsafe fn pack_runs_x4(
     }
     // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < runs, p + 4 ≤ kc,
     // and the tail reads single elements with p < kc, inside the runs the caller vouches
-    // for; the stores write dst[(p+l)*w + g .. +4] with l < 4, p + l < kc, g + 4 ≤ w, inside
-    // the w·kc floats of `dst`. Neon is in the aarch64 baseline; all accesses are
+    // for; the stores write dst[(p+l)*w + g .. +4] with l < 4, p + l < kc, g + 4 ≤ runs,
+    // inside the (kc − 1)·w + runs floats of `dst` (the tail stores too: lanes g..g+4 ≤ runs
+    // of depth p < kc). Neon is in the aarch64 baseline; all accesses are
     // unaligned-safe on normal memory.
     unsafe {
         let mut g = 0;
