@@ -530,6 +530,10 @@ pub fn log_softmax(x: &[f32], out: &mut [f32]) {
 
 /// Layer norm of one non-empty row; returns `(mean, rstd)`. `gamma`/`beta` are used only when
 /// at least as long as the row (the checked wrapper guarantees equal lengths).
+///
+/// Two passes of statistics, sixteen lanes a step in four accumulators (one four-vector
+/// `ld1` each), then the affine pass eight lanes a step (two-vector `ld1`/`st1` of `x`,
+/// gamma, beta and the output): about 2.9 instructions per element plus a few dozen per row.
 pub fn layer_norm(
     x: &[f32],
     gamma: Option<&[f32]>,
@@ -542,94 +546,119 @@ pub fn layer_norm(
         return (0.0, f32::NAN);
     }
     let (x, out) = (&x[..n], &mut out[..n]);
-    let mean = sum(x) / n as f32;
-    let mut i = 0;
-    // SAFETY: loads at i + 8 ≤ n and i + 4 ≤ n.
-    let mut var = unsafe {
-        let m = vdupq_n_f32(mean);
-        let (mut a, mut b) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
-        while i + 8 <= n {
-            let d0 = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), m);
-            let d1 = vsubq_f32(vld1q_f32(x.as_ptr().add(i + 4)), m);
-            a = vfmaq_f32(a, d0, d0);
-            b = vfmaq_f32(b, d1, d1);
-            i += 8;
+    let xp = x.as_ptr();
+    // SAFETY: every vector load reads x[i .. i + 16] or x[i .. i + 4] with that end ≤ n, the
+    // scalar tails x[j], j < n; Neon is in the AArch64 baseline.
+    let (mean, rstd) = unsafe {
+        let z = vdupq_n_f32(0.0);
+        let (mut a0, mut a1, mut a2, mut a3) = (z, z, z, z);
+        let mut i = 0;
+        while i + 16 <= n {
+            let v = vld1q_f32_x4(xp.add(i));
+            a0 = vaddq_f32(a0, v.0);
+            a1 = vaddq_f32(a1, v.1);
+            a2 = vaddq_f32(a2, v.2);
+            a3 = vaddq_f32(a3, v.3);
+            i += 16;
         }
-        if i + 4 <= n {
-            let d = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), m);
-            a = vfmaq_f32(a, d, d);
+        while i + 4 <= n {
+            a0 = vaddq_f32(a0, vld1q_f32(xp.add(i)));
             i += 4;
         }
-        vaddvq_f32(vaddq_f32(a, b))
+        let mut s = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+        for j in i..n {
+            s += *xp.add(j);
+        }
+        let mean = s / n as f32;
+        let m = vdupq_n_f32(mean);
+        let (mut a0, mut a1, mut a2, mut a3) = (z, z, z, z);
+        let mut i = 0;
+        while i + 16 <= n {
+            let v = vld1q_f32_x4(xp.add(i));
+            let (d0, d1) = (vsubq_f32(v.0, m), vsubq_f32(v.1, m));
+            let (d2, d3) = (vsubq_f32(v.2, m), vsubq_f32(v.3, m));
+            a0 = vfmaq_f32(a0, d0, d0);
+            a1 = vfmaq_f32(a1, d1, d1);
+            a2 = vfmaq_f32(a2, d2, d2);
+            a3 = vfmaq_f32(a3, d3, d3);
+            i += 16;
+        }
+        while i + 4 <= n {
+            let d = vsubq_f32(vld1q_f32(xp.add(i)), m);
+            a0 = vfmaq_f32(a0, d, d);
+            i += 4;
+        }
+        let mut var = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+        for j in i..n {
+            let d = *xp.add(j) - mean;
+            var += d * d;
+        }
+        (mean, 1.0 / libm::sqrtf(var / n as f32 + eps))
     };
-    for &v in &x[i..] {
-        var += (v - mean) * (v - mean);
-    }
-    let rstd = 1.0 / libm::sqrtf(var / n as f32 + eps);
-    let gm = gamma.filter(|g| g.len() >= n);
-    let bt = beta.filter(|b| b.len() >= n);
-    // One loop per affine variant so that no Option is tested per vector.
-    // SAFETY (all four closures): `lanes` calls them with i + 4 ≤ n, and x, out and the
-    // filtered gamma/beta are all at least n long.
-    let (mv, xp) = (
-        // SAFETY: register broadcast.
-        unsafe { vdupq_n_f32(mean) },
-        x.as_ptr(),
-    );
-    // SAFETY: called by `lanes` with i + 4 ≤ n ≤ x.len() only.
-    let norm = |i: usize| unsafe { vmulq_n_f32(vsubq_f32(vld1q_f32(xp.add(i)), mv), rstd) };
-    match (gm, bt) {
-        (Some(gm), Some(bt)) => lanes(
-            out,
-            // SAFETY: i + 4 ≤ n ≤ gamma/beta lengths (filtered above), called by `lanes` only.
-            |i| unsafe {
-                vfmaq_f32(
-                    vld1q_f32(bt.as_ptr().add(i)),
-                    norm(i),
-                    vld1q_f32(gm.as_ptr().add(i)),
-                )
-            },
-            |j| (x[j] - mean) * rstd * gm[j] + bt[j],
-        ),
-        (Some(gm), None) => lanes(
-            out,
-            // SAFETY: i + 4 ≤ n ≤ gamma/beta lengths (filtered above), called by `lanes` only.
-            |i| unsafe { vmulq_f32(norm(i), vld1q_f32(gm.as_ptr().add(i))) },
-            |j| (x[j] - mean) * rstd * gm[j],
-        ),
-        (None, Some(bt)) => lanes(
-            out,
-            // SAFETY: i + 4 ≤ n ≤ gamma/beta lengths (filtered above), called by `lanes` only.
-            |i| unsafe { vaddq_f32(norm(i), vld1q_f32(bt.as_ptr().add(i))) },
-            |j| (x[j] - mean) * rstd + bt[j],
-        ),
-        (None, None) => lanes(out, norm, |j| (x[j] - mean) * rstd),
+    let gp = gamma.filter(|g| g.len() >= n).map(|g| g.as_ptr());
+    let bp = beta.filter(|b| b.len() >= n).map(|b| b.as_ptr());
+    let op = out.as_mut_ptr();
+    // SAFETY: loads of x, gamma and beta and stores of out at [i, i + 8) or [i, i + 4) with
+    // that end ≤ n, scalars at j < n; gamma and beta were filtered to at least n elements.
+    unsafe {
+        let (mv, rv) = (vdupq_n_f32(mean), vdupq_n_f32(rstd));
+        // One loop per affine variant, so that no Option is tested per vector.
+        let norm = |v: float32x4_t| vmulq_f32(vsubq_f32(v, mv), rv);
+        let mut i = 0;
+        match (gp, bp) {
+            (Some(g), Some(b)) => {
+                while i + 8 <= n {
+                    let (v, gv, bv) = (
+                        vld1q_f32_x2(xp.add(i)),
+                        vld1q_f32_x2(g.add(i)),
+                        vld1q_f32_x2(b.add(i)),
+                    );
+                    let y = float32x4x2_t(
+                        vfmaq_f32(bv.0, norm(v.0), gv.0),
+                        vfmaq_f32(bv.1, norm(v.1), gv.1),
+                    );
+                    vst1q_f32_x2(op.add(i), y);
+                    i += 8;
+                }
+                for j in i..n {
+                    *op.add(j) = (*xp.add(j) - mean) * rstd * *g.add(j) + *b.add(j);
+                }
+            }
+            (Some(g), None) => {
+                while i + 8 <= n {
+                    let (v, gv) = (vld1q_f32_x2(xp.add(i)), vld1q_f32_x2(g.add(i)));
+                    let y = float32x4x2_t(vmulq_f32(norm(v.0), gv.0), vmulq_f32(norm(v.1), gv.1));
+                    vst1q_f32_x2(op.add(i), y);
+                    i += 8;
+                }
+                for j in i..n {
+                    *op.add(j) = (*xp.add(j) - mean) * rstd * *g.add(j);
+                }
+            }
+            (None, Some(b)) => {
+                while i + 8 <= n {
+                    let (v, bv) = (vld1q_f32_x2(xp.add(i)), vld1q_f32_x2(b.add(i)));
+                    let y = float32x4x2_t(vaddq_f32(norm(v.0), bv.0), vaddq_f32(norm(v.1), bv.1));
+                    vst1q_f32_x2(op.add(i), y);
+                    i += 8;
+                }
+                for j in i..n {
+                    *op.add(j) = (*xp.add(j) - mean) * rstd + *b.add(j);
+                }
+            }
+            (None, None) => {
+                while i + 8 <= n {
+                    let v = vld1q_f32_x2(xp.add(i));
+                    vst1q_f32_x2(op.add(i), float32x4x2_t(norm(v.0), norm(v.1)));
+                    i += 8;
+                }
+                for j in i..n {
+                    *op.add(j) = (*xp.add(j) - mean) * rstd;
+                }
+            }
+        }
     }
     (mean, rstd)
-}
-
-/// `out[i..i + 4] = v(i)` for every full vector (two a step), `out[j] = s(j)` for the tail.
-#[inline(always)]
-fn lanes(out: &mut [f32], v: impl Fn(usize) -> float32x4_t, s: impl Fn(usize) -> f32) {
-    let n = out.len();
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: i + 8 ≤ n = out.len().
-        unsafe {
-            let (a, b) = (v(i), v(i + 4));
-            vst1q_f32(out.as_mut_ptr().add(i), a);
-            vst1q_f32(out.as_mut_ptr().add(i + 4), b);
-        }
-        i += 8;
-    }
-    if i + 4 <= n {
-        // SAFETY: i + 4 ≤ n = out.len().
-        unsafe { vst1q_f32(out.as_mut_ptr().add(i), v(i)) };
-        i += 4;
-    }
-    for (j, o) in out.iter_mut().enumerate().skip(i) {
-        *o = s(j);
-    }
 }
 
 /// `dst[i·ds + j] = src[j·ss + i]`, `i < rows`, `j < cols`: 4×4 register blocks, the edges
