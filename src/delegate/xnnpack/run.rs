@@ -512,20 +512,22 @@ fn gather_blocks(
     });
 }
 
-/// Calls `f(row, start)` for every row (run along the last dim, after merging trailing dims
-/// the block covers whole) of the `block` placed at `offsets` inside `outer`: `row` counts
-/// rows of the block, `start` is the run's first element in `outer`; returns the run length.
-/// An odometer steps `start` (no per-row index arithmetic).
+/// Calls `f(row, start, n, rows, stride)` for every group of rows of the `block` placed at
+/// `offsets` inside `outer`: a row is a run of `n` elements along the last dim (after merging
+/// trailing dims the block covers whole); a group is the `rows` consecutive rows along the dim
+/// before it, `stride` elements apart in `outer`. `row` counts rows of the block (the group's
+/// first), `start` is its first element in `outer`. An odometer over the remaining dims steps
+/// `start` (no per-row index arithmetic); the group is one strided copy for the callers.
 fn block_rows(
     block: &Shape,
     outer: &Shape,
     offsets: &[u32],
-    mut f: impl FnMut(usize, usize, usize),
+    mut f: impl FnMut(usize, usize, usize, usize, usize),
 ) {
     let r = block.rank();
     if r == 0 || block.numel() == 0 {
         if r == 0 {
-            f(0, 0, 1);
+            f(0, 0, 1, 1, 0);
         }
         return;
     }
@@ -551,13 +553,18 @@ fn block_rows(
     for d in 0..last {
         start0 += offsets[d] as usize * st[d];
     }
-    // Odometer over the dims before `last`.
+    // Groups along dim `last - 1`; odometer over the dims before it.
+    let (outer_dims, group, stride) = if last > 0 {
+        (last - 1, block.dims()[last - 1], st[last - 1])
+    } else {
+        (0, 1, 0)
+    };
     let mut idx = [0usize; MAX_DIMS];
-    let rows = block.numel() / inner;
+    let groups = block.numel() / (inner * group);
     let mut start = start0;
-    for row in 0..rows {
-        f(row, start, inner);
-        let mut d = last;
+    for g in 0..groups {
+        f(g * group, start, inner, group, stride);
+        let mut d = outer_dims;
         while d > 0 {
             d -= 1;
             idx[d] += 1;
@@ -573,8 +580,8 @@ fn block_rows(
 
 /// Copies the block at `offsets` with the output's dims.
 pub fn slice(x: &[f32], xd: &Shape, offsets: &[u32], out: &mut [f32], od: &Shape) {
-    block_rows(od, xd, offsets, |row, src, n| {
-        vec::copy_run(&x[src..src + n], &mut out[row * n..(row + 1) * n])
+    block_rows(od, xd, offsets, |row, src, n, rows, stride| {
+        let _ = vec::copy_rows(&x[src..], stride, &mut out[row * n..], n, n, rows);
     });
 }
 
@@ -594,8 +601,8 @@ pub fn concat(inputs: &[(&[f32], Shape)], axis: usize, out: &mut [f32], od: &Sha
 /// Constant padding: `out` filled with `value`, `x` placed at offsets `pre`.
 pub fn pad(x: &[f32], xd: &Shape, pre: &[u32], value: f32, out: &mut [f32], od: &Shape) {
     out.fill(value);
-    block_rows(xd, od, pre, |row, dst, n| {
-        out[dst..dst + n].copy_from_slice(&x[row * n..(row + 1) * n])
+    block_rows(xd, od, pre, |row, dst, n, rows, stride| {
+        let _ = vec::copy_rows(&x[row * n..], n, &mut out[dst..], stride, n, rows);
     });
 }
 

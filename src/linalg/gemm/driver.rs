@@ -895,7 +895,8 @@ impl<'k> Tiles<'k> {
                     *x = t + beta * *x;
                 }
             } else {
-                crow.copy_from_slice(trow);
+                // A tile row is at most MAX_NR floats: moved inline, no library call.
+                crate::linalg::vecmath::copy_run(trow, crow);
             }
             if let Some(bv) = bias {
                 for (x, &b) in crow.iter_mut().zip(bv) {

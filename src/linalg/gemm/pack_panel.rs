@@ -90,11 +90,38 @@ fn partial<const W: usize>(
         return;
     }
     let runs = |l: usize| &src[base + l * ls..][..kc];
+    // Whole groups of four runs by Neon's interleave (any width that is a multiple of 4),
+    // the rest lane by lane below.
+    #[allow(unused_mut)]
+    let mut first = 0;
+    #[cfg(target_arch = "aarch64")]
+    {
+        let whole = n.min(W) / 4 * 4;
+        let last_run = (base + whole.saturating_sub(1) * ls).checked_add(kc);
+        if whole > 0 && W.is_multiple_of(4) && kc > 0 && last_run.is_some_and(|e| e <= src.len()) {
+            // SAFETY: the PackFn contract with w = W: runs i < whole ≤ W at src + base + i·ls
+            // hold kc readable floats (the last one ends inside `src`, checked just above,
+            // and the others start before it), `d` holds kc·W writable floats; Neon is in the
+            // AArch64 baseline.
+            if unsafe {
+                super::arm::neon::pack_runs_x4(
+                    src[base..].as_ptr(),
+                    ls,
+                    whole,
+                    W,
+                    kc,
+                    d.as_mut_ptr(),
+                )
+            } {
+                first = whole;
+            }
+        }
+    }
     let mut blocks = d.chunks_exact_mut(8 * W);
     let mut p = 0;
     for blk in &mut blocks {
         let blk: &mut [[f32; W]] = blk.as_chunks_mut::<W>().0;
-        for l in 0..n.min(W) {
+        for l in first..n.min(W) {
             if let Some(seg) = runs(l)[p..].first_chunk::<8>() {
                 for (row, &v) in blk.iter_mut().zip(seg) {
                     row[l] = v;
@@ -104,7 +131,7 @@ fn partial<const W: usize>(
         p += 8;
     }
     for (i, row) in blocks.into_remainder().chunks_exact_mut(W).enumerate() {
-        for (l, x) in row[..n].iter_mut().enumerate() {
+        for (l, x) in row[..n].iter_mut().enumerate().skip(first) {
             *x = runs(l)[p + i];
         }
     }
