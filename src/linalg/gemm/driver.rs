@@ -895,8 +895,7 @@ impl<'k> Tiles<'k> {
                     *x = t + beta * *x;
                 }
             } else {
-                // A tile row is at most MAX_NR floats: moved inline, no library call.
-                crate::linalg::vecmath::copy_run(trow, crow);
+                crow.copy_from_slice(trow);
             }
             if let Some(bv) = bias {
                 for (x, &b) in crow.iter_mut().zip(bv) {

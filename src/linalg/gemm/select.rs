@@ -193,8 +193,8 @@ pub fn micro_kernel() -> &'static MicroKernel {
 
 /// The micro-kernel [`sgemm`](super::sgemm) uses for an `m × n × k` product: the CPU's best
 /// one ([`micro_kernel`]), or a variant of the same ISA whose tile fits this shape better
-/// (AArch64 Neon: 4 × 16 for a 1–4-row remainder mod 8, 8 × 8 instead of 8 × 12 when `n` is
-/// a multiple of 8 but not of 12; `neon::kernel_for`).
+/// (AArch64 Neon: 4 × 16 for a 1–4-row remainder mod 8, 8 × 8 instead of 8 × 12 where
+/// [`neon_nr`] says so; `neon::kernel_for`).
 pub fn micro_kernel_for(m: usize, n: usize, k: usize) -> &'static MicroKernel {
     let _ = (m, n, k);
     #[cfg(target_arch = "aarch64")]
@@ -224,20 +224,38 @@ pub fn prepack_nr(m: usize, n: usize, k: usize) -> usize {
     micro_kernel_for(m, n, k).nr()
 }
 
+/// Neon's panel width (8 or 12) for a product with `n` columns, the 8-row tiles: 8 when 8
+/// divides `n` and 12 does not (e.g. 64, 256, 512: no column tail, whose packing and merging
+/// cost more than the smaller tile's lower FMA share); 12 when 12 divides it; when neither
+/// does, the width whose padded columns cost fewer depth-loop instructions (8 × 12: 206 per
+/// 192 FMA, 8 × 8: 142 per 128): 8 for n = 7, 29, 37 (attention scores over 37 positions
+/// pad to 40 columns instead of 48), 12 for n = 17 or 50257.
+pub fn neon_nr(n: usize) -> usize {
+    if n.is_multiple_of(12) {
+        return 12;
+    }
+    if n.is_multiple_of(8) {
+        return 8;
+    }
+    // Padded columns × instructions per FMA, compared without division.
+    let c12 = (n.div_ceil(12) * 12) as u128 * 206 * 128;
+    let c8 = (n.div_ceil(8) * 8) as u128 * 142 * 192;
+    if c8 < c12 {
+        8
+    } else {
+        12
+    }
+}
+
 /// The panel width (`NR`) of `isa`'s micro-kernel at vector length `vector_bits` for a
 /// product with `n` columns, on any CPU: what ahead-of-time packing (`xtask lower`) targets.
-/// The same table as the kernels' own tiles (module docs): Generic 16; Neon 12, or 8 when 8
-/// divides `n` and 12 does not; SVE2 3·VL/32 (VL 128..512 in steps of 128); SME/SME2
+/// The same table as the kernels' own tiles (module docs): Generic 16; Neon [`neon_nr`]; SVE2 3·VL/32 (VL 128..512 in steps of 128); SME/SME2
 /// 2·SVL/32 (SVL 128, 256, 512). `None` for a vector length the kernels do not have.
 pub fn tile_nr(isa: Isa, vector_bits: u32, n: usize) -> Option<usize> {
     let vl = vector_bits as usize;
     match isa {
         Isa::Generic => Some(16),
-        Isa::Neon => Some(if !n.is_multiple_of(12) && n.is_multiple_of(8) {
-            8
-        } else {
-            12
-        }),
+        Isa::Neon => Some(neon_nr(n)),
         Isa::Sve2 => matches!(vl, 128 | 256 | 384 | 512).then_some(3 * vl / 32),
         Isa::Sme | Isa::Sme2 => matches!(vl, 128 | 256 | 512).then_some(2 * vl / 32),
     }

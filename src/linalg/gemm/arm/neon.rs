@@ -445,15 +445,13 @@ pub static NEON_8X8: MicroKernel = unsafe {
 const KC_MAX: usize = 1024;
 
 /// The Neon kernel for an `m × n` product: 4 × 16 when 16 divides `n` and `m` leaves a
-/// remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile would be half padding); 8 × 8 when
-/// 8 divides `n` and 12 does not (e.g. n = 64, 256, 512: no column tail, whose packing and
-/// merging cost more than the smaller tile's lower FMA share, 16/18 against 24/26), else
-/// 8 × 12.
+/// remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile would be half padding), else the
+/// 8-row tile of width [`crate::linalg::gemm::select::neon_nr`].
 pub fn kernel_for(m: usize, n: usize) -> &'static MicroKernel {
     if n.is_multiple_of(16) && (1..=4).contains(&(m % 8)) {
         return &NEON_4X16;
     }
-    if !n.is_multiple_of(12) && n.is_multiple_of(8) {
+    if crate::linalg::gemm::select::neon_nr(n) == 8 {
         &NEON_8X8
     } else {
         &NEON_8X12

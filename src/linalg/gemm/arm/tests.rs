@@ -312,12 +312,14 @@ fn per_shape_kernel_choice() {
     #[cfg(target_arch = "aarch64")]
     {
         use crate::linalg::gemm::micro_kernel_for;
-        // 12 ∤ 64, 256, 512 but 8 | them: 8 × 8 leaves no column tail.
-        for n in [8, 64, 256, 512] {
+        // 12 ∤ 64, 256, 512 but 8 | them: 8 × 8 leaves no column tail. Neither divides 7,
+        // 29, 37: 8 × 8 pads fewer columns (40 instead of 48 for 37) by more than its lower
+        // FMA share.
+        for n in [8, 64, 256, 512, 7, 29, 37] {
             assert_eq!(micro_kernel_for(16, n, 64).name(), "neon-8x8", "n = {n}");
         }
-        // 12 | 768, 3072 (and 24); neither divides 50257 or 7: the larger tile.
-        for n in [12, 24, 768, 3072, 50257, 7] {
+        // 12 | 768, 3072 (and 24); neither divides 17 or 50257, where 12 pads as few columns.
+        for n in [12, 24, 768, 3072, 50257, 17] {
             assert_eq!(micro_kernel_for(16, n, 64).name(), "neon-8x12", "n = {n}");
         }
         // A 1–4-row remainder mod 8 with 16 | n: 4 × 16 (no padded half tile); 5–7 rows left
