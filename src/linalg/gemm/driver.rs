@@ -889,17 +889,25 @@ impl<'k> Tiles<'k> {
             // SAFETY: elements (row0 + i, col0 + j), j < nrb, of this part's tile: inside the
             // window (bounds above), and no one else's (a slice over this tile row only).
             let crow = unsafe { core::slice::from_raw_parts_mut(self.c.add(c_off + i * ldc), nrb) };
-            // Whole-row passes the compiler vectorises, in the kernel's order of operations.
-            if beta != 0.0 {
-                for (x, &t) in crow.iter_mut().zip(trow) {
-                    *x = t + beta * *x;
+            // One whole-row pass the compiler vectorises per case, in the kernel's order of
+            // operations ((t + beta·c) + bias): a fully-connected layer's bias is added as
+            // the row is stored, with no separate copy (a library call per row).
+            match (beta != 0.0, bias) {
+                (false, None) => crow.copy_from_slice(trow),
+                (false, Some(bv)) => {
+                    for ((x, &t), &b) in crow.iter_mut().zip(trow).zip(bv) {
+                        *x = t + b;
+                    }
                 }
-            } else {
-                crow.copy_from_slice(trow);
-            }
-            if let Some(bv) = bias {
-                for (x, &b) in crow.iter_mut().zip(bv) {
-                    *x += b;
+                (true, None) => {
+                    for (x, &t) in crow.iter_mut().zip(trow) {
+                        *x = t + beta * *x;
+                    }
+                }
+                (true, Some(bv)) => {
+                    for ((x, &t), &b) in crow.iter_mut().zip(trow).zip(bv) {
+                        *x = (t + beta * *x) + b;
+                    }
                 }
             }
             if clamps(lo, hi) {
