@@ -256,6 +256,7 @@ unsafe fn body<'a, T>(
 }
 
 /// Decodes a node; unsupported node types are an error naming them.
+#[inline(always)]
 pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelError> {
     let t = node.xnode_union_type();
     let clamp = node
