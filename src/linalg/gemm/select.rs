@@ -6,7 +6,7 @@
 //! | [`Isa`]   | kernel (file)      | tile (`MR × NR`)                                  |
 //! |-----------|--------------------|---------------------------------------------------|
 //! | `Generic` | `portable`         | 4 × 16, plain Rust                                |
-//! | `Neon`    | `arm::neon`        | 8 × 12, or 8 × 8 when 8 divides n and 12 does not; 4 × 16 for a 1–4-row remainder |
+//! | `Neon`    | `arm::neon`        | 8 × 12 or 8 × 8 by [`neon_nr`]; 4 × 16 for a 1–4-row remainder; row kernels (1, 2, 4 rows) at the M edge |
 //! | `Sve2`    | `arm::sve`         | 8 × 3·VL/32 (VL ≤ 512 bits), `asm!`               |
 //! | `Sme`     | `arm::sme`         | 2·SVL/32 × 2·SVL/32 (SVL ≤ 512), 4 ZA tiles, FMOPA |
 //! | `Sme2`    | `arm::sme` (same tile, multi-vector loads) | as `Sme`                 |

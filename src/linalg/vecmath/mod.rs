@@ -1,7 +1,8 @@
 //! Slice-level vector kernels shared by the portable operators and the XNNPACK delegate:
 //! polynomial `exp`/`tanh`/`sigmoid`/GELU, softmax and layer-norm rows, binary arithmetic
 //! (same shape, scalar, row- and column-broadcast), `pow` by a scalar, comparisons to `u8`
-//! masks, `where`, `any`/`all`, `logical_not`, fills and a 4-byte transpose.
+//! masks, `where`, `any`/`all`, `logical_not`, fills, strided row copies ([`copy_rows`]: the
+//! bottom of permutes, slices, concatenations and broadcasts) and a 4-byte transpose.
 //!
 //! The element maps (transcendentals, arithmetic, `pow`, softmax rows) split their slices
 //! across the installed team of cores ([`crate::parallel`]) when they are long enough, in
@@ -25,7 +26,7 @@
 //! | [`tanh`] | 3e-7 | 1.9e-7 / 1.7e-7 | `e/(e + 2)`, `e = expm1(2\|x\|) = 2^n·(e^r − 1) + (2^n − 1)`, \|x\| capped at 9, sign restored |
 //! | [`sigmoid`] | 4e-7 | 1.2e-7 / 1.2e-7 | `1/(1 + e^-x)` |
 //! | [`gelu_tanh`] | 1.5e-6 where \|y\| ≥ 1e-3 (abs 1.5e-9 below) | 1.07e-6 / 1.0e-6 (1.8e-7 on \|x\| ≤ 0.7) | `x/(1 + e^-2u)`, `u = √(2/π)(x + 0.044715x³)`; the f32 rounding of `u` dominates for x < -2 |
-//! | [`gelu_erf`] | abs 1e-6·max(1, \|y\|) | 8.8e-7 / 6.8e-7 | `h + h·erf(x/√2)`, `h = ½x`; erf = `z·P(z²)/Q(z²)` (rational fit, degrees 5/5) on \|z\| ≤ 3.92, ±1 beyond; f32 rounding of P/Q dominates |
+//! | [`gelu_erf`] | abs 1e-6·max(1, \|y\|) | 8.8e-7 / 6.4e-7 | `h + h·erf(x/√2)`, `h = ½x`; erf = `z·P(z²)/Q(z²)` (rational fit, degrees 5/5; Neon evaluates P and Q by Estrin's scheme) on \|z\| ≤ 3.92, ±1 beyond; f32 rounding of P/Q dominates |
 //! | [`sin`], [`cos`] | abs 2.5e-7 on [-6400, 6400] (libm beyond) | | `n = round(x·2/π)`, three-part Cody–Waite `r` (exact products for \|n\| < 4096), Cephes degree-7/8 polynomials on \|r\| ≤ π/4, quadrant from the low bits of `n` |
 //! | [`softmax`] | 1e-6 (+1e-12 abs) | | max-subtracted, polynomial exp (Neon: eight lanes in assembly), one reciprocal |
 //! | [`log_softmax`] | abs 1e-5 | | `x − max − ln Σ e^(x − max)` (one `logf` per row) |

@@ -1,5 +1,7 @@
 //! Neon (Advanced SIMD) 8 × 12, 8 × 8 and 4 × 16 micro-kernels (depth loops in `asm!`,
-//! epilogues with `core::arch::aarch64` intrinsics), and the Neon panel packer.
+//! epilogues with `core::arch::aarch64` intrinsics), their row kernels for the M edge (1, 2
+//! and 4 rows of the same packed A panel, intrinsics: `RowKernels`), and the Neon panel
+//! packer.
 //!
 //! Register tile of the 8 × 12 kernel: 24 accumulators (8 rows × 3 quad-vectors, v8–v31), its
 //! depth loop one `asm!`: A from its packed panel two depth steps at a time (one 4-vector
