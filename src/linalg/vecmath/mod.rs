@@ -414,39 +414,44 @@ pub fn copy_run<T: Copy>(s: &[T], o: &mut [T]) {
     unsafe { copy_raw(s.as_ptr(), o.as_mut_ptr(), n) }
 }
 
-/// Copies `n` elements from `s` to `o`: eight (two four-element moves), four, two and one
-/// at a time below [`LONG_RUN`], no library call; the library `memcpy` at or above. The
-/// two moves per eight also keep LLVM from turning the loop back into a `memcpy` call (no
-/// store is consecutive at the loop's stride).
+/// Copies `n` elements from `s` to `o`: below [`LONG_RUN`] by two fixed-size moves that
+/// overlap in the middle (the first and the last 16, 8, 4, 2 elements for `n` in 16..32,
+/// 8..16, 4..8, 2..4; one element for 1): no loop and no library call, which LLVM would turn
+/// a copy loop back into. At or above `LONG_RUN` the library `memcpy`.
 ///
 /// # Safety
 /// `s` valid for `n` reads, `o` for `n` writes, the two ranges disjoint.
 #[inline(always)]
 unsafe fn copy_raw<T: Copy>(s: *const T, o: *mut T, n: usize) {
-    // SAFETY: (whole body) every access is at an index below n, as the caller vouches for;
-    // `[T; K]` has T's alignment, so the grouped accesses are aligned like the elements.
+    /// Moves `K` elements at offset `at`.
+    ///
+    /// # Safety
+    /// `at + K ≤ n` for the caller's `n`.
+    #[inline(always)]
+    unsafe fn mv<T: Copy, const K: usize>(s: *const T, o: *mut T, at: usize) {
+        // SAFETY: at + K ≤ n (caller); `[T; K]` has T's alignment.
+        unsafe { (o.add(at) as *mut [T; K]).write((s.add(at) as *const [T; K]).read()) }
+    }
+    // SAFETY: (whole body) every move covers [at, at + K) with at + K ≤ n, as each branch's
+    // bound on n guarantees; the ranges are valid and disjoint (caller). The two moves of a
+    // branch may overlap each other: both write the same values there.
     unsafe {
         if n >= LONG_RUN {
             core::ptr::copy_nonoverlapping(s, o, n);
-            return;
-        }
-        let mut j = 0;
-        while j + 8 <= n {
-            let (a, b) = (s.add(j) as *const [T; 4], s.add(j + 4) as *const [T; 4]);
-            (o.add(j) as *mut [T; 4]).write(a.read());
-            (o.add(j + 4) as *mut [T; 4]).write(b.read());
-            j += 8;
-        }
-        if j + 4 <= n {
-            (o.add(j) as *mut [T; 4]).write((s.add(j) as *const [T; 4]).read());
-            j += 4;
-        }
-        if j + 2 <= n {
-            (o.add(j) as *mut [T; 2]).write((s.add(j) as *const [T; 2]).read());
-            j += 2;
-        }
-        if j < n {
-            o.add(j).write(s.add(j).read());
+        } else if n >= 16 {
+            mv::<T, 16>(s, o, 0);
+            mv::<T, 16>(s, o, n - 16);
+        } else if n >= 8 {
+            mv::<T, 8>(s, o, 0);
+            mv::<T, 8>(s, o, n - 8);
+        } else if n >= 4 {
+            mv::<T, 4>(s, o, 0);
+            mv::<T, 4>(s, o, n - 4);
+        } else if n >= 2 {
+            mv::<T, 2>(s, o, 0);
+            mv::<T, 2>(s, o, n - 2);
+        } else if n == 1 {
+            o.write(s.read());
         }
     }
 }
