@@ -5,6 +5,7 @@
 
 use super::contract::{MicroKernel, MAX_MR};
 use super::matref::shape_err;
+use super::pack_panel::neon_run_groups;
 use crate::error::KernelError;
 
 /// An `[M, K]` A packed for micro-kernels of height `mr`.
@@ -106,32 +107,8 @@ pub fn pack_a_runs(
             return Ok(());
         }
     }
-    // The kernel's packer declined (SME's takes whole panels only): Neon's interleave for
-    // the runs in groups of four, any tile width that is a multiple of 4.
-    #[allow(unused_mut)]
-    let mut done = 0;
-    #[cfg(target_arch = "aarch64")]
-    {
-        let whole = runs / 4 * 4;
-        if whole > 0 && mr.is_multiple_of(4) {
-            let dst = &mut panel[p0 * mr + lane0..];
-            // SAFETY: as for the kernel's packer above (the PackFn contract with w = mr):
-            // whole ≤ runs ≤ mr − lane0 runs of kc readable floats, dst holds at least
-            // (kc − 1)·mr + whole writable floats; Neon is in the AArch64 baseline.
-            if unsafe {
-                super::arm::neon::pack_runs_x4(
-                    src[base..].as_ptr(),
-                    ld,
-                    whole,
-                    mr,
-                    kc,
-                    dst.as_mut_ptr(),
-                )
-            } {
-                done = whole;
-            }
-        }
-    }
+    // The kernel's packer declined: Neon's interleave for the runs in groups of four.
+    let done = neon_run_groups(src, base, ld, runs, mr, kc, &mut panel[p0 * mr + lane0..]);
     for i in done..runs {
         let run = &src[base + i * ld..][..kc];
         for (p, &v) in run.iter().enumerate() {

@@ -31,6 +31,59 @@ pub(super) fn kernel_pack(
     unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
 }
 
+/// Packs the whole groups of four among `runs` depth-contiguous runs
+/// `src[base + i·ld ..][..kc]` into lanes `0 .. 4·⌊runs/4⌋` of the width-`w` panel `dst`
+/// (`dst[p·w + i]`) with Neon's interleave ([`super::arm::neon::pack_runs_x4`]), for a
+/// kernel without a packer that takes them (SME's takes whole panels only) or a panel filled
+/// from another lane (`dst` then starting at that lane). Returns how many runs it packed:
+/// 0 off AArch64, for a width that is not a multiple of 4, or when the runs or `dst` would
+/// not hold them (nothing written then); the caller packs the rest.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn neon_run_groups(
+    src: &[f32],
+    base: usize,
+    ld: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    dst: &mut [f32],
+) -> usize {
+    if !cfg!(target_arch = "aarch64") {
+        return 0;
+    }
+    let whole = runs.min(w) / 4 * 4;
+    let src_end = (whole.saturating_sub(1))
+        .checked_mul(ld)
+        .and_then(|o| o.checked_add(base))
+        .and_then(|o| o.checked_add(kc));
+    let dst_end = kc
+        .saturating_sub(1)
+        .checked_mul(w)
+        .and_then(|o| o.checked_add(whole));
+    let fits = whole > 0
+        && kc > 0
+        && w.is_multiple_of(4)
+        && src_end.is_some_and(|e| e <= src.len())
+        && dst_end.is_some_and(|e| e <= dst.len());
+    if !fits {
+        return 0;
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        // SAFETY: the PackFn contract with width w: runs i < whole ≤ w at src + base + i·ld
+        // hold kc readable floats (the last ends inside `src`, checked above, the others
+        // start before it), `dst` holds (kc − 1)·w + whole writable floats (checked), kc ≥ 1;
+        // Neon is in the AArch64 baseline.
+        let packed = unsafe {
+            super::arm::neon::pack_runs_x4(src[base..].as_ptr(), ld, whole, w, kc, dst.as_mut_ptr())
+        };
+        if packed {
+            return whole;
+        }
+    }
+    0
+}
+
 /// One packed micro-panel of width `w`: `d[p·w + l] = src[base + l·ls + p·ps]` for `l < n`
 /// (`n ≤ w` valid lanes, the rest zero) and `p < kc`. `ls` is the stride between lanes
 /// (rows of A, columns of B), `ps` the stride along the depth.
@@ -90,33 +143,8 @@ fn partial<const W: usize>(
         return;
     }
     let runs = |l: usize| &src[base + l * ls..][..kc];
-    // Whole groups of four runs by Neon's interleave (any width that is a multiple of 4),
-    // the rest lane by lane below.
-    #[allow(unused_mut)]
-    let mut first = 0;
-    #[cfg(target_arch = "aarch64")]
-    {
-        let whole = n.min(W) / 4 * 4;
-        let last_run = (base + whole.saturating_sub(1) * ls).checked_add(kc);
-        if whole > 0 && W.is_multiple_of(4) && kc > 0 && last_run.is_some_and(|e| e <= src.len()) {
-            // SAFETY: the PackFn contract with w = W: runs i < whole ≤ W at src + base + i·ls
-            // hold kc readable floats (the last one ends inside `src`, checked just above,
-            // and the others start before it), `d` holds kc·W writable floats; Neon is in the
-            // AArch64 baseline.
-            if unsafe {
-                super::arm::neon::pack_runs_x4(
-                    src[base..].as_ptr(),
-                    ls,
-                    whole,
-                    W,
-                    kc,
-                    d.as_mut_ptr(),
-                )
-            } {
-                first = whole;
-            }
-        }
-    }
+    // Whole groups of four runs by Neon's interleave, the rest lane by lane below.
+    let first = neon_run_groups(src, base, ls, n.min(W), W, kc, d);
     let mut blocks = d.chunks_exact_mut(8 * W);
     let mut p = 0;
     for blk in &mut blocks {
