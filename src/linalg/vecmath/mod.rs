@@ -405,15 +405,6 @@ unsafe fn rows_of<T: Copy, const N: usize>(
     }
 }
 
-/// `o[j] = s[j]` for `j < min(len)`: a run shorter than [`LONG_RUN`] inline, a longer one by
-/// the library `memcpy`.
-#[inline]
-pub fn copy_run<T: Copy>(s: &[T], o: &mut [T]) {
-    let n = s.len().min(o.len());
-    // SAFETY: n elements are readable from `s` and writable in `o`, distinct borrows.
-    unsafe { copy_raw(s.as_ptr(), o.as_mut_ptr(), n) }
-}
-
 /// Copies `n` elements from `s` to `o`: below [`LONG_RUN`] by two fixed-size moves that
 /// overlap in the middle (the first and the last 16, 8, 4, 2 elements for `n` in 16..32,
 /// 8..16, 4..8, 2..4; one element for 1): no loop and no library call, which LLVM would turn

@@ -648,15 +648,14 @@ fn copy_rows_gathers_scatters_and_broadcasts_every_run_length() {
 }
 
 #[test]
-fn copy_run_copies_the_common_length() {
-    for n in [0usize, 1, 7, 8, 9, 15, 31, 32, 100] {
+fn copy_rows_single_runs_of_every_length() {
+    // One run: the inline moves (1, 2..4, 4..8, 8..16, 16..32 overlapping) and the library
+    // call at 32 and above, with the elements behind the run untouched.
+    for n in 0usize..=40 {
         let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let mut out = std::vec![-1.0f32; n + 3];
-        copy_run(&src, &mut out);
-        assert_eq!(&out[..n], &src[..]);
-        assert!(out[n..].iter().all(|&v| v == -1.0));
-        let mut short = std::vec![-1.0f32; n / 2];
-        copy_run(&src, &mut short);
-        assert_eq!(&short[..], &src[..n / 2]);
+        copy_rows(&src, 0, &mut out, 0, n, 1).unwrap();
+        assert_eq!(&out[..n], &src[..], "n = {n}");
+        assert!(out[n..].iter().all(|&v| v == -1.0), "n = {n}");
     }
 }
