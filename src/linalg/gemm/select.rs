@@ -194,14 +194,29 @@ pub fn micro_kernel() -> &'static MicroKernel {
 /// The micro-kernel [`sgemm`](super::sgemm) uses for an `m × n × k` product: the CPU's best
 /// one ([`micro_kernel`]), or a variant of the same ISA whose tile fits this shape better
 /// (AArch64 Neon: 4 × 16 for a 1–4-row remainder mod 8, 8 × 8 instead of 8 × 12 where
-/// [`neon_nr`] says so; `neon::kernel_for`).
+/// [`neon_nr`] says so).
 pub fn micro_kernel_for(m: usize, n: usize, k: usize) -> &'static MicroKernel {
     let _ = (m, n, k);
     #[cfg(target_arch = "aarch64")]
     if selected() == Isa::Neon {
-        return neon::kernel_for(m, n);
+        return neon_kernel_for(m, n);
     }
     micro_kernel()
+}
+
+/// The Neon kernel for an `m × n` product: 4 × 16 when 16 divides `n` and `m` leaves a
+/// remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile would be half padding), else the
+/// 8-row tile of width [`neon_nr`].
+#[cfg(target_arch = "aarch64")]
+fn neon_kernel_for(m: usize, n: usize) -> &'static MicroKernel {
+    if n.is_multiple_of(16) && (1..=4).contains(&(m % 8)) {
+        return &neon::NEON_4X16;
+    }
+    if neon_nr(n) == 8 {
+        &neon::NEON_8X8
+    } else {
+        &neon::NEON_8X12
+    }
 }
 
 /// A micro-kernel of the selected ISA with tile width `nr`, if there is one (Neon has 8 × 12,

@@ -445,17 +445,3 @@ pub static NEON_8X8: MicroKernel = unsafe {
 /// Preferred depth block: GPT-2's depths (768, 3072) in one or few blocks, so each C tile is
 /// reloaded and stored fewer times (an 8 × 1024 A micro-panel is 32 KiB).
 const KC_MAX: usize = 1024;
-
-/// The Neon kernel for an `m × n` product: 4 × 16 when 16 divides `n` and `m` leaves a
-/// remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile would be half padding), else the
-/// 8-row tile of width [`crate::linalg::gemm::select::neon_nr`].
-pub fn kernel_for(m: usize, n: usize) -> &'static MicroKernel {
-    if n.is_multiple_of(16) && (1..=4).contains(&(m % 8)) {
-        return &NEON_4X16;
-    }
-    if crate::linalg::gemm::select::neon_nr(n) == 8 {
-        &NEON_8X8
-    } else {
-        &NEON_8X12
-    }
-}
