@@ -405,9 +405,10 @@ pub unsafe fn pack_runs_x4(
     true
 }
 
-// SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile and
-// `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); both use only Neon, which every AArch64 CPU
-// has (it is in the aarch64 targets' baseline).
+// SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile,
+// `rows1/2/4_of8_x12` the RowKernels contract for it (1, 2, 4 of the panel's 8 rows, 12
+// columns) and `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); all use
+// only Neon, which every AArch64 CPU has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel = unsafe {
     MicroKernel::new("neon-8x12", MR, NR, kernel_8x12)
@@ -420,7 +421,8 @@ pub static NEON_8X12: MicroKernel = unsafe {
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (w = 4 and 16 for the packer).
+// SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (row kernels `rows1/2_of4_x16`,
+// w = 4 and 16 for the packer).
 /// The Neon 4 × 16 micro-kernel.
 pub static NEON_4X16: MicroKernel = unsafe {
     MicroKernel::new("neon-4x16", 4, 16, kernel_4x16)
@@ -429,7 +431,8 @@ pub static NEON_4X16: MicroKernel = unsafe {
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (w = 8 for the packer).
+// SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (row kernels `rows1/2/4_of8_x8`,
+// w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
 pub static NEON_8X8: MicroKernel = unsafe {
     MicroKernel::new("neon-8x8", MR, 8, kernel_8x8)
