@@ -131,43 +131,36 @@ pub struct MicroKernel {
 }
 
 /// Kernels for the M edge of a tile, so that a product whose rows the tile does not divide
-/// computes no padded rows (M = 17 on a 4-row tile: 17 rows, not 20).
+/// computes no padded rows (M = 29 on an 8-row tile: three tiles and one 5-row call).
 ///
 /// # Contract
-/// Each is a [`MicroKernelFn`] with the [`MicroKernel`] contract of its tile (same `NR`,
-/// same `b`, `c`, `alpha`, `beta`, `bias`, clamp), except that it computes and stores `r`
-/// rows of C (`one`: 1, `two`: 2, `four`: 4) and `a` points into the tile's A panel at the
-/// first row to compute: it reads `a[p * MR + i]` for `p < k`, `i < r`, where `MR` is the
-/// tile's row count (so `a` may be offset by up to `MR − r` floats into the panel).
+/// The kernel for `r` rows (`1 ≤ r < MR`) is a [`MicroKernelFn`] with the [`MicroKernel`]
+/// contract of its tile (same `a` panel of `k` groups of `MR` floats, same `b`, `c`, `alpha`,
+/// `beta`, `bias`, clamp), except that it computes and stores only the first `r` rows of C.
+/// It may read the whole A panel, as the tile kernel does.
 #[derive(Clone, Copy)]
 pub struct RowKernels {
-    pub(in crate::linalg::gemm) one: MicroKernelFn,
-    pub(in crate::linalg::gemm) two: MicroKernelFn,
-    pub(in crate::linalg::gemm) four: Option<MicroKernelFn>,
+    /// `by_rows[r - 1]`: the kernel for `r` rows, if there is one.
+    by_rows: [Option<MicroKernelFn>; MAX_EDGE_ROWS],
 }
 
+/// Most rows a row kernel computes (one less than the tallest tile that has them).
+pub const MAX_EDGE_ROWS: usize = 7;
+
 impl RowKernels {
-    /// Row kernels for 1, 2 and (for tiles of more than 4 rows) 4 rows.
+    /// Row kernels from a table: `by_rows[r - 1]` computes `r` rows.
     ///
     /// # Safety
     /// Each function honours the contract above for its row count, on every CPU that can
     /// obtain the value (checked where the tile's [`MicroKernel`] is built, see
     /// [`MicroKernel::with_rows`]).
-    pub const unsafe fn new(
-        one: MicroKernelFn,
-        two: MicroKernelFn,
-        four: Option<MicroKernelFn>,
-    ) -> RowKernels {
-        RowKernels { one, two, four }
+    pub const unsafe fn new(by_rows: [Option<MicroKernelFn>; MAX_EDGE_ROWS]) -> RowKernels {
+        RowKernels { by_rows }
     }
 
-    /// The row kernel for the largest group of at most `left` rows it has, and that count.
-    pub(in crate::linalg::gemm) fn pick(&self, left: usize) -> (MicroKernelFn, usize) {
-        match (left, self.four) {
-            (4.., Some(f)) => (f, 4),
-            (2.., _) => (self.two, 2),
-            _ => (self.one, 1),
-        }
+    /// The row kernel for exactly `rows` rows, if there is one.
+    pub(in crate::linalg::gemm) fn for_rows(&self, rows: usize) -> Option<MicroKernelFn> {
+        self.by_rows.get(rows.checked_sub(1)?).copied().flatten()
     }
 }
 
@@ -211,8 +204,8 @@ impl MicroKernel {
     /// The same kernel with row kernels for its M edge.
     ///
     /// # Safety
-    /// `rows` must honour the [`RowKernels`] contract for this kernel's `mr` and `nr`
-    /// (`four` only when `mr > 4`), on every CPU that can obtain the value.
+    /// `rows` must honour the [`RowKernels`] contract for this kernel's `mr` and `nr` (row
+    /// counts below `mr` only), on every CPU that can obtain the value.
     pub const unsafe fn with_rows(self, rows: RowKernels) -> MicroKernel {
         MicroKernel {
             rows: Some(rows),

@@ -810,8 +810,8 @@ impl<'k> Tiles<'k> {
             return;
         }
         let tmp = self.tmp.as_mut_ptr() as *mut f32;
-        if let Some(rk) = self.uk.rows.filter(|_| rows_pay(mrb, mr)) {
-            // The M edge by row kernels: no padded rows computed. Whole columns go straight
+        if let Some(f) = self.uk.rows.and_then(|rk| rk.for_rows(mrb)) {
+            // The M edge by a row kernel: no padded rows computed. Whole columns go straight
             // into C with the epilogue in the kernel; a column edge goes through `tmp`.
             let direct = nrb == nr;
             let (dst, rs, beta_k, bias_k, lo_k, hi_k) = if direct {
@@ -831,31 +831,26 @@ impl<'k> Tiles<'k> {
                     f32::INFINITY,
                 )
             };
-            let mut i = 0;
-            while i < mrb {
-                let (f, r) = rk.pick(mrb - i);
-                // SAFETY: the row kernel reads a[p·mr + i + t], t < r, i + r ≤ mrb ≤ mr,
-                // inside the kc·mr panel `ap`; B as for the tile; C rows i .. i + r of the
-                // tile: `direct`, nr whole columns of this part's rows row0 + i.. (< its
-                // rows, bounds above) with an nr-float bias slice when non-null; else rows of
-                // `tmp` (mr·nr ≤ MAX_MR·MAX_NR floats, row stride nr), beta = 0, no bias.
-                unsafe {
-                    f(
-                        kc,
-                        ap.as_ptr().add(i),
-                        bptr,
-                        ldb,
-                        dst.add(i * rs),
-                        rs as isize,
-                        self.alpha,
-                        beta_k,
-                        bias_k,
-                        lo_k,
-                        hi_k,
-                    )
-                };
-                i += r;
-            }
+            // SAFETY: the row kernel reads the kc·mr panel `ap` as the tile does and B as
+            // the tile; it writes C rows 0 .. mrb of the tile: `direct`, nr whole columns
+            // of this part's rows row0.. (< its rows, bounds above) with an nr-float bias
+            // slice when non-null; else rows of `tmp` (mr·nr ≤ MAX_MR·MAX_NR floats, row
+            // stride nr), beta = 0, no bias.
+            unsafe {
+                f(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    dst,
+                    rs as isize,
+                    self.alpha,
+                    beta_k,
+                    bias_k,
+                    lo_k,
+                    hi_k,
+                )
+            };
             if direct {
                 return;
             }
@@ -917,13 +912,6 @@ impl<'k> Tiles<'k> {
             }
         }
     }
-}
-
-/// Whether `rows` edge rows of an `mr`-row tile cost less as row-kernel calls (1, 2 and 4
-/// rows, counted as the sum of their parts) than as one whole-tile call: by the Neon
-/// kernels' instructions per depth step, up to half the tile, and 5 of 8.
-fn rows_pay(rows: usize, mr: usize) -> bool {
-    rows <= mr / 2 || (mr == 8 && rows == 5)
 }
 
 /// [`sgemm`] with B pre-packed ([`PackedB`]): `C = alpha·A·B + beta·C + bias`, same

@@ -11,6 +11,10 @@ mod neon_loops;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]
+mod neon_epilogue;
+#[cfg(target_arch = "aarch64")]
+pub mod neon_rows;
+#[cfg(target_arch = "aarch64")]
 pub mod sme;
 #[cfg(target_arch = "aarch64")]
 pub mod sve;

@@ -1,7 +1,6 @@
 //! Neon (Advanced SIMD) 8 × 12, 8 × 8 and 4 × 16 micro-kernels (depth loops in `asm!`,
-//! epilogues with `core::arch::aarch64` intrinsics), their row kernels for the M edge (1, 2
-//! and 4 rows of the same packed A panel, intrinsics: `RowKernels`), and the Neon panel
-//! packer.
+//! epilogues with `core::arch::aarch64` intrinsics), and the Neon panel packer. Their row
+//! kernels for the M edge (`RowKernels`) are in `neon_rows`.
 //!
 //! Register tile of the 8 × 12 kernel: 24 accumulators (8 rows × 3 quad-vectors, v8–v31), its
 //! depth loop one `asm!`: A from its packed panel two depth steps at a time (one 4-vector
@@ -15,73 +14,14 @@
 
 use core::arch::aarch64::*;
 
+use super::neon_epilogue::{store_row, store_row_plain};
+use super::neon_rows::*;
 use crate::linalg::gemm::contract::{clamps, MicroKernel, RowKernels};
 
 /// Rows of the register tile.
 pub const MR: usize = 8;
 /// Columns of the main register tile.
 pub const NR: usize = 12;
-
-/// Epilogue for one row: `c = clamp(alpha·acc (+ beta·c) (+ bias))` on `4·NV` contiguous
-/// columns (clamped only when `range` is given).
-///
-/// # Safety
-/// `crow .. crow + 4·NV` valid for reads/writes; `bias` null or valid for `4·NV` reads.
-#[inline(always)]
-unsafe fn store_row<const NV: usize>(
-    acc: [float32x4_t; NV],
-    crow: *mut f32,
-    alpha: f32,
-    beta: f32,
-    bias: *const f32,
-    range: Option<(float32x4_t, float32x4_t)>,
-) {
-    // SAFETY: (whole body) the caller guarantees 4·NV valid C elements and 4·NV bias reads;
-    // Neon is part of the aarch64 baseline. The rows use unaligned vector accesses, which
-    // AArch64 permits on normal memory.
-    unsafe {
-        let va = vdupq_n_f32(alpha);
-        for (v, x) in acc.iter().enumerate() {
-            let mut y = vmulq_f32(*x, va);
-            if beta != 0.0 {
-                y = vfmaq_n_f32(y, vld1q_f32(crow.add(4 * v)), beta);
-            }
-            if !bias.is_null() {
-                y = vaddq_f32(y, vld1q_f32(bias.add(4 * v)));
-            }
-            if let Some((lo, hi)) = range {
-                y = vminnmq_f32(vmaxnmq_f32(y, lo), hi);
-            }
-            vst1q_f32(crow.add(4 * v), y);
-        }
-    }
-}
-
-/// Epilogue for one row when the accumulators already hold the result (`alpha = 1`,
-/// `beta = 0`, the bias added up front): `c = acc`, clamped into `[lo, hi]` when `CLAMP`.
-///
-/// # Safety
-/// `crow .. crow + 4·NV` valid for writes.
-#[inline(always)]
-unsafe fn store_row_plain<const NV: usize, const CLAMP: bool>(
-    acc: [float32x4_t; NV],
-    crow: *mut f32,
-    lo: float32x4_t,
-    hi: float32x4_t,
-) {
-    // SAFETY: (whole body) the caller guarantees 4·NV writable C elements; Neon is part of
-    // the aarch64 baseline; unaligned stores are allowed on normal memory.
-    unsafe {
-        for (v, x) in acc.iter().enumerate() {
-            let y = if CLAMP {
-                vminnmq_f32(vmaxnmq_f32(*x, lo), hi)
-            } else {
-                *x
-            };
-            vst1q_f32(crow.add(4 * v), y);
-        }
-    }
-}
 
 /// Epilogue of the tile's rows (1, 2, 4 or 8): `neon_store!(MR, general ...)` through
 /// [`store_row`], `neon_store!(MR, plain ...)` through [`store_row_plain`].
@@ -206,128 +146,6 @@ neon_kernel!(
     4
 );
 
-/// The depth loop of a row kernel (`R` = 1, 2 or 4 rows of a panel packed `MRS` rows wide):
-/// per step one load of the row group's A values (`ldr s`, `ldr d`, `ldr q`), the B row, and
-/// R·NV `fmla` by element. Intrinsics suffice here: at most 16 accumulators.
-macro_rules! neon_rows_depth {
-    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, 1, $mrs:literal) => {{
-        let (mut ap, mut bp) = ($ap, $bp as *const u8);
-        for _ in 0..$k {
-            let x = *ap;
-            let b = bp as *const f32;
-            for v in 0..$acc[0].len() {
-                $acc[0][v] = vfmaq_n_f32($acc[0][v], vld1q_f32(b.add(4 * v)), x);
-            }
-            ap = ap.add($mrs);
-            bp = bp.add($ldb);
-        }
-    }};
-    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, 2, $mrs:literal) => {{
-        let (mut ap, mut bp) = ($ap, $bp as *const u8);
-        for _ in 0..$k {
-            let x = vld1_f32(ap);
-            let b = bp as *const f32;
-            for v in 0..$acc[0].len() {
-                let bv = vld1q_f32(b.add(4 * v));
-                $acc[0][v] = vfmaq_lane_f32::<0>($acc[0][v], bv, x);
-                $acc[1][v] = vfmaq_lane_f32::<1>($acc[1][v], bv, x);
-            }
-            ap = ap.add($mrs);
-            bp = bp.add($ldb);
-        }
-    }};
-    ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident, 4, $mrs:literal) => {{
-        let (mut ap, mut bp) = ($ap, $bp as *const u8);
-        for _ in 0..$k {
-            let x = vld1q_f32(ap);
-            let b = bp as *const f32;
-            for v in 0..$acc[0].len() {
-                let bv = vld1q_f32(b.add(4 * v));
-                $acc[0][v] = vfmaq_laneq_f32::<0>($acc[0][v], bv, x);
-                $acc[1][v] = vfmaq_laneq_f32::<1>($acc[1][v], bv, x);
-                $acc[2][v] = vfmaq_laneq_f32::<2>($acc[2][v], bv, x);
-                $acc[3][v] = vfmaq_laneq_f32::<3>($acc[3][v], bv, x);
-            }
-            ap = ap.add($mrs);
-            bp = bp.add($ldb);
-        }
-    }};
-}
-
-neon_kernel!(
-    /// Row kernel of the 8 × 12 tile: the first row of an A panel packed 8 rows wide
-    /// (`a[p*8]`), 1 × 12 (the M edge, without computing padded rows).
-    rows1_of8_x12,
-    neon_rows_depth,
-    1,
-    3,
-    1,
-    8
-);
-neon_kernel!(
-    /// Row kernel of the 8 × 12 tile: rows 0–1 of an A panel packed 8 rows wide, 2 × 12.
-    rows2_of8_x12,
-    neon_rows_depth,
-    2,
-    3,
-    2,
-    8
-);
-neon_kernel!(
-    /// Row kernel of the 8 × 12 tile: rows 0–3 of an A panel packed 8 rows wide, 4 × 12.
-    rows4_of8_x12,
-    neon_rows_depth,
-    4,
-    3,
-    4,
-    8
-);
-neon_kernel!(
-    /// Row kernel of the 8 × 8 tile: row 0 of an A panel packed 8 rows wide, 1 × 8.
-    rows1_of8_x8,
-    neon_rows_depth,
-    1,
-    2,
-    1,
-    8
-);
-neon_kernel!(
-    /// Row kernel of the 8 × 8 tile: rows 0–1 of an A panel packed 8 rows wide, 2 × 8.
-    rows2_of8_x8,
-    neon_rows_depth,
-    2,
-    2,
-    2,
-    8
-);
-neon_kernel!(
-    /// Row kernel of the 8 × 8 tile: rows 0–3 of an A panel packed 8 rows wide, 4 × 8.
-    rows4_of8_x8,
-    neon_rows_depth,
-    4,
-    2,
-    4,
-    8
-);
-neon_kernel!(
-    /// Row kernel of the 4 × 16 tile: row 0 of an A panel packed 4 rows wide, 1 × 16.
-    rows1_of4_x16,
-    neon_rows_depth,
-    1,
-    4,
-    1,
-    4
-);
-neon_kernel!(
-    /// Row kernel of the 4 × 16 tile: rows 0–1 of an A panel packed 4 rows wide, 2 × 16.
-    rows2_of4_x16,
-    neon_rows_depth,
-    2,
-    4,
-    2,
-    4
-);
-
 /// Panel packer (`PackFn` contract) for a multiple of 4 runs into a width `w` that is a
 /// multiple of 4: `dst[p*w + i] = src[i*ld + p]` for `i < runs`, `p < kc` — depth-contiguous
 /// runs (rows of A, or columns of a transposed B) interleaved; declines other run counts.
@@ -406,42 +224,58 @@ pub unsafe fn pack_runs_x4(
 }
 
 // SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile,
-// `rows1/2/4_of8_x12` the RowKernels contract for it (1, 2, 4 of the panel's 8 rows, 12
-// columns) and `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); all use
+// `rows1..7_of8_x12` (`neon_rows`) the RowKernels contract for it (1 to 7 of the panel's
+// 8 rows, 12 columns) and `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); all use
 // only Neon, which every AArch64 CPU has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel = unsafe {
     MicroKernel::new("neon-8x12", MR, NR, kernel_8x12)
         .with_packer(pack_runs_x4)
-        .with_rows(RowKernels::new(
-            rows1_of8_x12,
-            rows2_of8_x12,
+        .with_rows(RowKernels::new([
+            Some(rows1_of8_x12),
+            Some(rows2_of8_x12),
+            Some(rows3_of8_x12),
             Some(rows4_of8_x12),
-        ))
+            Some(rows5_of8_x12),
+            Some(rows6_of8_x12),
+            Some(rows7_of8_x12),
+        ]))
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (row kernels `rows1/2_of4_x16`,
+// SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (row kernels `rows1..3_of4_x16`,
 // w = 4 and 16 for the packer).
 /// The Neon 4 × 16 micro-kernel.
 pub static NEON_4X16: MicroKernel = unsafe {
     MicroKernel::new("neon-4x16", 4, 16, kernel_4x16)
         .with_packer(pack_runs_x4)
-        .with_rows(RowKernels::new(rows1_of4_x16, rows2_of4_x16, None))
+        .with_rows(RowKernels::new([
+            Some(rows1_of4_x16),
+            Some(rows2_of4_x16),
+            Some(rows3_of4_x16),
+            None,
+            None,
+            None,
+            None,
+        ]))
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (row kernels `rows1/2/4_of8_x8`,
+// SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (row kernels `rows1..7_of8_x8`,
 // w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
 pub static NEON_8X8: MicroKernel = unsafe {
     MicroKernel::new("neon-8x8", MR, 8, kernel_8x8)
         .with_packer(pack_runs_x4)
-        .with_rows(RowKernels::new(
-            rows1_of8_x8,
-            rows2_of8_x8,
+        .with_rows(RowKernels::new([
+            Some(rows1_of8_x8),
+            Some(rows2_of8_x8),
+            Some(rows3_of8_x8),
             Some(rows4_of8_x8),
-        ))
+            Some(rows5_of8_x8),
+            Some(rows6_of8_x8),
+            Some(rows7_of8_x8),
+        ]))
 }
 .with_kc_max(KC_MAX);
 

@@ -385,3 +385,106 @@ fn gemv_every_isa() {
     });
     force(saved).unwrap();
 }
+
+/// Every Neon row kernel (`RowKernels`: r < MR rows of a tile) against an f64 reference,
+/// straight through its function pointer: odd depths, a strided B and C, each epilogue
+/// (bias, clamp, alpha/beta, accumulate into C). The panel's rows r.. are NaN, so a kernel
+/// that read a row it does not compute would show it; C rows r.. must stay untouched.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn neon_row_kernels_match_the_reference() {
+    use super::neon::{NEON_4X16, NEON_8X12, NEON_8X8};
+    let mut rng = Rng(0x5eed_0a11);
+    // (alpha, beta, bias, clamp)
+    let epilogues = [
+        (1.0f32, 0.0f32, true, false),
+        (1.0, 0.0, false, true),
+        (0.5, 0.75, true, true),
+        (1.0, 1.0, false, false),
+        (-2.0, 0.0, false, false),
+    ];
+    for uk in [&NEON_8X12, &NEON_8X8, &NEON_4X16] {
+        let (mr, nr) = (uk.mr(), uk.nr());
+        let rows = uk.rows.expect("Neon tiles have row kernels");
+        for r in 1..mr {
+            let f = rows
+                .for_rows(r)
+                .unwrap_or_else(|| panic!("{}: no kernel for {r} rows", uk.name()));
+            for k in [1usize, 2, 3, 4, 5, 6, 7, 17, 129] {
+                for &(alpha, beta, with_bias, clamp) in &epilogues {
+                    let mut a = rng.vec(k * mr);
+                    for p in 0..k {
+                        a[p * mr + r..(p + 1) * mr].fill(f32::NAN);
+                    }
+                    let ldb = nr + 3;
+                    let b = rng.vec(k * ldb);
+                    let rsc = nr + 5;
+                    let mut c = rng.vec((r + 1) * rsc);
+                    let c0 = c.clone();
+                    let bias = rng.vec(nr);
+                    let (lo, hi) = if clamp {
+                        (-0.5, 0.5)
+                    } else {
+                        (f32::NEG_INFINITY, f32::INFINITY)
+                    };
+                    let bias_ptr = if with_bias {
+                        bias.as_ptr()
+                    } else {
+                        core::ptr::null()
+                    };
+                    // SAFETY: the RowKernels contract: k groups of mr floats, k rows of nr
+                    // floats ldb apart, r rows of nr floats rsc apart, nr bias floats.
+                    unsafe {
+                        f(
+                            k,
+                            a.as_ptr(),
+                            b.as_ptr(),
+                            ldb,
+                            c.as_mut_ptr(),
+                            rsc as isize,
+                            alpha,
+                            beta,
+                            bias_ptr,
+                            lo,
+                            hi,
+                        )
+                    };
+                    for i in 0..r {
+                        for j in 0..nr {
+                            let dot: f64 = (0..k)
+                                .map(|p| a[p * mr + i] as f64 * b[p * ldb + j] as f64)
+                                .sum();
+                            let mut want = alpha as f64 * dot;
+                            if beta != 0.0 {
+                                want += beta as f64 * c0[i * rsc + j] as f64;
+                            }
+                            if with_bias {
+                                want += bias[j] as f64;
+                            }
+                            let want = want.clamp(lo as f64, hi as f64);
+                            let got = c[i * rsc + j] as f64;
+                            assert!(
+                                (got - want).abs() <= 1e-4 * (1.0 + want.abs()) * (k as f64).sqrt(),
+                                "{} rows {r}, k {k}, epilogue {:?}: C({i},{j}) = {got}, want {want}",
+                                uk.name(),
+                                (alpha, beta, with_bias, clamp)
+                            );
+                        }
+                        // Padding between rows of C is untouched.
+                        assert_eq!(
+                            &c[i * rsc + nr..(i + 1) * rsc],
+                            &c0[i * rsc + nr..(i + 1) * rsc]
+                        );
+                    }
+                    assert_eq!(
+                        &c[r * rsc..],
+                        &c0[r * rsc..],
+                        "{} rows {r}: row {r} written",
+                        uk.name()
+                    );
+                }
+            }
+        }
+        assert!(rows.for_rows(mr).is_none() && rows.for_rows(0).is_none());
+    }
+}
