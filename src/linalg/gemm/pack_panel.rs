@@ -138,7 +138,13 @@ fn partial<const W: usize>(
     d.fill(0.0);
     if ls == 1 {
         for (p, row) in d.chunks_exact_mut(W).enumerate() {
-            copy_lanes(&src[base + p * ps..][..n], &mut row[..n]);
+            let (from, to) = (&src[base + p * ps..][..n], &mut row[..n]);
+            // Below 16 lanes without a library call; the library's copy from there on.
+            if n < 16 {
+                crate::linalg::vecmath::copy_run(from, to);
+            } else {
+                to.copy_from_slice(from);
+            }
         }
         return;
     }
@@ -162,21 +168,6 @@ fn partial<const W: usize>(
         for (l, x) in row[..n].iter_mut().enumerate().skip(first) {
             *x = runs(l)[p + i];
         }
-    }
-}
-
-/// `dst = src` (common length below a tile width) without a library call: four lanes a step,
-/// then one.
-#[inline(always)]
-fn copy_lanes(src: &[f32], dst: &mut [f32]) {
-    let mut s4 = src.chunks_exact(4);
-    let mut d4 = dst.chunks_exact_mut(4);
-    for (d, s) in (&mut d4).zip(&mut s4) {
-        let v: [f32; 4] = [s[0], s[1], s[2], s[3]];
-        d.copy_from_slice(&v);
-    }
-    for (d, &s) in d4.into_remainder().iter_mut().zip(s4.remainder()) {
-        *d = s;
     }
 }
 

@@ -384,6 +384,16 @@ pub fn copy_rows<T: Copy>(
     Ok(())
 }
 
+/// `out = src` over their common length, by [`copy_raw`]: below 32 elements two overlapping
+/// fixed-size moves (no loop, no library call), from 32 on the library `memcpy`. For short
+/// rows copied one at a time, such as a GEMM's edge tiles.
+#[inline]
+pub fn copy_run<T: Copy>(src: &[T], out: &mut [T]) {
+    let n = src.len().min(out.len());
+    // SAFETY: n elements of each slice; distinct borrows do not overlap.
+    unsafe { copy_raw(src.as_ptr(), out.as_mut_ptr(), n) }
+}
+
 /// [`copy_rows`] for runs of exactly `N` elements.
 ///
 /// # Safety

@@ -659,3 +659,18 @@ fn copy_rows_single_runs_of_every_length() {
         assert!(out[n..].iter().all(|&v| v == -1.0), "n = {n}");
     }
 }
+
+#[test]
+fn copy_run_copies_the_common_length() {
+    for n in 0usize..=40 {
+        let src: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+        let mut out = std::vec![-1.0f32; n + 3];
+        copy_run(&src, &mut out);
+        assert_eq!(&out[..n], &src[..], "n = {n}");
+        assert!(out[n..].iter().all(|&v| v == -1.0), "n = {n}");
+        // A shorter destination takes the common length.
+        let mut short = std::vec![-1.0f32; n / 2];
+        copy_run(&src, &mut short);
+        assert_eq!(&short[..], &src[..n / 2], "n = {n}");
+    }
+}
