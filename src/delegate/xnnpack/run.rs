@@ -69,7 +69,7 @@ fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
 /// further splitting.
 fn zip_with_here(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
     if let Some(v) = vec_op(op) {
-        vec::generic::binary(v, a, b, out);
+        vec::binary_here(v, a, b, out);
         return;
     }
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
@@ -88,8 +88,8 @@ fn zip_scalar(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
 /// This core's part of [`zip_scalar`] (or one row of a broadcast), no further splitting.
 fn zip_scalar_here(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
     match (vec_op(op), swap) {
-        (Some(v), false) => vec::generic::binary_scalar(v, a, s, out),
-        (Some(v), true) => vec::generic::scalar_binary(v, s, a, out),
+        (Some(v), false) => vec::binary_scalar_here(v, a, s, out),
+        (Some(v), true) => vec::scalar_binary_here(v, s, a, out),
         (None, false) => out
             .iter_mut()
             .zip(a)

@@ -216,22 +216,38 @@ pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     same(b.len(), out.len())?;
     crate::parallel::for_chunks(out, CHUNK, CHUNK, |u, o, _| {
         let r = u * CHUNK..u * CHUNK + o.len();
-        generic::binary(op, &a[r.clone()], &b[r], o)
+        dispatch!(binary(op, &a[r.clone()], &b[r], o))
     });
     Ok(())
+}
+
+/// [`binary`] on this core over the common prefix of the slices (no split across cores, no
+/// length check): for callers that split the work themselves.
+pub fn binary_here(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) {
+    dispatch!(binary(op, a, b, out))
+}
+
+/// [`binary_scalar`] on this core over the common prefix (see [`binary_here`]).
+pub fn binary_scalar_here(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) {
+    dispatch!(binary_scalar(op, a, s, out))
+}
+
+/// [`scalar_binary`] on this core over the common prefix (see [`binary_here`]).
+pub fn scalar_binary_here(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) {
+    dispatch!(scalar_binary(op, s, b, out))
 }
 
 /// `out[i] = a[i] op s`.
 pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;
-    map(a, out, 1, |a, o| generic::binary_scalar(op, a, s, o));
+    map(a, out, 1, |a, o| dispatch!(binary_scalar(op, a, s, o)));
     Ok(())
 }
 
 /// `out[i] = s op b[i]`.
 pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) -> Res {
     same(b.len(), out.len())?;
-    map(b, out, 1, |b, o| generic::scalar_binary(op, s, b, o));
+    map(b, out, 1, |b, o| dispatch!(scalar_binary(op, s, b, o)));
     Ok(())
 }
 
@@ -249,7 +265,7 @@ pub fn binary_row(op: BinOp, a: &[f32], row: &[f32], out: &mut [f32]) -> Res {
             .chunks_exact_mut(row.len())
             .zip(a.chunks_exact(row.len()))
         {
-            generic::binary(op, x, row, o);
+            dispatch!(binary(op, x, row, o));
         }
     });
     Ok(())
@@ -269,7 +285,7 @@ pub fn row_binary(op: BinOp, row: &[f32], b: &[f32], out: &mut [f32]) -> Res {
             .chunks_exact_mut(row.len())
             .zip(b.chunks_exact(row.len()))
         {
-            generic::binary(op, row, y, o);
+            dispatch!(binary(op, row, y, o));
         }
     });
     Ok(())
@@ -296,7 +312,7 @@ pub fn binary_col(op: BinOp, a: &[f32], col: &[f32], out: &mut [f32]) -> Res {
             .zip(a.chunks_exact(n))
             .zip(&col[r0..])
         {
-            generic::binary_scalar(op, x, c, o);
+            dispatch!(binary_scalar(op, x, c, o));
         }
     });
     Ok(())

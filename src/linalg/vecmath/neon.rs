@@ -12,6 +12,7 @@ use super::generic::{
     self as g, ERF_P, ERF_Q, ERF_ZMAX, EXP_C, EXP_HI, EXP_LO, GELU_C, GELU_K, LN2_HI, LN2_LO,
     LOG2E, MAGIC, TANH_CAP,
 };
+use super::op::BinOp;
 
 /// Four-lane `exp` (formula of `generic::exp1`).
 #[inline(always)]
@@ -249,7 +250,7 @@ fn sincos4(x: float32x4_t, quarter: u32) -> float32x4_t {
 /// Sum of a slice (two 4-lane partial sums, then the tail).
 #[inline(always)]
 pub fn sum(x: &[f32]) -> f32 {
-    reduce(
+    reduce::<false>(
         x,
         0.0,
         // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
@@ -263,7 +264,7 @@ pub fn sum(x: &[f32]) -> f32 {
 /// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum).
 #[inline(always)]
 fn max(x: &[f32]) -> f32 {
-    reduce(
+    reduce::<true>(
         x,
         f32::NEG_INFINITY,
         // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
@@ -276,9 +277,12 @@ fn max(x: &[f32]) -> f32 {
 
 /// A lane reduction of `x` with two accumulators (eight lanes a step, then four): `op` folds a
 /// vector into an accumulator (both start as `init` in every lane), `across` reduces the
-/// combined accumulator to a scalar, `tail` folds in the last elements one by one.
+/// combined accumulator to a scalar, `tail` folds in the last elements one by one. `WIDE`
+/// first takes sixteen lanes a step into four accumulators (one four-vector `ld1`), folded
+/// into the two before the eight-lane step: for order-free reductions (max), as it changes
+/// the order of a sum.
 #[inline(always)]
-fn reduce(
+fn reduce<const WIDE: bool>(
     x: &[f32],
     init: f32,
     op: impl Fn(float32x4_t, float32x4_t) -> float32x4_t,
@@ -286,9 +290,22 @@ fn reduce(
     tail: impl Fn(f32, f32) -> f32,
 ) -> f32 {
     let mut i = 0;
-    // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
+    // SAFETY: loads at i + 16 ≤ len, i + 8 ≤ len and i + 4 ≤ len.
     let mut r = unsafe {
         let (mut a, mut b) = (vdupq_n_f32(init), vdupq_n_f32(init));
+        if WIDE && x.len() >= 16 {
+            let (mut c, mut d) = (a, b);
+            while i + 16 <= x.len() {
+                let v = vld1q_f32_x4(x.as_ptr().add(i));
+                a = op(a, v.0);
+                b = op(b, v.1);
+                c = op(c, v.2);
+                d = op(d, v.3);
+                i += 16;
+            }
+            a = op(a, c);
+            b = op(b, d);
+        }
         while i + 8 <= x.len() {
             a = op(a, vld1q_f32(x.as_ptr().add(i)));
             b = op(b, vld1q_f32(x.as_ptr().add(i + 4)));
@@ -486,27 +503,29 @@ pub fn softmax(x: &[f32], out: &mut [f32]) {
     scale(out, inv);
 }
 
-/// `out *= s`, eight lanes a step.
+/// `out *= s`, sixteen lanes a step (four-vector `ld1`/`st1`), then four, then one.
 #[inline(always)]
 fn scale(out: &mut [f32], s: f32) {
     let n = out.len();
     let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: i + 8 ≤ n.
-        unsafe {
-            let p = out.as_mut_ptr().add(i);
-            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
-            vst1q_f32(p.add(4), vmulq_n_f32(vld1q_f32(p.add(4)), s));
+    // SAFETY: every access is at i .. i + 16 (or + 4) ≤ n; Neon is in the AArch64 baseline.
+    unsafe {
+        let p = out.as_mut_ptr();
+        while i + 16 <= n {
+            let v = vld1q_f32_x4(p.add(i));
+            let r = float32x4x4_t(
+                vmulq_n_f32(v.0, s),
+                vmulq_n_f32(v.1, s),
+                vmulq_n_f32(v.2, s),
+                vmulq_n_f32(v.3, s),
+            );
+            vst1q_f32_x4(p.add(i), r);
+            i += 16;
         }
-        i += 8;
-    }
-    if i + 4 <= n {
-        // SAFETY: i + 4 ≤ n.
-        unsafe {
-            let p = out.as_mut_ptr().add(i);
-            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
+        while i + 4 <= n {
+            vst1q_f32(p.add(i), vmulq_n_f32(vld1q_f32(p.add(i)), s));
+            i += 4;
         }
-        i += 4;
     }
     for v in &mut out[i..] {
         *v *= s;
@@ -826,5 +845,93 @@ unsafe fn region4(
             // SAFETY: (i, j) is inside the region (caller's contract).
             unsafe { *d.add(i * ds + j) = *s.add(j * ss + i) };
         }
+    }
+}
+
+/// `out[i] = v(a[i], b[i])` over the common prefix: sixteen lanes a step (four-vector
+/// `ld1`/`st1`), then four, then `s` lane by lane.
+#[inline(always)]
+fn zip_map(
+    a: &[f32],
+    b: &[f32],
+    out: &mut [f32],
+    v: impl Fn(float32x4_t, float32x4_t) -> float32x4_t,
+    s: impl Fn(f32, f32) -> f32,
+) {
+    let n = a.len().min(b.len()).min(out.len());
+    let (pa, pb, po) = (a.as_ptr(), b.as_ptr(), out.as_mut_ptr());
+    let mut i = 0;
+    // SAFETY: every access is at i .. i + 16 (or + 4) ≤ n, inside all three slices; Neon is
+    // in the AArch64 baseline; unaligned vector accesses are allowed.
+    unsafe {
+        while i + 16 <= n {
+            let x = vld1q_f32_x4(pa.add(i));
+            let y = vld1q_f32_x4(pb.add(i));
+            let r = float32x4x4_t(v(x.0, y.0), v(x.1, y.1), v(x.2, y.2), v(x.3, y.3));
+            vst1q_f32_x4(po.add(i), r);
+            i += 16;
+        }
+        while i + 4 <= n {
+            vst1q_f32(po.add(i), v(vld1q_f32(pa.add(i)), vld1q_f32(pb.add(i))));
+            i += 4;
+        }
+    }
+    for j in i..n {
+        out[j] = s(a[j], b[j]);
+    }
+}
+
+/// The four lane operations of [`binary`] as safe functions.
+macro_rules! lane_ops {
+    ($($name:ident = $f:ident;)*) => {$(
+        #[inline(always)]
+        fn $name(x: float32x4_t, y: float32x4_t) -> float32x4_t {
+            // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
+            unsafe { $f(x, y) }
+        }
+    )*};
+}
+lane_ops! {
+    lane_add = vaddq_f32;
+    lane_sub = vsubq_f32;
+    lane_mul = vmulq_f32;
+    lane_div = vdivq_f32;
+}
+
+/// `out[i] = a[i] op b[i]`: Add, Sub, Mul and Div sixteen lanes a step ([`zip_map`]); Min
+/// and Max (NaN-propagating, as [`g::binary`] defines them) through the generic loop.
+pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) {
+    match op {
+        BinOp::Add => zip_map(a, b, out, lane_add, |x, y| x + y),
+        BinOp::Sub => zip_map(a, b, out, lane_sub, |x, y| x - y),
+        BinOp::Mul => zip_map(a, b, out, lane_mul, |x, y| x * y),
+        BinOp::Div => zip_map(a, b, out, lane_div, |x, y| x / y),
+        BinOp::Min | BinOp::Max => g::binary(op, a, b, out),
+    }
+}
+
+/// `out[i] = a[i] op s` ([`binary`] with a splatted scalar on the right).
+pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) {
+    // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
+    let vs = unsafe { vdupq_n_f32(s) };
+    match op {
+        BinOp::Add => zip_map(a, a, out, |x, _| lane_add(x, vs), |x, _| x + s),
+        BinOp::Sub => zip_map(a, a, out, |x, _| lane_sub(x, vs), |x, _| x - s),
+        BinOp::Mul => zip_map(a, a, out, |x, _| lane_mul(x, vs), |x, _| x * s),
+        BinOp::Div => zip_map(a, a, out, |x, _| lane_div(x, vs), |x, _| x / s),
+        BinOp::Min | BinOp::Max => g::binary_scalar(op, a, s, out),
+    }
+}
+
+/// `out[i] = s op b[i]` ([`binary`] with a splatted scalar on the left).
+pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) {
+    // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
+    let vs = unsafe { vdupq_n_f32(s) };
+    match op {
+        BinOp::Add => zip_map(b, b, out, |y, _| lane_add(vs, y), |y, _| s + y),
+        BinOp::Sub => zip_map(b, b, out, |y, _| lane_sub(vs, y), |y, _| s - y),
+        BinOp::Mul => zip_map(b, b, out, |y, _| lane_mul(vs, y), |y, _| s * y),
+        BinOp::Div => zip_map(b, b, out, |y, _| lane_div(vs, y), |y, _| s / y),
+        BinOp::Min | BinOp::Max => g::scalar_binary(op, s, b, out),
     }
 }

@@ -299,6 +299,17 @@ fn binary_forms() {
             assert!((0..n).all(|i| eq(o[i], r(op, a[i], 1.5))));
             scalar_binary(op, 1.5, &b, &mut o).unwrap();
             assert!((0..n).all(|i| eq(o[i], r(op, 1.5, b[i]))));
+            // The per-core forms over a common prefix (one element shorter output).
+            let m = n.saturating_sub(1);
+            binary_here(op, &a, &b, &mut o[..m]);
+            assert!(
+                (0..m).all(|i| eq(o[i], r(op, a[i], b[i]))),
+                "{op:?} here n={n}"
+            );
+            binary_scalar_here(op, &a, -0.75, &mut o[..m]);
+            assert!((0..m).all(|i| eq(o[i], r(op, a[i], -0.75))));
+            scalar_binary_here(op, -0.75, &b, &mut o[..m]);
+            assert!((0..m).all(|i| eq(o[i], r(op, -0.75, b[i]))));
         }
         // [rows, cols] with a row vector and a column vector.
         for (rows, cols) in [(1, 1), (3, 17), (17, 3), (2, 129)] {
@@ -672,5 +683,26 @@ fn copy_run_copies_the_common_length() {
         let mut short = std::vec![-1.0f32; n / 2];
         copy_run(&src, &mut short);
         assert_eq!(&short[..], &src[..n / 2], "n = {n}");
+    }
+}
+
+#[test]
+fn softmax_finds_the_maximum_at_every_position() {
+    // A large score anywhere in the row (every lane of the sixteen-, eight- and four-lane
+    // steps and the tail): a missed maximum would overflow e^(x − max) into inf/NaN.
+    for n in [1usize, 5, 16, 17, 35, 40] {
+        for p in 0..n {
+            let mut x = std::vec![0.0f32; n];
+            x[p] = 100.0;
+            let mut out = std::vec![f32::NAN; n];
+            softmax(&x, &mut out).unwrap();
+            for (j, &v) in out.iter().enumerate() {
+                let want = if j == p { 1.0 } else { 0.0 };
+                assert!(
+                    (v - want).abs() <= 1e-6,
+                    "n {n}, max at {p}: out[{j}] = {v}"
+                );
+            }
+        }
     }
 }
