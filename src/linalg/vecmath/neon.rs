@@ -250,7 +250,7 @@ fn sincos4(x: float32x4_t, quarter: u32) -> float32x4_t {
 /// Sum of a slice (two 4-lane partial sums, then the tail).
 #[inline(always)]
 pub fn sum(x: &[f32]) -> f32 {
-    reduce::<false>(
+    reduce(
         x,
         0.0,
         // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
@@ -264,7 +264,7 @@ pub fn sum(x: &[f32]) -> f32 {
 /// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum).
 #[inline(always)]
 fn max(x: &[f32]) -> f32 {
-    reduce::<true>(
+    reduce(
         x,
         f32::NEG_INFINITY,
         // SAFETY: Neon is in the AArch64 baseline; register arithmetic.
@@ -277,12 +277,9 @@ fn max(x: &[f32]) -> f32 {
 
 /// A lane reduction of `x` with two accumulators (eight lanes a step, then four): `op` folds a
 /// vector into an accumulator (both start as `init` in every lane), `across` reduces the
-/// combined accumulator to a scalar, `tail` folds in the last elements one by one. `WIDE`
-/// first takes sixteen lanes a step into four accumulators (one four-vector `ld1`), folded
-/// into the two before the eight-lane step: for order-free reductions (max), as it changes
-/// the order of a sum.
+/// combined accumulator to a scalar, `tail` folds in the last elements one by one.
 #[inline(always)]
-fn reduce<const WIDE: bool>(
+fn reduce(
     x: &[f32],
     init: f32,
     op: impl Fn(float32x4_t, float32x4_t) -> float32x4_t,
@@ -290,22 +287,9 @@ fn reduce<const WIDE: bool>(
     tail: impl Fn(f32, f32) -> f32,
 ) -> f32 {
     let mut i = 0;
-    // SAFETY: loads at i + 16 ≤ len, i + 8 ≤ len and i + 4 ≤ len.
+    // SAFETY: loads at i + 8 ≤ len and i + 4 ≤ len.
     let mut r = unsafe {
         let (mut a, mut b) = (vdupq_n_f32(init), vdupq_n_f32(init));
-        if WIDE && x.len() >= 16 {
-            let (mut c, mut d) = (a, b);
-            while i + 16 <= x.len() {
-                let v = vld1q_f32_x4(x.as_ptr().add(i));
-                a = op(a, v.0);
-                b = op(b, v.1);
-                c = op(c, v.2);
-                d = op(d, v.3);
-                i += 16;
-            }
-            a = op(a, c);
-            b = op(b, d);
-        }
         while i + 8 <= x.len() {
             a = op(a, vld1q_f32(x.as_ptr().add(i)));
             b = op(b, vld1q_f32(x.as_ptr().add(i + 4)));
@@ -503,29 +487,27 @@ pub fn softmax(x: &[f32], out: &mut [f32]) {
     scale(out, inv);
 }
 
-/// `out *= s`, sixteen lanes a step (four-vector `ld1`/`st1`), then four, then one.
+/// `out *= s`, eight lanes a step.
 #[inline(always)]
 fn scale(out: &mut [f32], s: f32) {
     let n = out.len();
     let mut i = 0;
-    // SAFETY: every access is at i .. i + 16 (or + 4) ≤ n; Neon is in the AArch64 baseline.
-    unsafe {
-        let p = out.as_mut_ptr();
-        while i + 16 <= n {
-            let v = vld1q_f32_x4(p.add(i));
-            let r = float32x4x4_t(
-                vmulq_n_f32(v.0, s),
-                vmulq_n_f32(v.1, s),
-                vmulq_n_f32(v.2, s),
-                vmulq_n_f32(v.3, s),
-            );
-            vst1q_f32_x4(p.add(i), r);
-            i += 16;
+    while i + 8 <= n {
+        // SAFETY: i + 8 ≤ n.
+        unsafe {
+            let p = out.as_mut_ptr().add(i);
+            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
+            vst1q_f32(p.add(4), vmulq_n_f32(vld1q_f32(p.add(4)), s));
         }
-        while i + 4 <= n {
-            vst1q_f32(p.add(i), vmulq_n_f32(vld1q_f32(p.add(i)), s));
-            i += 4;
+        i += 8;
+    }
+    if i + 4 <= n {
+        // SAFETY: i + 4 ≤ n.
+        unsafe {
+            let p = out.as_mut_ptr().add(i);
+            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
         }
+        i += 4;
     }
     for v in &mut out[i..] {
         *v *= s;
