@@ -261,9 +261,26 @@ pub fn sum(x: &[f32]) -> f32 {
     )
 }
 
-/// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum).
+/// Max of a non-empty slice (NaNs are skipped here and propagate through the exp sum). From
+/// eight elements on, the last eight are read as one more (overlapping) step instead of a
+/// scalar tail: a maximum does not mind elements counted twice.
 #[inline(always)]
 fn max(x: &[f32]) -> f32 {
+    let n = x.len();
+    if n >= 8 {
+        // SAFETY: loads at n − 8 ≥ 0 and at i + 8 ≤ n; Neon is in the AArch64 baseline.
+        unsafe {
+            let p = x.as_ptr();
+            let (mut a, mut b) = (vld1q_f32(p.add(n - 8)), vld1q_f32(p.add(n - 4)));
+            let mut i = 0;
+            while i + 8 <= n {
+                a = vmaxnmq_f32(a, vld1q_f32(p.add(i)));
+                b = vmaxnmq_f32(b, vld1q_f32(p.add(i + 4)));
+                i += 8;
+            }
+            return vmaxnmvq_f32(vmaxnmq_f32(a, b));
+        }
+    }
     reduce(
         x,
         f32::NEG_INFINITY,
@@ -337,131 +354,150 @@ static EXP_LANES: ExpLanes = ExpLanes([
 
 /// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
 ///
-/// Eight lanes at a time in assembly: `n` from one FMA with a magic constant, a two-part `ln 2`
-/// reduction, the degree-5 polynomial of [`EXP5_C`] by Horner's rule with its last step as
-/// `s + (s·r)·q` (`s = 2^n`), lanes below `EXP_LO` cleared. Then four lanes ([`exp_lo4`]) and
-/// the scalar formula. Eight lanes all below `EXP_LO` (masked attention scores: a mask adds
-/// the most negative float, or −∞) are stored as zeros without the formula. A NaN lane fails
-/// that test (the eight-lane maximum is NaN) and propagates through the formula.
+/// Eight lanes at a time in assembly ([`exp8_blocks`]). The last `n mod 8` elements go
+/// through the same eight-lane block in a stack buffer padded with −∞ (whose lanes come out
+/// as 0 and add nothing to the sum), so a row has no four-lane or scalar tail.
 #[inline(always)]
 fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     let n = x.len().min(out.len());
     let blocks = n / 8;
-    let mut i = 8 * blocks;
-    // SAFETY: Neon is in the AArch64 baseline. The assembly reads the 48 bytes of
-    // `EXP_LANES` (16-byte aligned), `x[..8·blocks]` and writes `out[..8·blocks]`
-    // (8·blocks ≤ n ≤ both lengths) through pointers it advances by 32 bytes per block, for
-    // `blocks` blocks; it touches no other memory and no stack, and declares every register it
-    // changes. The tail loads/stores stay at i + 4 ≤ n.
-    let mut s = unsafe {
-        let mut acc0 = vdupq_n_f32(0.0);
-        let mut acc1 = vdupq_n_f32(0.0);
+    let (head, r) = (8 * blocks, n % 8);
+    // SAFETY: `exp8_blocks` reads and writes 8·blocks ≤ n elements of `x` and `out`, then
+    // one block of the 8-element buffer (read and written through the same pointer).
+    unsafe {
+        let vmx = vdupq_n_f32(mx);
+        let zero = vdupq_n_f32(0.0);
+        let (mut acc0, mut acc1) = (zero, zero);
         if blocks > 0 {
-            core::arch::asm!(
-                "ldp {k0:q}, {k1:q}, [{k}]",
-                "ldr {k2:q}, [{k}, #32]",
-                "dup {magic:v}.4s, {k0:v}.s[0]",
-                "dup {lo:v}.4s, {k2:v}.s[1]",
-                "2:",
-                "ldp {a:q}, {b:q}, [{x}], #32",
-                "fsub {a:v}.4s, {a:v}.4s, {mx:v}.4s",
-                "fsub {b:v}.4s, {b:v}.4s, {mx:v}.4s",
-                "fmax {ua:v}.4s, {a:v}.4s, {b:v}.4s",
-                "fmaxv {ua:s}, {ua:v}.4s",
-                "fcmp {ua:s}, {lo:s}",
-                "b.mi 3f",
-                "fcmgt {ua:v}.4s, {lo:v}.4s, {a:v}.4s",
-                "fcmgt {ub:v}.4s, {lo:v}.4s, {b:v}.4s",
-                "mov {ta:v}.16b, {magic:v}.16b",
-                "mov {tb:v}.16b, {magic:v}.16b",
-                "fmla {ta:v}.4s, {a:v}.4s, {k0:v}.s[1]",
-                "fmla {tb:v}.4s, {b:v}.4s, {k0:v}.s[1]",
-                "fsub {pa:v}.4s, {ta:v}.4s, {magic:v}.4s",
-                "fsub {pb:v}.4s, {tb:v}.4s, {magic:v}.4s",
-                "fmls {a:v}.4s, {pa:v}.4s, {k0:v}.s[2]",
-                "fmls {b:v}.4s, {pb:v}.4s, {k0:v}.s[2]",
-                "fmls {a:v}.4s, {pa:v}.4s, {k0:v}.s[3]",
-                "fmls {b:v}.4s, {pb:v}.4s, {k0:v}.s[3]",
-                // r in a, b. Horner: p = c4 + c5·r, q = c3 + p·r, p = c2 + q·r, q = 1 + p·r.
-                "dup {pa:v}.4s, {k1:v}.s[1]",
-                "dup {pb:v}.4s, {k1:v}.s[1]",
-                "fmla {pa:v}.4s, {a:v}.4s, {k1:v}.s[0]",
-                "fmla {pb:v}.4s, {b:v}.4s, {k1:v}.s[0]",
-                "dup {qa:v}.4s, {k1:v}.s[2]",
-                "dup {qb:v}.4s, {k1:v}.s[2]",
-                "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
-                "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
-                "dup {pa:v}.4s, {k1:v}.s[3]",
-                "dup {pb:v}.4s, {k1:v}.s[3]",
-                "fmla {pa:v}.4s, {qa:v}.4s, {a:v}.4s",
-                "fmla {pb:v}.4s, {qb:v}.4s, {b:v}.4s",
-                "dup {qa:v}.4s, {k2:v}.s[0]",
-                "dup {qb:v}.4s, {k2:v}.s[0]",
-                "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
-                "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
-                // e^r = 1 + r·q; y = s + (s·r)·q with s = 2^n.
-                "shl {ta:v}.4s, {ta:v}.4s, #23",
-                "shl {tb:v}.4s, {tb:v}.4s, #23",
-                "fmul {a:v}.4s, {a:v}.4s, {ta:v}.4s",
-                "fmul {b:v}.4s, {b:v}.4s, {tb:v}.4s",
-                "fmla {ta:v}.4s, {a:v}.4s, {qa:v}.4s",
-                "fmla {tb:v}.4s, {b:v}.4s, {qb:v}.4s",
-                "bic {ta:v}.16b, {ta:v}.16b, {ua:v}.16b",
-                "bic {tb:v}.16b, {tb:v}.16b, {ub:v}.16b",
-                "stp {ta:q}, {tb:q}, [{out}], #32",
-                "fadd {acc0:v}.4s, {acc0:v}.4s, {ta:v}.4s",
-                "fadd {acc1:v}.4s, {acc1:v}.4s, {tb:v}.4s",
-                "subs {cnt}, {cnt}, #1",
-                "b.ne 2b",
-                "b 4f",
-                // All eight below EXP_LO: zeros.
-                "3:",
-                "stp xzr, xzr, [{out}]",
-                "stp xzr, xzr, [{out}, #16]",
-                "add {out}, {out}, #32",
-                "subs {cnt}, {cnt}, #1",
-                "b.ne 2b",
-                "4:",
-                k = in(reg) EXP_LANES.0.as_ptr(),
-                x = inout(reg) x.as_ptr() => _,
-                out = inout(reg) out.as_mut_ptr() => _,
-                cnt = inout(reg) blocks => _,
-                mx = in(vreg) vdupq_n_f32(mx),
-                acc0 = inout(vreg) acc0,
-                acc1 = inout(vreg) acc1,
-                k0 = out(vreg) _,
-                k1 = out(vreg) _,
-                k2 = out(vreg) _,
-                magic = out(vreg) _,
-                lo = out(vreg) _,
-                a = out(vreg) _,
-                b = out(vreg) _,
-                ua = out(vreg) _,
-                ub = out(vreg) _,
-                ta = out(vreg) _,
-                tb = out(vreg) _,
-                pa = out(vreg) _,
-                pb = out(vreg) _,
-                qa = out(vreg) _,
-                qb = out(vreg) _,
-                options(nostack),
-            );
+            (acc0, acc1) = exp8_blocks(x.as_ptr(), out.as_mut_ptr(), blocks, vmx, acc0, acc1);
         }
-        if i + 4 <= n {
-            let d = vsubq_f32(vld1q_f32(x.as_ptr().add(i)), vdupq_n_f32(mx));
-            let e = exp_lo4(d);
-            vst1q_f32(out.as_mut_ptr().add(i), e);
-            acc0 = vaddq_f32(acc0, e);
-            i += 4;
+        if r > 0 {
+            let mut buf = [f32::NEG_INFINITY; 8];
+            super::copy_run(&x[head..n], &mut buf[..r]);
+            let p = buf.as_mut_ptr();
+            (acc0, acc1) = exp8_blocks(p, p, 1, vmx, acc0, acc1);
+            super::copy_run(&buf[..r], &mut out[head..n]);
         }
         vaddvq_f32(vaddq_f32(acc0, acc1))
-    };
-    for j in i..n {
-        let e = g::exp1(x[j] - mx);
-        out[j] = e;
-        s += e;
     }
-    s
+}
+
+/// `blocks` eight-lane blocks of `exp(x − mx)` from `x` into `out`, summed into the two
+/// accumulators: `n` from one FMA with a magic constant, a two-part `ln 2` reduction, the
+/// degree-5 polynomial of [`EXP5_C`] by Horner's rule with its last step as `s + (s·r)·q`
+/// (`s = 2^n`), lanes below `EXP_LO` cleared. Eight lanes all below `EXP_LO` (masked
+/// attention scores: a mask adds the most negative float, or −∞) are stored as zeros without
+/// the formula. A NaN lane fails that test (the eight-lane maximum is NaN) and propagates
+/// through the formula.
+///
+/// # Safety
+/// `blocks ≥ 1`; `x` readable and `out` writable for `8·blocks` floats (they may be the same
+/// pointer: each block is read before it is written).
+#[inline(always)]
+unsafe fn exp8_blocks(
+    x: *const f32,
+    out: *mut f32,
+    blocks: usize,
+    mx: float32x4_t,
+    mut acc0: float32x4_t,
+    mut acc1: float32x4_t,
+) -> (float32x4_t, float32x4_t) {
+    // SAFETY: Neon is in the AArch64 baseline. The assembly reads the 48 bytes of
+    // `EXP_LANES` (16-byte aligned), `x[..8·blocks]` and writes `out[..8·blocks]` (caller)
+    // through pointers it advances by 32 bytes per block, for `blocks` blocks; it touches no
+    // other memory and no stack, and declares every register it changes.
+    unsafe {
+        core::arch::asm!(
+            "ldp {k0:q}, {k1:q}, [{k}]",
+            "ldr {k2:q}, [{k}, #32]",
+            "dup {magic:v}.4s, {k0:v}.s[0]",
+            "dup {lo:v}.4s, {k2:v}.s[1]",
+            "2:",
+            "ldp {a:q}, {b:q}, [{x}], #32",
+            "fsub {a:v}.4s, {a:v}.4s, {mx:v}.4s",
+            "fsub {b:v}.4s, {b:v}.4s, {mx:v}.4s",
+            "fmax {ua:v}.4s, {a:v}.4s, {b:v}.4s",
+            "fmaxv {ua:s}, {ua:v}.4s",
+            "fcmp {ua:s}, {lo:s}",
+            "b.mi 3f",
+            "fcmgt {ua:v}.4s, {lo:v}.4s, {a:v}.4s",
+            "fcmgt {ub:v}.4s, {lo:v}.4s, {b:v}.4s",
+            "mov {ta:v}.16b, {magic:v}.16b",
+            "mov {tb:v}.16b, {magic:v}.16b",
+            "fmla {ta:v}.4s, {a:v}.4s, {k0:v}.s[1]",
+            "fmla {tb:v}.4s, {b:v}.4s, {k0:v}.s[1]",
+            "fsub {pa:v}.4s, {ta:v}.4s, {magic:v}.4s",
+            "fsub {pb:v}.4s, {tb:v}.4s, {magic:v}.4s",
+            "fmls {a:v}.4s, {pa:v}.4s, {k0:v}.s[2]",
+            "fmls {b:v}.4s, {pb:v}.4s, {k0:v}.s[2]",
+            "fmls {a:v}.4s, {pa:v}.4s, {k0:v}.s[3]",
+            "fmls {b:v}.4s, {pb:v}.4s, {k0:v}.s[3]",
+            // r in a, b. Horner: p = c4 + c5·r, q = c3 + p·r, p = c2 + q·r, q = 1 + p·r.
+            "dup {pa:v}.4s, {k1:v}.s[1]",
+            "dup {pb:v}.4s, {k1:v}.s[1]",
+            "fmla {pa:v}.4s, {a:v}.4s, {k1:v}.s[0]",
+            "fmla {pb:v}.4s, {b:v}.4s, {k1:v}.s[0]",
+            "dup {qa:v}.4s, {k1:v}.s[2]",
+            "dup {qb:v}.4s, {k1:v}.s[2]",
+            "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
+            "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
+            "dup {pa:v}.4s, {k1:v}.s[3]",
+            "dup {pb:v}.4s, {k1:v}.s[3]",
+            "fmla {pa:v}.4s, {qa:v}.4s, {a:v}.4s",
+            "fmla {pb:v}.4s, {qb:v}.4s, {b:v}.4s",
+            "dup {qa:v}.4s, {k2:v}.s[0]",
+            "dup {qb:v}.4s, {k2:v}.s[0]",
+            "fmla {qa:v}.4s, {pa:v}.4s, {a:v}.4s",
+            "fmla {qb:v}.4s, {pb:v}.4s, {b:v}.4s",
+            // e^r = 1 + r·q; y = s + (s·r)·q with s = 2^n.
+            "shl {ta:v}.4s, {ta:v}.4s, #23",
+            "shl {tb:v}.4s, {tb:v}.4s, #23",
+            "fmul {a:v}.4s, {a:v}.4s, {ta:v}.4s",
+            "fmul {b:v}.4s, {b:v}.4s, {tb:v}.4s",
+            "fmla {ta:v}.4s, {a:v}.4s, {qa:v}.4s",
+            "fmla {tb:v}.4s, {b:v}.4s, {qb:v}.4s",
+            "bic {ta:v}.16b, {ta:v}.16b, {ua:v}.16b",
+            "bic {tb:v}.16b, {tb:v}.16b, {ub:v}.16b",
+            "stp {ta:q}, {tb:q}, [{out}], #32",
+            "fadd {acc0:v}.4s, {acc0:v}.4s, {ta:v}.4s",
+            "fadd {acc1:v}.4s, {acc1:v}.4s, {tb:v}.4s",
+            "subs {cnt}, {cnt}, #1",
+            "b.ne 2b",
+            "b 4f",
+            // All eight below EXP_LO: zeros.
+            "3:",
+            "stp xzr, xzr, [{out}]",
+            "stp xzr, xzr, [{out}, #16]",
+            "add {out}, {out}, #32",
+            "subs {cnt}, {cnt}, #1",
+            "b.ne 2b",
+            "4:",
+            k = in(reg) EXP_LANES.0.as_ptr(),
+            x = inout(reg) x => _,
+            out = inout(reg) out => _,
+            cnt = inout(reg) blocks => _,
+            mx = in(vreg) mx,
+            acc0 = inout(vreg) acc0,
+            acc1 = inout(vreg) acc1,
+            k0 = out(vreg) _,
+            k1 = out(vreg) _,
+            k2 = out(vreg) _,
+            magic = out(vreg) _,
+            lo = out(vreg) _,
+            a = out(vreg) _,
+            b = out(vreg) _,
+            ua = out(vreg) _,
+            ub = out(vreg) _,
+            ta = out(vreg) _,
+            tb = out(vreg) _,
+            pa = out(vreg) _,
+            pb = out(vreg) _,
+            qa = out(vreg) _,
+            qb = out(vreg) _,
+            options(nostack),
+        );
+    }
+    (acc0, acc1)
 }
 
 /// Softmax of every `n`-element row of `x` into `out` (whole rows of the common length; the
@@ -487,29 +523,33 @@ pub fn softmax(x: &[f32], out: &mut [f32]) {
     scale(out, inv);
 }
 
-/// `out *= s`, eight lanes a step.
+/// `out *= s`, eight lanes a step. From eight elements on, the last eight are scaled first
+/// (kept in registers) and stored after the eight-lane steps, which cover the rest: no scalar
+/// tail, and every element scaled once.
 #[inline(always)]
 fn scale(out: &mut [f32], s: f32) {
     let n = out.len();
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: i + 8 ≤ n.
+    if n >= 8 {
+        // SAFETY: accesses at n − 8 ≥ 0 and at i + 8 ≤ n; the last eight are read before
+        // any store and written after them.
         unsafe {
-            let p = out.as_mut_ptr().add(i);
-            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
-            vst1q_f32(p.add(4), vmulq_n_f32(vld1q_f32(p.add(4)), s));
+            let p = out.as_mut_ptr();
+            let last = (
+                vmulq_n_f32(vld1q_f32(p.add(n - 8)), s),
+                vmulq_n_f32(vld1q_f32(p.add(n - 4)), s),
+            );
+            let mut i = 0;
+            while i + 8 <= n {
+                vst1q_f32(p.add(i), vmulq_n_f32(vld1q_f32(p.add(i)), s));
+                vst1q_f32(p.add(i + 4), vmulq_n_f32(vld1q_f32(p.add(i + 4)), s));
+                i += 8;
+            }
+            vst1q_f32(p.add(n - 8), last.0);
+            vst1q_f32(p.add(n - 4), last.1);
         }
-        i += 8;
+        return;
     }
-    if i + 4 <= n {
-        // SAFETY: i + 4 ≤ n.
-        unsafe {
-            let p = out.as_mut_ptr().add(i);
-            vst1q_f32(p, vmulq_n_f32(vld1q_f32(p), s));
-        }
-        i += 4;
-    }
-    for v in &mut out[i..] {
+    for v in out.iter_mut() {
         *v *= s;
     }
 }
