@@ -373,10 +373,10 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
         }
         if r > 0 {
             let mut buf = [f32::NEG_INFINITY; 8];
-            super::copy_run(&x[head..n], &mut buf[..r]);
+            super::runs::copy_run(&x[head..n], &mut buf[..r]);
             let p = buf.as_mut_ptr();
             (acc0, acc1) = exp8_blocks(p, p, 1, vmx, acc0, acc1);
-            super::copy_run(&buf[..r], &mut out[head..n]);
+            super::runs::copy_run(&buf[..r], &mut out[head..n]);
         }
         vaddvq_f32(vaddq_f32(acc0, acc1))
     }
