@@ -14,7 +14,7 @@
 
 use core::arch::aarch64::*;
 
-use super::neon_epilogue::{store_row, store_row_plain};
+use super::neon_epilogue::{start, store_row, store_row_plain};
 use super::neon_rows::*;
 use crate::linalg::gemm::contract::{clamps, MicroKernel, RowKernels};
 
@@ -47,8 +47,7 @@ macro_rules! neon_kernel {
         $(#[$doc])*
         ///
         /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
-        /// of MR floats (`a[p*MR + i] = A(i, p)`; a row kernel reads the first R of each
-        /// group of its tile's MR, `RowKernels`), `b` holds `k` rows of NR floats
+        /// of MR floats (`a[p*MR + i] = A(i, p)`), `b` holds `k` rows of NR floats
         /// `ldb` apart (`b[p*ldb + j] = B(p, j)`: packed panels have `ldb = NR`, in-place B
         /// its row stride); C element `(i, j)` is `c[i*rsc + j]`; it stores
         /// `alpha·Σ_p A(i,p)·B(p,j) (+ beta·C if beta ≠ 0) (+ bias[j] if bias is non-null)`
@@ -72,32 +71,12 @@ macro_rules! neon_kernel {
             lo: f32,
             hi: f32,
         ) {
-            // SAFETY: (whole body) per the contract `a` holds MR·k floats (a row kernel: k
-            // groups of its tile's MR, of which it reads the first R) and `b` k rows of
+            // SAFETY: (whole body) per the contract `a` holds MR·k floats and `b` k rows of
             // 4·NV readable floats `ldb` apart, so the loads at `a + MR·p` (MR floats) and
-            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR (R) at
+            // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR at
             // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
-                // `plain`: the accumulators are the result (no scaling, no C read), so the bias
-                // is where they start.
-                // `plain`: the accumulators end as the result (no scaling): they start from
-                // the bias (`beta = 0`) or from C itself (`beta = 1`, no bias: a product
-                // accumulated into C, e.g. over depth chunks).
-                let from_c = alpha == 1.0 && beta == 1.0 && bias.is_null();
-                let plain = (alpha == 1.0 && beta == 0.0) || from_c;
-                let mut acc = if from_c {
-                    core::array::from_fn(|i| {
-                        let row = c.offset(i as isize * rsc);
-                        core::array::from_fn(|v| vld1q_f32(row.add(4 * v)))
-                    })
-                } else {
-                    let init: [float32x4_t; $nv] = if plain && !bias.is_null() {
-                        core::array::from_fn(|v| vld1q_f32(bias.add(4 * v)))
-                    } else {
-                        [vdupq_n_f32(0.0); $nv]
-                    };
-                    [init; $mr]
-                };
+                let (mut acc, plain) = start::<$mr, $nv>(c, rsc, alpha, beta, bias);
                 let (ap, bp) = (a, b);
                 let ldb_bytes = ldb * 4;
                 $depth!(acc, ap, bp, ldb_bytes, k $(, $dargs)*);

@@ -1,7 +1,50 @@
-//! The store of a Neon tile row (the epilogue every Neon micro-kernel and row kernel ends
-//! with): scale, add `beta·C` and the bias, clamp, store.
+//! The two ends of every Neon micro-kernel and row kernel: where the accumulators start
+//! ([`start`]) and the store of a tile row (scale, add `beta·C` and the bias, clamp, store).
 
 use core::arch::aarch64::*;
+
+/// `NV` vectors at `p`: one row of C, the bias, or one row of B.
+///
+/// # Safety
+/// `p .. p + 4·NV` readable.
+#[inline(always)]
+pub(super) unsafe fn load_row<const NV: usize>(p: *const f32) -> [float32x4_t; NV] {
+    // SAFETY: per the caller; unaligned loads are allowed.
+    core::array::from_fn(|v| unsafe { vld1q_f32(p.add(4 * v)) })
+}
+
+/// The accumulators of an `R × 4·NV` tile before its depth loop, and whether they end as the
+/// result (`plain`: no scaling, no C read at the store). `plain` when `alpha = 1` and either
+/// `beta = 0` (they start from the bias, or 0) or `beta = 1` without a bias (they start from
+/// C itself: a product accumulated into C, e.g. over depth chunks); otherwise they start at 0
+/// and the store applies `alpha`, `beta` and the bias.
+///
+/// # Safety
+/// When `alpha = beta = 1` and `bias` is null, rows `i < R` at `c + i·rsc` hold 4·NV
+/// readable floats; a non-null `bias` holds 4·NV floats.
+#[inline(always)]
+pub(super) unsafe fn start<const R: usize, const NV: usize>(
+    c: *const f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+) -> ([[float32x4_t; NV]; R], bool) {
+    let from_c = alpha == 1.0 && beta == 1.0 && bias.is_null();
+    let plain = (alpha == 1.0 && beta == 0.0) || from_c;
+    // SAFETY: C rows only when `from_c`, the bias only when non-null (caller); Neon is part
+    // of the aarch64 baseline.
+    let acc = unsafe {
+        if from_c {
+            core::array::from_fn(|i| load_row::<NV>(c.offset(i as isize * rsc)))
+        } else if plain && !bias.is_null() {
+            [load_row::<NV>(bias); R]
+        } else {
+            [[vdupq_n_f32(0.0); NV]; R]
+        }
+    };
+    (acc, plain)
+}
 
 /// Epilogue for one row: `c = clamp(alpha·acc (+ beta·c) (+ bias))` on `4·NV` contiguous
 /// columns (clamped only when `range` is given).

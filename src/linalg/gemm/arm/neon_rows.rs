@@ -9,7 +9,7 @@
 
 use core::arch::aarch64::*;
 
-use super::neon_epilogue::{store_row, store_row_plain};
+use super::neon_epilogue::{load_row, start, store_row, store_row_plain};
 use crate::linalg::gemm::contract::clamps;
 
 /// `acc[v] += b[v] · x[lane]` for every vector of one row (`lane` < 4, a constant after
@@ -47,16 +47,6 @@ fn step<const R: usize, const NV: usize>(
     }
 }
 
-/// One B row: NV vectors at `p`.
-///
-/// # Safety
-/// `p .. p + 4·NV` readable.
-#[inline(always)]
-unsafe fn load_b<const NV: usize>(p: *const f32) -> [float32x4_t; NV] {
-    // SAFETY: per the caller; unaligned loads are allowed.
-    core::array::from_fn(|v| unsafe { vld1q_f32(p.add(4 * v)) })
-}
-
 /// `R` rows of an `MRS × 4·NV` tile (MRS = 4 or 8): the [`MicroKernel`] contract of that
 /// tile restricted to its first R rows (`RowKernels` contract).
 ///
@@ -84,15 +74,7 @@ unsafe fn rows<const R: usize, const NV: usize, const MRS: usize>(
     // floats) are inside the operands, rows i < R of C and 4·NV bias floats per the
     // contract; Neon is part of the aarch64 baseline.
     unsafe {
-        let from_c = alpha == 1.0 && beta == 1.0 && bias.is_null();
-        let plain = (alpha == 1.0 && beta == 0.0) || from_c;
-        let mut acc: [[float32x4_t; NV]; R] = if from_c {
-            core::array::from_fn(|i| load_b::<NV>(c.offset(i as isize * rsc)))
-        } else if plain && !bias.is_null() {
-            [load_b::<NV>(bias); R]
-        } else {
-            [[vdupq_n_f32(0.0); NV]; R]
-        };
+        let (mut acc, plain) = start::<R, NV>(c, rsc, alpha, beta, bias);
         let (mut ap, mut bp) = (a, b);
         let zero = vdupq_n_f32(0.0);
         // Two steps' A groups from one load: [lo p, (hi p), lo p+1, (hi p+1)]. In `asm!` so
@@ -128,10 +110,10 @@ unsafe fn rows<const R: usize, const NV: usize, const MRS: usize>(
             while left >= 4 {
                 let (l0, h0, l1, h1) = groups!(ap, "v0", "v1", "v2", "v3");
                 let (l2, h2, l3, h3) = groups!(ap.add(2 * MRS), "v4", "v5", "v6", "v7");
-                step(&mut acc, &load_b::<NV>(bp), l0, h0);
-                step(&mut acc, &load_b::<NV>(bp.add(ldb)), l1, h1);
-                step(&mut acc, &load_b::<NV>(bp.add(2 * ldb)), l2, h2);
-                step(&mut acc, &load_b::<NV>(bp.add(3 * ldb)), l3, h3);
+                step(&mut acc, &load_row::<NV>(bp), l0, h0);
+                step(&mut acc, &load_row::<NV>(bp.add(ldb)), l1, h1);
+                step(&mut acc, &load_row::<NV>(bp.add(2 * ldb)), l2, h2);
+                step(&mut acc, &load_row::<NV>(bp.add(3 * ldb)), l3, h3);
                 ap = ap.add(4 * MRS);
                 bp = bp.add(4 * ldb);
                 left -= 4;
@@ -139,8 +121,8 @@ unsafe fn rows<const R: usize, const NV: usize, const MRS: usize>(
         }
         while left >= 2 {
             let (l0, h0, l1, h1) = groups!(ap, "v0", "v1", "v2", "v3");
-            step(&mut acc, &load_b::<NV>(bp), l0, h0);
-            step(&mut acc, &load_b::<NV>(bp.add(ldb)), l1, h1);
+            step(&mut acc, &load_row::<NV>(bp), l0, h0);
+            step(&mut acc, &load_row::<NV>(bp.add(ldb)), l1, h1);
             ap = ap.add(2 * MRS);
             bp = bp.add(2 * ldb);
             left -= 2;
@@ -148,7 +130,7 @@ unsafe fn rows<const R: usize, const NV: usize, const MRS: usize>(
         if left == 1 {
             let l0 = vld1q_f32(ap);
             let h0 = if MRS == 8 { vld1q_f32(ap.add(4)) } else { zero };
-            step(&mut acc, &load_b::<NV>(bp), l0, h0);
+            step(&mut acc, &load_row::<NV>(bp), l0, h0);
         }
         let clamp = clamps(lo, hi);
         let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
