@@ -352,6 +352,7 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
                 p.display(),
                 tc.count
             );
+            print_top(&tc);
         }
         return Ok(());
     }
@@ -381,16 +382,7 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
                 "{isa} conv {} at {bits} bits: {} MACs, {} instructions, ideal FMA {ideal}, density {density:.4}",
                 c.join(","), macs, tc.count
             );
-            let mut v: Vec<_> = tc.by_symbol.iter().collect();
-            v.sort_by(|a, b| b.1.cmp(a.1));
-            for (sym, n) in v.into_iter().take(8) {
-                let short: String = sym.chars().take(90).collect();
-                println!(
-                    "  {:>12} {:5.1}%  {short}",
-                    n,
-                    *n as f64 * 100.0 / tc.count as f64
-                );
-            }
+            print_top(&tc);
         }
         return Ok(());
     }
@@ -416,18 +408,23 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
             "{isa} {}x{}x{} at {bits} bits, B {}: {} instructions ({} blocks), ideal FMA {}, density {:.4}",
             args.m, args.k, args.n, if args.prepacked_b { "prepacked" } else { "in place" }, tc.count, tc.blocks, ideal, density
         );
-        let mut v: Vec<_> = tc.by_symbol.iter().collect();
-        v.sort_by(|a, b| b.1.cmp(a.1));
-        for (sym, n) in v.into_iter().take(8) {
-            let short: String = sym.chars().take(90).collect();
-            println!(
-                "  {:>12} {:5.1}%  {short}",
-                n,
-                *n as f64 * 100.0 / tc.count as f64
-            );
-        }
+        print_top(&tc);
     }
     Ok(())
+}
+
+/// The functions that executed the most instructions, with their share of the count.
+fn print_top(tc: &TraceCounter) {
+    let mut v: Vec<_> = tc.by_symbol.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1));
+    for (sym, n) in v.into_iter().take(16) {
+        let short: String = sym.chars().take(90).collect();
+        println!(
+            "  {:>12} {:5.1}%  {short}",
+            n,
+            *n as f64 * 100.0 / tc.count.max(1) as f64
+        );
+    }
 }
 
 /// FMA-class instructions a perfect kernel needs: m·n·k MACs over (Neon 4, SVE VL/32, FMOPA

@@ -29,6 +29,10 @@ pub struct OpsArgs {
     qemu: Option<PathBuf>,
     #[arg(long)]
     json: bool,
+    /// Also list every call in forward order (its own instructions, output elements and
+    /// multiply-adds), not only the per-operator sums.
+    #[arg(long)]
+    calls: bool,
 }
 
 #[derive(Default)]
@@ -89,8 +93,9 @@ pub fn bench_ops(args: OpsArgs) -> Result<()> {
         );
     }
     let total: u64 = tc.segments.iter().sum();
+    let calls: Vec<_> = events.iter().zip(&tc.segments[1..]).collect();
     let mut rows: BTreeMap<String, Row> = BTreeMap::new();
-    for (e, &n) in events.iter().zip(&tc.segments[1..]) {
+    for &(e, &n) in &calls {
         let key = match e.0.as_str() {
             "delegate" => format!("{} (region overhead)", e.1),
             _ => e.1.clone(),
@@ -113,11 +118,22 @@ pub fn bench_ops(args: OpsArgs) -> Result<()> {
                 })
             })
             .collect();
-        let j = serde_json::json!({
+        let mut j = serde_json::json!({
             "model": args.model.display().to_string(), "isa": isa, "cpu": cpu,
             "instructions_per_forward": total, "outside_instructions": tc.segments[0],
             "method": "qemu-user exec trace", "operators": ops,
         });
+        if args.calls {
+            j["calls"] = calls
+                .iter()
+                .map(|(e, &n)| {
+                    serde_json::json!({
+                        "kind": e.0, "operator": e.1, "instructions": n,
+                        "output_elements": e.2, "macs": e.3,
+                    })
+                })
+                .collect();
+        }
         println!("{j}");
         return Ok(());
     }
@@ -150,6 +166,32 @@ pub fn bench_ops(args: OpsArgs) -> Result<()> {
             per,
             mpi
         );
+    }
+    if args.calls {
+        println!();
+        println!(
+            "{:>5} {:<36} {:>12} {:>10} {:>9} {:>12} {:>8}",
+            "call", "operator", "instructions", "out elems", "instr/el", "MACs", "MAC/ins"
+        );
+        for (i, (e, &n)) in calls.iter().enumerate() {
+            let per = |num: u64, den: u64| {
+                if num > 0 && den > 0 {
+                    format!("{:.2}", num as f64 / den as f64)
+                } else {
+                    "-".into()
+                }
+            };
+            println!(
+                "{:>5} {:<36} {:>12} {:>10} {:>9} {:>12} {:>8}",
+                i,
+                e.1,
+                n,
+                e.2,
+                per(n, e.2),
+                e.3,
+                per(e.3, n)
+            );
+        }
     }
     Ok(())
 }
