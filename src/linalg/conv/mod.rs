@@ -5,7 +5,9 @@
 //! - [`nchw`]: activations `[N, C, H, W]`, filters `[OC, C/groups, KH, KW]` (ATen's
 //!   `convolution`, the portable kernel);
 //! - [`transposed`]: transposed convolutions in both layouts (ATen's `convolution` with
-//!   `transposed = true`, XNNPACK's `ConvTranspose2d` node), per-tap products and a scatter-add;
+//!   `transposed = true`, XNNPACK's `ConvTranspose2d` node): NHWC as one ordinary convolution
+//!   per stride phase, NCHW (and NHWC filters too large to re-lay) as per-tap products and a
+//!   scatter-add;
 //! - [`depthwise`]: `groups = C` with a channel multiplier, in both layouts (XNNPACK's
 //!   `DepthwiseConv2d` with filters `[1, KH, KW, OC]`, ATen's with `[OC, 1, KH, KW]`), as
 //!   vector loops over channels (NHWC) or output columns (NCHW), not as a GEMM.

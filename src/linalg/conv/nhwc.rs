@@ -339,17 +339,31 @@ fn gather_packed(
             let q = first + lane;
             let (oy, ox) = (q / p.out_w, q % p.out_w);
             let runs = (p.out_w - ox).min(count - lane);
-            for ky in 0..p.kh {
-                let row = (oy * p.stride_h + ky * p.dil_h) * wsrc + ox * p.stride_w;
-                if contiguous {
-                    let (base, p0) = (row * c, ky * p.kw * cg);
-                    gemm::pack_a_runs(uk, src, base, ld, runs, lane, p0, p.kw * cg, panel)?;
-                } else {
-                    for kx in 0..p.kw {
-                        let base = (row + kx * p.dil_w) * c + g * cg;
-                        let p0 = (ky * p.kw + kx) * cg;
-                        gemm::pack_a_runs(uk, src, base, ld, runs, lane, p0, cg, panel)?;
-                    }
+            // The pixels' first tap; kernel rows are `dil_h` source rows apart.
+            let row0 = oy * p.stride_h * wsrc + ox * p.stride_w;
+            let row_step = p.dil_h * wsrc * c;
+            if contiguous {
+                // Kernel row ky: one run of KW·C floats per pixel, depths ky·KW·C ...
+                let run = p.kw * cg;
+                gemm::pack_a_taps(
+                    uk,
+                    src,
+                    row0 * c,
+                    ld,
+                    runs,
+                    lane,
+                    0,
+                    run,
+                    p.kh,
+                    row_step,
+                    panel,
+                )?;
+            } else {
+                // ... or, dilated or grouped, KW runs of Cg floats `dil_w` pixels apart.
+                for ky in 0..p.kh {
+                    let (base, p0) = (row0 * c + ky * row_step + g * cg, ky * p.kw * cg);
+                    let step = p.dil_w * c;
+                    gemm::pack_a_taps(uk, src, base, ld, runs, lane, p0, cg, p.kw, step, panel)?;
                 }
             }
             lane += runs;

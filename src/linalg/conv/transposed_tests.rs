@@ -309,6 +309,37 @@ fn transposed_specialised_shapes() {
             ..base
         },
     );
+    // Rows in chunks of 8 (64 columns of 64 channels): a dilated 5-tap kernel pads the second
+    // chunk by 4 rows and skips 4 input rows in the third ...
+    let wide = ConvTranspose2d {
+        in_h: 6,
+        in_w: 64,
+        in_c: 3,
+        out_h: 18,
+        out_w: 64,
+        out_c: 64,
+        kh: 5,
+        kw: 1,
+        stride_h: 1,
+        stride_w: 1,
+        dil_h: 3,
+        pad_top: 0,
+        pad_left: 0,
+        ..base
+    };
+    run_case(&mut rng, &wide);
+    // ... and an output taller than the taps reach (a file's output padding): rows 8.. read
+    // no input row and are the bias alone.
+    run_case(
+        &mut rng,
+        &ConvTranspose2d {
+            in_h: 2,
+            out_h: 20,
+            kh: 1,
+            dil_h: 1,
+            ..wide
+        },
+    );
     let side = 1 + (TAP_F32 / 8).isqrt();
     run_case(
         &mut rng,

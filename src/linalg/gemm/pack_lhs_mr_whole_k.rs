@@ -69,7 +69,7 @@ impl<'a> PackedA<'a> {
 /// `p < kc`, with `mr = uk.mr()` and `panel` one whole panel (`k·mr` floats). Other lanes and
 /// depths are untouched. Uses the kernel's own packer when it takes the runs (whole groups of
 /// 4 on Neon, from any lane: a convolution's panel may start a new output row mid-panel),
-/// else a plain copy.
+/// else a plain copy. [`pack_a_taps`] with one tap.
 #[allow(clippy::too_many_arguments)]
 pub fn pack_a_runs(
     uk: &MicroKernel,
@@ -82,38 +82,91 @@ pub fn pack_a_runs(
     kc: usize,
     panel: &mut [f32],
 ) -> Result<(), KernelError> {
+    pack_a_taps(uk, src, base, ld, runs, lane0, p0, kc, 1, 0, panel)
+}
+
+/// [`pack_a_runs`] for `taps` blocks of runs at once, checked once: block `t` reads the runs
+/// at `base + t·tap_stride` and fills depths `p0 + t·kc ..`, so
+/// `panel[(p0 + t·kc + p)·mr + lane0 + i] = src[base + t·tap_stride + i·ld + p]` for
+/// `t < taps`, `i < runs`, `p < kc`. A convolution's kernel rows (or the separate column taps
+/// of a dilated row) are such blocks: one call per output-pixel group instead of one per tap.
+#[allow(clippy::too_many_arguments)]
+pub fn pack_a_taps(
+    uk: &MicroKernel,
+    src: &[f32],
+    base: usize,
+    ld: usize,
+    runs: usize,
+    lane0: usize,
+    p0: usize,
+    kc: usize,
+    taps: usize,
+    tap_stride: usize,
+    panel: &mut [f32],
+) -> Result<(), KernelError> {
     let mr = uk.mr;
-    if runs == 0 || kc == 0 {
+    if runs == 0 || kc == 0 || taps == 0 {
         return Ok(());
     }
     let last_src = (runs - 1)
         .checked_mul(ld)
+        .and_then(|o| o.checked_add((taps - 1).checked_mul(tap_stride)?))
         .and_then(|o| o.checked_add(base))
         .and_then(|o| o.checked_add(kc));
+    let depth_end = taps.checked_mul(kc).and_then(|d| d.checked_add(p0));
     if lane0 + runs > mr
         || last_src.is_none_or(|e| e > src.len())
-        || (p0 + kc).checked_mul(mr).is_none_or(|e| e > panel.len())
+        || depth_end
+            .and_then(|d| d.checked_mul(mr))
+            .is_none_or(|e| e > panel.len())
     {
         return Err(shape_err("gemm: packed A run outside its panel or source"));
     }
-    if let Some(pack) = uk.pack {
-        let dst = &mut panel[p0 * mr + lane0..];
-        // SAFETY: the PackFn contract with w = mr (this kernel's), 1 ≤ runs ≤ mr - lane0:
-        // runs i < runs at src + base + i·ld hold kc readable floats (checked above: the last
-        // one ends at or before src.len()); dst holds (p0 + kc)·mr − p0·mr − lane0 ≥
-        // (kc − 1)·mr + runs writable floats ((p0 + kc)·mr ≤ panel.len() and lane0 + runs ≤
-        // mr, checked); kc ≥ 1.
-        if unsafe { pack(src[base..].as_ptr(), ld, runs, mr, kc, dst.as_mut_ptr()) } {
-            return Ok(());
+    for t in 0..taps {
+        let (from, at) = (base + t * tap_stride, (p0 + t * kc) * mr + lane0);
+        if let Some(pack) = uk.pack {
+            // SAFETY: the PackFn contract with w = mr (this kernel's), 1 ≤ runs ≤ mr - lane0:
+            // runs i < runs at src + from + i·ld hold kc readable floats (checked above for
+            // the last tap, whose runs end last: from + (runs − 1)·ld + kc ≤ src.len());
+            // panel + at holds (p0 + (t + 1)·kc)·mr − at ≥ (kc − 1)·mr + runs writable floats
+            // ((p0 + taps·kc)·mr ≤ panel.len() and lane0 + runs ≤ mr, checked); kc ≥ 1.
+            if unsafe {
+                pack(
+                    src.as_ptr().add(from),
+                    ld,
+                    runs,
+                    mr,
+                    kc,
+                    panel.as_mut_ptr().add(at),
+                )
+            } {
+                continue;
+            }
         }
-    }
-    // The kernel's packer declined: Neon's interleave for the runs in groups of four.
-    let done = neon_run_groups(src, base, ld, runs, mr, kc, &mut panel[p0 * mr + lane0..]);
-    for i in done..runs {
-        let run = &src[base + i * ld..][..kc];
-        for (p, &v) in run.iter().enumerate() {
-            panel[(p0 + p) * mr + lane0 + i] = v;
-        }
+        declined(src, from, ld, runs, mr, kc, &mut panel[at..]);
     }
     Ok(())
+}
+
+/// The runs a kernel's packer declined (or a kernel without one): Neon's interleave for the
+/// runs in groups of four, the rest one by one; `dst[p·w + i] = src[from + i·ld + p]`. Kept
+/// out of line so that [`pack_a_taps`]'s loop does not carry its set-up.
+#[cold]
+#[inline(never)]
+fn declined(
+    src: &[f32],
+    from: usize,
+    ld: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    dst: &mut [f32],
+) {
+    let done = neon_run_groups(src, from, ld, runs, w, kc, dst);
+    for i in done..runs {
+        let run = &src[from + i * ld..][..kc];
+        for (p, &v) in run.iter().enumerate() {
+            dst[p * w + i] = v;
+        }
+    }
 }
