@@ -636,6 +636,26 @@ fn lower_stage(
             .filter(|s| c.packed && c.alpha == 1.0 && s.fits(c.k))
     };
     let mut qtodo: BTreeMap<(Source, Orient), (usize, usize, quantize::Scheme)> = BTreeMap::new();
+    // Most rows of the products reading each weight: one tile width per weight, so that a
+    // weight several products read is packed once.
+    let mut rows: BTreeMap<(Source, Orient), usize> = BTreeMap::new();
+    for (c, _) in &parts {
+        for c in c.iter().filter(|c| c.packed) {
+            let e = rows
+                .entry((Source::Buffer(c.buffer, c.w), c.orient))
+                .or_default();
+            *e = (*e).max(c.max_m);
+        }
+    }
+    for r in xregions.iter().flatten() {
+        for f in &r.filters {
+            let e = rows
+                .entry((Source::Key(f.key.clone()), f.orient))
+                .or_default();
+            *e = (*e).max(f.m);
+        }
+    }
+    let m_of = |s: Source, o: Orient| rows.get(&(s, o)).copied().unwrap_or(0);
     for (c, _) in &parts {
         for c in c.iter().filter(|c| c.packed) {
             if let Some(s) = quantized_here(c) {
@@ -643,7 +663,11 @@ fn lower_stage(
                 continue;
             }
             todo.insert(
-                (Source::Buffer(c.buffer, c.w), c.orient, target.nr(c.n)),
+                (
+                    Source::Buffer(c.buffer, c.w),
+                    c.orient,
+                    target.nr(m_of(Source::Buffer(c.buffer, c.w), c.orient), c.n),
+                ),
                 (c.k, c.n),
             );
         }
@@ -657,7 +681,11 @@ fn lower_stage(
                 continue;
             }
             todo.insert(
-                (Source::Key(f.key.clone()), f.orient, target.nr(f.n)),
+                (
+                    Source::Key(f.key.clone()),
+                    f.orient,
+                    target.nr(m_of(Source::Key(f.key.clone()), f.orient), f.n),
+                ),
                 (f.k, f.n),
             );
         }
@@ -844,7 +872,7 @@ fn lower_stage(
                 args.push(b);
                 args.len() - 1
             });
-            let nr = target.nr(c.n);
+            let nr = target.nr(m_of(Source::Buffer(c.buffer, c.w), c.orient), c.n);
             let quant = quants.get(&(Source::Buffer(c.buffer, c.w), c.orient));
             let weight = if let Some((keys, _)) = quant {
                 payload::WeightSource::Quant {
@@ -904,7 +932,7 @@ fn lower_stage(
                     qreports.push(qr.clone());
                     continue;
                 }
-                let nr = target.nr(f.n);
+                let nr = target.nr(m_of(Source::Key(f.key.clone()), f.orient), f.n);
                 let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
                 filters.push((f.value, key.as_str(), nr));
             }

@@ -126,7 +126,7 @@ impl Target {
             Isa::Sve2 => bits.unwrap_or(128),
             Isa::Sme | Isa::Sme2 => bits.unwrap_or(512),
         };
-        if tile_nr(isa, bits, 1).is_none() {
+        if tile_nr(isa, bits, 0, 1).is_none() {
             return Err(format!(
                 "target `{spec}`: ptera has no {} kernel for {bits}-bit vectors",
                 isa.name()
@@ -135,14 +135,15 @@ impl Target {
         Ok(t(isa, bits, isa.name(), None))
     }
 
-    /// The panel width weights with `n` columns are packed for.
-    pub fn nr(&self, n: usize) -> usize {
+    /// The panel width weights with `n` columns are packed for, read by products of at most
+    /// `m` rows (0: unknown).
+    pub fn nr(&self, m: usize, n: usize) -> usize {
         match self.label {
             // x86_64 hosts: the AVX-512F kernel is 12 x 32, the AVX2 one 6 x 16.
             "avx512" => 32,
             "avx2" => 16,
             // `parse` only builds targets whose vector length has a kernel.
-            _ => tile_nr(self.isa, self.vector_bits, n).unwrap_or(16),
+            _ => tile_nr(self.isa, self.vector_bits, m, n).unwrap_or(16),
         }
     }
 }

@@ -26,6 +26,9 @@ pub struct Filter {
     pub orient: Orient,
     pub k: usize,
     pub n: usize,
+    /// Most rows of a product reading it (the fully-connected input's rows, the
+    /// convolution's output pixels): the tile width may depend on them.
+    pub m: usize,
     /// A one-group convolution's filter (else a fully-connected node's).
     pub conv: bool,
 }
@@ -117,6 +120,22 @@ pub fn regions(
         }
         // Readers of every value: (as FC filter with orientation) or anything else.
         let mut filter_use: BTreeMap<u32, Option<(Orient, bool)>> = BTreeMap::new();
+        // Most product rows reading each filter.
+        let mut filter_rows: BTreeMap<u32, usize> = BTreeMap::new();
+        let dims_of = |id: u32| -> Vec<usize> {
+            tensor(id)
+                .and_then(|t| t.dims())
+                .map(|d| d.iter().map(|x| x as usize).collect())
+                .unwrap_or_default()
+        };
+        // Elements of a value over its last dimension (its rows as a matrix).
+        let rows_of = |id: u32| -> usize {
+            let d = dims_of(id);
+            match d.split_last() {
+                Some((&last, _)) if last > 0 => d.iter().product::<usize>() / last,
+                _ => 0,
+            }
+        };
         let mut other_use: Vec<u32> = Vec::new();
         let mut nodes: BTreeMap<&'static str, usize> = BTreeMap::new();
         let (mut fc_nodes, mut conv_nodes) = (0, 0);
@@ -129,8 +148,12 @@ pub fn regions(
             // Filters read as a GEMM's B: fully-connected (either way) and one-group,
             // non-depthwise convolutions (`[OC, KH, KW, C]`, B = its `[OC, K]` view transposed).
             let filter = match op {
-                Op::FullyConnected { w, transpose_w, .. } => {
+                Op::FullyConnected {
+                    x, w, transpose_w, ..
+                } => {
                     fc_nodes += 1;
+                    let e = filter_rows.entry(w).or_default();
+                    *e = (*e).max(rows_of(x));
                     let o = if transpose_w {
                         Orient::KxN
                     } else {
@@ -140,11 +163,14 @@ pub fn regions(
                 }
                 Op::Conv {
                     w,
+                    out,
                     groups: 1,
                     depthwise: false,
                     ..
                 } => {
                     conv_nodes += 1;
+                    let e = filter_rows.entry(w).or_default();
+                    *e = (*e).max(rows_of(out));
                     Some((w, Orient::NxK, true))
                 }
                 _ => None,
@@ -255,6 +281,7 @@ pub fn regions(
                 orient,
                 k,
                 n,
+                m: filter_rows.get(&value).copied().unwrap_or(0),
                 conv,
             });
         }

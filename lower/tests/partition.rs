@@ -232,9 +232,19 @@ fn hostile_inputs_give_errors() {
 
 #[test]
 fn targets_map_to_the_kernels_tiles() {
-    let nr = |t: &str, n| Target::parse(t).unwrap().nr(n);
+    let nr = |t: &str, n| Target::parse(t).unwrap().nr(0, n);
     assert_eq!(nr("cortex-a53", 768), 12);
     assert_eq!(nr("cortex-a76", 64), 8);
+    // Neon with the products' rows known: 4 × 16 where an 8-row tile would leave a 1–4-row
+    // edge (20 rows = 5 × 4; 17 = 4 × 4 + 1), the 8-row tiles otherwise.
+    let neon = Target::parse("cortex-a76").unwrap();
+    assert_eq!(neon.nr(20, 80), 16);
+    assert_eq!(neon.nr(17, 64), 16);
+    assert_eq!(neon.nr(16, 80), 8);
+    assert_eq!(neon.nr(29, 80), 8);
+    assert_eq!(neon.nr(20, 72), 12);
+    assert_eq!(neon.nr(20, 40), 8);
+    assert_eq!(Target::parse("sve2:256").unwrap().nr(20, 768), 24);
     assert_eq!(nr("neoverse-n2", 768), 12);
     assert_eq!(nr("sve2:256", 768), 24);
     assert_eq!(nr("sve2:512", 768), 48);

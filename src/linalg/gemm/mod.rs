@@ -75,7 +75,7 @@ pub use matref::MatRef;
 pub use pack_lhs_mr_whole_k::{pack_a_runs, pack_a_taps, PackedA};
 pub use pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 pub use portable::PORTABLE;
-pub use select::{micro_kernel, micro_kernel_for, prepack_nr, tile_nr, Isa};
+pub use select::{micro_kernel, micro_kernel_for, neon_tile_nr, prepack_nr, tile_nr, Isa};
 
 #[cfg(test)]
 mod parallel_tests;

@@ -204,18 +204,25 @@ pub fn micro_kernel_for(m: usize, n: usize, k: usize) -> &'static MicroKernel {
     micro_kernel()
 }
 
-/// The Neon kernel for an `m × n` product: 4 × 16 when 16 divides `n` and `m` leaves a
-/// remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile would be half padding), else the
-/// 8-row tile of width [`neon_nr`].
+/// The Neon kernel for an `m × n` product: the tile of width [`neon_tile_nr`].
 #[cfg(target_arch = "aarch64")]
 fn neon_kernel_for(m: usize, n: usize) -> &'static MicroKernel {
-    if n.is_multiple_of(16) && (1..=4).contains(&(m % 8)) {
-        return &neon::NEON_4X16;
+    match neon_tile_nr(m, n) {
+        16 => &neon::NEON_4X16,
+        8 => &neon::NEON_8X8,
+        _ => &neon::NEON_8X12,
     }
-    if neon_nr(n) == 8 {
-        &neon::NEON_8X8
+}
+
+/// Neon's tile width for an `m × n` product, on any CPU: 16 (the 4 × 16 tile) when 16
+/// divides `n` and `m` leaves a remainder of 1–4 rows mod 8 (e.g. m = 20: an 8-row tile
+/// would leave a 4-row edge on every column tile), else the 8-row tile of width
+/// [`neon_nr`]. `m = 0` (rows unknown) gives `neon_nr(n)`.
+pub fn neon_tile_nr(m: usize, n: usize) -> usize {
+    if n.is_multiple_of(16) && (1..=4).contains(&(m % 8)) {
+        16
     } else {
-        &neon::NEON_8X12
+        neon_nr(n)
     }
 }
 
@@ -263,14 +270,15 @@ pub fn neon_nr(n: usize) -> usize {
 }
 
 /// The panel width (`NR`) of `isa`'s micro-kernel at vector length `vector_bits` for a
-/// product with `n` columns, on any CPU: what ahead-of-time packing (`xtask lower`) targets.
-/// The same table as the kernels' own tiles (module docs): Generic 16; Neon [`neon_nr`]; SVE2 3·VL/32 (VL 128..512 in steps of 128); SME/SME2
+/// product with `m` rows (0: unknown) and `n` columns, on any CPU: what ahead-of-time
+/// packing (`xtask lower`) targets. The same table as the kernels' own tiles (module docs):
+/// Generic 16; Neon [`neon_tile_nr`]; SVE2 3·VL/32 (VL 128..512 in steps of 128); SME/SME2
 /// 2·SVL/32 (SVL 128, 256, 512). `None` for a vector length the kernels do not have.
-pub fn tile_nr(isa: Isa, vector_bits: u32, n: usize) -> Option<usize> {
+pub fn tile_nr(isa: Isa, vector_bits: u32, m: usize, n: usize) -> Option<usize> {
     let vl = vector_bits as usize;
     match isa {
         Isa::Generic => Some(16),
-        Isa::Neon => Some(neon_nr(n)),
+        Isa::Neon => Some(neon_tile_nr(m, n)),
         Isa::Sve2 => matches!(vl, 128 | 256 | 384 | 512).then_some(3 * vl / 32),
         Isa::Sme | Isa::Sme2 => matches!(vl, 128 | 256 | 512).then_some(2 * vl / 32),
     }
