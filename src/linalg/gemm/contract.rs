@@ -128,6 +128,42 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) pack: Option<PackFn>,
     pub(in crate::linalg::gemm) kc_max: usize,
     pub(in crate::linalg::gemm) rows: Option<RowKernels>,
+    pub(in crate::linalg::gemm) wide: Option<WideA>,
+}
+
+/// A second entry of an 8-row kernel that reads A from *wide* panels: the driver packs A
+/// as usual, then [`WideA::expand`] rewrites each MR-interleaved panel so that one
+/// structure load (`ld4w`) yields the 8 rows of two depth steps, each group of four
+/// repeated in every 128-bit segment of the vector (what an indexed `fmla` needs).
+///
+/// # Wide panel layout (`MR = 8`, `rep` = vector bits / 128)
+/// A panel of `kc` depth steps takes [`WideA::panel_len`]`(kc)` = `⌈kc/2⌉·16·rep` floats:
+/// block `g` (steps `2g`, `2g + 1`) starts at `g·16·rep`, and for copy `s < rep`, lane
+/// `j < 4` and group `i < 4`, `w[g·16·rep + 16·s + 4·j + i] = Q_i[j]` with
+/// `Q_0[j] = A(j, 2g)`, `Q_1[j] = A(4 + j, 2g)`, `Q_2[j] = A(j, 2g + 1)`,
+/// `Q_3[j] = A(4 + j, 2g + 1)` (zero past `kc`).
+#[derive(Clone, Copy)]
+pub struct WideA {
+    pub(in crate::linalg::gemm) rep: usize,
+    pub(in crate::linalg::gemm) kernel: MicroKernelFn,
+    pub(in crate::linalg::gemm) expand: ExpandFn,
+}
+
+/// Rewrites `panels` MR-interleaved A panels of `kc` steps (panel `q` at `src + q·kc·8`) into
+/// wide panels (panel `q` at `dst + q·panel_len(kc)`, see [`WideA`]).
+///
+/// # Contract of `expand(src, panels, kc, dst)`
+/// `kc ≥ 1`; `src` holds `panels·kc·8` readable floats, `dst` `panels·panel_len(kc)` writable
+/// ones. The two may overlap only as the driver places them: `src` is the *end* of the same
+/// area (`src = dst + panels·(panel_len(kc) − 8·kc)`); the function reads each block of
+/// `src` before it writes the output that could cover it (output never runs ahead of input).
+pub type ExpandFn = unsafe fn(src: *const f32, panels: usize, kc: usize, dst: *mut f32);
+
+impl WideA {
+    /// Floats of one wide panel of `kc` depth steps.
+    pub(in crate::linalg::gemm) fn panel_len(&self, kc: usize) -> usize {
+        kc.div_ceil(2) * 16 * self.rep
+    }
 }
 
 /// Kernels for the M edge of a tile, so that a product whose rows the tile does not divide
@@ -198,6 +234,30 @@ impl MicroKernel {
             pack: None,
             kc_max: KC,
             rows: None,
+            wide: None,
+        }
+    }
+
+    /// The same kernel with a wide-panel entry (8-row kernels only).
+    ///
+    /// # Safety
+    /// `kernel` must implement the [`MicroKernel`] contract for this `mr`/`nr` with A read
+    /// from a wide panel ([`WideA`], replication `rep`) instead of an MR-interleaved one, and
+    /// `expand` the [`ExpandFn`] contract for that `rep`, on every CPU that can obtain the
+    /// value.
+    pub const unsafe fn with_wide(
+        self,
+        rep: usize,
+        kernel: MicroKernelFn,
+        expand: ExpandFn,
+    ) -> MicroKernel {
+        MicroKernel {
+            wide: Some(WideA {
+                rep,
+                kernel,
+                expand,
+            }),
+            ..self
         }
     }
 

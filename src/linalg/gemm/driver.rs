@@ -1,5 +1,5 @@
-//! The GEMM driver: blocking plan, the in-place and packed loop nests, the edge-tile writer,
-//! and the entry points [`sgemm`], [`sgemm_with`] and the pre-packed-B variants.
+//! The GEMM driver: blocking plan, the in-place and packed loop nests (tiles written by
+//! [`super::tiles`]), and the entry points [`sgemm`], [`sgemm_with`] and the pre-packed-B variants.
 
 use super::contract::*;
 use super::gemv;
@@ -10,6 +10,7 @@ use super::pack_rhs_nr::pack_b;
 use super::pack_rhs_nr_whole_k::PackedB;
 use super::portable::PORTABLE;
 use super::select::{kernel_with_nr, micro_kernel_for};
+use super::tiles::{SharedC, Tiles};
 use crate::error::KernelError;
 
 fn round_up(x: usize, to: usize) -> usize {
@@ -41,12 +42,22 @@ const MC_DIRECT: usize = 256;
 
 pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan {
     let (mr, nr) = (uk.mr, uk.nr);
+    // Floats of one A panel of `kc` steps as the kernel reads it (a wide panel holds `rep`
+    // copies of each 128-bit group, plus one padded step for an odd `kc`): the A block is
+    // sized for wide panels whenever the kernel has them (`ASource::Mat` uses them).
+    let rep = uk.wide.map_or(1, |w| w.rep);
+    let panel = |kc: usize| uk.wide.map_or(kc * mr, |w| w.panel_len(kc));
     let nc = (NC - NC % nr).max(nr);
     if direct_b {
-        // A block (mc × kc) + one packed column-tail panel (kc × nr).
-        let kc = split_depth(k, uk.kc_max.min(BUDGET_F32 / (mr + nr)));
+        // A block (mc × kc) + one packed column-tail panel (kc × nr). With an even cap a
+        // wide panel of any kc ≤ cap takes at most cap·mr·rep floats.
+        let mut cap = BUDGET_F32 / (mr * rep + nr);
+        if uk.wide.is_some() {
+            cap -= cap % 2;
+        }
+        let kc = split_depth(k, uk.kc_max.min(cap));
         let tail = if !n.is_multiple_of(nr) { kc * nr } else { 0 };
-        let strips = ((BUDGET_F32 - tail) / (kc * mr)).max(1);
+        let strips = ((BUDGET_F32 - tail) / panel(kc)).max(1);
         // Whole MR panels only: the A block holds `mc / mr` of them.
         let mc_cap = (MC_DIRECT - MC_DIRECT % mr).max(mr);
         let mc = (strips * mr).min(round_up(m, mr)).min(mc_cap);
@@ -54,18 +65,20 @@ pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: boo
             kc,
             mc,
             nc,
-            a_len: mc * kc,
+            a_len: mc / mr * panel(kc),
             b_len: tail,
         }
     } else {
         let kc = split_depth(k, KC);
-        let mc = (MC - MC % mr).max(mr).min(round_up(m, mr));
+        // Wide panels are `rep` times larger: fewer rows per block, the same floats.
+        let mc_top = MC / rep;
+        let mc = (mc_top - mc_top % mr).max(mr).min(round_up(m, mr));
         let ncb = nc.min(round_up(n, nr));
         Plan {
             kc,
             mc,
             nc,
-            a_len: mc * kc,
+            a_len: mc / mr * panel(kc),
             b_len: kc * ncb,
         }
     }
@@ -217,7 +230,12 @@ fn check_call(
     bias: Option<&[f32]>,
     range: Option<(f32, f32)>,
 ) -> Result<bool, KernelError> {
-    if uk.mr == 0 || uk.nr == 0 || uk.mr > MAX_MR || uk.nr > MAX_NR {
+    if uk.mr == 0
+        || uk.nr == 0
+        || uk.mr > MAX_MR
+        || uk.nr > MAX_NR
+        || uk.wide.is_some_and(|w| uk.mr != 8 || w.rep == 0)
+    {
         return Err(KernelError::Unsupported {
             detail: "gemm: micro-kernel tile exceeds MAX_MR x MAX_NR",
         });
@@ -326,19 +344,6 @@ impl<'k> Call<'k> {
     }
 }
 
-/// C as a raw pointer that the cores of a split call share (each writes its own tiles).
-#[derive(Clone, Copy)]
-struct SharedC {
-    ptr: *mut f32,
-    len: usize,
-}
-
-// SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels
-// or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
-unsafe impl Sync for SharedC {}
-// SAFETY: as for `Sync`: a pointer to C handed to the cores of one split call.
-unsafe impl Send for SharedC {}
-
 /// Runs the loop nest for `call` on the installed team's cores when it is large enough and
 /// worth it (see [`parallel`](crate::parallel)), else on this core.
 ///
@@ -438,6 +443,43 @@ unsafe fn part(
     }
 }
 
+/// The kernel's wide entry, for a part `n` columns wide, when it pays: expanding a panel
+/// costs about what 2 tiles gain from it (3.25 against 1.5 instructions per depth step), so
+/// from 3 column tiles on.
+fn wide_for(uk: &MicroKernel, n: usize) -> Option<WideA> {
+    uk.wide.filter(|_| n.div_ceil(uk.nr) >= 3)
+}
+
+/// Packs `A[ic..ic+mcb, pc..pc+kc]` into `dst` as the kernel will read it: MR-interleaved
+/// panels ([`pack_a`]), or, for a wide entry, those panels packed at the end of the wide
+/// block's area and expanded forward into it (panel `q` at `q·panel_len(kc)`).
+#[allow(clippy::too_many_arguments)]
+fn pack_a_for(
+    uk: &MicroKernel,
+    wide: Option<WideA>,
+    a: &MatRef<'_>,
+    ic: usize,
+    mcb: usize,
+    pc: usize,
+    kc: usize,
+    dst: &mut [f32],
+) {
+    let Some(w) = wide else {
+        pack_a(uk, a, ic, mcb, pc, kc, dst);
+        return;
+    };
+    let panels = mcb.div_ceil(uk.mr);
+    let (plain, total) = (panels * kc * uk.mr, panels * w.panel_len(kc));
+    let at = total - plain;
+    pack_a(uk, a, ic, mcb, pc, kc, &mut dst[at..total]);
+    let p = dst.as_mut_ptr();
+    // SAFETY: `dst` holds `total` floats (the plan sizes the A block for `mc / mr` wide
+    // panels of the block's depth, and panel_len grows with kc); the MR-interleaved panels
+    // are its last `plain` floats, exactly the placement the ExpandFn contract allows; the
+    // kernel's CPU features are present (kernels are handed out after detection).
+    unsafe { (w.expand)(p.add(at), panels, kc, p) };
+}
+
 /// The direct loop nest: pc → ic (pack A once) → jc → ir → jr, B never packed except a
 /// column tail of an in-place B (n mod NR, once per depth block).
 #[allow(clippy::too_many_arguments)]
@@ -458,6 +500,13 @@ fn direct(
     let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
     let apack = &mut rest[..plan.a_len];
     let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
+    // A packed here goes to the kernel's wide entry when it has one and the row of tiles is
+    // long enough; panels packed ahead (`PackedA`) are MR-interleaved and take the plain one.
+    let wide = match a {
+        ASource::Mat(_) => wide_for(uk, n),
+        ASource::Packed(_) => None,
+    };
+    t.set_wide(wide);
     let n_full = match b {
         BSource::InPlace(_) => n - n % nr,
         _ => n,
@@ -476,14 +525,15 @@ fn direct(
         while ic < m {
             let mcb = plan.mc.min(m - ic);
             if let ASource::Mat(am) = &a {
-                pack_a(uk, am, ic, mcb, pc, kcb, apack);
+                pack_a_for(uk, wide, am, ic, mcb, pc, kcb, apack);
             }
+            let pl = wide.map_or(kcb * mr, |w| w.panel_len(kcb));
             let mut jc = 0;
             while jc < n {
                 let ncb = plan.nc.min(n - jc);
                 for ir in (0..mcb).step_by(mr) {
                     let ap = match &a {
-                        ASource::Mat(_) => &apack[(ir / mr) * kcb * mr..][..kcb * mr],
+                        ASource::Mat(_) => &apack[(ir / mr) * pl..][..pl],
                         // Panel (ic + ir)/mr (ic is a multiple of mr), depths pc.. of a
                         // validated PackedA with this kernel's mr.
                         ASource::Packed(pa) => {
@@ -519,7 +569,7 @@ fn direct(
                         };
                         // SAFETY: panel q < whole reads kcb rows of nr floats at
                         // bptr + q·stride + p·ldb, inside B (columns jc + q·nr + nr ≤ limit);
-                        // `ap` has kcb·mr floats; the tiles are whole and this part's.
+                        // `ap` is the A panel of kcb steps the selected entry reads; the tiles are whole and this part's.
                         unsafe {
                             t.panels(
                                 ap,
@@ -552,7 +602,7 @@ fn direct(
                         // SAFETY: `bptr` rows p < kcb hold nr readable floats at p·ldb
                         // (in place: B(pc+p, jr..jr+nr) inside `b.data`; tail: the packed
                         // kcb × nr panel; prepacked: rows pc+p of a k × nr panel); `ap` has
-                        // kcb·mr floats.
+                        // the A panel of kcb steps the selected entry reads.
                         unsafe {
                             t.tile(
                                 ap,
@@ -597,6 +647,8 @@ fn packed(
     let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
     let apack = &mut rest[..plan.a_len];
     let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
+    let wide = wide_for(uk, n);
+    t.set_wide(wide);
     let mut jc = 0;
     while jc < n {
         let ncb = plan.nc.min(n - jc);
@@ -609,14 +661,15 @@ fn packed(
             let mut ic = 0;
             while ic < m {
                 let mcb = plan.mc.min(m - ic);
-                pack_a(uk, a, ic, mcb, pc, kcb, apack);
+                pack_a_for(uk, wide, a, ic, mcb, pc, kcb, apack);
+                let pl = wide.map_or(kcb * mr, |w| w.panel_len(kcb));
                 for ir in (0..mcb).step_by(mr) {
-                    let ap = &apack[(ir / mr) * kcb * mr..][..kcb * mr];
+                    let ap = &apack[(ir / mr) * pl..][..pl];
                     // Whole tiles in one run over the packed panels (kcb·nr floats apart).
                     let whole = if mcb - ir >= mr { ncb / nr } else { 0 };
                     if whole > 0 {
                         // SAFETY: panels q < whole of the packed B block (kcb × nr each, ldb =
-                        // nr); `ap` has kcb·mr floats; whole tiles of this part.
+                        // nr); `ap` is the A panel the selected entry reads; whole tiles of this part.
                         unsafe {
                             t.panels(
                                 ap,
@@ -635,7 +688,7 @@ fn packed(
                     for jr in (whole * nr..ncb).step_by(nr) {
                         let bp = &bpack[(jr / nr) * kcb * nr..][..kcb * nr];
                         // SAFETY: `bp` is a packed kcb × nr panel (ldb = nr), `ap` has
-                        // kcb·mr floats.
+                        // the A panel the selected entry reads.
                         unsafe {
                             t.tile(
                                 ap,
@@ -657,260 +710,6 @@ fn packed(
             pc += kcb;
         }
         jc += ncb;
-    }
-}
-
-/// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
-/// tile is whole, through `tmp` at the M/N edges (left uninitialised: zeroing 8 KiB per call
-/// costs more than a small product; the kernel writes the whole tile before it is read).
-///
-/// C is a raw window (`c` at element 0 of this part, `len` elements reachable from it): the
-/// cores of a split product write disjoint tiles of one C whose rows interleave, so no core
-/// may hold a slice over another's elements.
-struct Tiles<'k> {
-    uk: &'k MicroKernel,
-    c: *mut f32,
-    len: usize,
-    ldc: usize,
-    alpha: f32,
-    bias: Option<&'k [f32]>,
-    /// The output clamp (applied with the last depth block, like the bias).
-    lo: f32,
-    hi: f32,
-    tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
-}
-
-impl<'k> Tiles<'k> {
-    /// The tile writer of a part whose tile (0, 0) starts at element `off` of `c`.
-    ///
-    /// # Safety
-    /// Every tile the part writes lies inside `c` (validated by `check_call` for the whole
-    /// call; parts are whole tiles of it) and no other code accesses those elements until the
-    /// part is done.
-    unsafe fn window(
-        uk: &'k MicroKernel,
-        c: SharedC,
-        off: usize,
-        ldc: usize,
-        alpha: f32,
-        bias: Option<&'k [f32]>,
-        (lo, hi): (f32, f32),
-    ) -> Tiles<'k> {
-        Tiles {
-            uk,
-            // In bounds: `off` is the first element of a tile of C (`off < c.len`).
-            c: c.ptr.wrapping_add(off),
-            len: c.len.saturating_sub(off),
-            ldc,
-            alpha,
-            bias,
-            lo,
-            hi,
-            tmp: core::mem::MaybeUninit::uninit(),
-        }
-    }
-
-    /// `np` whole tiles side by side: rows `row0 .. row0 + mr`, columns `col0 + q·nr .. + nr`
-    /// for `q < np`, tile `q` reading B at `bptr + q·stride` (rows `ldb` apart). The kernel is
-    /// called straight in a loop: the same calls, in the same order, as [`Tiles::tile`] makes
-    /// for whole tiles.
-    ///
-    /// # Safety
-    /// `ap` holds `kc·mr` floats; each tile's B has `kc` rows of `nr` readable floats; every
-    /// tile is whole (`row0 + mr ≤` the part's rows, `col0 + np·nr ≤` its columns) and one of
-    /// this part's (see [`Tiles::window`]).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn panels(
-        &mut self,
-        ap: &[f32],
-        bptr: *const f32,
-        ldb: usize,
-        stride: usize,
-        np: usize,
-        kc: usize,
-        row0: usize,
-        col0: usize,
-        beta: f32,
-        last: bool,
-    ) {
-        let (nr, ldc) = (self.uk.nr, self.ldc);
-        let (bias, lo, hi) = match self.bias {
-            Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
-            None if last => (core::ptr::null(), self.lo, self.hi),
-            _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
-        };
-        let c_off = row0 * ldc + col0;
-        debug_assert!(c_off + (self.uk.mr - 1) * ldc + np * nr <= self.len);
-        let kernel = self.uk.kernel;
-        for q in 0..np {
-            // SAFETY: tile q's B (caller), A (`ap`, kc·mr floats), C tile (whole, inside the
-            // window, this part's alone) and bias (nr floats from column col0 + q·nr < the
-            // bias length, sliced above) per the kernel contract; the kernel's CPU features are
-            // present (kernels are only handed out after detection).
-            unsafe {
-                kernel(
-                    kc,
-                    ap.as_ptr(),
-                    bptr.add(q * stride),
-                    ldb,
-                    self.c.add(c_off + q * nr),
-                    ldc as isize,
-                    self.alpha,
-                    beta,
-                    if bias.is_null() {
-                        bias
-                    } else {
-                        bias.add(q * nr)
-                    },
-                    lo,
-                    hi,
-                )
-            };
-        }
-    }
-
-    /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
-    ///
-    /// # Safety
-    /// `ap` holds `kc·mr` floats; `bptr` has `kc` rows of `nr` readable floats `ldb` apart;
-    /// the tile is one of this part's (see [`Tiles::window`]).
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    unsafe fn tile(
-        &mut self,
-        ap: &[f32],
-        bptr: *const f32,
-        ldb: usize,
-        kc: usize,
-        row0: usize,
-        rows_left: usize,
-        col0: usize,
-        cols_left: usize,
-        beta: f32,
-        last: bool,
-    ) {
-        let (mr, nr, ldc) = (self.uk.mr, self.uk.nr, self.ldc);
-        let (mrb, nrb) = (mr.min(rows_left), nr.min(cols_left));
-        let bias = match self.bias {
-            Some(bv) if last => Some(&bv[col0..col0 + nrb]),
-            _ => None,
-        };
-        let (lo, hi) = if last {
-            (self.lo, self.hi)
-        } else {
-            (f32::NEG_INFINITY, f32::INFINITY)
-        };
-        let c_off = row0 * ldc + col0;
-        // Bounds: rows row0 .. row0+mrb ≤ m and columns col0 .. col0+nrb ≤ n of the part, so
-        // the last element c_off+(mrb-1)*ldc+nrb-1 is inside the window.
-        debug_assert!(c_off + (mrb - 1) * ldc + nrb <= self.len);
-        if mrb == mr && nrb == nr {
-            // SAFETY: a whole tile of this part, A and B per this function's contract.
-            unsafe { self.panels(ap, bptr, ldb, 0, 1, kc, row0, col0, beta, last) };
-            return;
-        }
-        let tmp = self.tmp.as_mut_ptr() as *mut f32;
-        if let Some(f) = self.uk.rows.and_then(|rk| rk.for_rows(mrb)) {
-            // The M edge by a row kernel: no padded rows computed. Whole columns go straight
-            // into C with the epilogue in the kernel; a column edge goes through `tmp`.
-            let direct = nrb == nr;
-            let (dst, rs, beta_k, bias_k, lo_k, hi_k) = if direct {
-                let bias = match bias {
-                    Some(bv) => bv.as_ptr(),
-                    None => core::ptr::null(),
-                };
-                // Element (row0, col0) of this part's C: inside the window (bounds above).
-                (self.c.wrapping_add(c_off), ldc, beta, bias, lo, hi)
-            } else {
-                (
-                    tmp,
-                    nr,
-                    0.0,
-                    core::ptr::null(),
-                    f32::NEG_INFINITY,
-                    f32::INFINITY,
-                )
-            };
-            // SAFETY: the row kernel reads the kc·mr panel `ap` as the tile does and B as
-            // the tile; it writes C rows 0 .. mrb of the tile: `direct`, nr whole columns
-            // of this part's rows row0.. (< its rows, bounds above) with an nr-float bias
-            // slice when non-null; else rows of `tmp` (mr·nr ≤ MAX_MR·MAX_NR floats, row
-            // stride nr), beta = 0, no bias.
-            unsafe {
-                f(
-                    kc,
-                    ap.as_ptr(),
-                    bptr,
-                    ldb,
-                    dst,
-                    rs as isize,
-                    self.alpha,
-                    beta_k,
-                    bias_k,
-                    lo_k,
-                    hi_k,
-                )
-            };
-            if direct {
-                return;
-            }
-        } else {
-            // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row
-            // stride nr, beta = 0 (not read), no bias.
-            unsafe {
-                (self.uk.kernel)(
-                    kc,
-                    ap.as_ptr(),
-                    bptr,
-                    ldb,
-                    tmp,
-                    nr as isize,
-                    self.alpha,
-                    0.0,
-                    core::ptr::null(),
-                    f32::NEG_INFINITY,
-                    f32::INFINITY,
-                )
-            };
-        }
-        for i in 0..mrb {
-            // SAFETY: the kernel calls above stored every element (i, j), i < mrb (the row
-            // kernels) or i < mr (the tile's kernel), j < nr, of the tile at tmp + i·nr + j
-            // (contract, beta = 0), so these nrb ≤ nr floats of row i < mrb ≤ mr are
-            // initialised and inside the MAX_MR·MAX_NR array.
-            let trow = unsafe {
-                core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
-            };
-            // SAFETY: elements (row0 + i, col0 + j), j < nrb, of this part's tile: inside the
-            // window (bounds above), and no one else's (a slice over this tile row only).
-            let crow = unsafe { core::slice::from_raw_parts_mut(self.c.add(c_off + i * ldc), nrb) };
-            // One whole-row pass the compiler vectorises per case, in the kernel's order of
-            // operations ((t + beta·c) + bias): a fully-connected layer's bias is added as
-            // the row is stored, with no separate copy (a library call per row).
-            match (beta != 0.0, bias) {
-                (false, None) => crow.copy_from_slice(trow),
-                (false, Some(bv)) => {
-                    for ((x, &t), &b) in crow.iter_mut().zip(trow).zip(bv) {
-                        *x = t + b;
-                    }
-                }
-                (true, None) => {
-                    for (x, &t) in crow.iter_mut().zip(trow) {
-                        *x = t + beta * *x;
-                    }
-                }
-                (true, Some(bv)) => {
-                    for ((x, &t), &b) in crow.iter_mut().zip(trow).zip(bv) {
-                        *x = (t + beta * *x) + b;
-                    }
-                }
-            }
-            if clamps(lo, hi) {
-                for x in crow.iter_mut() {
-                    *x = clamp(*x, lo, hi);
-                }
-            }
-        }
     }
 }
 

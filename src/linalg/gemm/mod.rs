@@ -38,7 +38,7 @@
 //! (at most [`GEMM_SCRATCH_F32`] floats).
 //!
 //! Files: [`contract`] (the micro-kernel contract and blocking constants), [`matref`] (strided
-//! operand views), [`driver`] (the two loop nests, tile writer), [`pack_lhs_mr`] /
+//! operand views), [`driver`] (the two loop nests), [`tiles`] (the tile writer), [`pack_lhs_mr`] /
 //! [`pack_rhs_nr`] (the panel packers, named after the layout they produce),
 //! [`pack_rhs_nr_whole_k`] / [`pack_lhs_mr_whole_k`] (B and A packed ahead of time), [`gemv`] (the explicit `M = 1` path),
 //! [`select`] (which kernel for this CPU and shape, every architecture), [`portable`] and
@@ -56,6 +56,7 @@ pub mod pack_rhs_nr;
 pub mod pack_rhs_nr_whole_k;
 pub mod portable;
 pub mod select;
+pub mod tiles;
 
 pub mod arm;
 #[cfg(target_arch = "arm")]
@@ -64,7 +65,8 @@ pub mod arm32;
 pub mod x86;
 
 pub use contract::{
-    MicroKernel, MicroKernelFn, PackFn, RowKernels, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
+    ExpandFn, MicroKernel, MicroKernelFn, PackFn, RowKernels, WideA, GEMM_SCRATCH_F32, KC, MAX_MR,
+    MAX_NR, MC, NC,
 };
 pub use driver::{
     kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,

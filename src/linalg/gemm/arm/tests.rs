@@ -488,3 +488,102 @@ fn neon_row_kernels_match_the_reference() {
         assert!(rows.for_rows(mr).is_none() && rows.for_rows(0).is_none());
     }
 }
+
+/// The SVE2 kernel's wide entry ([`crate::linalg::gemm::WideA`]): `expand_wide` run in
+/// place as the driver places it (plain panels at the end of the area), then
+/// `kernel_vla_wide` on each panel, must store bit for bit what `kernel_vla` stores from the
+/// plain panel (same FMLAs in the same order), for B in place (`ldb > NR`: the 8-step loop)
+/// and packed (`ldb = NR`: the 16-step loop), odd and even depths, every epilogue.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn sve2_wide_panels_match_the_plain_kernel() {
+    if !features().sve2 {
+        std::println!("sve2: not on this CPU, skipped");
+        return;
+    }
+    let Some(uk) = sve::kernel() else {
+        std::println!("sve2: no kernel for this vector length, skipped");
+        return;
+    };
+    let w = uk.wide.expect("the SVE2 kernel has a wide entry");
+    // SAFETY: SVE2 present (checked above).
+    let lanes = unsafe { sve::cntw() };
+    assert_eq!(w.rep, lanes / 4);
+    let (mr, nr) = (uk.mr(), uk.nr());
+    let mut rng = Rng(0x3d1d_e5ee);
+    for k in [1usize, 2, 3, 7, 15, 16, 17, 33, 129] {
+        for ldb in [nr, nr + 5] {
+            for &(alpha, beta, with_bias, clamp) in &[
+                (1.0f32, 0.0f32, false, false),
+                (0.5, 0.75, true, true),
+                (1.0, 1.0, true, false),
+            ] {
+                let panels = 3;
+                let plain = rng.vec(panels * k * mr);
+                let len = w.panel_len(k);
+                let mut area = vec![f32::NAN; panels * len];
+                let at = area.len() - plain.len();
+                area[at..].copy_from_slice(&plain);
+                let p = area.as_mut_ptr();
+                // SAFETY: the ExpandFn contract: `panels` plain panels of k steps at the end
+                // of an area of panels·panel_len(k) floats.
+                unsafe { (w.expand)(p.add(at), panels, k, p) };
+                let b = rng.vec(k * ldb);
+                let bias = rng.vec(nr);
+                let rsc = nr + 2;
+                let c0 = rng.vec(mr * rsc);
+                let (lo, hi) = if clamp {
+                    (-0.5, 0.5)
+                } else {
+                    (f32::NEG_INFINITY, f32::INFINITY)
+                };
+                let bias_ptr = if with_bias {
+                    bias.as_ptr()
+                } else {
+                    core::ptr::null()
+                };
+                for q in 0..panels {
+                    let (mut want, mut got) = (c0.clone(), c0.clone());
+                    // SAFETY: the MicroKernel contract for 8 × NR: a plain panel of k steps
+                    // (resp. a wide one of panel_len(k) floats), k rows of NR floats ldb
+                    // apart, an 8 × NR tile rsc apart, NR bias floats.
+                    unsafe {
+                        sve::kernel_vla(
+                            k,
+                            plain[q * k * mr..].as_ptr(),
+                            b.as_ptr(),
+                            ldb,
+                            want.as_mut_ptr(),
+                            rsc as isize,
+                            alpha,
+                            beta,
+                            bias_ptr,
+                            lo,
+                            hi,
+                        );
+                        sve::kernel_vla_wide(
+                            k,
+                            area[q * len..].as_ptr(),
+                            b.as_ptr(),
+                            ldb,
+                            got.as_mut_ptr(),
+                            rsc as isize,
+                            alpha,
+                            beta,
+                            bias_ptr,
+                            lo,
+                            hi,
+                        );
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "k {k}, ldb {ldb}, panel {q}, epilogue {:?}",
+                        (alpha, beta, with_bias, clamp)
+                    );
+                }
+            }
+        }
+    }
+}

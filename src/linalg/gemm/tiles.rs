@@ -1,0 +1,286 @@
+//! The C side of the GEMM driver: [`Tiles`] runs the micro-kernel on one tile, straight
+//! into C when the tile is whole, through a stack tile at the M/N edges; [`SharedC`] is the
+//! C pointer the cores of a split call share.
+
+use super::contract::*;
+
+/// C as a raw pointer that the cores of a split call share (each writes its own tiles).
+#[derive(Clone, Copy)]
+pub(super) struct SharedC {
+    pub(super) ptr: *mut f32,
+    pub(super) len: usize,
+}
+
+// SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels
+// or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
+unsafe impl Sync for SharedC {}
+// SAFETY: as for `Sync`: a pointer to C handed to the cores of one split call.
+unsafe impl Send for SharedC {}
+
+/// The C side of the driver: runs the micro-kernel on one tile, straight into C when the
+/// tile is whole, through `tmp` at the M/N edges (left uninitialised: zeroing 8 KiB per call
+/// costs more than a small product; the kernel writes the whole tile before it is read).
+///
+/// C is a raw window (`c` at element 0 of this part, `len` elements reachable from it): the
+/// cores of a split product write disjoint tiles of one C whose rows interleave, so no core
+/// may hold a slice over another's elements.
+pub(super) struct Tiles<'k> {
+    pub(super) uk: &'k MicroKernel,
+    c: *mut f32,
+    len: usize,
+    ldc: usize,
+    alpha: f32,
+    bias: Option<&'k [f32]>,
+    /// The output clamp (applied with the last depth block, like the bias).
+    lo: f32,
+    hi: f32,
+    /// The kernel entry for the A panels of the running loop nest and its row kernels
+    /// (none for wide panels, which only the tile's wide entry reads).
+    kernel: MicroKernelFn,
+    rows: Option<RowKernels>,
+    tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
+}
+
+impl<'k> Tiles<'k> {
+    /// The tile writer of a part whose tile (0, 0) starts at element `off` of `c`.
+    ///
+    /// # Safety
+    /// Every tile the part writes lies inside `c` (validated by `check_call` for the whole
+    /// call; parts are whole tiles of it) and no other code accesses those elements until the
+    /// part is done.
+    pub(super) unsafe fn window(
+        uk: &'k MicroKernel,
+        c: SharedC,
+        off: usize,
+        ldc: usize,
+        alpha: f32,
+        bias: Option<&'k [f32]>,
+        (lo, hi): (f32, f32),
+    ) -> Tiles<'k> {
+        Tiles {
+            uk,
+            // In bounds: `off` is the first element of a tile of C (`off < c.len`).
+            c: c.ptr.wrapping_add(off),
+            len: c.len.saturating_sub(off),
+            ldc,
+            alpha,
+            bias,
+            lo,
+            hi,
+            kernel: uk.kernel,
+            rows: uk.rows,
+            tmp: core::mem::MaybeUninit::uninit(),
+        }
+    }
+
+    /// Reads A from wide panels (`Some`: the kernel's wide entry) or MR-interleaved ones.
+    pub(super) fn set_wide(&mut self, wide: Option<WideA>) {
+        (self.kernel, self.rows) = match wide {
+            Some(w) => (w.kernel, None),
+            None => (self.uk.kernel, self.uk.rows),
+        };
+    }
+
+    /// `np` whole tiles side by side: rows `row0 .. row0 + mr`, columns `col0 + q·nr .. + nr`
+    /// for `q < np`, tile `q` reading B at `bptr + q·stride` (rows `ldb` apart). The kernel is
+    /// called straight in a loop: the same calls, in the same order, as [`Tiles::tile`] makes
+    /// for whole tiles.
+    ///
+    /// # Safety
+    /// `ap` holds the A panel of `kc` steps that `self.kernel` reads (`kc·mr` floats, or a wide panel); each tile's B has `kc` rows of `nr` readable floats; every
+    /// tile is whole (`row0 + mr ≤` the part's rows, `col0 + np·nr ≤` its columns) and one of
+    /// this part's (see [`Tiles::window`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn panels(
+        &mut self,
+        ap: &[f32],
+        bptr: *const f32,
+        ldb: usize,
+        stride: usize,
+        np: usize,
+        kc: usize,
+        row0: usize,
+        col0: usize,
+        beta: f32,
+        last: bool,
+    ) {
+        let (nr, ldc) = (self.uk.nr, self.ldc);
+        let (bias, lo, hi) = match self.bias {
+            Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
+            None if last => (core::ptr::null(), self.lo, self.hi),
+            _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
+        };
+        let c_off = row0 * ldc + col0;
+        debug_assert!(c_off + (self.uk.mr - 1) * ldc + np * nr <= self.len);
+        let kernel = self.kernel;
+        for q in 0..np {
+            // SAFETY: tile q's B (caller), A (`ap`, the panel `self.kernel` reads), C tile (whole, inside the
+            // window, this part's alone) and bias (nr floats from column col0 + q·nr < the
+            // bias length, sliced above) per the kernel contract; the kernel's CPU features are
+            // present (kernels are only handed out after detection).
+            unsafe {
+                kernel(
+                    kc,
+                    ap.as_ptr(),
+                    bptr.add(q * stride),
+                    ldb,
+                    self.c.add(c_off + q * nr),
+                    ldc as isize,
+                    self.alpha,
+                    beta,
+                    if bias.is_null() {
+                        bias
+                    } else {
+                        bias.add(q * nr)
+                    },
+                    lo,
+                    hi,
+                )
+            };
+        }
+    }
+
+    /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
+    ///
+    /// # Safety
+    /// `ap` holds the A panel of `kc` steps that `self.kernel` reads; `bptr` has `kc` rows of `nr` readable floats `ldb` apart;
+    /// the tile is one of this part's (see [`Tiles::window`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) unsafe fn tile(
+        &mut self,
+        ap: &[f32],
+        bptr: *const f32,
+        ldb: usize,
+        kc: usize,
+        row0: usize,
+        rows_left: usize,
+        col0: usize,
+        cols_left: usize,
+        beta: f32,
+        last: bool,
+    ) {
+        let (mr, nr, ldc) = (self.uk.mr, self.uk.nr, self.ldc);
+        let (mrb, nrb) = (mr.min(rows_left), nr.min(cols_left));
+        let bias = match self.bias {
+            Some(bv) if last => Some(&bv[col0..col0 + nrb]),
+            _ => None,
+        };
+        let (lo, hi) = if last {
+            (self.lo, self.hi)
+        } else {
+            (f32::NEG_INFINITY, f32::INFINITY)
+        };
+        let c_off = row0 * ldc + col0;
+        // Bounds: rows row0 .. row0+mrb ≤ m and columns col0 .. col0+nrb ≤ n of the part, so
+        // the last element c_off+(mrb-1)*ldc+nrb-1 is inside the window.
+        debug_assert!(c_off + (mrb - 1) * ldc + nrb <= self.len);
+        if mrb == mr && nrb == nr {
+            // SAFETY: a whole tile of this part, A and B per this function's contract.
+            unsafe { self.panels(ap, bptr, ldb, 0, 1, kc, row0, col0, beta, last) };
+            return;
+        }
+        let tmp = self.tmp.as_mut_ptr() as *mut f32;
+        if let Some(f) = self.rows.and_then(|rk| rk.for_rows(mrb)) {
+            // The M edge by a row kernel: no padded rows computed. Whole columns go straight
+            // into C with the epilogue in the kernel; a column edge goes through `tmp`.
+            let direct = nrb == nr;
+            let (dst, rs, beta_k, bias_k, lo_k, hi_k) = if direct {
+                let bias = match bias {
+                    Some(bv) => bv.as_ptr(),
+                    None => core::ptr::null(),
+                };
+                // Element (row0, col0) of this part's C: inside the window (bounds above).
+                (self.c.wrapping_add(c_off), ldc, beta, bias, lo, hi)
+            } else {
+                (
+                    tmp,
+                    nr,
+                    0.0,
+                    core::ptr::null(),
+                    f32::NEG_INFINITY,
+                    f32::INFINITY,
+                )
+            };
+            // SAFETY: row kernels exist only with MR-interleaved panels (`set_wide`); the row kernel reads the kc·mr panel `ap` as the tile does and B as
+            // the tile; it writes C rows 0 .. mrb of the tile: `direct`, nr whole columns
+            // of this part's rows row0.. (< its rows, bounds above) with an nr-float bias
+            // slice when non-null; else rows of `tmp` (mr·nr ≤ MAX_MR·MAX_NR floats, row
+            // stride nr), beta = 0, no bias.
+            unsafe {
+                f(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    dst,
+                    rs as isize,
+                    self.alpha,
+                    beta_k,
+                    bias_k,
+                    lo_k,
+                    hi_k,
+                )
+            };
+            if direct {
+                return;
+            }
+        } else {
+            // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row
+            // stride nr, beta = 0 (not read), no bias.
+            unsafe {
+                (self.kernel)(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    tmp,
+                    nr as isize,
+                    self.alpha,
+                    0.0,
+                    core::ptr::null(),
+                    f32::NEG_INFINITY,
+                    f32::INFINITY,
+                )
+            };
+        }
+        for i in 0..mrb {
+            // SAFETY: the kernel calls above stored every element (i, j), i < mrb (the row
+            // kernels) or i < mr (the tile's kernel), j < nr, of the tile at tmp + i·nr + j
+            // (contract, beta = 0), so these nrb ≤ nr floats of row i < mrb ≤ mr are
+            // initialised and inside the MAX_MR·MAX_NR array.
+            let trow = unsafe {
+                core::slice::from_raw_parts((self.tmp.as_ptr() as *const f32).add(i * nr), nrb)
+            };
+            // SAFETY: elements (row0 + i, col0 + j), j < nrb, of this part's tile: inside the
+            // window (bounds above), and no one else's (a slice over this tile row only).
+            let crow = unsafe { core::slice::from_raw_parts_mut(self.c.add(c_off + i * ldc), nrb) };
+            // One whole-row pass the compiler vectorises per case, in the kernel's order of
+            // operations ((t + beta·c) + bias): a fully-connected layer's bias is added as
+            // the row is stored, with no separate copy (a library call per row).
+            match (beta != 0.0, bias) {
+                (false, None) => crow.copy_from_slice(trow),
+                (false, Some(bv)) => {
+                    for ((x, &t), &b) in crow.iter_mut().zip(trow).zip(bv) {
+                        *x = t + b;
+                    }
+                }
+                (true, None) => {
+                    for (x, &t) in crow.iter_mut().zip(trow) {
+                        *x = t + beta * *x;
+                    }
+                }
+                (true, Some(bv)) => {
+                    for ((x, &t), &b) in crow.iter_mut().zip(trow).zip(bv) {
+                        *x = (t + beta * *x) + b;
+                    }
+                }
+            }
+            if clamps(lo, hi) {
+                for x in crow.iter_mut() {
+                    *x = clamp(*x, lo, hi);
+                }
+            }
+        }
+    }
+}
