@@ -132,12 +132,12 @@ pub struct MicroKernel {
 }
 
 /// A second entry of an 8-row kernel that reads A from *wide* panels: the driver packs A
-/// as usual, then [`WideA::expand`] rewrites each MR-interleaved panel so that one
+/// as usual, then `WideA::expand` rewrites each MR-interleaved panel so that one
 /// structure load (`ld4w`) yields the 8 rows of two depth steps, each group of four
 /// repeated in every 128-bit segment of the vector (what an indexed `fmla` needs).
 ///
 /// # Wide panel layout (`MR = 8`, `rep` = vector bits / 128)
-/// A panel of `kc` depth steps takes [`WideA::panel_len`]`(kc)` = `⌈kc/2⌉·16·rep` floats:
+/// A panel of `kc` depth steps takes `WideA::panel_len(kc)` = `⌈kc/2⌉·16·rep` floats:
 /// block `g` (steps `2g`, `2g + 1`) starts at `g·16·rep`, and for copy `s < rep`, lane
 /// `j < 4` and group `i < 4`, `w[g·16·rep + 16·s + 4·j + i] = Q_i[j]` with
 /// `Q_0[j] = A(j, 2g)`, `Q_1[j] = A(4 + j, 2g)`, `Q_2[j] = A(j, 2g + 1)`,

@@ -1,5 +1,5 @@
-//! The C side of the GEMM driver: [`Tiles`] runs the micro-kernel on one tile, straight
-//! into C when the tile is whole, through a stack tile at the M/N edges; [`SharedC`] is the
+//! The C side of the GEMM driver: `Tiles` runs the micro-kernel on one tile, straight
+//! into C when the tile is whole, through a stack tile at the M/N edges; `SharedC` is the
 //! C pointer the cores of a split call share.
 
 use super::contract::*;

@@ -35,7 +35,7 @@
 //! w[((g·OCg + o)·KH·KW + t)·Cg + i]`.
 //!
 //! Every function is safe and panic-free for any argument: lengths are checked against the
-//! geometry up front ([`ConvTranspose2d::check_call`]), and contributions that fall outside
+//! geometry up front (`ConvTranspose2d::check_call`), and contributions that fall outside
 //! the output (the padding crops them) are dropped.
 
 mod geometry;
