@@ -41,12 +41,26 @@ const BUDGET_F32: usize = GEMM_SCRATCH_F32 - ALIGN_F32;
 const MC_DIRECT: usize = 256;
 
 pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan {
+    let nc = (NC - NC % uk.nr).max(uk.nr);
+    // The packed nest packs A per column block: wide when its blocks are (`wide_for`).
+    let cols = if direct_b { n } else { n.min(nc) };
+    plan_with(uk, m, n, k, direct_b, wide_for(uk, cols).is_some())
+}
+
+/// [`plan`] with A panels wide (`wide`, the kernel has a wide entry) or MR-interleaved. The
+/// depth block depends on the kernel alone (a split call's parts, which may decide `wide`
+/// differently, block the depth alike and so compute the same bits); the rows per A block
+/// follow the panel size.
+fn plan_with(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool, wide: bool) -> Plan {
     let (mr, nr) = (uk.mr, uk.nr);
     // Floats of one A panel of `kc` steps as the kernel reads it (a wide panel holds `rep`
-    // copies of each 128-bit group, plus one padded step for an odd `kc`): the A block is
-    // sized for wide panels whenever the kernel has them (`ASource::Mat` uses them).
+    // copies of each 128-bit group, plus one padded step for an odd `kc`).
     let rep = uk.wide.map_or(1, |w| w.rep);
-    let panel = |kc: usize| uk.wide.map_or(kc * mr, |w| w.panel_len(kc));
+    let panel = |kc: usize| match uk.wide {
+        Some(w) if wide => w.panel_len(kc),
+        _ => kc * mr,
+    };
+    let mc_rep = if wide { rep } else { 1 };
     let nc = (NC - NC % nr).max(nr);
     if direct_b {
         // A block (mc × kc) + one packed column-tail panel (kc × nr). With an even cap a
@@ -71,7 +85,7 @@ pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: boo
     } else {
         let kc = split_depth(k, KC);
         // Wide panels are `rep` times larger: fewer rows per block, the same floats.
-        let mc_top = MC / rep;
+        let mc_top = MC / mc_rep;
         let mc = (mc_top - mc_top % mr).max(mr).min(round_up(m, mr));
         let ncb = nc.min(round_up(n, nr));
         Plan {
@@ -95,7 +109,15 @@ pub(super) fn scratch_len_for(uk: &MicroKernel, m: usize, n: usize, k: usize) ->
         return 0;
     }
     let need = |p: Plan| ALIGN_F32 + p.a_len + p.b_len;
-    need(plan(uk, m, n, k, true)).max(need(plan(uk, m, n, k, false)))
+    let plain = need(plan_with(uk, m, n, k, true, false));
+    let plain = plain.max(need(plan_with(uk, m, n, k, false, false)));
+    if wide_for(uk, n).is_none() {
+        return plain; // no part (at most n columns) reads wide panels
+    }
+    // Every part of a split call plans for its own columns, wide or not: the most any needs.
+    plain
+        .max(need(plan_with(uk, m, n, k, true, true)))
+        .max(need(plan_with(uk, m, n, k, false, true)))
 }
 
 /// `C = alpha·A·B + beta·C + bias` with the best micro-kernel for this CPU.
@@ -359,7 +381,13 @@ fn run_nest(
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let (uk, m, n, k) = (call.uk, call.m, call.n, call.k);
-    let need = scratch_len_for(uk, m, n, k);
+    // No plan needs more than GEMM_SCRATCH_F32 (the plans are built inside that budget),
+    // so a scratch of that size skips the planning arithmetic.
+    let need = if scratch.len() >= GEMM_SCRATCH_F32 {
+        GEMM_SCRATCH_F32
+    } else {
+        scratch_len_for(uk, m, n, k)
+    };
     if scratch.len() < need {
         return Err(KernelError::Scratch {
             needed: need * 4,
@@ -371,7 +399,10 @@ fn run_nest(
         len: c.len(),
     };
     let split = crate::parallel::with_team(|team| {
-        let Some(team) = team.filter(|t| t.scratch_f32() >= need) else {
+        let Some(team) = team.filter(|t| {
+            let have = t.scratch_f32();
+            have >= need || have >= scratch_len_for(uk, m, n, k)
+        }) else {
             return false;
         };
         let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(uk.nr));
@@ -443,11 +474,12 @@ unsafe fn part(
     }
 }
 
-/// The kernel's wide entry, for a part `n` columns wide, when it pays: expanding a panel
-/// costs about what 2 tiles gain from it (3.25 against 1.5 instructions per depth step), so
-/// from 3 column tiles on.
+/// The kernel's wide entry, for `n` columns read with one packed A block, when it pays:
+/// expanding a panel costs 3.25 instructions per depth step plus a call, a tile gains 1.5
+/// per step less its longer prologue, so on the small products of the fixtures (depth 64)
+/// 3 column tiles came out level: from 4 on.
 fn wide_for(uk: &MicroKernel, n: usize) -> Option<WideA> {
-    uk.wide.filter(|_| n.div_ceil(uk.nr) >= 3)
+    uk.wide.filter(|_| n.div_ceil(uk.nr) >= 4)
 }
 
 /// Packs `A[ic..ic+mcb, pc..pc+kc]` into `dst` as the kernel will read it: MR-interleaved
@@ -647,11 +679,12 @@ fn packed(
     let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
     let apack = &mut rest[..plan.a_len];
     let (mr, nr, kc) = (uk.mr, uk.nr, plan.kc);
-    let wide = wide_for(uk, n);
-    t.set_wide(wide);
     let mut jc = 0;
     while jc < n {
         let ncb = plan.nc.min(n - jc);
+        // A is packed again for every column block: decided per block.
+        let wide = wide_for(uk, ncb);
+        t.set_wide(wide);
         let mut pc = 0;
         while pc < k {
             let kcb = kc.min(k - pc);
