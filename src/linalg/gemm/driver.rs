@@ -41,6 +41,9 @@ const BUDGET_F32: usize = GEMM_SCRATCH_F32 - ALIGN_F32;
 const MC_DIRECT: usize = 256;
 
 pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool) -> Plan {
+    if uk.wide.is_none() {
+        return plan_with(uk, m, n, k, direct_b, false);
+    }
     let nc = (NC - NC % uk.nr).max(uk.nr);
     // The packed nest packs A per column block: wide when its blocks are (`wide_for`).
     let cols = if direct_b { n } else { n.min(nc) };
@@ -51,6 +54,7 @@ pub(super) fn plan(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: boo
 /// depth block depends on the kernel alone (a split call's parts, which may decide `wide`
 /// differently, block the depth alike and so compute the same bits); the rows per A block
 /// follow the panel size.
+#[inline]
 fn plan_with(uk: &MicroKernel, m: usize, n: usize, k: usize, direct_b: bool, wide: bool) -> Plan {
     let (mr, nr) = (uk.mr, uk.nr);
     // Floats of one A panel of `kc` steps as the kernel reads it (a wide panel holds `rep`
@@ -478,6 +482,7 @@ unsafe fn part(
 /// expanding a panel costs 3.25 instructions per depth step plus a call, a tile gains 1.5
 /// per step less its longer prologue, so on the small products of the fixtures (depth 64)
 /// 3 column tiles came out level: from 4 on.
+#[inline]
 fn wide_for(uk: &MicroKernel, n: usize) -> Option<WideA> {
     uk.wide.filter(|_| n.div_ceil(uk.nr) >= 4)
 }
@@ -486,6 +491,7 @@ fn wide_for(uk: &MicroKernel, n: usize) -> Option<WideA> {
 /// panels ([`pack_a`]), or, for a wide entry, those panels packed at the end of the wide
 /// block's area and expanded forward into it (panel `q` at `q·panel_len(kc)`).
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn pack_a_for(
     uk: &MicroKernel,
     wide: Option<WideA>,

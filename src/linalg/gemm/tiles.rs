@@ -34,10 +34,9 @@ pub(super) struct Tiles<'k> {
     /// The output clamp (applied with the last depth block, like the bias).
     lo: f32,
     hi: f32,
-    /// The kernel entry for the A panels of the running loop nest and its row kernels
-    /// (none for wide panels, which only the tile's wide entry reads).
-    kernel: MicroKernelFn,
-    rows: Option<RowKernels>,
+    /// The wide entry when the running loop nest's A panels are wide (no row kernels
+    /// then: only the tile's wide entry reads them); `None`: the plain entry.
+    wide: Option<MicroKernelFn>,
     tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
 }
 
@@ -67,18 +66,15 @@ impl<'k> Tiles<'k> {
             bias,
             lo,
             hi,
-            kernel: uk.kernel,
-            rows: uk.rows,
+            wide: None,
             tmp: core::mem::MaybeUninit::uninit(),
         }
     }
 
     /// Reads A from wide panels (`Some`: the kernel's wide entry) or MR-interleaved ones.
+    #[inline]
     pub(super) fn set_wide(&mut self, wide: Option<WideA>) {
-        (self.kernel, self.rows) = match wide {
-            Some(w) => (w.kernel, None),
-            None => (self.uk.kernel, self.uk.rows),
-        };
+        self.wide = wide.map(|w| w.kernel);
     }
 
     /// `np` whole tiles side by side: rows `row0 .. row0 + mr`, columns `col0 + q·nr .. + nr`
@@ -87,7 +83,7 @@ impl<'k> Tiles<'k> {
     /// for whole tiles.
     ///
     /// # Safety
-    /// `ap` holds the A panel of `kc` steps that `self.kernel` reads (`kc·mr` floats, or a wide panel); each tile's B has `kc` rows of `nr` readable floats; every
+    /// `ap` holds the A panel of `kc` steps that the selected entry reads (`kc·mr` floats, or a wide panel); each tile's B has `kc` rows of `nr` readable floats; every
     /// tile is whole (`row0 + mr ≤` the part's rows, `col0 + np·nr ≤` its columns) and one of
     /// this part's (see [`Tiles::window`]).
     #[allow(clippy::too_many_arguments)]
@@ -112,9 +108,9 @@ impl<'k> Tiles<'k> {
         };
         let c_off = row0 * ldc + col0;
         debug_assert!(c_off + (self.uk.mr - 1) * ldc + np * nr <= self.len);
-        let kernel = self.kernel;
+        let kernel = self.wide.unwrap_or(self.uk.kernel);
         for q in 0..np {
-            // SAFETY: tile q's B (caller), A (`ap`, the panel `self.kernel` reads), C tile (whole, inside the
+            // SAFETY: tile q's B (caller), A (`ap`, the panel the selected entry reads), C tile (whole, inside the
             // window, this part's alone) and bias (nr floats from column col0 + q·nr < the
             // bias length, sliced above) per the kernel contract; the kernel's CPU features are
             // present (kernels are only handed out after detection).
@@ -143,7 +139,7 @@ impl<'k> Tiles<'k> {
     /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
     ///
     /// # Safety
-    /// `ap` holds the A panel of `kc` steps that `self.kernel` reads; `bptr` has `kc` rows of `nr` readable floats `ldb` apart;
+    /// `ap` holds the A panel of `kc` steps that the selected entry reads; `bptr` has `kc` rows of `nr` readable floats `ldb` apart;
     /// the tile is one of this part's (see [`Tiles::window`]).
     #[allow(clippy::too_many_arguments)]
     #[inline]
@@ -181,7 +177,11 @@ impl<'k> Tiles<'k> {
             return;
         }
         let tmp = self.tmp.as_mut_ptr() as *mut f32;
-        if let Some(f) = self.rows.and_then(|rk| rk.for_rows(mrb)) {
+        let rows = match self.wide {
+            Some(_) => None,
+            None => self.uk.rows.as_ref(),
+        };
+        if let Some(f) = rows.and_then(|rk| rk.for_rows(mrb)) {
             // The M edge by a row kernel: no padded rows computed. Whole columns go straight
             // into C with the epilogue in the kernel; a column edge goes through `tmp`.
             let direct = nrb == nr;
@@ -229,7 +229,7 @@ impl<'k> Tiles<'k> {
             // SAFETY: as above for A/B; `tmp` holds mr·nr ≤ MAX_MR·MAX_NR floats with row
             // stride nr, beta = 0 (not read), no bias.
             unsafe {
-                (self.kernel)(
+                (self.wide.unwrap_or(self.uk.kernel))(
                     kc,
                     ap.as_ptr(),
                     bptr,
