@@ -378,6 +378,49 @@ macro_rules! wide_pair {
     };
 }
 
+/// The `asm!` block of an 8 × 3·VL tile kernel: the given lines with the operands every
+/// such body uses (`{k}`, `{a}`, `{b}`, `{ldb}`, `{c}`, `{rsc}` in bytes, `{alpha}`,
+/// `{alpha1}`, `{beta}`, `{betaf}`, `{bias}` from the kernel's arguments, scratch `{n}`,
+/// `{t}`, `{o2}`–`{o7}` and the listed extra scratch registers), every vector register and p0
+/// clobbered (z8–z31 alias v8–v31, so the compiler keeps the callee-saved d8–d15 itself),
+/// flags too (no `preserves_flags`).
+macro_rules! sve_tile_asm {
+    (($k:ident, $a:ident, $b:ident, $ldb:ident, $c:ident, $rsc:ident, $alpha:ident,
+      $beta:ident, $bias:ident), [$($extra:ident),*], $($line:expr),* $(,)?) => {
+        asm!(
+            $($line,)*
+            k = inout(reg) $k => _,
+            a = inout(reg) $a => _,
+            b = inout(reg) $b => _,
+            ldb = in(reg) $ldb,
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc * 4,
+            alpha = in(reg) $alpha.to_bits(),
+            alpha1 = in(reg) ($alpha == 1.0) as u64,
+            beta = in(reg) $beta.to_bits(),
+            betaf = in(reg) ($beta != 0.0) as u64,
+            bias = in(reg) $bias,
+            n = out(reg) _,
+            t = out(reg) _,
+            $($extra = out(reg) _,)*
+            o2 = out(reg) _,
+            o3 = out(reg) _,
+            o4 = out(reg) _,
+            o5 = out(reg) _,
+            o6 = out(reg) _,
+            o7 = out(reg) _,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _,
+            out("v6") _, out("v7") _, out("v8") _, out("v9") _, out("v10") _, out("v11") _,
+            out("v12") _, out("v13") _, out("v14") _, out("v15") _, out("v16") _,
+            out("v17") _, out("v18") _, out("v19") _, out("v20") _, out("v21") _,
+            out("v22") _, out("v23") _, out("v24") _, out("v25") _, out("v26") _,
+            out("v27") _, out("v28") _, out("v29") _, out("v30") _, out("v31") _,
+            out("p0") _,
+            options(nostack),
+        )
+    };
+}
+
 /// The SVE2 kernel body for the current vector length.
 ///
 /// Layout contract (the [`MicroKernel`] one with `MR = 8`, `NR = 3·W`, `W = cntw()`):
@@ -407,7 +450,9 @@ unsafe fn kernel_sve2_rows(
     // compiler preserves the callee-saved d8–d15 itself); flags are clobbered (no
     // `preserves_flags`). SVE2 is present (caller, target_feature).
     unsafe {
-        asm!(
+        sve_tile_asm!(
+            (k, a, b, ldb, c, rsc, alpha, beta, bias),
+            [],
             "ptrue p0.s",
             sve_zero24!(),
             // 8 depth steps per iteration: A at immediate offsets from {a} + 128 bytes, the B
@@ -446,33 +491,6 @@ unsafe fn kernel_sve2_rows(
             "b.ne 4b",
             "5:",
             sve_epilogue!(),
-            k = inout(reg) k => _,
-            a = inout(reg) a => _,
-            b = inout(reg) b => _,
-            ldb = in(reg) ldb,
-            c = inout(reg) c => _,
-            rsc = in(reg) rsc * 4,
-            alpha = in(reg) alpha.to_bits(),
-            alpha1 = in(reg) (alpha == 1.0) as u64,
-            beta = in(reg) beta.to_bits(),
-            betaf = in(reg) (beta != 0.0) as u64,
-            bias = in(reg) bias,
-            n = out(reg) _,
-            t = out(reg) _,
-            o2 = out(reg) _,
-            o3 = out(reg) _,
-            o4 = out(reg) _,
-            o5 = out(reg) _,
-            o6 = out(reg) _,
-            o7 = out(reg) _,
-            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _,
-            out("v6") _, out("v7") _, out("v8") _, out("v9") _, out("v10") _, out("v11") _,
-            out("v12") _, out("v13") _, out("v14") _, out("v15") _, out("v16") _,
-            out("v17") _, out("v18") _, out("v19") _, out("v20") _, out("v21") _,
-            out("v22") _, out("v23") _, out("v24") _, out("v25") _, out("v26") _,
-            out("v27") _, out("v28") _, out("v29") _, out("v30") _, out("v31") _,
-            out("p0") _,
-            options(nostack),
         );
     }
 }
@@ -542,7 +560,9 @@ unsafe fn kernel_sve2_wide_rows(
     // Every vector/predicate register the block writes is declared clobbered; flags too.
     // SVE2 is present (caller, target_feature).
     unsafe {
-        asm!(
+        sve_tile_asm!(
+            (k, a, b, ldb, c, rsc, alpha, beta, bias),
+            [u],
             "ptrue p0.s",
             sve_zero24!(),
             "cntw {t}",
@@ -613,34 +633,6 @@ unsafe fn kernel_sve2_wide_rows(
             fmla24!("z0", "z1", "z4", "z5", "z6"),
             "5:",
             sve_epilogue!(),
-            k = inout(reg) k => _,
-            a = inout(reg) a => _,
-            b = inout(reg) b => _,
-            ldb = in(reg) ldb,
-            c = inout(reg) c => _,
-            rsc = in(reg) rsc * 4,
-            alpha = in(reg) alpha.to_bits(),
-            alpha1 = in(reg) (alpha == 1.0) as u64,
-            beta = in(reg) beta.to_bits(),
-            betaf = in(reg) (beta != 0.0) as u64,
-            bias = in(reg) bias,
-            n = out(reg) _,
-            t = out(reg) _,
-            u = out(reg) _,
-            o2 = out(reg) _,
-            o3 = out(reg) _,
-            o4 = out(reg) _,
-            o5 = out(reg) _,
-            o6 = out(reg) _,
-            o7 = out(reg) _,
-            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _,
-            out("v6") _, out("v7") _, out("v8") _, out("v9") _, out("v10") _, out("v11") _,
-            out("v12") _, out("v13") _, out("v14") _, out("v15") _, out("v16") _,
-            out("v17") _, out("v18") _, out("v19") _, out("v20") _, out("v21") _,
-            out("v22") _, out("v23") _, out("v24") _, out("v25") _, out("v26") _,
-            out("v27") _, out("v28") _, out("v29") _, out("v30") _, out("v31") _,
-            out("p0") _,
-            options(nostack),
         );
     }
 }

@@ -386,6 +386,22 @@ fn gemv_every_isa() {
     force(saved).unwrap();
 }
 
+#[cfg(target_arch = "aarch64")]
+/// The clamp range (`[-0.5, 0.5]` or none) and bias pointer (or null) of a direct kernel call.
+fn epilogue_args(clamp: bool, with_bias: bool, bias: &[f32]) -> (f32, f32, *const f32) {
+    let (lo, hi) = if clamp {
+        (-0.5, 0.5)
+    } else {
+        (f32::NEG_INFINITY, f32::INFINITY)
+    };
+    let bias_ptr = if with_bias {
+        bias.as_ptr()
+    } else {
+        core::ptr::null()
+    };
+    (lo, hi, bias_ptr)
+}
+
 /// Every Neon row kernel (`RowKernels`: r < MR rows of a tile) against an f64 reference,
 /// straight through its function pointer: odd depths, a strided B and C, each epilogue
 /// (bias, clamp, alpha/beta, accumulate into C). The panel's rows r.. are NaN, so a kernel
@@ -422,16 +438,7 @@ fn neon_row_kernels_match_the_reference() {
                     let mut c = rng.vec((r + 1) * rsc);
                     let c0 = c.clone();
                     let bias = rng.vec(nr);
-                    let (lo, hi) = if clamp {
-                        (-0.5, 0.5)
-                    } else {
-                        (f32::NEG_INFINITY, f32::INFINITY)
-                    };
-                    let bias_ptr = if with_bias {
-                        bias.as_ptr()
-                    } else {
-                        core::ptr::null()
-                    };
+                    let (lo, hi, bias_ptr) = epilogue_args(clamp, with_bias, &bias);
                     // SAFETY: the RowKernels contract: k groups of mr floats, k rows of nr
                     // floats ldb apart, r rows of nr floats rsc apart, nr bias floats.
                     unsafe {
@@ -532,16 +539,7 @@ fn sve2_wide_panels_match_the_plain_kernel() {
                 let bias = rng.vec(nr);
                 let rsc = nr + 2;
                 let c0 = rng.vec(mr * rsc);
-                let (lo, hi) = if clamp {
-                    (-0.5, 0.5)
-                } else {
-                    (f32::NEG_INFINITY, f32::INFINITY)
-                };
-                let bias_ptr = if with_bias {
-                    bias.as_ptr()
-                } else {
-                    core::ptr::null()
-                };
+                let (lo, hi, bias_ptr) = epilogue_args(clamp, with_bias, &bias);
                 for q in 0..panels {
                     let (mut want, mut got) = (c0.clone(), c0.clone());
                     // SAFETY: the MicroKernel contract for 8 × NR: a plain panel of k steps
