@@ -8,7 +8,6 @@ use super::run;
 use crate::delegate::DelegateInit;
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
 use crate::linalg::quant::{self, QParams, QWeights};
@@ -81,11 +80,12 @@ pub fn execute_plan(
     state: &[u8],
     ctx: &mut KernelCtx<'_, '_, '_>,
 ) -> Result<(), KernelError> {
-    let (head, locs, sums) = state_view(state)?;
-    let fb = &init.payload[head.fb_off as usize..(head.fb_off + head.fb_len) as usize];
-    // SAFETY: these exact bytes (borrowed immutably from the program for its lifetime) were
-    // verified by `root_with_opts` in `prepare`/`init` when the method was loaded.
-    let g = unsafe { flatbuffers::root_unchecked::<xf::XNNGraph>(fb) };
+    let StateView {
+        head,
+        locs,
+        steps,
+        sums,
+    } = state_view(state)?;
     if ctx.nargs() < head.num_externs as usize {
         return Err(KernelError::ArgCount {
             expected: head.num_externs as usize,
@@ -215,8 +215,8 @@ pub fn execute_plan(
         .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
         .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
     let qkernel = quant::QuantKernel::select();
-    for (index, node) in g.xnodes().unwrap_or_default().iter().enumerate() {
-        let (op, clamp) = graph::decode(node)?;
+    for (index, step) in steps.iter().enumerate() {
+        let (op, clamp) = step.op()?;
         if locs
             .get(op.output() as usize)
             .is_some_and(|l| l.dt == DT_QD8)
@@ -227,12 +227,7 @@ pub fn execute_plan(
             };
             let od = dims(op.output());
             if ctx.observed() {
-                ctx.region_op(
-                    index,
-                    graph::node_name(node.xnode_union_type()),
-                    od.numel(),
-                    0,
-                );
+                ctx.region_op(index, graph::node_name(step.node()), od.numel(), 0);
             }
             let xs = rd(x)?;
             let (qp, numel, rows) = qd8(op.output())?;
@@ -273,7 +268,7 @@ pub fn execute_plan(
         if ctx.observed() {
             ctx.region_op(
                 index,
-                graph::node_name(node.xnode_union_type()),
+                graph::node_name(step.node()),
                 od.numel(),
                 macs(&op, &|id| dims(id), &od),
             );

@@ -15,10 +15,11 @@ pub mod graph;
 pub mod header;
 mod plan;
 pub mod run;
+mod step;
 
 pub use execute::execute_plan;
 use plan::*;
-pub use plan::{Loc, MAX_EXTERNS, MAX_VALUES};
+pub use plan::{Loc, MAX_EXTERNS, MAX_NODES, MAX_VALUES};
 
 use core::mem::{align_of, size_of};
 
@@ -196,13 +197,18 @@ fn analyze(
     packed: &[FilterOverride],
     pack_at_load: bool,
 ) -> Result<(Requirements, Head), KernelError> {
-    let (g, (fb_off, fb_len), constants) = graph_of(init.payload)?;
+    let (g, _, constants) = graph_of(init.payload)?;
     let values = g.xvalues().ok_or(bad("XNNPACK graph: xvalues missing"))?;
     let nodes = g.xnodes().ok_or(bad("XNNPACK graph: xnodes missing"))?;
     let nv = values.len();
     if nv > MAX_VALUES {
         return Err(KernelError::Unsupported {
             detail: "XNNPACK region with more than 1024 values",
+        });
+    }
+    if nodes.len() > MAX_NODES {
+        return Err(KernelError::Unsupported {
+            detail: "XNNPACK region with more than 4096 nodes",
         });
     }
     let num_externs = g.num_externs() as usize;
@@ -737,8 +743,8 @@ fn analyze(
     let head = Head {
         n_values: nv as u32,
         num_externs: num_externs as u32,
-        fb_off: fb_off as u64,
-        fb_len: fb_len as u64,
+        n_steps: nodes.len() as u32,
+        _pad: 0,
         gemm_off: gemm_off as u64,
         n_sums: 0,
     };
@@ -767,9 +773,10 @@ fn analyze(
     head.n_sums = (0..nv).map(sums_of).sum();
     // Filters packed at load: their panels one after another behind the column sums, each
     // 64-byte rounded; (state offset, bytes) per value.
-    let mut state_end = state_bytes(nv, head.n_sums as usize);
+    let n_steps = nodes.len();
+    let mut state_end = state_bytes(nv, n_steps, head.n_sums as usize);
     let mut load_at = heapless::Vec::<(usize, usize), MAX_VALUES>::new();
-    let mut next = packed_area_start(nv, head.n_sums as usize);
+    let mut next = packed_area_start(nv, n_steps, head.n_sums as usize);
     for i in 0..nv {
         let nr = load_nr[i];
         let (k, n, _) = load_kn[i];
@@ -900,16 +907,33 @@ fn init_with(
     packed: &[FilterOverride],
     pack_at_load: bool,
 ) -> Result<(), KernelError> {
-    let n = graph_of(init.payload)?.0.xvalues().map_or(0, |v| v.len());
+    let g = graph_of(init.payload)?.0;
+    let n = g.xvalues().map_or(0, |v| v.len());
+    let nodes = g.xnodes().unwrap_or_default();
+    let ns = nodes.len();
     if n > MAX_VALUES
-        || state.len() < state_bytes(n, 0)
+        || ns > MAX_NODES
+        || state.len() < state_bytes(n, ns, 0)
         || !(state.as_ptr() as usize).is_multiple_of(16)
     {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
-    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n, 0) bytes
-    // (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
-    // pointers (at offset 40, 8-byte alignment) is sound.
+    // The node table: each node decoded once (`analyze` below checks them all).
+    for (i, node) in nodes.iter().enumerate() {
+        let (op, clamp) = graph::decode(node)?;
+        let step = step::Step::new(&op, clamp, node.xnode_union_type());
+        // SAFETY: Step i lies at steps_at(n) + 104·i, inside the state_bytes(n, ns, 0)
+        // checked bytes; 4-byte aligned (steps_at(n) = 32 + 72·n); Step is repr(C) plain
+        // data; `state` is exclusively borrowed.
+        unsafe {
+            (state.as_mut_ptr().add(steps_at(n)) as *mut step::Step)
+                .add(i)
+                .write(step)
+        };
+    }
+    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n, ns, 0)
+    // bytes (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
+    // pointers (at offset 32, 8-byte alignment) is sound.
     let locs = unsafe {
         let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
         for i in 0..n {
@@ -925,9 +949,9 @@ fn init_with(
     // Behind the value table: the quantized filters' column sums, then the filters packed at
     // load.
     let program = init.program.bytes();
-    let sums_off = size_of::<Head>() + n * size_of::<Loc>();
+    let sums_off = sums_at(n, ns);
     for i in 0..n {
-        // SAFETY: Loc i was written by `analyze` above (same area, offset 40 + 72·i).
+        // SAFETY: Loc i was written by `analyze` above (same area, offset 32 + 72·i).
         let l = unsafe { *(state.as_ptr().add(size_of::<Head>()) as *const Loc).add(i) };
         if l.flags & PACKED_IN_STATE != 0 {
             pack_at_load_into(program, &l, state)?;
@@ -958,8 +982,8 @@ fn init_with(
         let (rows, k) = (d.dims()[0], d.dims()[1]); // quantized filters are 2-D (checked)
         let qw = execute::quant_weights(program, &l, rows, k)?;
         // SAFETY: the sums table lies inside the checked `req.state` bytes (which cover
-        // state_bytes(n, head.n_sums)); its entries for this filter, [sums, sums + rows), are
-        // within head.n_sums (assigned in order by `analyze`); 4-byte aligned (sums_off is a
+        // state_bytes(n, ns, head.n_sums)); its entries for this filter, [sums, sums + rows),
+        // are within head.n_sums (assigned in order by `analyze`); 4-byte aligned (sums_off is a
         // multiple of 8); no other live borrow.
         let out = unsafe {
             core::slice::from_raw_parts_mut(state.as_mut_ptr().add(at) as *mut f32, rows)

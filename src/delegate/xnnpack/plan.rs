@@ -1,16 +1,19 @@
 //! The translated plan of one region as it lives in the method's metadata buffer: a fixed
 //! [`Head`], then one [`Loc`] per graph value (its kind, element type, dims and where its bytes
-//! are).
+//! are), then one [`Step`] per node (the node decoded at init).
 
 use core::mem::size_of;
 
 use super::graph::{bad, MAX_DIMS};
+use super::step::Step;
 use crate::error::KernelError;
 use crate::linalg::quant::QParams;
 use crate::shape::Shape;
 
 /// Most values one region may have (bounds the load-time planner's stack tables).
 pub const MAX_VALUES: usize = 1024;
+/// Most nodes of one region.
+pub const MAX_NODES: usize = 4096;
 /// Most external values (DelegateCall arguments) of one region.
 pub const MAX_EXTERNS: usize = 64;
 
@@ -96,9 +99,9 @@ impl Loc {
 pub(super) struct Head {
     pub(super) n_values: u32,
     pub(super) num_externs: u32,
-    /// Flatbuffer position inside the payload.
-    pub(super) fb_off: u64,
-    pub(super) fb_len: u64,
+    /// Nodes, each a [`Step`] behind the value table.
+    pub(super) n_steps: u32,
+    pub(super) _pad: u32,
     /// Scratch offset of the GEMM packing area (f32-aligned).
     pub(super) gemm_off: u64,
     /// Entries of the column-sums table behind the value table (one f32 per output channel of
@@ -106,19 +109,39 @@ pub(super) struct Head {
     pub(super) n_sums: u64,
 }
 
-/// Bytes of the state area: header, value table, column sums.
-pub(super) fn state_bytes(n_values: usize, n_sums: usize) -> usize {
-    size_of::<Head>() + n_values * size_of::<Loc>() + n_sums * size_of::<f32>()
+/// Offset in the state area of the node table (behind header and value table).
+pub(super) fn steps_at(n_values: usize) -> usize {
+    size_of::<Head>() + n_values * size_of::<Loc>()
 }
 
-/// Offset in the state area of the filters packed at load: behind header, value table and
-/// column sums, rounded up to 64 bytes (a cache line from the 16-aligned area's start).
-pub(super) fn packed_area_start(n_values: usize, n_sums: usize) -> usize {
-    state_bytes(n_values, n_sums).next_multiple_of(64)
+/// Offset in the state area of the column sums (behind header, value table and node table).
+pub(super) fn sums_at(n_values: usize, n_steps: usize) -> usize {
+    steps_at(n_values) + n_steps * size_of::<Step>()
 }
 
-/// Splits the state area into the header, the value table and the column sums.
-pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc], &[f32]), KernelError> {
+/// Bytes of the state area: header, value table, node table, column sums.
+pub(super) fn state_bytes(n_values: usize, n_steps: usize, n_sums: usize) -> usize {
+    sums_at(n_values, n_steps) + n_sums * size_of::<f32>()
+}
+
+/// Offset in the state area of the filters packed at load: behind header, value table, node
+/// table and column sums, rounded up to 64 bytes (a cache line from the 16-aligned area's
+/// start).
+pub(super) fn packed_area_start(n_values: usize, n_steps: usize, n_sums: usize) -> usize {
+    state_bytes(n_values, n_steps, n_sums).next_multiple_of(64)
+}
+
+/// The state area as its parts.
+pub(super) struct StateView<'s> {
+    pub(super) head: Head,
+    pub(super) locs: &'s [Loc],
+    pub(super) steps: &'s [Step],
+    pub(super) sums: &'s [f32],
+}
+
+/// Splits the state area into the header, the value table, the node table and the column
+/// sums.
+pub(super) fn state_view(state: &[u8]) -> Result<StateView<'_>, KernelError> {
     if state.len() < size_of::<Head>() || !(state.as_ptr() as usize).is_multiple_of(16) {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
@@ -126,22 +149,35 @@ pub(super) fn state_view(state: &[u8]) -> Result<(Head, &[Loc], &[f32]), KernelE
     // Head); Head is repr(C) plain data (any bit pattern valid), written by `init`.
     let head = unsafe { *(state.as_ptr() as *const Head) };
     let n = head.n_values as usize;
+    let ns = head.n_steps as usize;
     let n_sums = usize::try_from(head.n_sums).unwrap_or(usize::MAX);
-    if n > MAX_VALUES || n_sums > u32::MAX as usize || state.len() < state_bytes(n, n_sums) {
+    if n > MAX_VALUES
+        || ns > MAX_NODES
+        || n_sums > u32::MAX as usize
+        || state.len() < state_bytes(n, ns, n_sums)
+    {
         return Err(bad("XNNPACK state area too small"));
     }
-    // SAFETY: `n` Locs and then `n_sums` f32 fit after the header (checked); the offset
-    // size_of::<Head>() = 40 keeps 8-byte alignment for Loc (size 72, a multiple of 8) and
-    // 4-byte alignment for the sums; Loc and f32 are plain data, and `init` wrote all of them.
-    let (locs, sums) = unsafe {
-        let lp = state.as_ptr().add(size_of::<Head>());
-        (
-            core::slice::from_raw_parts(lp as *const Loc, n),
-            core::slice::from_raw_parts(lp.add(n * size_of::<Loc>()) as *const f32, n_sums),
-        )
+    // SAFETY: `n` Locs, `ns` Steps and then `n_sums` f32 fit after the header (checked); the
+    // offset size_of::<Head>() = 32 keeps 8-byte alignment for Loc (size 72, a multiple of
+    // 8), and Step (size 104, align 4) and f32 need 4; Loc, Step and f32 are plain data (any
+    // bit pattern is a value).
+    let view = unsafe {
+        let base = state.as_ptr();
+        StateView {
+            head,
+            locs: core::slice::from_raw_parts(base.add(steps_at(0)) as *const Loc, n),
+            steps: core::slice::from_raw_parts(base.add(steps_at(n)) as *const Step, ns),
+            sums: core::slice::from_raw_parts(base.add(sums_at(n, ns)) as *const f32, n_sums),
+        }
     };
-    Ok((head, locs, sums))
+    Ok(view)
 }
 
-// The alignment arguments of `state_view` and `init_packed` rest on these sizes.
-const _: () = assert!(size_of::<Head>() == 40 && size_of::<Loc>() == 72);
+// The alignment arguments of `state_view` and `init_with` rest on these sizes.
+const _: () = assert!(
+    size_of::<Head>() == 32
+        && size_of::<Loc>() == 72
+        && size_of::<Step>() == 104
+        && core::mem::align_of::<Step>() == 4
+);
