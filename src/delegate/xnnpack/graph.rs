@@ -30,6 +30,18 @@ pub enum Binary {
     Max,
 }
 
+impl Binary {
+    /// Every elementwise binary operator.
+    pub const ALL: [Binary; 6] = [
+        Binary::Add,
+        Binary::Sub,
+        Binary::Mul,
+        Binary::Div,
+        Binary::Min,
+        Binary::Max,
+    ];
+}
+
 /// Elementwise unary operators.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Unary {

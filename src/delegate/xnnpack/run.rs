@@ -789,14 +789,7 @@ mod tests {
             (&[4, 1], &[2, 1, 1]),
             (&[3, 1, 7], &[3, 2, 7]),
         ];
-        let ops = [
-            Binary::Add,
-            Binary::Sub,
-            Binary::Mul,
-            Binary::Div,
-            Binary::Min,
-            Binary::Max,
-        ];
+        let ops = Binary::ALL;
         for (as_, bs) in cases {
             let os = broadcast_dims(as_, bs);
             let a = ramp(as_.iter().product(), 3.0);

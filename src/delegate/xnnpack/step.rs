@@ -42,14 +42,7 @@ const K_CONV_T: u32 = 12;
 const K_POOL: u32 = 13;
 const K_GAP: u32 = 14;
 
-const BINARIES: [Binary; 6] = [
-    Binary::Add,
-    Binary::Sub,
-    Binary::Mul,
-    Binary::Div,
-    Binary::Min,
-    Binary::Max,
-];
+const BINARIES: [Binary; 6] = Binary::ALL;
 
 /// The unary operators without a parameter, in code order; `LeakyRelu` and `Elu` follow.
 const UNARIES: [Unary; 17] = [
