@@ -84,6 +84,7 @@ pub fn execute_plan(
         head,
         locs,
         steps,
+        externs,
         sums,
     } = state_view(state)?;
     if ctx.nargs() < head.num_externs as usize {
@@ -95,9 +96,21 @@ pub fn execute_plan(
     // Externals: inputs as read-only views, outputs resized to their graph dims.
     let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
     let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
-    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_IN) {
+    // The value each argument binds (from the externals table made at init).
+    let ext_loc = |id: u32| -> Result<Option<&Loc>, KernelError> {
+        if id == NO_VALUE {
+            return Ok(None);
+        }
+        locs.get(id as usize)
+            .map(Some)
+            .ok_or(bad("externals table: value id out of range"))
+    };
+    for &id in externs {
+        let Some(l) = ext_loc(id)?.filter(|l| l.kind == KIND_EXTERNAL_IN) else {
+            continue;
+        };
         let t = ctx.input(l.ext as usize)?;
-        if t.numel() != l.dims().numel() {
+        if t.numel() as u64 != l.numel {
             return Err(KernelError::Shape {
                 arg: l.ext as usize,
                 detail: "input size differs from the delegate graph",
@@ -106,7 +119,10 @@ pub fn execute_plan(
         let s = t.as_slice::<f32>()?;
         ext_in[l.ext as usize] = (s.as_ptr(), s.len());
     }
-    for l in locs.iter().filter(|l| l.kind == KIND_EXTERNAL_OUT) {
+    for &id in externs {
+        let Some(l) = ext_loc(id)?.filter(|l| l.kind == KIND_EXTERNAL_OUT) else {
+            continue;
+        };
         let dtype = ctx.out_dtype(l.ext as usize)?;
         if dtype != DType::F32 {
             return Err(KernelError::UnsupportedDType {
@@ -115,7 +131,7 @@ pub fn execute_plan(
             });
         }
         let shape = ctx.tensor_shape(l.ext as usize)?;
-        if shape.numel() != l.dims().numel() {
+        if shape.numel() as u64 != l.numel {
             return Err(KernelError::Shape {
                 arg: l.ext as usize,
                 detail: "output size differs from the delegate graph",
@@ -143,10 +159,21 @@ pub fn execute_plan(
         if l.dt != DT_F32 {
             return Err(bad("quantized value read as fp32"));
         }
-        let n = l.dims().numel();
+        let n = l.numel as usize;
         Ok(match l.kind {
-            KIND_EXTERNAL_IN => (ext_in[l.ext as usize].0 as *mut f32, n),
-            KIND_EXTERNAL_OUT => (ext_out[l.ext as usize].0, n),
+            // Bound above, with their lengths (an argument no table entry bound has none).
+            KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT => {
+                let (p, len) = if l.kind == KIND_EXTERNAL_IN {
+                    let (p, len) = ext_in.get(l.ext as usize).copied().unwrap_or_default();
+                    (p as *mut f32, len)
+                } else {
+                    ext_out.get(l.ext as usize).copied().unwrap_or_default()
+                };
+                if n > len {
+                    return Err(bad("external value larger than its argument"));
+                }
+                (p, n)
+            }
             KIND_CONSTANT => {
                 let end = l.offset as usize + n * 4;
                 if end > program.len() {
@@ -209,11 +236,11 @@ pub fn execute_plan(
     // Rows of an external output the program reads (`exec::demand`), e.g. only the last
     // position of a language-model head: the fully-connected node writing that output
     // ([`ROWS_LOCAL`], found at init) computes only those rows.
-    let demanded = locs
+    let demanded = externs
         .iter()
-        .enumerate()
+        .filter_map(|&id| Some((id, ext_loc(id).ok()??)))
         .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
-        .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id as u32, r)));
+        .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id, r)));
     let qkernel = quant::QuantKernel::select();
     for (index, step) in steps.iter().enumerate() {
         let (op, clamp) = step.op()?;

@@ -218,6 +218,7 @@ fn analyze(
         });
     }
     // Pass 1: values.
+    let mut ext_seen = [false; MAX_EXTERNS];
     let mut dims_tab = heapless::Vec::<Shape, MAX_VALUES>::new();
     let mut kinds = heapless::Vec::<(u32, u32, u64), MAX_VALUES>::new();
     // Per value: (element type, group, program offset of the scales, quantized ahead by an
@@ -413,6 +414,9 @@ fn analyze(
                     index: ext as i64,
                     size: num_externs,
                 });
+            }
+            if core::mem::replace(&mut ext_seen[ext as usize], true) {
+                return Err(bad("XNNPACK graph: two values name the same external"));
             }
             (
                 if flags & 1 != 0 {
@@ -774,9 +778,9 @@ fn analyze(
     // Filters packed at load: their panels one after another behind the column sums, each
     // 64-byte rounded; (state offset, bytes) per value.
     let n_steps = nodes.len();
-    let mut state_end = state_bytes(nv, n_steps, head.n_sums as usize);
+    let mut state_end = state_bytes(nv, n_steps, num_externs, head.n_sums as usize);
     let mut load_at = heapless::Vec::<(usize, usize), MAX_VALUES>::new();
-    let mut next = packed_area_start(nv, n_steps, head.n_sums as usize);
+    let mut next = packed_area_start(nv, n_steps, num_externs, head.n_sums as usize);
     for i in 0..nv {
         let nr = load_nr[i];
         let (k, n, _) = load_kn[i];
@@ -820,6 +824,7 @@ fn analyze(
                     group: load_kn[i].2 as u32,
                     aux: offset,
                     sums: 0,
+                    numel: d.numel() as u64,
                 };
                 continue;
             }
@@ -847,6 +852,7 @@ fn analyze(
                 group: qinfo[i].1,
                 aux: qinfo[i].2,
                 sums: sums_at,
+                numel: d.numel() as u64,
             };
             sums_at += sums_of(i);
         }
@@ -911,9 +917,11 @@ fn init_with(
     let n = g.xvalues().map_or(0, |v| v.len());
     let nodes = g.xnodes().unwrap_or_default();
     let ns = nodes.len();
+    let ne = g.num_externs() as usize;
     if n > MAX_VALUES
         || ns > MAX_NODES
-        || state.len() < state_bytes(n, ns, 0)
+        || ne > MAX_EXTERNS
+        || state.len() < state_bytes(n, ns, ne, 0)
         || !(state.as_ptr() as usize).is_multiple_of(16)
     {
         return Err(bad("XNNPACK state area too small or misaligned"));
@@ -922,8 +930,8 @@ fn init_with(
     for (i, node) in nodes.iter().enumerate() {
         let (op, clamp) = graph::decode(node)?;
         let step = step::Step::new(&op, clamp, node.xnode_union_type());
-        // SAFETY: Step i lies at steps_at(n) + 104·i, inside the state_bytes(n, ns, 0)
-        // checked bytes; 4-byte aligned (steps_at(n) = 32 + 72·n); Step is repr(C) plain
+        // SAFETY: Step i lies at steps_at(n) + 104·i, inside the state_bytes(n, ns, ne, 0)
+        // checked bytes; 4-byte aligned (steps_at(n) = 32 + 80·n); Step is repr(C) plain
         // data; `state` is exclusively borrowed.
         unsafe {
             (state.as_mut_ptr().add(steps_at(n)) as *mut step::Step)
@@ -931,7 +939,7 @@ fn init_with(
                 .write(step)
         };
     }
-    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n, ns, 0)
+    // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n, ns, ne, 0)
     // bytes (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
     // pointers (at offset 32, 8-byte alignment) is sound.
     let locs = unsafe {
@@ -941,17 +949,34 @@ fn init_with(
         }
         core::slice::from_raw_parts_mut(p, n)
     };
-    let (req, head) = analyze(init, Some(locs), packed, pack_at_load)?;
-    // `req.state` covers header, value table, column sums and the filters packed at load.
+    let (req, head) = analyze(init, Some(&mut *locs), packed, pack_at_load)?;
+    // `req.state` covers header, tables, column sums and the filters packed at load.
     if state.len() < req.state {
         return Err(bad("XNNPACK state area too small"));
+    }
+    // The externals table: argument → the one value naming it (`analyze` refused two).
+    let mut externs = [NO_VALUE; MAX_EXTERNS];
+    for (i, l) in locs.iter().enumerate() {
+        if matches!(l.kind, KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT) {
+            if let Some(e) = externs.get_mut(l.ext as usize) {
+                *e = i as u32;
+            }
+        }
+    }
+    let table = externs_at(n, ns);
+    for (e, &id) in externs[..ne].iter().enumerate() {
+        let at = table + e * size_of::<u32>();
+        state
+            .get_mut(at..at + size_of::<u32>())
+            .ok_or(bad("XNNPACK state area too small"))?
+            .copy_from_slice(&id.to_ne_bytes());
     }
     // Behind the value table: the quantized filters' column sums, then the filters packed at
     // load.
     let program = init.program.bytes();
-    let sums_off = sums_at(n, ns);
+    let sums_off = sums_at(n, ns, ne);
     for i in 0..n {
-        // SAFETY: Loc i was written by `analyze` above (same area, offset 32 + 72·i).
+        // SAFETY: Loc i was written by `analyze` above (same area, offset 32 + 80·i).
         let l = unsafe { *(state.as_ptr().add(size_of::<Head>()) as *const Loc).add(i) };
         if l.flags & PACKED_IN_STATE != 0 {
             pack_at_load_into(program, &l, state)?;
@@ -982,7 +1007,7 @@ fn init_with(
         let (rows, k) = (d.dims()[0], d.dims()[1]); // quantized filters are 2-D (checked)
         let qw = execute::quant_weights(program, &l, rows, k)?;
         // SAFETY: the sums table lies inside the checked `req.state` bytes (which cover
-        // state_bytes(n, ns, head.n_sums)); its entries for this filter, [sums, sums + rows),
+        // state_bytes(n, ns, ne, head.n_sums)); its entries for this filter, [sums, sums + rows),
         // are within head.n_sums (assigned in order by `analyze`); 4-byte aligned (sums_off is a
         // multiple of 8); no other live borrow.
         let out = unsafe {

@@ -54,6 +54,8 @@ pub struct Loc {
     pub(super) aux: u64,
     /// Quantized weights: index of their column sums in the state's sums table.
     pub(super) sums: u64,
+    /// Elements (the product of `dims[..rank]`), worked out at init.
+    pub(super) numel: u64,
 }
 
 /// fp32 values (everything but the quantized ones below).
@@ -114,21 +116,40 @@ pub(super) fn steps_at(n_values: usize) -> usize {
     size_of::<Head>() + n_values * size_of::<Loc>()
 }
 
-/// Offset in the state area of the column sums (behind header, value table and node table).
-pub(super) fn sums_at(n_values: usize, n_steps: usize) -> usize {
+/// Offset in the state area of the externals table (behind the node table): the value id of
+/// each DelegateCall argument, [`NO_VALUE`] for an argument no value names.
+pub(super) fn externs_at(n_values: usize, n_steps: usize) -> usize {
     steps_at(n_values) + n_steps * size_of::<Step>()
 }
 
-/// Bytes of the state area: header, value table, node table, column sums.
-pub(super) fn state_bytes(n_values: usize, n_steps: usize, n_sums: usize) -> usize {
-    sums_at(n_values, n_steps) + n_sums * size_of::<f32>()
+/// Entry of the externals table for an argument that no value of the graph names.
+pub(super) const NO_VALUE: u32 = u32::MAX;
+
+/// Offset in the state area of the column sums (behind the externals table, whose length is
+/// rounded up to an even count so that the sums start 8-byte aligned).
+pub(super) fn sums_at(n_values: usize, n_steps: usize, n_externs: usize) -> usize {
+    externs_at(n_values, n_steps) + n_externs.next_multiple_of(2) * size_of::<u32>()
 }
 
-/// Offset in the state area of the filters packed at load: behind header, value table, node
-/// table and column sums, rounded up to 64 bytes (a cache line from the 16-aligned area's
-/// start).
-pub(super) fn packed_area_start(n_values: usize, n_steps: usize, n_sums: usize) -> usize {
-    state_bytes(n_values, n_steps, n_sums).next_multiple_of(64)
+/// Bytes of the state area: header, value table, node table, externals table, column sums.
+pub(super) fn state_bytes(
+    n_values: usize,
+    n_steps: usize,
+    n_externs: usize,
+    n_sums: usize,
+) -> usize {
+    sums_at(n_values, n_steps, n_externs) + n_sums * size_of::<f32>()
+}
+
+/// Offset in the state area of the filters packed at load: behind the tables and the column
+/// sums, rounded up to 64 bytes (a cache line from the 16-aligned area's start).
+pub(super) fn packed_area_start(
+    n_values: usize,
+    n_steps: usize,
+    n_externs: usize,
+    n_sums: usize,
+) -> usize {
+    state_bytes(n_values, n_steps, n_externs, n_sums).next_multiple_of(64)
 }
 
 /// The state area as its parts.
@@ -136,11 +157,12 @@ pub(super) struct StateView<'s> {
     pub(super) head: Head,
     pub(super) locs: &'s [Loc],
     pub(super) steps: &'s [Step],
+    pub(super) externs: &'s [u32],
     pub(super) sums: &'s [f32],
 }
 
-/// Splits the state area into the header, the value table, the node table and the column
-/// sums.
+/// Splits the state area into the header, the value, node and externals tables and the
+/// column sums.
 pub(super) fn state_view(state: &[u8]) -> Result<StateView<'_>, KernelError> {
     if state.len() < size_of::<Head>() || !(state.as_ptr() as usize).is_multiple_of(16) {
         return Err(bad("XNNPACK state area too small or misaligned"));
@@ -150,25 +172,28 @@ pub(super) fn state_view(state: &[u8]) -> Result<StateView<'_>, KernelError> {
     let head = unsafe { *(state.as_ptr() as *const Head) };
     let n = head.n_values as usize;
     let ns = head.n_steps as usize;
+    let ne = head.num_externs as usize;
     let n_sums = usize::try_from(head.n_sums).unwrap_or(usize::MAX);
     if n > MAX_VALUES
         || ns > MAX_NODES
+        || ne > MAX_EXTERNS
         || n_sums > u32::MAX as usize
-        || state.len() < state_bytes(n, ns, n_sums)
+        || state.len() < state_bytes(n, ns, ne, n_sums)
     {
         return Err(bad("XNNPACK state area too small"));
     }
-    // SAFETY: `n` Locs, `ns` Steps and then `n_sums` f32 fit after the header (checked); the
-    // offset size_of::<Head>() = 32 keeps 8-byte alignment for Loc (size 72, a multiple of
-    // 8), and Step (size 104, align 4) and f32 need 4; Loc, Step and f32 are plain data (any
-    // bit pattern is a value).
+    // SAFETY: `n` Locs, `ns` Steps, `ne` u32 and then `n_sums` f32 fit after the header
+    // (checked); the offset size_of::<Head>() = 32 keeps 8-byte alignment for Loc (size 80,
+    // a multiple of 8), and Step (size 104, align 4), u32 and f32 need 4; all are plain data
+    // (any bit pattern is a value).
     let view = unsafe {
         let base = state.as_ptr();
         StateView {
             head,
             locs: core::slice::from_raw_parts(base.add(steps_at(0)) as *const Loc, n),
             steps: core::slice::from_raw_parts(base.add(steps_at(n)) as *const Step, ns),
-            sums: core::slice::from_raw_parts(base.add(sums_at(n, ns)) as *const f32, n_sums),
+            externs: core::slice::from_raw_parts(base.add(externs_at(n, ns)) as *const u32, ne),
+            sums: core::slice::from_raw_parts(base.add(sums_at(n, ns, ne)) as *const f32, n_sums),
         }
     };
     Ok(view)
@@ -177,7 +202,7 @@ pub(super) fn state_view(state: &[u8]) -> Result<StateView<'_>, KernelError> {
 // The alignment arguments of `state_view` and `init_with` rest on these sizes.
 const _: () = assert!(
     size_of::<Head>() == 32
-        && size_of::<Loc>() == 72
+        && size_of::<Loc>() == 80
         && size_of::<Step>() == 104
         && core::mem::align_of::<Step>() == 4
 );

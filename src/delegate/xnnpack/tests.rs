@@ -882,6 +882,12 @@ fn corrupted_payloads_are_load_errors() {
     g.constant_offset_bias = 4096;
     assert!(load_error(&g).contains("past the end"), "constant offset");
     let mut g = simple();
+    g.vals[1].ext = 0;
+    assert!(
+        load_error(&g).contains("same external"),
+        "an input and an output naming one argument"
+    );
+    let mut g = simple();
     g.nodes[0].0 = U::XNNScaledDotProductAttention;
     assert!(
         load_error(&g).contains("XNNScaledDotProductAttention"),
