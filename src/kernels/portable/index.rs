@@ -285,6 +285,61 @@ impl<'a> AdvIndex<'a> {
         })
     }
 
+    /// The int index tensors when the fast walk of [`Self::for_each_offset`] applies: every
+    /// entry an int tensor, the indexed dims adjacent (the broadcast dims replace them in
+    /// place, after the kept leading dims), and each tensor either as large as the broadcast
+    /// shape (its elements are then the broadcast positions in order) or a single element
+    /// (broadcast everywhere). Returns the first indexed dim and the broadcast size.
+    fn int_walk(&self) -> Option<(usize, usize)> {
+        let nb = prod(&self.out.dims()[..self.outer_rank][self.outer_rank - self.bcast_rank..]);
+        let mut first = usize::MAX;
+        for e in self.entries.iter() {
+            match e {
+                Entry::Int { vals, dim, .. } if vals.len() == nb || vals.len() == 1 => {
+                    first = first.min(*dim)
+                }
+                _ => return None,
+            }
+        }
+        (first != usize::MAX && self.outer_rank == first + self.bcast_rank).then_some((first, nb))
+    }
+
+    /// [`Self::for_each_block`] for callers that need only each block's position and input
+    /// offset. With int index tensors over adjacent dims (`x[idx]`, `x[:, idx]`, `x[i, idx]`
+    /// with `i` a single element: the common cases) the blocks are a loop over the broadcast
+    /// positions per position of the kept leading dims: `offset = lead · stride(first − 1) +
+    /// Σ idx_e[p] · stride(dim_e)`, no per-block coordinates.
+    fn for_each_offset(&mut self, mut f: impl FnMut(usize, usize) -> Res) -> Res {
+        let Some((first, nb)) = self.int_walk() else {
+            return self.for_each_block(|b, _, off| f(b, off));
+        };
+        if self.inner == 0 {
+            return Ok(());
+        }
+        let lead_stride = if first > 0 {
+            self.in_strides[first - 1]
+        } else {
+            0
+        };
+        let lead = prod(&self.in_dims.dims()[..first]);
+        let mut blk = 0;
+        for l in 0..lead {
+            for p in 0..nb {
+                let mut off = l * lead_stride;
+                for e in self.entries.iter() {
+                    if let Entry::Int { vals, dim, .. } = e {
+                        let v = vals.get(if vals.len() == 1 { 0 } else { p });
+                        let i = check_index(v, self.in_dims.dims()[*dim], true, self.arg)?;
+                        off += i * self.in_strides[*dim];
+                    }
+                }
+                f(blk, off)?;
+                blk += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Input element offset of the block at result coordinates `coords` (outer dims only).
     fn block_offset(&mut self, coords: &[usize]) -> Result<usize, KernelError> {
         let mut off = 0usize;
@@ -382,7 +437,7 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
     let src = x.bytes();
     let dst = out.bytes_mut();
     let oob = shape_err(1, "index block outside the input");
-    ai.for_each_block(|b, _, off| {
+    ai.for_each_offset(|b, off| {
         let s = src.get(off * es..off * es + blk).ok_or(oob)?;
         let d = dst.get_mut(b * blk..(b + 1) * blk).ok_or(oob)?;
         d.copy_from_slice(s);

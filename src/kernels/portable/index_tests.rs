@@ -146,6 +146,74 @@ fn index_adjacent_and_separated_broadcast() {
     assert_eq!(r.f32(), x);
 }
 
+/// Several int index tensors over adjacent dims, each as large as the broadcast shape or a
+/// single element (the walk without per-block coordinates), against index arithmetic; a
+/// partly broadcast tensor and an out-of-range element on that walk.
+#[test]
+fn index_several_ints_over_adjacent_dims() {
+    let d = [2, 3, 5, 4];
+    let x = data(numel(&d), 19);
+    // x[:, a, b] with a, b of shape [2, 3] (b with negative values) -> [2, 2, 3, 4]
+    let a = vec![0i64, 2, 1, 1, 0, 2];
+    let b = vec![4i64, -1, 0, 2, -5, 3];
+    let od = [2, 2, 3, 4];
+    let r = index_run(
+        &d,
+        &x,
+        &[
+            None,
+            Some((vec![2, 3], a.clone())),
+            Some((vec![2, 3], b.clone())),
+        ],
+        &od,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..numel(&od))
+        .map(|i| {
+            let o = unravel(i, &od);
+            let p = o[1] * 3 + o[2];
+            let bb = if b[p] < 0 { b[p] + 5 } else { b[p] } as usize;
+            x[ravel(&[o[0], a[p] as usize, bb, o[3]], &d)]
+        })
+        .collect();
+    assert_eq!(r.f32(), want);
+    // x[s, c] with s a single element ([1, 1]) and c of shape [1, 4] -> [1, 4, 5, 4]
+    let c = vec![2i64, 0, -3, 1];
+    let od = [1, 4, 5, 4];
+    let r = index_run(
+        &d,
+        &x,
+        &[Some((vec![1, 1], vec![-1])), Some((vec![1, 4], c.clone()))],
+        &od,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..numel(&od))
+        .map(|i| {
+            let o = unravel(i, &od);
+            let cc = if c[o[1]] < 0 { c[o[1]] + 3 } else { c[o[1]] } as usize;
+            x[ravel(&[1, cc, o[2], o[3]], &d)]
+        })
+        .collect();
+    assert_eq!(r.shape, od.to_vec());
+    assert_eq!(r.f32(), want);
+    // out of range on the second tensor
+    let e = index_run(
+        &d,
+        &x,
+        &[Some((vec![1], vec![0])), Some((vec![2], vec![1, 3]))],
+        &[2, 5, 4],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        KernelError::IndexOutOfBounds {
+            arg: 1,
+            index: 3,
+            size: 3
+        }
+    );
+}
+
 #[test]
 fn index_bool_masks() {
     let d = [3, 4, 2];
