@@ -129,7 +129,33 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) kc_max: usize,
     pub(in crate::linalg::gemm) rows: Option<RowKernels>,
     pub(in crate::linalg::gemm) wide: Option<WideA>,
+    pub(in crate::linalg::gemm) run: Option<TileRunFn>,
 }
+
+/// A kernel's entry for a run of whole tiles along one row of tiles: the tile kernel's body
+/// in a loop, so that its arguments stay in registers from one tile to the next (no call, no
+/// callee-saved spills, no argument reloads per tile).
+///
+/// # Contract of `run(np, stride, k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi)`
+/// `np ≥ 1` tiles; tile `q < np` is the [`MicroKernel`] contract's call with the same `k`,
+/// `a`, `ldb`, `rsc`, `alpha`, `beta`, `lo`, `hi`, and `b + q·stride`, `c + q·NR`, and
+/// `bias + q·NR` (bias null: null for every tile). The tiles are computed in order, each
+/// exactly as the tile kernel computes it (same bits).
+pub type TileRunFn = unsafe fn(
+    np: usize,
+    stride: usize,
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+    lo: f32,
+    hi: f32,
+);
 
 /// A second entry of an 8-row kernel that reads A from *wide* panels: the driver packs A
 /// as usual, then `WideA::expand` rewrites each MR-interleaved panel so that one
@@ -235,6 +261,19 @@ impl MicroKernel {
             kc_max: KC,
             rows: None,
             wide: None,
+            run: None,
+        }
+    }
+
+    /// The same kernel with an entry for runs of whole tiles.
+    ///
+    /// # Safety
+    /// `run` must implement the [`TileRunFn`] contract for this kernel's tile, on every CPU
+    /// that can obtain the value.
+    pub const unsafe fn with_run(self, run: TileRunFn) -> MicroKernel {
+        MicroKernel {
+            run: Some(run),
+            ..self
         }
     }
 

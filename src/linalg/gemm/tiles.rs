@@ -108,6 +108,29 @@ impl<'k> Tiles<'k> {
         };
         let c_off = row0 * ldc + col0;
         debug_assert!(c_off + (self.uk.mr - 1) * ldc + np * nr <= self.len);
+        if let (None, Some(run)) = (self.wide, self.uk.run) {
+            // SAFETY: the run contract for these np whole tiles: tile q's B at
+            // bptr + q·stride, C at c_off + q·nr, bias (sliced above, np·nr floats) q·nr on,
+            // A the plain MR-interleaved panel (no wide entry selected), per the caller.
+            unsafe {
+                run(
+                    np,
+                    stride,
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    self.c.add(c_off),
+                    ldc as isize,
+                    self.alpha,
+                    beta,
+                    bias,
+                    lo,
+                    hi,
+                )
+            };
+            return;
+        }
         let kernel = self.wide.unwrap_or(self.uk.kernel);
         for q in 0..np {
             // SAFETY: tile q's B (caller), A (`ap`, the panel the selected entry reads), C tile (whole, inside the

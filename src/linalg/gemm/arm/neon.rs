@@ -10,7 +10,9 @@
 //! (0.932). (With the FMAs as intrinsics LLVM cannot keep 31 live vectors in place and adds
 //! moves and spills.) The 8 × 8 and 4 × 16 kernels (16 accumulators) have the same loop. The
 //! loops are generated (`neon_loops.rs`, `scripts/gen-neon-gemm-asm.py`); the epilogues are
-//! here.
+//! here. Each kernel also has a run entry (`run_8x12`, ...: the same tile body in a loop over
+//! a row of tiles), so that a row of small tiles costs no call and no register reloads per
+//! tile.
 
 use core::arch::aarch64::*;
 
@@ -40,10 +42,39 @@ macro_rules! neon_store {
     };
 }
 
+/// The body of one Neon `MR × 4·NV` tile: accumulators started ([`start`]), the depth loop
+/// (`$depth`, from `neon_loops.rs`), the epilogue. Shared by a kernel and its run entry.
+macro_rules! neon_tile_body {
+    ($depth:ident, $mr:tt, $nv:literal, ($k:ident, $a:ident, $b:ident, $ldb:ident, $c:ident,
+     $rsc:ident, $alpha:ident, $beta:ident, $bias:ident, $lo:ident, $hi:ident)
+     $(, $dargs:tt)*) => {{
+        let (mut acc, plain) = start::<$mr, $nv>($c, $rsc, $alpha, $beta, $bias);
+        let (ap, bp) = ($a, $b);
+        let ldb_bytes = $ldb * 4;
+        $depth!(acc, ap, bp, ldb_bytes, $k $(, $dargs)*);
+        // Unrolled by hand so that the accumulators stay in registers (a loop over
+        // the array made LLVM keep it on the stack).
+        let clamp = clamps($lo, $hi);
+        let (vlo, vhi) = (vdupq_n_f32($lo), vdupq_n_f32($hi));
+        let c = $c;
+        let rsc = $rsc;
+        if plain && clamp {
+            neon_store!($mr, plain, acc, c, rsc, true, vlo, vhi);
+        } else if plain {
+            neon_store!($mr, plain, acc, c, rsc, false, vlo, vhi);
+        } else {
+            let (alpha, beta, bias) = ($alpha, $beta, $bias);
+            let range = clamp.then_some((vlo, vhi));
+            neon_store!($mr, general, acc, c, rsc, alpha, beta, bias, range);
+        }
+    }};
+}
+
 /// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step;
-/// `$depth` the macro of its depth loop, from `neon_loops.rs`).
+/// `$depth` the macro of its depth loop, from `neon_loops.rs`) and its run entry `$run`
+/// ([`TileRunFn`](crate::linalg::gemm::TileRunFn): the same body in a loop over a row of tiles).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $depth:ident, $mr:tt, $nv:literal $(, $dargs:tt)*) => {
+    ($(#[$doc:meta])* $name:ident, $run:ident, $depth:ident, $mr:tt, $nv:literal $(, $dargs:tt)*) => {
         $(#[$doc])*
         ///
         /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
@@ -76,21 +107,45 @@ macro_rules! neon_kernel {
             // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR at
             // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
-                let (mut acc, plain) = start::<$mr, $nv>(c, rsc, alpha, beta, bias);
-                let (ap, bp) = (a, b);
-                let ldb_bytes = ldb * 4;
-                $depth!(acc, ap, bp, ldb_bytes, k $(, $dargs)*);
-                // Unrolled by hand so that the accumulators stay in registers (a loop over
-                // the array made LLVM keep it on the stack).
-                let clamp = clamps(lo, hi);
-                let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
-                if plain && clamp {
-                    neon_store!($mr, plain, acc, c, rsc, true, vlo, vhi);
-                } else if plain {
-                    neon_store!($mr, plain, acc, c, rsc, false, vlo, vhi);
-                } else {
-                    let range = clamp.then_some((vlo, vhi));
-                    neon_store!($mr, general, acc, c, rsc, alpha, beta, bias, range);
+                neon_tile_body!($depth, $mr, $nv,
+                    (k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) $(, $dargs)*)
+            }
+        }
+
+        #[doc = concat!("The run entry of [`", stringify!($name), "`]: `np` tiles of a row of")]
+        /// tiles, tile `q` reading B at `b + q·stride` and writing C at `c + q·NR` with bias
+        /// `bias + q·NR` ([`TileRunFn`](crate::linalg::gemm::TileRunFn)), each computed by the tile's body.
+        ///
+        /// # Safety
+        /// The [`TileRunFn`](crate::linalg::gemm::TileRunFn) contract for an `MR × 4·NV` tile.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $run(
+            np: usize,
+            stride: usize,
+            k: usize,
+            a: *const f32,
+            b: *const f32,
+            ldb: usize,
+            c: *mut f32,
+            rsc: isize,
+            alpha: f32,
+            beta: f32,
+            bias: *const f32,
+            lo: f32,
+            hi: f32,
+        ) {
+            const NR: usize = 4 * $nv;
+            for q in 0..np {
+                // SAFETY: (whole body) tile q of the run contract: B at b + q·stride (k rows
+                // of NR floats ldb apart), C at c + q·NR (MR rows rsc apart), bias q·NR on
+                // (or null), A as for one tile; the body reads and writes exactly what the
+                // tile kernel does for those pointers.
+                unsafe {
+                    let bq = b.add(q * stride);
+                    let cq = c.add(q * NR);
+                    let biasq = if bias.is_null() { bias } else { bias.add(q * NR) };
+                    neon_tile_body!($depth, $mr, $nv,
+                        (k, a, bq, ldb, cq, rsc, alpha, beta, biasq, lo, hi) $(, $dargs)*)
                 }
             }
         }
@@ -101,6 +156,7 @@ neon_kernel!(
     /// Neon 8 × 12 micro-kernel: 24 accumulators, per two depth steps one `ld1` of A (4
     /// vectors), per step one of B (3 vectors) and 24 `fmla v.4s, v.4s, v.s[lane]`.
     kernel_8x12,
+    run_8x12,
     neon_depth_8x12_asm,
     8,
     3
@@ -110,6 +166,7 @@ neon_kernel!(
     /// Neon 8 × 8 micro-kernel (for N that 12 does not divide but 8 does: the column tail
     /// then costs nothing): 16 accumulators, 8 steps (128 FMLA) in 142 instructions.
     kernel_8x8,
+    run_8x8,
     neon_depth_8x8_asm,
     8,
     2
@@ -120,6 +177,7 @@ neon_kernel!(
     /// 16 accumulators, per two depth steps one `ld1` of A (2 vectors), per step one of B (4
     /// vectors) and 16 FMLA, as dense as 8 × 8.
     kernel_4x16,
+    run_4x16,
     neon_depth_4x16_asm,
     4,
     4
@@ -202,13 +260,14 @@ pub unsafe fn pack_runs_x4(
     true
 }
 
-// SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile,
-// `rows1..7_of8_x12` (`neon_rows`) the RowKernels contract for it (1 to 7 of the panel's
+// SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile, `run_8x12`
+// the TileRunFn contract for it (the same body per tile), `rows1..7_of8_x12` (`neon_rows`) the RowKernels contract for it (1 to 7 of the panel's
 // 8 rows, 12 columns) and `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); all use
 // only Neon, which every AArch64 CPU has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel = unsafe {
     MicroKernel::new("neon-8x12", MR, NR, kernel_8x12)
+        .with_run(run_8x12)
         .with_packer(pack_runs_x4)
         .with_rows(RowKernels::new([
             Some(rows1_of8_x12),
@@ -222,11 +281,12 @@ pub static NEON_8X12: MicroKernel = unsafe {
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_4x16` and a 4 × 16 tile (row kernels `rows1..3_of4_x16`,
+// SAFETY: as NEON_8X12, for `kernel_4x16`/`run_4x16` and a 4 × 16 tile (row kernels `rows1..3_of4_x16`,
 // w = 4 and 16 for the packer).
 /// The Neon 4 × 16 micro-kernel.
 pub static NEON_4X16: MicroKernel = unsafe {
     MicroKernel::new("neon-4x16", 4, 16, kernel_4x16)
+        .with_run(run_4x16)
         .with_packer(pack_runs_x4)
         .with_rows(RowKernels::new([
             Some(rows1_of4_x16),
@@ -240,11 +300,12 @@ pub static NEON_4X16: MicroKernel = unsafe {
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_8x8` and an 8 × 8 tile (row kernels `rows1..7_of8_x8`,
+// SAFETY: as NEON_8X12, for `kernel_8x8`/`run_8x8` and an 8 × 8 tile (row kernels `rows1..7_of8_x8`,
 // w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
 pub static NEON_8X8: MicroKernel = unsafe {
     MicroKernel::new("neon-8x8", MR, 8, kernel_8x8)
+        .with_run(run_8x8)
         .with_packer(pack_runs_x4)
         .with_rows(RowKernels::new([
             Some(rows1_of8_x8),

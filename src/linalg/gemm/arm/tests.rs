@@ -585,3 +585,95 @@ fn sve2_wide_panels_match_the_plain_kernel() {
         }
     }
 }
+
+/// Every kernel's run entry (`TileRunFn`: a row of whole tiles in one call) stores bit for
+/// bit what one tile-kernel call per tile stores: B in place (`ldb > NR`, tiles NR columns
+/// apart) and packed (`ldb = NR`, panels `k·NR` apart), 1 to 5 tiles, odd and even depths,
+/// every epilogue (bias per tile, clamp, alpha/beta, accumulate into C).
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn run_entries_match_one_call_per_tile() {
+    use super::neon::{NEON_4X16, NEON_8X12, NEON_8X8};
+    let mut rng = Rng(0x7a11_5eed);
+    let epilogues = [
+        (1.0f32, 0.0f32, false, false),
+        (1.0, 0.0, true, true),
+        (0.5, 0.75, true, true),
+        (1.0, 1.0, false, false),
+    ];
+    let mut checked = 0;
+    for uk in [&NEON_8X12, &NEON_8X8, &NEON_4X16] {
+        let run = uk.run.expect("the Neon kernels have a run entry");
+        let (mr, nr) = (uk.mr(), uk.nr());
+        for k in [1usize, 2, 3, 8, 17, 64] {
+            for np in [1usize, 2, 5] {
+                for packed in [false, true] {
+                    let (ldb, stride) = if packed {
+                        (nr, k * nr)
+                    } else {
+                        (np * nr + 3, nr)
+                    };
+                    let b = rng.vec(if packed { np * k * nr } else { k * ldb });
+                    let a = rng.vec(k * mr);
+                    let bias = rng.vec(np * nr);
+                    let rsc = np * nr + 1;
+                    let c0 = rng.vec(mr * rsc);
+                    for &(alpha, beta, with_bias, clamp) in &epilogues {
+                        let (lo, hi, bias_ptr) = epilogue_args(clamp, with_bias, &bias);
+                        let (mut want, mut got) = (c0.clone(), c0.clone());
+                        // SAFETY: the MicroKernel contract for each tile q (B at q·stride:
+                        // k rows of NR floats ldb apart inside `b`; C at q·NR, MR rows rsc
+                        // apart inside `want`; NR bias floats at q·NR) and the TileRunFn
+                        // contract for the same np tiles; Neon is in the baseline.
+                        unsafe {
+                            for q in 0..np {
+                                (uk.kernel)(
+                                    k,
+                                    a.as_ptr(),
+                                    b.as_ptr().add(q * stride),
+                                    ldb,
+                                    want.as_mut_ptr().add(q * nr),
+                                    rsc as isize,
+                                    alpha,
+                                    beta,
+                                    if with_bias {
+                                        bias_ptr.add(q * nr)
+                                    } else {
+                                        bias_ptr
+                                    },
+                                    lo,
+                                    hi,
+                                );
+                            }
+                            run(
+                                np,
+                                stride,
+                                k,
+                                a.as_ptr(),
+                                b.as_ptr(),
+                                ldb,
+                                got.as_mut_ptr(),
+                                rsc as isize,
+                                alpha,
+                                beta,
+                                bias_ptr,
+                                lo,
+                                hi,
+                            );
+                        }
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(
+                            bits(&got),
+                            bits(&want),
+                            "{}: k {k}, {np} tiles, packed {packed}, epilogue {:?}",
+                            uk.name,
+                            (alpha, beta, with_bias, clamp)
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 3 * 6 * 3 * 2 * 4);
+}
