@@ -154,16 +154,9 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
             // SAFETY: rows lo..hi (and their statistics) belong to this part alone.
             let (o, mo, ro) =
                 unsafe { (od.range(lo * n, hi * n), md.range(lo, hi), rd.range(lo, hi)) };
-            for (j, i) in (lo..hi).enumerate() {
-                let xr = &xd[i * n..(i + 1) * n];
-                let or = &mut o[j * n..(j + 1) * n];
-                match vec::layer_norm(xr, wd, bd, eps as f32, or) {
-                    Ok((mean, rstd)) => {
-                        mo[j] = mean;
-                        ro[j] = rstd;
-                    }
-                    Err(_) => return errors.put(shape_err(5, "layer_norm: row length mismatch")),
-                }
+            let xr = &xd[lo * n..hi * n];
+            if vec::layer_norm_rows(xr, wd, bd, eps as f32, n, o, mo, ro).is_err() {
+                errors.put(shape_err(5, "layer_norm: row length mismatch"));
             }
         });
         return errors.result();

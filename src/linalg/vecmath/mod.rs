@@ -213,6 +213,41 @@ pub fn layer_norm(
     Ok(dispatch!(layer_norm(x, gamma, beta, eps, out)))
 }
 
+/// [`layer_norm`] of each `n`-element row of `x` into the same row of `out`, its mean and
+/// rstd into `mean[r]` and `rstd[r]`, on this core: the lengths are checked once for all the
+/// rows (`x` and `out` hold `rows·n`, `mean` and `rstd` `rows`, `gamma`/`beta` `n`), not
+/// per row.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_rows(
+    x: &[f32],
+    gamma: Option<&[f32]>,
+    beta: Option<&[f32]>,
+    eps: f32,
+    n: usize,
+    out: &mut [f32],
+    mean: &mut [f32],
+    rstd: &mut [f32],
+) -> Res {
+    let rows = mean.len();
+    same(rstd.len(), rows)?;
+    let total = rows.checked_mul(n).ok_or_else(mismatch)?;
+    same(x.len(), total)?;
+    same(out.len(), total)?;
+    for v in [gamma, beta].into_iter().flatten() {
+        same(v.len(), n)?;
+    }
+    if n == 0 {
+        mean.fill(0.0);
+        rstd.fill(f32::NAN);
+        return Ok(());
+    }
+    let rows_of = x.chunks_exact(n).zip(out.chunks_exact_mut(n));
+    for ((xr, or), (m, r)) in rows_of.zip(mean.iter_mut().zip(rstd.iter_mut())) {
+        (*m, *r) = dispatch!(layer_norm(xr, gamma, beta, eps, or));
+    }
+    Ok(())
+}
+
 /// `out[i] = a[i] op b[i]`.
 pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;

@@ -706,3 +706,39 @@ fn softmax_finds_the_maximum_at_every_position() {
         }
     }
 }
+
+/// `layer_norm_rows` gives, row for row, what `layer_norm` gives on that row (bit for bit,
+/// statistics included), with and without the affine terms; wrong lengths are errors and
+/// write nothing.
+#[test]
+fn layer_norm_rows_match_row_by_row() {
+    for n in [0usize, 1, 3, 17, 64, 129] {
+        for rows in [1usize, 3, 5] {
+            let x = data(rows * n, 3.0);
+            let (g, b) = (data(n, 1.5), data(n, 0.5));
+            for (gg, bb) in [(Some(&g[..]), Some(&b[..])), (None, None)] {
+                let mut want = std::vec![0.0f32; rows * n];
+                let mut stats = std::vec![(0.0f32, 0.0f32); rows];
+                for r in 0..rows {
+                    let (xr, wr) = (&x[r * n..(r + 1) * n], &mut want[r * n..(r + 1) * n]);
+                    stats[r] = layer_norm(xr, gg, bb, 1e-5, wr).unwrap();
+                }
+                let mut got = std::vec![f32::NAN; rows * n];
+                let (mut mean, mut rstd) = (std::vec![0.0f32; rows], std::vec![0.0f32; rows]);
+                layer_norm_rows(&x, gg, bb, 1e-5, n, &mut got, &mut mean, &mut rstd).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "n {n}, rows {rows}");
+                let (wm, wr): (Vec<f32>, Vec<f32>) = stats.into_iter().unzip();
+                assert_eq!(bits(&mean), bits(&wm), "means, n {n}, rows {rows}");
+                assert_eq!(bits(&rstd), bits(&wr), "rstds, n {n}, rows {rows}");
+            }
+        }
+    }
+    let (x, g) = (data(12, 1.0), data(4, 1.0));
+    let mut out = std::vec![7.0f32; 12];
+    let (mut m, mut r) = ([0.0f32; 3], [0.0f32; 3]);
+    assert!(layer_norm_rows(&x, Some(&g[..3]), None, 1e-5, 4, &mut out, &mut m, &mut r).is_err());
+    assert!(layer_norm_rows(&x[..11], None, None, 1e-5, 4, &mut out, &mut m, &mut r).is_err());
+    assert!(layer_norm_rows(&x, None, None, 1e-5, 4, &mut out, &mut m, &mut r[..2]).is_err());
+    assert!(out.iter().all(|&v| v == 7.0));
+}
