@@ -96,19 +96,15 @@ pub fn execute_plan(
     // Externals: inputs as read-only views, outputs resized to their graph dims.
     let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
     let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
-    // The value each argument binds (from the externals table made at init).
-    let ext_loc = |id: u32| -> Result<Option<&Loc>, KernelError> {
-        if id == NO_VALUE {
-            return Ok(None);
-        }
-        locs.get(id as usize)
-            .map(Some)
-            .ok_or(bad("externals table: value id out of range"))
+    // The values the arguments bind, from the externals table made at init (an argument no
+    // value names, `NO_VALUE`, is no index: skipped; `locate` refuses any external left
+    // unbound).
+    let bound = || {
+        externs
+            .iter()
+            .filter_map(|&id| Some((id, locs.get(id as usize)?)))
     };
-    for &id in externs {
-        let Some(l) = ext_loc(id)?.filter(|l| l.kind == KIND_EXTERNAL_IN) else {
-            continue;
-        };
+    for (_, l) in bound().filter(|(_, l)| l.kind == KIND_EXTERNAL_IN) {
         let t = ctx.input(l.ext as usize)?;
         if t.numel() as u64 != l.numel {
             return Err(KernelError::Shape {
@@ -119,10 +115,7 @@ pub fn execute_plan(
         let s = t.as_slice::<f32>()?;
         ext_in[l.ext as usize] = (s.as_ptr(), s.len());
     }
-    for &id in externs {
-        let Some(l) = ext_loc(id)?.filter(|l| l.kind == KIND_EXTERNAL_OUT) else {
-            continue;
-        };
+    for (_, l) in bound().filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT) {
         let dtype = ctx.out_dtype(l.ext as usize)?;
         if dtype != DType::F32 {
             return Err(KernelError::UnsupportedDType {
@@ -236,9 +229,7 @@ pub fn execute_plan(
     // Rows of an external output the program reads (`exec::demand`), e.g. only the last
     // position of a language-model head: the fully-connected node writing that output
     // ([`ROWS_LOCAL`], found at init) computes only those rows.
-    let demanded = externs
-        .iter()
-        .filter_map(|&id| Some((id, ext_loc(id).ok()??)))
+    let demanded = bound()
         .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
         .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id, r)));
     let qkernel = quant::QuantKernel::select();

@@ -194,6 +194,7 @@ fn constant_offset(
 fn analyze(
     init: &DelegateInit<'_>,
     locs: Option<&mut [Loc]>,
+    mut steps: Option<&mut [step::Step]>,
     packed: &[FilterOverride],
     pack_at_load: bool,
 ) -> Result<(Requirements, Head), KernelError> {
@@ -477,7 +478,11 @@ fn analyze(
     // (filter, output) of every fully-connected node reading a filter it may pack.
     let mut fc_outs = heapless::Vec::<(u32, u32), MAX_VALUES>::new();
     for (step, node) in nodes.iter().enumerate() {
-        let (op, _) = graph::decode(node)?;
+        let (op, clamp) = graph::decode(node)?;
+        // The node table that a forward reads instead of the flatbuffer.
+        if let Some(s) = steps.as_deref_mut().and_then(|t| t.get_mut(step)) {
+            *s = step::Step::new(&op, clamp, node.xnode_union_type());
+        }
         if matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. }) {
             work_f32 = work_f32.max(gemm::GEMM_SCRATCH_F32);
         }
@@ -872,7 +877,7 @@ impl Backend for XnnpackBackend {
     }
 
     fn prepare(&self, init: &DelegateInit<'_>) -> Result<Requirements, KernelError> {
-        analyze(init, None, &[], self.pack_at_load).map(|r| r.0)
+        analyze(init, None, None, &[], self.pack_at_load).map(|r| r.0)
     }
 
     fn init(&self, init: &DelegateInit<'_>, state: &mut [u8]) -> Result<(), KernelError> {
@@ -895,7 +900,7 @@ pub fn prepare_packed(
     init: &DelegateInit<'_>,
     packed: &[FilterOverride],
 ) -> Result<Requirements, KernelError> {
-    analyze(init, None, packed, false).map(|r| r.0)
+    analyze(init, None, None, packed, false).map(|r| r.0)
 }
 
 /// [`Backend::init`] with pre-packed filters (the same `packed` as [`prepare_packed`]).
@@ -915,8 +920,7 @@ fn init_with(
 ) -> Result<(), KernelError> {
     let g = graph_of(init.payload)?.0;
     let n = g.xvalues().map_or(0, |v| v.len());
-    let nodes = g.xnodes().unwrap_or_default();
-    let ns = nodes.len();
+    let ns = g.xnodes().map_or(0, |v| v.len());
     let ne = g.num_externs() as usize;
     if n > MAX_VALUES
         || ns > MAX_NODES
@@ -926,30 +930,25 @@ fn init_with(
     {
         return Err(bad("XNNPACK state area too small or misaligned"));
     }
-    // The node table: each node decoded once (`analyze` below checks them all).
-    for (i, node) in nodes.iter().enumerate() {
-        let (op, clamp) = graph::decode(node)?;
-        let step = step::Step::new(&op, clamp, node.xnode_union_type());
-        // SAFETY: Step i lies at steps_at(n) + 104·i, inside the state_bytes(n, ns, ne, 0)
-        // checked bytes; 4-byte aligned (steps_at(n) = 32 + 80·n); Step is repr(C) plain
-        // data; `state` is exclusively borrowed.
-        unsafe {
-            (state.as_mut_ptr().add(steps_at(n)) as *mut step::Step)
-                .add(i)
-                .write(step)
-        };
-    }
     // SAFETY: `state` is exclusively borrowed, 16-aligned and holds state_bytes(n, ns, ne, 0)
-    // bytes (checked); Loc is repr(C) plain data, so writing Locs through properly aligned
-    // pointers (at offset 32, 8-byte alignment) is sound.
-    let locs = unsafe {
+    // bytes (checked); Loc and Step are repr(C) plain data, so writing them through properly
+    // aligned pointers is sound: Locs at offset 32 (8-byte alignment), Steps behind them at
+    // steps_at(n) = 32 + 80·n (Step needs 4); the two tables are disjoint.
+    let (locs, steps) = unsafe {
         let p = state.as_mut_ptr().add(size_of::<Head>()) as *mut Loc;
         for i in 0..n {
             p.add(i).write(Loc::default());
         }
-        core::slice::from_raw_parts_mut(p, n)
+        let q = state.as_mut_ptr().add(steps_at(n)) as *mut step::Step;
+        for i in 0..ns {
+            q.add(i).write(step::Step::default());
+        }
+        (
+            core::slice::from_raw_parts_mut(p, n),
+            core::slice::from_raw_parts_mut(q, ns),
+        )
     };
-    let (req, head) = analyze(init, Some(&mut *locs), packed, pack_at_load)?;
+    let (req, head) = analyze(init, Some(&mut *locs), Some(steps), packed, pack_at_load)?;
     // `req.state` covers header, tables, column sums and the filters packed at load.
     if state.len() < req.state {
         return Err(bad("XNNPACK state area too small"));
@@ -1069,7 +1068,7 @@ pub struct RegionSummary<'p> {
 impl<'p> RegionSummary<'p> {
     /// Validates the region like loading does and summarises it.
     pub fn new(init: &DelegateInit<'p>) -> Result<RegionSummary<'p>, KernelError> {
-        let (requirements, _) = analyze(init, None, &[], false)?;
+        let (requirements, _) = analyze(init, None, None, &[], false)?;
         let (graph, _, _) = graph_of(init.payload)?;
         Ok(RegionSummary {
             graph,
