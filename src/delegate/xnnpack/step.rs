@@ -42,8 +42,6 @@ const K_CONV_T: u32 = 12;
 const K_POOL: u32 = 13;
 const K_GAP: u32 = 14;
 
-const BINARIES: [Binary; 6] = Binary::ALL;
-
 /// The unary operators without a parameter, in code order; `LeakyRelu` and `Elu` follow.
 const UNARIES: [Unary; 17] = [
     Unary::Copy,
@@ -124,7 +122,7 @@ impl Step {
         match *op {
             Op::Binary { op, a, b, out } => {
                 s.kind = K_BINARY;
-                s.sub = BINARIES.iter().position(|&v| v == op).unwrap_or(0) as u32;
+                s.sub = Binary::ALL.iter().position(|&v| v == op).unwrap_or(0) as u32;
                 s.ids[..3].copy_from_slice(&[a, b, out]);
             }
             Op::Unary { op, x, out } => {
@@ -252,7 +250,7 @@ impl Step {
         let p = &self.p;
         let op = match self.kind {
             K_BINARY => Op::Binary {
-                op: *BINARIES.get(self.sub as usize).ok_or_else(invalid)?,
+                op: *Binary::ALL.get(self.sub as usize).ok_or_else(invalid)?,
                 a: i0,
                 b: i1,
                 out: i2,
@@ -371,7 +369,7 @@ mod tests {
     #[test]
     fn records_give_back_their_operators() {
         let mut ops = std::vec::Vec::new();
-        for op in BINARIES {
+        for op in Binary::ALL {
             ops.push(Op::Binary {
                 op,
                 a: 3,
