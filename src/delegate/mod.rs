@@ -50,6 +50,28 @@ pub trait Backend: Sync {
         state: &[u8],
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError>;
+
+    /// What the region does with DelegateCall argument `arg`, for the load-time analyses
+    /// (`exec::elide`); `state` is what `init` wrote. The default says it may read and write
+    /// every argument, which is always safe; a backend that knows its inputs and outputs
+    /// says so and lets more of the program be simplified.
+    fn arg_access(&self, init: &DelegateInit<'_>, state: &[u8], arg: usize) -> ArgAccess {
+        let _ = (init, state, arg);
+        ArgAccess::ReadWrite
+    }
+}
+
+/// How a delegate region uses one of its call's arguments ([`Backend::arg_access`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgAccess {
+    /// Neither read nor written (an argument no value of the region names).
+    Unused,
+    /// Only read.
+    Read,
+    /// Only written (every byte of it: an output).
+    Write,
+    /// May be read and written.
+    ReadWrite,
 }
 
 /// A resolved delegate of a loaded method: its backend, payload and translated plan.

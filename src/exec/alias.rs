@@ -37,7 +37,11 @@ pub fn prove(
     tensors: &[TensorSlot],
     proved: &mut [Proof],
 ) {
-    proved.iter_mut().for_each(|p| *p = Proof::NONE);
+    // Calls `exec::elide` removed keep their mark; every other starts unproved.
+    proved
+        .iter_mut()
+        .filter(|p| !p.elided())
+        .for_each(|p| *p = Proof::NONE);
     let chains = plan.chains().unwrap_or_default();
     let dynamic_values = chains.iter().any(|c| {
         c.instructions().unwrap_or_default().iter().any(|i| {
@@ -64,6 +68,10 @@ pub fn prove(
                 _ => (None, false),
             };
             if let (Some(args), Some(slot)) = (args, proved.get_mut(at)) {
+                if slot.elided() {
+                    at += 1;
+                    continue;
+                }
                 *slot = call_is_proved(args, kernel, values, tensors);
             }
             at += 1;
@@ -127,7 +135,7 @@ fn check(
         let (lo, hi) = span(t);
         for &(s2, outside2, pos2) in &named[i + 1..] {
             if s2 == s {
-                if (outside && outside2) || pos >= 63 || pos2 >= 63 {
+                if (outside && outside2) || pos >= 62 || pos2 >= 62 {
                     return None;
                 }
                 if pos != pos2 {

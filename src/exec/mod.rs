@@ -1,9 +1,11 @@
 //! Execution machinery under the public [`Method`](crate::Method) API: the operator and
 //! backend [`Registry`], validation of a plan, the metadata-buffer layout, the value table,
-//! the instruction loop and the output-row demand analysis.
+//! the instruction loop, and the load-time analyses (output-row demand, copy elision, output
+//! aliasing).
 
 pub mod alias;
 pub mod demand;
+pub mod elide;
 pub mod layout;
 pub mod registry;
 pub mod run;

@@ -70,7 +70,11 @@ impl<'p> Frame<'_, '_, 'p> {
                     o.instruction(ci, pc);
                 }
                 let sure = proved.get(pc).copied().unwrap_or_default();
-                pc = self.step(ci, pc, instrs.get(pc), sure)?;
+                pc = if sure.elided() {
+                    pc + 1
+                } else {
+                    self.step(ci, pc, instrs.get(pc), sure)?
+                };
             }
         }
         if let Some(o) = self.observer.as_deref_mut() {
@@ -81,12 +85,12 @@ impl<'p> Frame<'_, '_, 'p> {
 
     /// Executes instruction `pc` of chain `chain` alone (no jump is followed, no step is
     /// counted). Host tools use it to evaluate instructions whose inputs are all constants.
+    /// An elided copy does nothing (its output is its input's bytes).
     pub fn run_one(&mut self, chain: usize, pc: usize) -> Result<(), Error> {
-        let ins = self
-            .plan
-            .chains()
-            .filter(|c| chain < c.len())
-            .map(|c| c.get(chain))
+        let chains = self.plan.chains().unwrap_or_default();
+        let ins = chains
+            .iter()
+            .nth(chain)
             .and_then(|c| c.instructions())
             .filter(|l| pc < l.len())
             .map(|l| l.get(pc))
@@ -94,6 +98,14 @@ impl<'p> Frame<'_, '_, 'p> {
                 instruction: pc,
                 detail: "no such instruction",
             })?;
+        let before: usize = chains
+            .iter()
+            .take(chain)
+            .map(|c| c.instructions().map_or(0, |l| l.len()))
+            .sum();
+        if self.proved.get(before + pc).is_some_and(|p| p.elided()) {
+            return Ok(());
+        }
         self.step(chain, pc, ins, super::alias::Proof::NONE)
             .map(|_| ())
     }

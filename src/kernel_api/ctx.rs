@@ -41,18 +41,27 @@ pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
 }
 
-/// A call's output-aliasing proof, made at load by `exec::alias`: 0 when not proved; else bit 63 set and bits `0..63` the argument positions
-/// whose tensor is also named at another position.
+/// What load-time analysis proved of a call: 0 when nothing. `exec::alias`: bit 63 set when
+/// its outputs cannot alias its other arguments, bits `0..62` the argument positions whose
+/// tensor is also named at another position. `exec::elide`: [`AliasProof::ELIDED`] alone, a
+/// copy whose output was placed over its input's bytes, which the instruction loop skips.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AliasProof(pub u64);
 
 impl AliasProof {
     pub const NONE: AliasProof = AliasProof(0);
     const PROVED: u64 = 1 << 63;
+    /// A call with nothing left to do at run time (`exec::elide`).
+    pub const ELIDED: AliasProof = AliasProof(1 << 62);
+
+    /// The call is skipped: its output already holds its result.
+    pub fn elided(self) -> bool {
+        self == Self::ELIDED
+    }
 
     /// A proved call whose `shared` positions name one tensor twice.
     pub fn proved_with(shared: u64) -> AliasProof {
-        AliasProof(Self::PROVED | (shared & !Self::PROVED))
+        AliasProof(Self::PROVED | (shared & !(Self::PROVED | Self::ELIDED.0)))
     }
 
     pub fn proved(self) -> bool {
@@ -61,7 +70,7 @@ impl AliasProof {
 
     /// Positions sharing their tensor with another position.
     pub fn shared(self) -> u64 {
-        self.0 & !Self::PROVED
+        self.0 & !(Self::PROVED | Self::ELIDED.0)
     }
 }
 

@@ -136,6 +136,13 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             }
         }
         let demand = demand::analyse(plan, tables.values, tables.tensors);
+        crate::exec::elide::elide(
+            plan,
+            tables.values,
+            tables.tensors,
+            tables.delegates,
+            tables.proved,
+        );
         crate::exec::alias::prove(plan, tables.values, tables.tensors, tables.proved);
         Ok(Method {
             meta,
@@ -155,6 +162,12 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// (`exec::alias`): the run-time overlap check is skipped for these.
     pub fn alias_proved_calls(&self) -> usize {
         self.tables.proved.iter().filter(|p| p.proved()).count()
+    }
+
+    /// Copies removed at load (`exec::elide`): their outputs were placed over their inputs'
+    /// bytes, and `execute` skips them.
+    pub fn elided_calls(&self) -> usize {
+        self.tables.proved.iter().filter(|p| p.elided()).count()
     }
 
     /// The output-row restrictions found at load ([`demand`]).
@@ -312,7 +325,8 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             delegates: t.delegates,
             scratch: t.scratch,
             demand: if whole { &self.demand } else { &[] },
-            proved: if whole { t.proved } else { &[] },
+            // Alias proofs and elided copies are facts about storage, true in any order.
+            proved: t.proved,
             step_limit: self.step_limit,
             observer,
         }

@@ -23,7 +23,7 @@ pub use plan::{Loc, MAX_EXTERNS, MAX_NODES, MAX_VALUES};
 
 use core::mem::{align_of, size_of};
 
-use crate::delegate::{Backend, DelegateInit, Requirements};
+use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
@@ -891,6 +891,25 @@ impl Backend for XnnpackBackend {
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError> {
         execute_plan(init, state, ctx)
+    }
+
+    /// External inputs are read, external outputs written whole; an argument no external
+    /// names is unused. A state area that does not parse gives the safe default.
+    fn arg_access(&self, _: &DelegateInit<'_>, state: &[u8], arg: usize) -> ArgAccess {
+        let Ok(view) = state_view(state) else {
+            return ArgAccess::ReadWrite;
+        };
+        let (mut read, mut written) = (false, false);
+        for l in view.locs.iter().filter(|l| l.ext as usize == arg) {
+            read |= l.kind == KIND_EXTERNAL_IN;
+            written |= l.kind == KIND_EXTERNAL_OUT;
+        }
+        match (read, written) {
+            (false, false) => ArgAccess::Unused,
+            (true, false) => ArgAccess::Read,
+            (false, true) => ArgAccess::Write,
+            (true, true) => ArgAccess::ReadWrite,
+        }
     }
 }
 

@@ -1,0 +1,406 @@
+//! Load-time removal of copies that change nothing. `expand_copy` to the same element count,
+//! `view_copy`, `squeeze_copy` and `unsqueeze_copy` of a contiguous tensor, `clone`,
+//! `alias_copy`, `detach_copy`, and `_to_copy`, `_to_dim_order_copy` or `_clone_dim_order` to
+//! the same dtype and layout write exactly their input's bytes. When the proof below holds, the
+//! output's slot is pointed at the input's bytes and the call is marked elided
+//! ([`Proof::elided`]): the instruction loop skips it.
+//!
+//! Copy `c` reads tensor `S` and writes tensor `D`. It is elided when:
+//! - `S` and `D` are static, contiguous (default dim order) tensors of one dtype and one
+//!   non-zero element count, with disjoint storage; `S` has fixed storage (planned or a
+//!   constant); `D` is planned, not a method input or output, and not state kept between runs;
+//! - no instruction after `c` writes `D`;
+//! - no instruction after `c`, up to the last one that reads `D`, writes over `S`'s bytes (they
+//!   must still hold the data when `D` is read);
+//! - no instruction after `c` reads bytes of `D`'s own storage under another name before they
+//!   have been written again (ExecuTorch plans a static view over its base's bytes: such a
+//!   view would read what `c` no longer writes).
+//!
+//! What an instruction reads and writes: a kernel call writes the tensors of its last argument
+//! (the returned `out` tensors) and reads the tensors of its other arguments (a tensor it also
+//! returns counts as written only, the `out` convention); a delegate call uses each argument as
+//! its backend says ([`crate::delegate::Backend::arg_access`]; by default it may read and write
+//! all of them). Ranges are compared at capacity, like `exec::alias`. Nothing is elided in a
+//! method with moves, jumps or frees, where a value's storage or the order of instructions is
+//! not fixed.
+//!
+//! Copies are examined in program order; a copy whose input was itself an elided copy's
+//! output reads (and keeps alive) the first copy's input bytes.
+
+use crate::delegate::{ArgAccess, DelegateSlot};
+use crate::format::fb;
+pub use crate::kernel_api::AliasProof as Proof;
+use crate::kernel_api::{Dynamism, TensorSlot, Value};
+
+/// Operators (`name.overload`) whose output has its input's bytes when dtype, element count
+/// and layout agree. The input is argument 0, the output the last argument.
+const IDENTITY_COPIES: [&str; 14] = [
+    "aten::expand_copy.out",
+    "aten::view_copy.out",
+    "aten::squeeze_copy.out",
+    "aten::squeeze_copy.dim_out",
+    "aten::squeeze_copy.dims_out",
+    "aten::unsqueeze_copy.out",
+    "aten::alias_copy.out",
+    "aten::clone.out",
+    "aten::detach_copy.out",
+    "aten::lift_fresh_copy.out",
+    "aten::_to_copy.out",
+    "dim_order_ops::_to_dim_order_copy.out",
+    "dim_order_ops::_clone_dim_order.out",
+    "aten::_clone_dim_order.out",
+];
+
+/// Most tensors one instruction may name for the analysis (an instruction naming more keeps
+/// every copy whose proof must look at it).
+const MAX_NAMED: usize = 64;
+
+/// Most separate pieces of `D`'s storage followed while they may still be read under another
+/// name (more: the copy is kept).
+const MAX_PIECES: usize = 8;
+
+/// How one instruction uses one tensor.
+#[derive(Clone, Copy)]
+struct Use {
+    slot: u32,
+    read: bool,
+    write: bool,
+}
+
+type Uses = heapless::Vec<Use, MAX_NAMED>;
+
+/// The tensors instruction `ins` names and how it uses them; `None` when it cannot be told
+/// (not a kernel or delegate call, too many tensors, an index out of range).
+fn uses(
+    ins: fb::Instruction<'_>,
+    values: &[Value<'_>],
+    delegates: &[DelegateSlot<'_, '_>],
+) -> Option<Uses> {
+    let (args, delegate) = match ins.instr_args_type() {
+        fb::InstructionArguments::KernelCall => (ins.instr_args_as_kernel_call()?.args()?, None),
+        fb::InstructionArguments::DelegateCall => {
+            let d = ins.instr_args_as_delegate_call()?;
+            let slot = delegates.get(usize::try_from(d.delegate_index()).ok()?)?;
+            (d.args()?, Some(slot))
+        }
+        _ => return None,
+    };
+    let last = args.len().checked_sub(1);
+    let mut out = Uses::new();
+    // Pass 0 collects the written tensors, pass 1 the read ones (a kernel's tensor that is
+    // written is not also read).
+    for pass in 0..2 {
+        for (pos, a) in args.iter().enumerate() {
+            let (read, write) = match delegate {
+                None => (pos != last.unwrap_or(0), Some(pos) == last),
+                Some(slot) => match slot.backend.arg_access(&slot.init, slot.state, pos) {
+                    ArgAccess::Unused => (false, false),
+                    ArgAccess::Read => (true, false),
+                    ArgAccess::Write => (false, true),
+                    ArgAccess::ReadWrite => (true, true),
+                },
+            };
+            let wanted = if pass == 0 { write } else { read };
+            if !wanted {
+                continue;
+            }
+            let mut add = |slot: u32| -> Option<()> {
+                if pass == 1 && delegate.is_none() && out.iter().any(|u| u.slot == slot && u.write)
+                {
+                    return Some(());
+                }
+                out.push(Use {
+                    slot,
+                    read: pass == 1,
+                    write: pass == 0,
+                })
+                .ok()
+            };
+            match *values.get(usize::try_from(a).ok()?)? {
+                Value::Tensor(s) => add(s)?,
+                Value::TensorList(items) | Value::OptTensorList(items) => {
+                    for i in items.iter().filter(|&i| i >= 0) {
+                        if let Some(Value::Tensor(s)) = values.get(usize::try_from(i).ok()?) {
+                            add(*s)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Every instruction of the plan, chains in order (numbered like the proof table).
+fn instructions<'p>(plan: fb::ExecutionPlan<'p>) -> impl Iterator<Item = fb::Instruction<'p>> {
+    plan.chains()
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|c| c.instructions().unwrap_or_default().iter())
+}
+
+/// Bytes `[lo, hi)` of a slot's storage at capacity (empty without storage).
+fn span(t: &TensorSlot) -> (usize, usize) {
+    if t.data.is_null() || t.capacity == 0 {
+        (0, 0)
+    } else {
+        (t.data as usize, t.data as usize + t.capacity)
+    }
+}
+
+fn overlap(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.0 < a.1 && b.0 < b.1 && a.0 < b.1 && b.0 < a.1
+}
+
+/// `(S value, S slot, D value, D slot)` when `ins` is a call of an identity copy.
+fn identity_copy(
+    plan: fb::ExecutionPlan<'_>,
+    ins: fb::Instruction<'_>,
+    values: &[Value<'_>],
+) -> Option<(usize, u32, usize, u32)> {
+    let k = ins.instr_args_as_kernel_call()?;
+    let op = plan.operators()?;
+    let op = op.get(
+        usize::try_from(k.op_index())
+            .ok()
+            .filter(|&i| i < op.len())?,
+    );
+    let (name, overload) = (op.name()?, op.overload().unwrap_or(""));
+    let known = IDENTITY_COPIES.iter().any(|key| {
+        key.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|o| o == overload)
+    });
+    if !known {
+        return None;
+    }
+    let args = k.args()?;
+    let sv = usize::try_from(args.iter().next()?).ok()?;
+    let dv = usize::try_from(args.iter().next_back()?).ok()?;
+    match (values.get(sv)?, values.get(dv)?) {
+        (&Value::Tensor(s), &Value::Tensor(d)) if s != d => Some((sv, s, dv, d)),
+        _ => None,
+    }
+}
+
+/// Whether the slots themselves allow `D` over `S`'s bytes.
+fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
+    ts.dtype == td.dtype
+        && ts.dynamism == Dynamism::Static
+        && td.dynamism == Dynamism::Static
+        && ts.contiguous
+        && td.contiguous
+        && ts.shape.numel() == td.shape.numel()
+        && ts.nbytes() > 0
+        && ts.nbytes() <= ts.capacity
+        && !ts.data.is_null()
+        && (ts.planned || !ts.writable)
+        && td.planned
+        && td.writable
+        && !td.data.is_null()
+        && !overlap(span(ts), span(td))
+}
+
+/// Removes `cut` from every piece of `pieces`; `false` when the pieces no longer fit.
+fn subtract(pieces: &mut heapless::Vec<(usize, usize), MAX_PIECES>, cut: (usize, usize)) -> bool {
+    let mut next: heapless::Vec<(usize, usize), MAX_PIECES> = heapless::Vec::new();
+    for &p in pieces.iter() {
+        if !overlap(p, cut) {
+            if next.push(p).is_err() {
+                return false;
+            }
+            continue;
+        }
+        for q in [(p.0, cut.0.min(p.1)), (cut.1.max(p.0), p.1)] {
+            if q.0 < q.1 && next.push(q).is_err() {
+                return false;
+            }
+        }
+    }
+    *pieces = next;
+    true
+}
+
+/// The proof for the copy at instruction `at` from slot `s` to slot `d` (module doc).
+fn provable(
+    plan: fb::ExecutionPlan<'_>,
+    at: usize,
+    s: u32,
+    d: u32,
+    values: &[Value<'_>],
+    tensors: &[TensorSlot],
+    delegates: &[DelegateSlot<'_, '_>],
+) -> Option<()> {
+    let sr = span(tensors.get(s as usize)?);
+    let d0 = span(tensors.get(d as usize)?);
+    // The last instruction reading D; no later instruction may write it.
+    let mut last_read = at;
+    for (i, ins) in instructions(plan).enumerate().skip(at + 1) {
+        for u in uses(ins, values, delegates)?.iter().filter(|u| u.slot == d) {
+            if u.write {
+                return None;
+            }
+            last_read = i;
+        }
+    }
+    let mut live: heapless::Vec<(usize, usize), MAX_PIECES> = heapless::Vec::new();
+    live.push(d0).ok()?;
+    for (i, ins) in instructions(plan).enumerate().skip(at + 1) {
+        if i > last_read && live.is_empty() {
+            break;
+        }
+        let named = uses(ins, values, delegates)?;
+        for u in named.iter().filter(|u| u.slot != d) {
+            let r = span(tensors.get(u.slot as usize)?);
+            if u.read && live.iter().any(|&p| overlap(p, r)) {
+                return None;
+            }
+        }
+        for u in named.iter().filter(|u| u.slot != d && u.write) {
+            let r = span(tensors.get(u.slot as usize)?);
+            if i <= last_read && overlap(r, sr) {
+                return None;
+            }
+            if !subtract(&mut live, r) {
+                return None;
+            }
+        }
+    }
+    Some(())
+}
+
+/// The proof for moving `S` onto `D`'s bytes instead: `S`'s one writer `p` (before the copy
+/// at `at`, not itself elided) then writes them. Returns `p`.
+#[allow(clippy::too_many_arguments)]
+fn provable_onto_output(
+    plan: fb::ExecutionPlan<'_>,
+    at: usize,
+    s: u32,
+    d: u32,
+    values: &[Value<'_>],
+    tensors: &[TensorSlot],
+    delegates: &[DelegateSlot<'_, '_>],
+    proved: &[Proof],
+) -> Option<usize> {
+    let sr = span(tensors.get(s as usize)?);
+    let d0 = span(tensors.get(d as usize)?);
+    // S's one writer, before the copy, which does not read it; S's last read.
+    let (mut writer, mut last_read) = (None, at);
+    for (i, ins) in instructions(plan).enumerate() {
+        for u in uses(ins, values, delegates)?.iter().filter(|u| u.slot == s) {
+            if u.write {
+                if writer.is_some() || u.read || i >= at {
+                    return None;
+                }
+                writer = Some(i);
+            } else if i > at {
+                last_read = i;
+            }
+        }
+    }
+    let p = writer?;
+    if proved.get(p).is_none_or(|x| x.elided()) {
+        return None;
+    }
+    let mut live: heapless::Vec<(usize, usize), MAX_PIECES> = heapless::Vec::new();
+    live.push(sr).ok()?;
+    for (i, ins) in instructions(plan).enumerate().skip(p) {
+        if i == at || proved.get(i).is_some_and(|x| x.elided()) {
+            continue;
+        }
+        if i > last_read && live.is_empty() {
+            break;
+        }
+        let named = uses(ins, values, delegates)?;
+        for u in named.iter().filter(|u| u.slot != s) {
+            let r = span(tensors.get(u.slot as usize)?);
+            // From S's writer to the copy nothing else may touch D's bytes; up to S's last
+            // read nothing may write them (D itself included).
+            if overlap(r, d0) && (i < at || (u.write && i <= last_read)) {
+                return None;
+            }
+            if i > p && u.slot != d && u.read && live.iter().any(|&q| overlap(q, r)) {
+                return None;
+            }
+        }
+        if i > p {
+            for u in named.iter().filter(|u| u.slot != s && u.write) {
+                if !subtract(&mut live, span(tensors.get(u.slot as usize)?)) {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(p)
+}
+
+/// Elides every identity copy the proof allows: points the output slot at the input's bytes
+/// and marks the call in `proved` ([`Proof::ELIDED`]). Returns how many were elided. Must run
+/// before `exec::alias::prove` (which sees the moved slots) and after the delegates' `init`
+/// (whose argument use it asks).
+pub fn elide(
+    plan: fb::ExecutionPlan<'_>,
+    values: &[Value<'_>],
+    tensors: &mut [TensorSlot],
+    delegates: &[DelegateSlot<'_, '_>],
+    proved: &mut [Proof],
+) -> usize {
+    let fixed = instructions(plan).all(|i| {
+        matches!(
+            i.instr_args_type(),
+            fb::InstructionArguments::KernelCall | fb::InstructionArguments::DelegateCall
+        )
+    });
+    if !fixed {
+        return 0;
+    }
+    let io = |v: usize| {
+        let named = |l: Option<flatbuffers::Vector<'_, i32>>| {
+            l.unwrap_or_default()
+                .iter()
+                .any(|x| usize::try_from(x).ok() == Some(v))
+        };
+        named(plan.inputs()) || named(plan.outputs())
+    };
+    let state = |v: usize| {
+        plan.values()
+            .filter(|vs| v < vs.len())
+            .and_then(|vs| vs.get(v).val_as_tensor())
+            .is_none_or(|t| t.data_buffer_idx() > 0)
+    };
+    let mut elided = 0;
+    for (at, ins) in instructions(plan).enumerate() {
+        let Some((sv, s, dv, d)) = identity_copy(plan, ins, values) else {
+            continue;
+        };
+        let (Some(ts), Some(td)) = (tensors.get(s as usize), tensors.get(d as usize)) else {
+            continue;
+        };
+        if !slots_allow(ts, td) || io(dv) || state(dv) || at >= proved.len() {
+            continue;
+        }
+        if provable(plan, at, s, d, values, tensors, delegates).is_some() {
+            let (data, capacity, writable) = (ts.data, ts.nbytes(), ts.writable);
+            let td = &mut tensors[d as usize];
+            td.data = data;
+            td.capacity = capacity;
+            td.writable = writable;
+        } else if ts.planned
+            && ts.writable
+            && !io(sv)
+            && !state(sv)
+            && provable_onto_output(plan, at, s, d, values, tensors, delegates, proved).is_some()
+        {
+            let (data, capacity) = (td.data, td.nbytes());
+            let ts = &mut tensors[s as usize];
+            ts.data = data;
+            ts.capacity = capacity;
+        } else {
+            continue;
+        }
+        proved[at] = Proof::ELIDED;
+        elided += 1;
+    }
+    elided
+}
