@@ -352,18 +352,29 @@ static EXP_LANES: ExpLanes = ExpLanes([
     0.0,
 ]);
 
+/// Lane masks of the last, overlapping block of [`exp_shifted`]: the eight words at `r`
+/// keep lanes `8 − r ..` (the `r` elements the whole blocks did not cover).
+#[repr(C, align(16))]
+struct TailLanes([u32; 16]);
+
+static TAIL_LANES: TailLanes = TailLanes([0, 0, 0, 0, 0, 0, 0, 0, !0, !0, !0, !0, !0, !0, !0, !0]);
+
 /// Writes `exp(x - mx)` into `out` (common length) and returns the sum.
 ///
-/// Eight lanes at a time in assembly ([`exp8_blocks`]). The last `n mod 8` elements go
-/// through the same eight-lane block in a stack buffer padded with −∞ (whose lanes come out
-/// as 0 and add nothing to the sum), so a row has no four-lane or scalar tail.
+/// Eight lanes at a time in assembly ([`exp8_blocks`]). From eight elements on, the last
+/// `n mod 8` are covered by one more block over the last eight (its first lanes recompute
+/// values already stored, and are masked out of the sum); a shorter row goes through one
+/// block in a stack buffer padded with −∞ (whose lanes come out as 0 and add nothing to the
+/// sum). No row has a four-lane or scalar tail.
 #[inline(always)]
 fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
     let n = x.len().min(out.len());
     let blocks = n / 8;
     let (head, r) = (8 * blocks, n % 8);
     // SAFETY: `exp8_blocks` reads and writes 8·blocks ≤ n elements of `x` and `out`, then
-    // one block of the 8-element buffer (read and written through the same pointer).
+    // either the last eight of them (n ≥ 8) or one block of the 8-element buffer (read and
+    // written through the same pointer); the mask load reads words r .. r + 8 ≤ 15 of the
+    // 16-word table.
     unsafe {
         let vmx = vdupq_n_f32(mx);
         let zero = vdupq_n_f32(0.0);
@@ -371,7 +382,28 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
         if blocks > 0 {
             (acc0, acc1) = exp8_blocks(x.as_ptr(), out.as_mut_ptr(), blocks, vmx, acc0, acc1);
         }
-        if r > 0 {
+        if r > 0 && blocks > 0 {
+            // The last eight again (`x` and `out` are distinct borrows, so the first 8 − r
+            // lanes are recomputed to the values already stored); only the r new lanes enter
+            // the sum.
+            let (t0, t1) = exp8_blocks(
+                x.as_ptr().add(n - 8),
+                out.as_mut_ptr().add(n - 8),
+                1,
+                vmx,
+                zero,
+                zero,
+            );
+            let m = TAIL_LANES.0.as_ptr().add(r);
+            acc0 = vaddq_f32(
+                acc0,
+                vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(t0), vld1q_u32(m))),
+            );
+            acc1 = vaddq_f32(
+                acc1,
+                vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(t1), vld1q_u32(m.add(4)))),
+            );
+        } else if r > 0 {
             let mut buf = [f32::NEG_INFINITY; 8];
             super::runs::copy_run(&x[head..n], &mut buf[..r]);
             let p = buf.as_mut_ptr();
