@@ -26,7 +26,8 @@ pub struct Frame<'c, 'a, 'p> {
     /// Output rows the program reads of some matmuls' outputs (`exec::demand`).
     pub demand: &'c [RowDemand],
     /// Instructions (numbered across chains) proved free of output aliasing at load
-    /// (`exec::alias`); the others are checked as they run.
+    /// (`exec::alias`; the others are checked as they run), or elided copies
+    /// (`exec::elide`), which are skipped.
     pub proved: &'c [super::alias::Proof],
     /// Who watches this execution, if anyone.
     pub observer: Option<&'c mut dyn Observer>,
