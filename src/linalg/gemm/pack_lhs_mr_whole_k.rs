@@ -162,8 +162,59 @@ fn declined(
     kc: usize,
     dst: &mut [f32],
 ) {
-    let done = neon_run_groups(src, from, ld, runs, w, kc, dst);
-    for i in done..runs {
+    #[cfg_attr(not(target_arch = "aarch64"), allow(unused_mut))]
+    let mut i = neon_run_groups(src, from, ld, runs, w, kc, dst);
+    #[cfg(target_arch = "aarch64")]
+    {
+        // The rest two at a time, four depth steps per round: two loads, two zips and four
+        // 8-byte stores (a pair of lanes of one depth step each) where the plain copy takes
+        // a load and a store per element.
+        let (slen, dlen) = (src.len(), dst.len());
+        let fits = |i: usize, n: usize| {
+            kc >= 4
+                && (i + n - 1)
+                    .checked_mul(ld)
+                    .and_then(|o| o.checked_add(from + kc))
+                    .is_some_and(|e| e <= slen)
+                && (kc - 1)
+                    .checked_mul(w)
+                    .and_then(|o| o.checked_add(i + n))
+                    .is_some_and(|e| e <= dlen)
+        };
+        while i + 2 <= runs && fits(i, 2) {
+            // SAFETY: runs i and i + 1 hold kc floats from `from + i·ld` inside `src`, and
+            // `dst` holds lanes i, i + 1 of depth steps 0 .. kc (both checked by `fits`); the
+            // loads read p .. p + 4 ≤ kc of each run, the stores lanes i, i + 1 of steps
+            // p .. p + 4 ≤ kc. Neon is in the AArch64 baseline; no alignment is required.
+            unsafe {
+                use core::arch::aarch64::*;
+                let (r0, r1) = (
+                    src.as_ptr().add(from + i * ld),
+                    src.as_ptr().add(from + (i + 1) * ld),
+                );
+                let d = dst.as_mut_ptr().add(i);
+                let mut p = 0;
+                while p + 4 <= kc {
+                    let (a, b) = (vld1q_f32(r0.add(p)), vld1q_f32(r1.add(p)));
+                    let lo = vreinterpretq_f64_f32(vzip1q_f32(a, b));
+                    let hi = vreinterpretq_f64_f32(vzip2q_f32(a, b));
+                    let q = d.add(p * w) as *mut f64;
+                    vst1q_lane_f64::<0>(q, lo);
+                    vst1q_lane_f64::<1>(d.add((p + 1) * w) as *mut f64, lo);
+                    vst1q_lane_f64::<0>(d.add((p + 2) * w) as *mut f64, hi);
+                    vst1q_lane_f64::<1>(d.add((p + 3) * w) as *mut f64, hi);
+                    p += 4;
+                }
+                while p < kc {
+                    *d.add(p * w) = *r0.add(p);
+                    *d.add(p * w + 1) = *r1.add(p);
+                    p += 1;
+                }
+            }
+            i += 2;
+        }
+    }
+    for i in i..runs {
         let run = &src[from + i * ld..][..kc];
         for (p, &v) in run.iter().enumerate() {
             dst[p * w + i] = v;

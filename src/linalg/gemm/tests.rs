@@ -561,3 +561,49 @@ fn output_clamp_every_kernel_and_path() {
         }
     }
 }
+
+/// `pack_a_taps` (the convolutions' patch packer) against its definition: every kernel,
+/// every lane offset and run count that fits a panel, depths with and without a 4-step
+/// remainder, one and several taps. The runs the kernel's packer declines (fewer than four,
+/// or from a lane it does not start at) take the pairwise path and the plain copy.
+#[test]
+fn patch_runs_pack_as_defined_at_every_lane() {
+    use super::pack_lhs_mr_whole_k::pack_a_taps;
+    let mut rng = Rng(77);
+    for uk in kernels() {
+        let mr = uk.mr;
+        for (kc, taps) in [(1usize, 1usize), (3, 2), (4, 1), (9, 3), (24, 2)] {
+            let (ld, tap_stride) = (kc + 5, 3 * (kc + 5) * mr);
+            let k = 2 + taps * kc;
+            let src: Vec<f32> = (0..taps * tap_stride + mr * ld + kc)
+                .map(|_| rng.next())
+                .collect();
+            for lane0 in 0..mr {
+                for runs in 1..=mr - lane0 {
+                    let mut panel = vec![f32::NAN; k * mr];
+                    pack_a_taps(
+                        uk, &src, 1, ld, runs, lane0, 2, kc, taps, tap_stride, &mut panel,
+                    )
+                    .unwrap();
+                    for d in 0..k {
+                        for lane in 0..mr {
+                            let got = panel[d * mr + lane];
+                            let (t, p) = ((d.wrapping_sub(2)) / kc, (d.wrapping_sub(2)) % kc);
+                            if d >= 2 && lane >= lane0 && lane < lane0 + runs {
+                                let i = lane - lane0;
+                                let want = src[1 + t * tap_stride + i * ld + p];
+                                assert_eq!(
+                                    got, want,
+                                    "{} kc {kc} taps {taps} lane0 {lane0} runs {runs} d {d}",
+                                    uk.name
+                                );
+                            } else {
+                                assert!(got.is_nan(), "{} wrote outside its lanes", uk.name);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
