@@ -355,7 +355,7 @@ pub fn batch_matmul(
     transpose_b: bool,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    let one = |i: usize, out: &mut [f32], scratch: &mut [f32]| -> Result<(), KernelError> {
+    let operands = |i: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
         let ai = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k)?;
         let bs = &b[i * k * n..(i + 1) * k * n];
         let bi = if transpose_b {
@@ -363,39 +363,34 @@ pub fn batch_matmul(
         } else {
             MatRef::row_major(bs, k, n)?
         };
-        gemm::sgemm(ai, bi, out, n, 1.0, 0.0, None, scratch)
+        Ok((ai, bi))
     };
-    // Whole batches per core (each product as one core computes it alone), when there are
-    // at least two; a single product splits inside the GEMM instead.
     let mn = m * n;
     let out = &mut out[..batch * mn];
+    if batch == 1 {
+        // A single product splits inside the GEMM.
+        let (ai, bi) = operands(0)?;
+        return gemm::sgemm(ai, bi, out, n, 1.0, 0.0, None, scratch);
+    }
+    // Whole batches per core (each product as one core computes it alone); each core's
+    // products share one kernel choice and one set of checks (`sgemm_batch`).
     let need = gemm::sgemm_scratch_len(m, n, k);
-    if batch > 1 && scratch.len() >= need {
+    if scratch.len() >= need {
         let errors = parallel::FirstError::default();
         let shared = parallel::SharedSlice::new(out);
         let split = parallel::try_split(batch, m * n * k, |lo, hi, core_scratch| {
-            if core_scratch.len() < need {
-                return errors.put(KernelError::Scratch {
-                    needed: need * 4,
-                    got: core_scratch.len() * 4,
-                });
-            }
             // SAFETY: batches lo..hi of `out` belong to this part alone.
             let mine = unsafe { shared.range(lo * mn, hi * mn) };
-            for (j, o) in mine.chunks_exact_mut(mn.max(1)).enumerate() {
-                if let Err(e) = one(lo + j, o, core_scratch) {
-                    return errors.put(e);
-                }
+            let shifted = |j: usize| operands(lo + j);
+            if let Err(e) = gemm::sgemm_batch((m, n, k), hi - lo, shifted, mine, core_scratch) {
+                errors.put(e);
             }
         });
         if split {
             return errors.result();
         }
     }
-    for (i, o) in out.chunks_exact_mut(mn.max(1)).enumerate() {
-        one(i, o, scratch)?;
-    }
-    Ok(())
+    gemm::sgemm_batch((m, n, k), batch, operands, out, scratch)
 }
 
 /// `out.dims[i] = x.dims[perm[i]]`. Shape are simplified first (size-1 dims dropped, dims

@@ -242,6 +242,103 @@ pub(super) fn with_kernel(
     run_nest(&call, ASource::Mat(a), b, c, scratch)
 }
 
+/// `count` products of one shape on this core, `C_i = A_i·B_i` into the row-major `m × n`
+/// block `c[i·m·n ..][.. m·n]`, with `(A_i, B_i) = operands(i)` (`m × k` and `k × n`, any
+/// strides as in [`sgemm`]): a batched matmul's heads. The micro-kernel, the checks of C and
+/// the scratch are settled once for all of them; each product is then computed exactly as
+/// [`sgemm`] computes it on one core (same kernel calls in the same order: the same bits).
+/// `M = 1` takes [`sgemm`] per product (its GEMV).
+///
+/// Errors: an operand whose shape differs from `m × k` / `k × n` or a C shorter than
+/// `count·m·n` (`KernelError::Shape`), a scratch smaller than [`sgemm_scratch_len`]`(m, n,
+/// k)`, or what `operands` returns.
+pub fn sgemm_batch<'x>(
+    (m, n, k): (usize, usize, usize),
+    count: usize,
+    operands: impl Fn(usize) -> Result<(MatRef<'x>, MatRef<'x>), KernelError>,
+    c: &mut [f32],
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    let mn = m * n;
+    let c = c
+        .get_mut(
+            ..count
+                .checked_mul(mn)
+                .ok_or(shape_err("gemm: C extent overflows"))?,
+        )
+        .ok_or(shape_err("gemm: C slice too short"))?;
+    let fits = |a: &MatRef<'_>, b: &MatRef<'_>| {
+        if a.rows == m && a.cols == k && b.rows == k && b.cols == n {
+            Ok(())
+        } else {
+            Err(shape_err("gemm: batch operand of another shape"))
+        }
+    };
+    if m == 1 {
+        for (i, ci) in c.chunks_exact_mut(mn.max(1)).enumerate() {
+            let (a, b) = operands(i)?;
+            fits(&a, &b)?;
+            sgemm(a, b, ci, n, 1.0, 0.0, None, scratch)?;
+        }
+        return Ok(());
+    }
+    if mn == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        for i in 0..count {
+            let (a, b) = operands(i)?;
+            fits(&a, &b)?;
+        }
+        c.fill(0.0);
+        return Ok(());
+    }
+    let uk = micro_kernel_for(m, n, k);
+    let Some(call) = Call::checked(uk, (m, n, k), c, n, 1.0, 0.0, None, None)? else {
+        return Ok(());
+    };
+    let need = if scratch.len() >= GEMM_SCRATCH_F32 {
+        GEMM_SCRATCH_F32
+    } else {
+        scratch_len_for(uk, m, n, k)
+    };
+    if scratch.len() < need {
+        return Err(KernelError::Scratch {
+            needed: need * 4,
+            got: scratch.len() * 4,
+        });
+    }
+    for (i, ci) in c.chunks_exact_mut(mn).enumerate() {
+        let (a, b) = operands(i)?;
+        fits(&a, &b)?;
+        let b = if b.cs == 1 {
+            BSource::InPlace(b)
+        } else {
+            BSource::Strided(b)
+        };
+        let shared = SharedC {
+            ptr: ci.as_mut_ptr(),
+            len: ci.len(),
+        };
+        // SAFETY: product i alone, on this core, through the exclusive borrow of its block of
+        // C (validated for every block by `Call::checked` of the whole `count·m·n`: each
+        // block has the first block's extent); scratch checked above.
+        unsafe {
+            part(
+                &call,
+                ASource::Mat(a),
+                b,
+                shared,
+                true,
+                0,
+                n.div_ceil(uk.nr),
+                scratch,
+            )
+        };
+    }
+    Ok(())
+}
+
 /// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
 /// `C = clamp(beta·C + bias)`). `Ok(false)` when nothing is left to compute.
 #[allow(clippy::too_many_arguments)]

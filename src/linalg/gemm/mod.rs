@@ -69,7 +69,7 @@ pub use contract::{
     KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,
+    kernel_for_prepacked, sgemm, sgemm_batch, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,
     sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
 };
 pub use gemv::sgemv;

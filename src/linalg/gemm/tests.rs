@@ -607,3 +607,63 @@ fn patch_runs_pack_as_defined_at_every_lane() {
         }
     }
 }
+
+/// `sgemm_batch` gives each product exactly the bits `sgemm` gives it alone: odd shapes,
+/// B in place and transposed, M = 1 (the GEMV), K = 0; an operand of another shape and a
+/// short C are errors.
+#[test]
+fn batched_products_match_one_call_each() {
+    let mut rng = Rng(91);
+    for &(m, n, k) in &[
+        (1, 17, 9),
+        (3, 5, 1),
+        (17, 17, 16),
+        (29, 16, 29),
+        (37, 37, 16),
+        (9, 129, 3),
+        (4, 3, 0),
+    ] {
+        for transpose_b in [false, true] {
+            let count = 3;
+            let a: Vec<f32> = (0..count * m * k).map(|_| rng.next()).collect();
+            let b: Vec<f32> = (0..count * k * n).map(|_| rng.next()).collect();
+            let operands = |i: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
+                let ai = MatRef::row_major(&a[i * m * k..][..m * k], m, k)?;
+                let bs = &b[i * k * n..][..k * n];
+                let bi = if transpose_b {
+                    MatRef::row_major(bs, n, k)?.t()
+                } else {
+                    MatRef::row_major(bs, k, n)?
+                };
+                Ok((ai, bi))
+            };
+            let mut scratch = vec![0.0; sgemm_scratch_len(m, n, k)];
+            let mut got = vec![f32::NAN; count * m * n];
+            sgemm_batch((m, n, k), count, operands, &mut got, &mut scratch).unwrap();
+            let mut want = vec![f32::NAN; count * m * n];
+            for (i, w) in want.chunks_exact_mut((m * n).max(1)).enumerate() {
+                let (ai, bi) = operands(i).unwrap();
+                sgemm(ai, bi, w, n, 1.0, 0.0, None, &mut scratch).unwrap();
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&got),
+                bits(&want),
+                "{m}x{n}x{k} transpose_b {transpose_b}"
+            );
+            if m * n > 0 {
+                let mut short = vec![0.0; count * m * n - 1];
+                assert!(sgemm_batch((m, n, k), count, operands, &mut short, &mut scratch).is_err());
+                let other = |_: usize| {
+                    Ok((
+                        MatRef::row_major(&a[..m * k], m, k)?,
+                        MatRef::row_major(&b[..k * n], n, k)?,
+                    ))
+                };
+                if n != k {
+                    assert!(sgemm_batch((m, n, k), count, other, &mut got, &mut scratch).is_err());
+                }
+            }
+        }
+    }
+}
