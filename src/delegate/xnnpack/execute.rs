@@ -296,7 +296,16 @@ pub fn execute_plan(
                 run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
             }
             Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
-            Op::Softmax { x, .. } => run::softmax_rows(rd(x)?, out, last_dim(&od)),
+            Op::Softmax { x, scale, .. } => {
+                let s = if scale == INVALID_ID {
+                    1.0
+                } else {
+                    *rd(scale)?
+                        .first()
+                        .ok_or(bad("softmax scale without an element"))?
+                };
+                run::softmax_rows_scaled(rd(x)?, out, last_dim(&od), s)
+            }
             Op::FullyConnected {
                 x,
                 w,

@@ -156,9 +156,13 @@ pub enum Op {
         x: u32,
         out: u32,
     },
+    /// Softmax over the last dim of `s·x`, `s` the one element of value `scale`, or of `x`
+    /// when `scale` is [`INVALID_ID`] (as decoded: the delegate folds a preceding multiply
+    /// by a one-element value into the softmax at load).
     Softmax {
         x: u32,
         out: u32,
+        scale: u32,
     },
     FullyConnected {
         x: u32,
@@ -341,6 +345,7 @@ pub fn decode(node: xf::XNode<'_>) -> Result<(Op, Option<(f32, f32)>), KernelErr
             Op::Softmax {
                 x: n.input_id(),
                 out: n.output_id(),
+                scale: INVALID_ID,
             }
         }
         U::XNNGlobalAvgPooling2d => {
@@ -536,6 +541,11 @@ impl Op {
             Op::Binary { a, b, .. } | Op::BatchMatMul { a, b, .. } => {
                 v[0] = a;
                 v[1] = b;
+                2
+            }
+            Op::Softmax { x, scale, .. } if scale != INVALID_ID => {
+                v[0] = x;
+                v[1] = scale;
                 2
             }
             Op::Unary { x, .. }

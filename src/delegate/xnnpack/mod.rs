@@ -11,6 +11,7 @@
 //! method's metadata buffer.
 
 mod execute;
+mod fold;
 pub mod graph;
 pub mod header;
 mod plan;
@@ -435,6 +436,7 @@ fn analyze(
         let _ = kinds.push((kind, ext, offset));
         let _ = qinfo.push(qi);
     }
+    let folds = fold::scale_folds(&nodes, &kinds, &qinfo, &dims_tab)?;
     // Pass 2: nodes (decode, ids, shapes) and lifetimes of internal values.
     const UNSET: u32 = u32::MAX;
     let mut life = heapless::Vec::<Interval, MAX_VALUES>::new();
@@ -478,7 +480,17 @@ fn analyze(
     // (filter, output) of every fully-connected node reading a filter it may pack.
     let mut fc_outs = heapless::Vec::<(u32, u32), MAX_VALUES>::new();
     for (step, node) in nodes.iter().enumerate() {
-        let (op, clamp) = graph::decode(node)?;
+        let (mut op, mut clamp) = graph::decode(node)?;
+        // A multiply folded into the softmax after it: a view of its input (the softmax
+        // reads that with the scale), which takes no storage and no time.
+        if let Some(f) = folds.iter().find(|f| f.step as usize == step) {
+            (op, clamp) = (Op::Reshape { x: f.x, out: f.y }, None);
+        }
+        if let (Some(f), Op::Softmax { scale, .. }) =
+            (folds.iter().find(|f| f.step as usize + 1 == step), &mut op)
+        {
+            *scale = f.scale;
+        }
         // The node table that a forward reads instead of the flatbuffer.
         if let Some(s) = steps.as_deref_mut().and_then(|t| t.get_mut(step)) {
             *s = step::Step::new(&op, clamp, node.xnode_union_type());

@@ -294,6 +294,18 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     let _ = vec::softmax_rows(&x[..len], &mut out[..len], n);
 }
 
+/// Softmax over rows of length `n` of `scale·x` (a multiply by a one-element value folded
+/// in at load; `scale = 1` is [`softmax_rows`]).
+pub fn softmax_rows_scaled(x: &[f32], out: &mut [f32], n: usize, scale: f32) {
+    if scale == 1.0 || n == 0 {
+        softmax_rows(x, out, n);
+        return;
+    }
+    let len = x.len().min(out.len()) / n * n;
+    // Whole rows of equal lengths: cannot fail.
+    let _ = vec::softmax_rows_scaled(&x[..len], &mut out[..len], n, scale);
+}
+
 /// Fully connected: `out[m, n] = clamp(x[m, k] · W + bias)`, W `[n, k]` or (`transpose_w`)
 /// `[k, n]`, the node's output clamp applied by the GEMM as it stores.
 #[allow(clippy::too_many_arguments)]

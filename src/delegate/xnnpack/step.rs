@@ -134,8 +134,9 @@ impl Step {
                 };
                 s.ids[..2].copy_from_slice(&[x, out]);
             }
-            Op::Softmax { x, out } => {
+            Op::Softmax { x, out, scale } => {
                 s.kind = K_SOFTMAX;
+                s.p[0] = scale;
                 s.ids[..2].copy_from_slice(&[x, out]);
             }
             Op::FullyConnected {
@@ -264,7 +265,11 @@ impl Step {
                 x: i0,
                 out: i1,
             },
-            K_SOFTMAX => Op::Softmax { x: i0, out: i1 },
+            K_SOFTMAX => Op::Softmax {
+                x: i0,
+                out: i1,
+                scale: p[0],
+            },
             K_FC => Op::FullyConnected {
                 x: i0,
                 w: i1,
@@ -348,6 +353,7 @@ impl Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delegate::xnnpack::graph::INVALID_ID;
 
     fn win(seed: usize) -> Window {
         Window {
@@ -414,7 +420,11 @@ mod tests {
             });
         }
         ops.extend([
-            Op::Softmax { x: 11, out: 12 },
+            Op::Softmax {
+                x: 11,
+                out: 12,
+                scale: 13,
+            },
             Op::Transpose {
                 x: 1,
                 out: 2,
@@ -464,7 +474,15 @@ mod tests {
     /// A record no operator makes is an error, not a wrong operator.
     #[test]
     fn records_of_no_operator_are_refused() {
-        let good = Step::new(&Op::Softmax { x: 1, out: 2 }, None, xf::XNodeUnion(1));
+        let good = Step::new(
+            &Op::Softmax {
+                x: 1,
+                out: 2,
+                scale: INVALID_ID,
+            },
+            None,
+            xf::XNodeUnion(1),
+        );
         for bad in [
             Step { kind: 0, ..good },
             Step { kind: 99, ..good },

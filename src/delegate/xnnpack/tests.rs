@@ -1020,3 +1020,88 @@ fn transposes_against_index_arithmetic() {
         }
     }
 }
+
+/// `softmax(c·t)` with `c` a one-element value (a constant, or a region input read at run
+/// time, negative too): the multiply folds into the softmax (the product takes no scratch)
+/// and the outputs are the formula's. With a clamp on the multiply it stays a node of its
+/// own, with the same outputs.
+#[test]
+fn multiply_by_one_element_folds_into_the_softmax_after_it() {
+    let xd = ramp(21, 13);
+    let build = |c: Option<f32>, clamped: bool| {
+        let mut g = Graph::default();
+        let x = g.value(&[3, 7], Kind::Input);
+        let cv = match c {
+            Some(v) => g.value(&[1], Kind::Constant(vec![v])),
+            None => g.value(&[1], Kind::Input),
+        };
+        let t = g.value(&[3, 7], Kind::Internal);
+        let y = g.value(&[3, 7], Kind::Internal);
+        let o = g.value(&[3, 7], Kind::Output);
+        g.node(U::XNNTanh, &[x, t]);
+        g.node(U::XNNMultiply, &[t, cv, y, 0]);
+        if clamped {
+            g.clamp(-100.0, 100.0);
+        }
+        g.node(U::XNNSoftmax, &[y, o]);
+        g
+    };
+    let want = |c: f32| -> Vec<f32> {
+        let mut w = vec![0f32; 21];
+        for r in 0..3 {
+            let row: Vec<f64> = (0..7)
+                .map(|j| (xd[r * 7 + j] as f64).tanh() * c as f64)
+                .collect();
+            let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = row.iter().map(|v| (v - m).exp()).sum();
+            for j in 0..7 {
+                w[r * 7 + j] = ((row[j] - m).exp() / sum) as f32;
+            }
+        }
+        w
+    };
+    for c in [0.125f32, 2.5] {
+        close(
+            &build(Some(c), false)
+                .run(core::slice::from_ref(&xd))
+                .unwrap()[0]
+                .f32(),
+            &want(c),
+        );
+        close(
+            &build(Some(c), true)
+                .run(core::slice::from_ref(&xd))
+                .unwrap()[0]
+                .f32(),
+            &want(c),
+        );
+    }
+    for c in [0.25f32, -0.5] {
+        let out = build(None, false).run(&[xd.clone(), vec![c]]).unwrap();
+        close(&out[0].f32(), &want(c));
+    }
+    let scratch = |g: &Graph| {
+        let mut t = OpTest::delegate("XnnpackBackend", g.payload());
+        let xv = t.input_f32(&[3, 7], &xd);
+        let ov = t.output(DType::F32, &[3, 7]);
+        t.call(&[xv, ov]);
+        t.kernel_scratch_bytes().unwrap()
+    };
+    assert!(scratch(&build(Some(0.125), false)) < scratch(&build(Some(0.125), true)));
+    // The product read by another node too: no fold (that node needs the product).
+    let mut g = Graph::default();
+    let x = g.value(&[3, 7], Kind::Input);
+    let cv = g.value(&[1], Kind::Constant(vec![0.5]));
+    let t = g.value(&[3, 7], Kind::Internal);
+    let y = g.value(&[3, 7], Kind::Internal);
+    let o = g.value(&[3, 7], Kind::Output);
+    let o2 = g.value(&[3, 7], Kind::Output);
+    g.node(U::XNNTanh, &[x, t]);
+    g.node(U::XNNMultiply, &[t, cv, y, 0]);
+    g.node(U::XNNSoftmax, &[y, o]);
+    g.node(U::XNNTanh, &[y, o2]);
+    let out = g.run(core::slice::from_ref(&xd)).unwrap();
+    close(&out[0].f32(), &want(0.5));
+    let w2: Vec<f32> = xd.iter().map(|&v| (v.tanh() * 0.5).tanh()).collect();
+    close(&out[1].f32(), &w2);
+}

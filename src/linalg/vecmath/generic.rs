@@ -341,6 +341,12 @@ pub fn pow_scalar(x: &[f32], e: f32, out: &mut [f32]) {
     }
 }
 
+/// Minimum of `x` (NaNs skipped), +∞ for an empty slice.
+pub(super) fn min_of(x: &[f32]) -> f32 {
+    x.iter()
+        .fold(f32::INFINITY, |a, &v| if v < a { v } else { a })
+}
+
 fn max_of(x: &[f32]) -> f32 {
     let mut m = [f32::NEG_INFINITY; 8];
     let mut ch = x.chunks_exact(8);
@@ -374,8 +380,13 @@ pub fn sum(x: &[f32]) -> f32 {
 
 /// Writes `exp(x - mx)` and returns the sum (NaNs propagate into the sum).
 fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
+    exp_shifted_scaled(x, mx, 1.0, out)
+}
+
+/// `out = exp(s·(x − mx))`, returning the sum (`s = 1`: [`exp_shifted`]).
+fn exp_shifted_scaled(x: &[f32], mx: f32, s: f32, out: &mut [f32]) -> f32 {
     for (o, &v) in out.iter_mut().zip(x) {
-        *o = exp1(v - mx);
+        *o = exp1(if s == 1.0 { v - mx } else { (v - mx) * s });
     }
     sum(out)
 }
@@ -397,6 +408,24 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     }
     for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
         softmax(xr, or);
+    }
+}
+
+/// Softmax of `s·x` over rows of `n` (`s` finite): `exp(s·(x − m))` normalised, `m` the
+/// row maximum of `x` for `s ≥ 0` and its minimum below (the maximum of `s·x` either way).
+pub fn softmax_rows_scaled(x: &[f32], out: &mut [f32], n: usize, s: f32) {
+    if n == 0 {
+        return;
+    }
+    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        if xr.is_empty() {
+            continue;
+        }
+        let m = if s < 0.0 { min_of(xr) } else { max_of(xr) };
+        let inv = 1.0 / exp_shifted_scaled(xr, m, s, or);
+        for o in or.iter_mut() {
+            *o *= inv;
+        }
     }
 }
 

@@ -169,6 +169,31 @@ pub fn softmax(x: &[f32], out: &mut [f32]) -> Res {
     Ok(())
 }
 
+/// Softmax of `scale·x` over every `n`-element row (an attention score scale folded in):
+/// `exp(scale·(x − m))` normalised, `m` the row maximum of `x` (its minimum for a negative
+/// scale: the maximum of `scale·x` either way). An infinite or NaN scale gives NaN, as the
+/// softmax of `scale·x` does; `scale = 1` is [`softmax_rows`].
+pub fn softmax_rows_scaled(x: &[f32], out: &mut [f32], n: usize, scale: f32) -> Res {
+    if scale == 1.0 {
+        return softmax_rows(x, out, n);
+    }
+    same(x.len(), out.len())?;
+    if n == 0 {
+        return same(x.len(), 0);
+    }
+    if !x.len().is_multiple_of(n) {
+        return Err(mismatch());
+    }
+    if !scale.is_finite() {
+        out.fill(f32::NAN);
+        return Ok(());
+    }
+    map_rows(x, out, n, 16, |x, o| {
+        dispatch!(softmax_rows_scaled(x, o, n, scale))
+    });
+    Ok(())
+}
+
 /// Softmax of every `n`-element row (`x.len()` a multiple of `n`; `n = 0` only with empty
 /// slices).
 pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) -> Res {

@@ -368,29 +368,55 @@ static TAIL_LANES: TailLanes = TailLanes([0, 0, 0, 0, 0, 0, 0, 0, !0, !0, !0, !0
 /// sum). No row has a four-lane or scalar tail.
 #[inline(always)]
 fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
+    // SAFETY: Neon is in the AArch64 baseline.
+    let vmx = unsafe { vdupq_n_f32(mx) };
+    // SAFETY: `exp_blocks_of` calls this with pointers valid for `nb` blocks (its contract).
+    exp_blocks_of(x, out, |p, o, nb, a0, a1| unsafe {
+        exp8_blocks(p, o, nb, vmx, a0, a1)
+    })
+}
+
+/// [`exp_shifted`] of `s·(x − mx)`.
+#[inline(always)]
+fn exp_shifted_scaled(x: &[f32], mx: f32, s: f32, out: &mut [f32]) -> f32 {
+    // SAFETY: Neon is in the AArch64 baseline.
+    let (vmx, vs) = unsafe { (vdupq_n_f32(mx), vdupq_n_f32(s)) };
+    // SAFETY: as in `exp_shifted`.
+    exp_blocks_of(x, out, |p, o, nb, a0, a1| unsafe {
+        exp8_blocks_scaled(p, o, nb, vmx, vs, a0, a1)
+    })
+}
+
+/// The row walk of [`exp_shifted`] over a block function `blk(x, out, blocks, acc0, acc1)`
+/// ([`exp8_blocks`] or its scaled variant), which it calls only with `x` readable and `out`
+/// writable for `8·blocks` floats.
+#[inline(always)]
+fn exp_blocks_of(
+    x: &[f32],
+    out: &mut [f32],
+    blk: impl Fn(*const f32, *mut f32, usize, float32x4_t, float32x4_t) -> (float32x4_t, float32x4_t),
+) -> f32 {
     let n = x.len().min(out.len());
     let blocks = n / 8;
     let (head, r) = (8 * blocks, n % 8);
-    // SAFETY: `exp8_blocks` reads and writes 8·blocks ≤ n elements of `x` and `out`, then
-    // either the last eight of them (n ≥ 8) or one block of the 8-element buffer (read and
-    // written through the same pointer); the mask load reads words r .. r + 8 ≤ 15 of the
-    // 16-word table.
+    // SAFETY: `blk` reads and writes 8·blocks ≤ n elements of `x` and `out`, then either the
+    // last eight of them (n ≥ 8) or one block of the 8-element buffer (read and written
+    // through the same pointer); the mask load reads words r .. r + 8 ≤ 15 of the 16-word
+    // table.
     unsafe {
-        let vmx = vdupq_n_f32(mx);
         let zero = vdupq_n_f32(0.0);
         let (mut acc0, mut acc1) = (zero, zero);
         if blocks > 0 {
-            (acc0, acc1) = exp8_blocks(x.as_ptr(), out.as_mut_ptr(), blocks, vmx, acc0, acc1);
+            (acc0, acc1) = blk(x.as_ptr(), out.as_mut_ptr(), blocks, acc0, acc1);
         }
         if r > 0 && blocks > 0 {
             // The last eight again (`x` and `out` are distinct borrows, so the first 8 − r
             // lanes are recomputed to the values already stored); only the r new lanes enter
             // the sum.
-            let (t0, t1) = exp8_blocks(
+            let (t0, t1) = blk(
                 x.as_ptr().add(n - 8),
                 out.as_mut_ptr().add(n - 8),
                 1,
-                vmx,
                 zero,
                 zero,
             );
@@ -407,38 +433,17 @@ fn exp_shifted(x: &[f32], mx: f32, out: &mut [f32]) -> f32 {
             let mut buf = [f32::NEG_INFINITY; 8];
             super::runs::copy_run(&x[head..n], &mut buf[..r]);
             let p = buf.as_mut_ptr();
-            (acc0, acc1) = exp8_blocks(p, p, 1, vmx, acc0, acc1);
+            (acc0, acc1) = blk(p, p, 1, acc0, acc1);
             super::runs::copy_run(&buf[..r], &mut out[head..n]);
         }
         vaddvq_f32(vaddq_f32(acc0, acc1))
     }
 }
 
-/// `blocks` eight-lane blocks of `exp(x − mx)` from `x` into `out`, summed into the two
-/// accumulators: `n` from one FMA with a magic constant, a two-part `ln 2` reduction, the
-/// degree-5 polynomial of [`EXP5_C`] by Horner's rule with its last step as `s + (s·r)·q`
-/// (`s = 2^n`), lanes below `EXP_LO` cleared. Eight lanes all below `EXP_LO` (masked
-/// attention scores: a mask adds the most negative float, or −∞) are stored as zeros without
-/// the formula. A NaN lane fails that test (the eight-lane maximum is NaN) and propagates
-/// through the formula.
-///
-/// # Safety
-/// `blocks ≥ 1`; `x` readable and `out` writable for `8·blocks` floats (they may be the same
-/// pointer: each block is read before it is written).
-#[inline(always)]
-unsafe fn exp8_blocks(
-    x: *const f32,
-    out: *mut f32,
-    blocks: usize,
-    mx: float32x4_t,
-    mut acc0: float32x4_t,
-    mut acc1: float32x4_t,
-) -> (float32x4_t, float32x4_t) {
-    // SAFETY: Neon is in the AArch64 baseline. The assembly reads the 48 bytes of
-    // `EXP_LANES` (16-byte aligned), `x[..8·blocks]` and writes `out[..8·blocks]` (caller)
-    // through pointers it advances by 32 bytes per block, for `blocks` blocks; it touches no
-    // other memory and no stack, and declares every register it changes.
-    unsafe {
+/// The assembly of [`exp8_blocks`]: `$scale` are instructions inserted after `x − mx` (the
+/// scaled variant multiplies there), `$operands` their extra operands.
+macro_rules! exp8_asm {
+    ($x:expr, $out:expr, $blocks:expr, $mx:expr, $acc0:ident, $acc1:ident, [$($scale:literal),*], [$($operands:tt)*]) => {
         core::arch::asm!(
             "ldp {k0:q}, {k1:q}, [{k}]",
             "ldr {k2:q}, [{k}, #32]",
@@ -448,6 +453,7 @@ unsafe fn exp8_blocks(
             "ldp {a:q}, {b:q}, [{x}], #32",
             "fsub {a:v}.4s, {a:v}.4s, {mx:v}.4s",
             "fsub {b:v}.4s, {b:v}.4s, {mx:v}.4s",
+            $($scale,)*
             "fmax {ua:v}.4s, {a:v}.4s, {b:v}.4s",
             "fmaxv {ua:s}, {ua:v}.4s",
             "fcmp {ua:s}, {lo:s}",
@@ -505,12 +511,12 @@ unsafe fn exp8_blocks(
             "b.ne 2b",
             "4:",
             k = in(reg) EXP_LANES.0.as_ptr(),
-            x = inout(reg) x => _,
-            out = inout(reg) out => _,
-            cnt = inout(reg) blocks => _,
-            mx = in(vreg) mx,
-            acc0 = inout(vreg) acc0,
-            acc1 = inout(vreg) acc1,
+            x = inout(reg) $x => _,
+            out = inout(reg) $out => _,
+            cnt = inout(reg) $blocks => _,
+            mx = in(vreg) $mx,
+            acc0 = inout(vreg) $acc0,
+            acc1 = inout(vreg) $acc1,
             k0 = out(vreg) _,
             k1 = out(vreg) _,
             k2 = out(vreg) _,
@@ -526,7 +532,71 @@ unsafe fn exp8_blocks(
             pb = out(vreg) _,
             qa = out(vreg) _,
             qb = out(vreg) _,
+            $($operands)*
             options(nostack),
+        );
+    };
+}
+
+/// `blocks` eight-lane blocks of `exp(x − mx)` from `x` into `out`, summed into the two
+/// accumulators: `n` from one FMA with a magic constant, a two-part `ln 2` reduction, the
+/// degree-5 polynomial of [`EXP5_C`] by Horner's rule with its last step as `s + (s·r)·q`
+/// (`s = 2^n`), lanes below `EXP_LO` cleared. Eight lanes all below `EXP_LO` (masked
+/// attention scores: a mask adds the most negative float, or −∞) are stored as zeros without
+/// the formula. A NaN lane fails that test (the eight-lane maximum is NaN) and propagates
+/// through the formula.
+///
+/// # Safety
+/// `blocks ≥ 1`; `x` readable and `out` writable for `8·blocks` floats (they may be the same
+/// pointer: each block is read before it is written).
+#[inline(always)]
+unsafe fn exp8_blocks(
+    x: *const f32,
+    out: *mut f32,
+    blocks: usize,
+    mx: float32x4_t,
+    mut acc0: float32x4_t,
+    mut acc1: float32x4_t,
+) -> (float32x4_t, float32x4_t) {
+    // SAFETY: Neon is in the AArch64 baseline. The assembly reads the 48 bytes of
+    // `EXP_LANES` (16-byte aligned), `x[..8·blocks]` and writes `out[..8·blocks]` (caller)
+    // through pointers it advances by 32 bytes per block, for `blocks` blocks; it touches no
+    // other memory and no stack, and declares every register it changes.
+    unsafe {
+        exp8_asm!(x, out, blocks, mx, acc0, acc1, [], []);
+    }
+    (acc0, acc1)
+}
+
+/// [`exp8_blocks`] of `exp(s·(x − mx))`: one more multiply per four lanes, before the test
+/// for lanes all below `EXP_LO`.
+///
+/// # Safety
+/// As [`exp8_blocks`].
+#[inline(always)]
+unsafe fn exp8_blocks_scaled(
+    x: *const f32,
+    out: *mut f32,
+    blocks: usize,
+    mx: float32x4_t,
+    s: float32x4_t,
+    mut acc0: float32x4_t,
+    mut acc1: float32x4_t,
+) -> (float32x4_t, float32x4_t) {
+    // SAFETY: as in `exp8_blocks` (the scale is one more register operand).
+    unsafe {
+        exp8_asm!(
+            x,
+            out,
+            blocks,
+            mx,
+            acc0,
+            acc1,
+            [
+                "fmul {a:v}.4s, {a:v}.4s, {sc:v}.4s",
+                "fmul {b:v}.4s, {b:v}.4s, {sc:v}.4s"
+            ],
+            [sc = in(vreg) s,]
         );
     }
     (acc0, acc1)
@@ -540,6 +610,24 @@ pub fn softmax_rows(x: &[f32], out: &mut [f32], n: usize) {
     }
     for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
         softmax(xr, or);
+    }
+}
+
+/// Softmax of `s·x` over every `n`-element row (`s` finite, checked by the wrapper):
+/// `exp(s·(x − max x))` normalised. A scale ≤ 0 (which attention never uses) takes the
+/// scalar formula: the eight-lane blocks pad short rows with −∞, which only a positive scale
+/// sends to 0.
+pub fn softmax_rows_scaled(x: &[f32], out: &mut [f32], n: usize, s: f32) {
+    if n == 0 {
+        return;
+    }
+    if s <= 0.0 {
+        g::softmax_rows_scaled(x, out, n, s);
+        return;
+    }
+    for (xr, or) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+        let inv = 1.0 / exp_shifted_scaled(xr, max(xr), s, or);
+        scale(or, inv);
     }
 }
 

@@ -742,3 +742,61 @@ fn layer_norm_rows_match_row_by_row() {
     assert!(layer_norm_rows(&x, None, None, 1e-5, 4, &mut out, &mut m, &mut r[..2]).is_err());
     assert!(out.iter().all(|&v| v == 7.0));
 }
+
+/// Softmax of `s·x` (an attention scale folded in): against the f64 formula on rows of every
+/// length class (tails, whole blocks, the short-row buffer) with a masked lane, for scales
+/// below and above 1; negative and zero scales on unmasked rows; bit-equal to the plain
+/// softmax at `s = 1`; an infinite or NaN scale gives NaN.
+#[test]
+fn scaled_softmax_rows_match_the_formula() {
+    for n in [1usize, 3, 7, 8, 17, 29, 37, 129] {
+        let rows = 3;
+        let plain = data(rows * n, 6.0);
+        let mut masked = plain.clone();
+        if n >= 3 {
+            masked[n / 2] = f32::NEG_INFINITY;
+        }
+        for (x, s) in [
+            (&masked, 0.125f32),
+            (&masked, 0.25),
+            (&masked, 1.0),
+            (&masked, 3.0),
+            (&plain, -0.5),
+            (&plain, 0.0),
+        ] {
+            let mut y = std::vec![0.0f32; rows * n];
+            softmax_rows_scaled(x, &mut y, n, s).unwrap();
+            for (xr, yr) in x.chunks(n).zip(y.chunks(n)) {
+                let sx: Vec<f64> = xr.iter().map(|&v| v as f64 * s as f64).collect();
+                let mx = sx.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+                let e: Vec<f64> = sx.iter().map(|&v| (v - mx).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                for (j, (&g, &w)) in yr.iter().zip(&e).enumerate() {
+                    let w = w / sum;
+                    assert!(
+                        (g as f64 - w).abs() <= 2e-6 * w + 1e-9,
+                        "n {n} s {s} [{j}]: {g} vs {w}"
+                    );
+                }
+            }
+            let mut z = std::vec![0.0f32; rows * n];
+            generic::softmax_rows_scaled(x, &mut z, n, s);
+            for (g, w) in y.iter().zip(&z) {
+                assert!(
+                    (g - w).abs() <= 2e-6 * w.abs() + 1e-9,
+                    "n {n} s {s}: {g} vs generic {w}"
+                );
+            }
+            if s == 1.0 {
+                let mut p = std::vec![0.0f32; rows * n];
+                softmax_rows(x, &mut p, n).unwrap();
+                assert_eq!(p, y);
+            }
+        }
+    }
+    let mut y = [0.0f32; 4];
+    for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+        softmax_rows_scaled(&[0.0, 1.0, 2.0, 3.0], &mut y, 4, bad).unwrap();
+        assert!(y.iter().all(|v| v.is_nan()), "scale {bad}: {y:?}");
+    }
+}
