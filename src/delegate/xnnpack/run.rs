@@ -513,7 +513,13 @@ fn gather_blocks(
                 break;
             };
             idx[d] += 1;
-            idx[d + 1..r].fill(0);
+            // The dims after d wrap to 0: a fixed-length pass over the small index array
+            // (a variable-length fill would be a library call per block).
+            for (e, v) in idx.iter_mut().enumerate() {
+                if e > d {
+                    *v = 0;
+                }
+            }
             src = src.wrapping_add_signed(jumps[d]);
         }
     });

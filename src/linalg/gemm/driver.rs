@@ -294,9 +294,11 @@ pub fn sgemm_batch<'x>(
         return Ok(());
     }
     let uk = micro_kernel_for(m, n, k);
-    let Some(call) = Call::checked(uk, (m, n, k), c, n, 1.0, 0.0, None, None)? else {
+    let Some(mut call) = Call::checked(uk, (m, n, k), c, n, 1.0, 0.0, None, None)? else {
         return Ok(());
     };
+    // Every product is computed whole (one part): plan it once.
+    call.plans = Some((plan(uk, m, n, k, true), plan(uk, m, n, k, false)));
     let need = if scratch.len() >= GEMM_SCRATCH_F32 {
         GEMM_SCRATCH_F32
     } else {
@@ -432,6 +434,9 @@ struct Call<'k> {
     /// The output clamp, `(-∞, +∞)` for none.
     lo: f32,
     hi: f32,
+    /// The whole product's plans (in-place B, packed B), made once for many products of one
+    /// shape ([`sgemm_batch`]); `None`: each part plans for itself.
+    plans: Option<(Plan, Plan)>,
 }
 
 impl<'k> Call<'k> {
@@ -463,6 +468,7 @@ impl<'k> Call<'k> {
             bias,
             lo,
             hi,
+            plans: None,
         }))
     }
 }
@@ -567,11 +573,24 @@ unsafe fn part(
     };
     // SAFETY: per this function's contract; `c_off` starts row i0 / column j0 of C.
     let mut t = unsafe { Tiles::window(uk, c, c_off, ldc, call.alpha, bias, (call.lo, call.hi)) };
+    // A plan made for the whole product serves a part that is the whole product.
+    let whole = call.plans.filter(|_| rows == m && cols == n);
     match (a, b) {
         (ASource::Mat(am), BSource::Strided(bm)) => {
-            packed(&mut t, &am, &bm, rows, cols, k, call.beta, scratch)
+            let plan = whole.map(|p| p.1);
+            packed(&mut t, &am, &bm, rows, cols, k, call.beta, scratch, plan)
         }
-        (a, b) => direct(&mut t, a, b, rows, cols, k, call.beta, scratch),
+        (a, b) => direct(
+            &mut t,
+            a,
+            b,
+            rows,
+            cols,
+            k,
+            call.beta,
+            scratch,
+            whole.map(|p| p.0),
+        ),
     }
 }
 
@@ -627,9 +646,10 @@ fn direct(
     k: usize,
     beta: f32,
     scratch: &mut [f32],
+    plan_hint: Option<Plan>,
 ) {
     let uk = t.uk;
-    let plan = plan(uk, m, n, k, true);
+    let plan = plan_hint.unwrap_or_else(|| plan(uk, m, n, k, true));
     let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
     // Scratch layout: [pad to 64 bytes][packed column tail][packed A block].
     let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
@@ -774,9 +794,10 @@ fn packed(
     k: usize,
     beta: f32,
     scratch: &mut [f32],
+    plan_hint: Option<Plan>,
 ) {
     let uk = t.uk;
-    let plan = plan(uk, m, n, k, false);
+    let plan = plan_hint.unwrap_or_else(|| plan(uk, m, n, k, false));
     let off = scratch.as_ptr().align_offset(ALIGN_F32 * 4).min(ALIGN_F32);
     // Scratch layout: [pad to 64 bytes][packed B panel][packed A block].
     let (bpack, rest) = scratch[off..].split_at_mut(plan.b_len);
