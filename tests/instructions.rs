@@ -304,6 +304,23 @@ fn identity_copies_are_elided_at_load_where_the_plan_allows() {
     let neg_abs: Vec<f32> = abs.iter().map(|v| -v).collect();
     check(&t, 1, &[&xs, &neg_abs]);
 
+    // A view of the output written in place while the output is still read: kept (the
+    // output would no longer see the write). The input is a method input, so it cannot move.
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[2, 3], &xs);
+    let x2 = t.input_f32(&[3, 2], &abs);
+    let size = t.int_list(&[3, 2]);
+    let b = t.intermediate_f32(&[3, 2]);
+    let bv = t.view_of(b, &[3, 2]);
+    let y = t.output(DType::F32, &[3, 2]);
+    t.steps(&[
+        k("aten::view_copy.out", &[x, size, b, b]),
+        k("aten::abs.out", &[x2, bv, bv]),
+        k("aten::neg.out", &[b, y, y]),
+    ]);
+    let neg_abs0: Vec<f32> = abs.iter().map(|v| -v).collect();
+    check(&t, 0, &[&neg_abs0]);
+
     // From here on the copy's input is a method input, which may not move onto the output's
     // bytes: only the output may move onto the input's bytes, and each case refuses that.
     // A view planned over the copy's output, read after it: kept (the view would read

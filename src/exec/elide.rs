@@ -11,7 +11,8 @@
 //!   constant); `D` is planned, not a method input or output, and not state kept between runs;
 //! - no instruction after `c` writes `D`;
 //! - no instruction after `c`, up to the last one that reads `D`, writes over `S`'s bytes (they
-//!   must still hold the data when `D` is read);
+//!   must still hold the data when `D` is read) or over `D`'s own bytes under another name (a
+//!   view of `D` written in place, which `D` would no longer see);
 //! - no instruction after `c` reads bytes of `D`'s own storage under another name before they
 //!   have been written again (ExecuTorch plans a static view over its base's bytes: such a
 //!   view would read what `c` no longer writes).
@@ -259,7 +260,10 @@ fn provable(
         }
         for u in named.iter().filter(|u| u.slot != d && u.write) {
             let r = span(tensors.get(u.slot as usize)?);
-            if i <= last_read && overlap(r, sr) {
+            // While D is still to be read, nothing may write S's bytes (D's data now), nor
+            // D's own bytes under another name (a view written in place: D would no longer
+            // see the change).
+            if i <= last_read && (overlap(r, sr) || overlap(r, d0)) {
                 return None;
             }
             if !subtract(&mut live, r) {

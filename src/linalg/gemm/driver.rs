@@ -299,17 +299,7 @@ pub fn sgemm_batch<'x>(
     };
     // Every product is computed whole (one part): plan it once.
     call.plans = Some((plan(uk, m, n, k, true), plan(uk, m, n, k, false)));
-    let need = if scratch.len() >= GEMM_SCRATCH_F32 {
-        GEMM_SCRATCH_F32
-    } else {
-        scratch_len_for(uk, m, n, k)
-    };
-    if scratch.len() < need {
-        return Err(KernelError::Scratch {
-            needed: need * 4,
-            got: scratch.len() * 4,
-        });
-    }
+    scratch_need(uk, (m, n, k), scratch.len())?;
     for (i, ci) in c.chunks_exact_mut(mn).enumerate() {
         let (a, b) = operands(i)?;
         fits(&a, &b)?;
@@ -473,6 +463,28 @@ impl<'k> Call<'k> {
     }
 }
 
+/// The scratch floats an `m × n × k` product with `uk` needs, or the error when `have` is
+/// less. No plan needs more than `GEMM_SCRATCH_F32` (the plans are built inside that budget),
+/// so a scratch of that size skips the planning arithmetic.
+fn scratch_need(
+    uk: &MicroKernel,
+    (m, n, k): (usize, usize, usize),
+    have: usize,
+) -> Result<usize, KernelError> {
+    let need = if have >= GEMM_SCRATCH_F32 {
+        GEMM_SCRATCH_F32
+    } else {
+        scratch_len_for(uk, m, n, k)
+    };
+    if have < need {
+        return Err(KernelError::Scratch {
+            needed: need * 4,
+            got: have * 4,
+        });
+    }
+    Ok(need)
+}
+
 /// Runs the loop nest for `call` on the installed team's cores when it is large enough and
 /// worth it (see [`parallel`](crate::parallel)), else on this core.
 ///
@@ -488,19 +500,7 @@ fn run_nest(
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let (uk, m, n, k) = (call.uk, call.m, call.n, call.k);
-    // No plan needs more than GEMM_SCRATCH_F32 (the plans are built inside that budget),
-    // so a scratch of that size skips the planning arithmetic.
-    let need = if scratch.len() >= GEMM_SCRATCH_F32 {
-        GEMM_SCRATCH_F32
-    } else {
-        scratch_len_for(uk, m, n, k)
-    };
-    if scratch.len() < need {
-        return Err(KernelError::Scratch {
-            needed: need * 4,
-            got: scratch.len() * 4,
-        });
-    }
+    let need = scratch_need(uk, (m, n, k), scratch.len())?;
     let shared = SharedC {
         ptr: c.as_mut_ptr(),
         len: c.len(),
