@@ -223,16 +223,22 @@ fn subtract(pieces: &mut heapless::Vec<(usize, usize), MAX_PIECES>, cut: (usize,
     true
 }
 
+/// What the proofs read: the plan and the method's tables.
+struct Tables<'t, 'a, 'p> {
+    plan: fb::ExecutionPlan<'p>,
+    values: &'t [Value<'p>],
+    tensors: &'t [TensorSlot],
+    delegates: &'t [DelegateSlot<'a, 'p>],
+}
+
 /// The proof for the copy at instruction `at` from slot `s` to slot `d` (module doc).
-fn provable(
-    plan: fb::ExecutionPlan<'_>,
-    at: usize,
-    s: u32,
-    d: u32,
-    values: &[Value<'_>],
-    tensors: &[TensorSlot],
-    delegates: &[DelegateSlot<'_, '_>],
-) -> Option<()> {
+fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32) -> Option<()> {
+    let Tables {
+        plan,
+        values,
+        tensors,
+        delegates,
+    } = *t;
     let sr = span(tensors.get(s as usize)?);
     let d0 = span(tensors.get(d as usize)?);
     // The last instruction reading D; no later instruction may write it.
@@ -276,17 +282,19 @@ fn provable(
 
 /// The proof for moving `S` onto `D`'s bytes instead: `S`'s one writer `p` (before the copy
 /// at `at`, not itself elided) then writes them. Returns `p`.
-#[allow(clippy::too_many_arguments)]
 fn provable_onto_output(
-    plan: fb::ExecutionPlan<'_>,
+    t: &Tables<'_, '_, '_>,
     at: usize,
     s: u32,
     d: u32,
-    values: &[Value<'_>],
-    tensors: &[TensorSlot],
-    delegates: &[DelegateSlot<'_, '_>],
     proved: &[Proof],
 ) -> Option<usize> {
+    let Tables {
+        plan,
+        values,
+        tensors,
+        delegates,
+    } = *t;
     let sr = span(tensors.get(s as usize)?);
     let d0 = span(tensors.get(d as usize)?);
     // S's one writer, before the copy, which does not read it; S's last read.
@@ -384,7 +392,19 @@ pub fn elide(
         if !slots_allow(ts, td) || io(dv) || state(dv) || at >= proved.len() {
             continue;
         }
-        if provable(plan, at, s, d, values, tensors, delegates).is_some() {
+        if provable(
+            &Tables {
+                plan,
+                values,
+                tensors,
+                delegates,
+            },
+            at,
+            s,
+            d,
+        )
+        .is_some()
+        {
             let (data, capacity, writable) = (ts.data, ts.nbytes(), ts.writable);
             let td = &mut tensors[d as usize];
             td.data = data;
@@ -394,7 +414,19 @@ pub fn elide(
             && ts.writable
             && !io(sv)
             && !state(sv)
-            && provable_onto_output(plan, at, s, d, values, tensors, delegates, proved).is_some()
+            && provable_onto_output(
+                &Tables {
+                    plan,
+                    values,
+                    tensors,
+                    delegates,
+                },
+                at,
+                s,
+                d,
+                proved,
+            )
+            .is_some()
         {
             let (data, capacity) = (td.data, td.nbytes());
             let ts = &mut tensors[s as usize];
