@@ -130,7 +130,32 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) rows: Option<RowKernels>,
     pub(in crate::linalg::gemm) wide: Option<WideA>,
     pub(in crate::linalg::gemm) run: Option<TileRunFn>,
+    pub(in crate::linalg::gemm) edge: Option<EdgeFn>,
 }
+
+/// A kernel's entry for the N edge of a product (`n mod NR` columns left): the tile computed
+/// as the tile kernel computes it with `alpha = 1`, `beta = 0`, stored straight into C in its
+/// first `nc` columns only, so that an edge tile needs no stack tile and no copy.
+///
+/// # Contract of `edge(k, a, b, ldb, c, rsc, nc, bias, lo, hi)`
+/// `1 ≤ nc ≤ NR`; `k`, `a`, `b`, `ldb`, `rsc`, `lo`, `hi` as in the [`MicroKernel`]
+/// contract (B rows still `NR` readable floats: the driver packs the column tail padded);
+/// rows `i < MR` of C hold `nc` writable floats at `c + i·rsc`, and nothing else of C is read
+/// or written; `bias` is null or holds `NR` readable floats. It stores, for `i < MR`,
+/// `j < nc`, `c(i,j) = clamp(bias[j] + Σ_p a(i,p)·b(p,j))` with the same operations in the
+/// same order as the tile kernel with `alpha = 1`, `beta = 0` (same bits).
+pub type EdgeFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    nc: usize,
+    bias: *const f32,
+    lo: f32,
+    hi: f32,
+);
 
 /// A kernel's entry for a run of whole tiles along one row of tiles: the tile kernel's body
 /// in a loop, so that its arguments stay in registers from one tile to the next (no call, no
@@ -262,6 +287,19 @@ impl MicroKernel {
             rows: None,
             wide: None,
             run: None,
+            edge: None,
+        }
+    }
+
+    /// The same kernel with an entry for the N edge.
+    ///
+    /// # Safety
+    /// `edge` must implement the [`EdgeFn`] contract for this kernel's tile, on every CPU
+    /// that can obtain the value.
+    pub const unsafe fn with_edge(self, edge: EdgeFn) -> MicroKernel {
+        MicroKernel {
+            edge: Some(edge),
+            ..self
         }
     }
 

@@ -65,8 +65,8 @@ pub mod arm32;
 pub mod x86;
 
 pub use contract::{
-    ExpandFn, MicroKernel, MicroKernelFn, PackFn, RowKernels, TileRunFn, WideA, GEMM_SCRATCH_F32,
-    KC, MAX_MR, MAX_NR, MC, NC,
+    EdgeFn, ExpandFn, MicroKernel, MicroKernelFn, PackFn, RowKernels, TileRunFn, WideA,
+    GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
     kernel_for_prepacked, sgemm, sgemm_batch, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,

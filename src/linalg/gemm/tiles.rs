@@ -200,6 +200,42 @@ impl<'k> Tiles<'k> {
             return;
         }
         let tmp = self.tmp.as_mut_ptr() as *mut f32;
+        if let (Some(edge), None, true) = (self.uk.edge, self.wide, mrb == mr) {
+            if beta == 0.0 && self.alpha == 1.0 {
+                // The N edge straight into C by the kernel's edge entry; its bias, nrb floats
+                // here, goes to the kernel padded to nr in `tmp`.
+                let bias_k = match bias {
+                    Some(bv) => {
+                        // SAFETY: `tmp` holds MAX_MR·MAX_NR ≥ nr floats; bv has nrb ≤ nr.
+                        unsafe {
+                            core::ptr::copy_nonoverlapping(bv.as_ptr(), tmp, nrb);
+                            core::ptr::write_bytes(tmp.add(nrb), 0, nr - nrb);
+                        }
+                        tmp as *const f32
+                    }
+                    None => core::ptr::null(),
+                };
+                // SAFETY: the EdgeFn contract: `ap` the MR-interleaved panel of kc steps (no
+                // wide entry selected), `bptr` kc rows of nr readable floats (caller), rows
+                // 0 .. mr of this part's tile hold nrb columns inside the window (bounds
+                // above), bias null or nr floats in `tmp`.
+                unsafe {
+                    edge(
+                        kc,
+                        ap.as_ptr(),
+                        bptr,
+                        ldb,
+                        self.c.add(c_off),
+                        ldc as isize,
+                        nrb,
+                        bias_k,
+                        lo,
+                        hi,
+                    )
+                };
+                return;
+            }
+        }
         let rows = match self.wide {
             Some(_) => None,
             None => self.uk.rows.as_ref(),

@@ -16,7 +16,7 @@
 
 use core::arch::aarch64::*;
 
-use super::neon_epilogue::{start, store_row, store_row_plain};
+use super::neon_epilogue::{start, store_row, store_row_plain, store_tile_cols};
 use super::neon_rows::*;
 use crate::linalg::gemm::contract::{clamps, MicroKernel, RowKernels};
 
@@ -40,6 +40,7 @@ macro_rules! neon_store {
      $($i:literal)*) => {
         $(store_row_plain::<_, $clamp>($acc[$i], $c.offset($i * $rsc), $lo, $hi);)*
     };
+
 }
 
 /// The body of one Neon `MR × 4·NV` tile: accumulators started ([`start`]), the depth loop
@@ -74,7 +75,8 @@ macro_rules! neon_tile_body {
 /// `$depth` the macro of its depth loop, from `neon_loops.rs`) and its run entry `$run`
 /// ([`TileRunFn`](crate::linalg::gemm::TileRunFn): the same body in a loop over a row of tiles).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $run:ident, $depth:ident, $mr:tt, $nv:literal $(, $dargs:tt)*) => {
+    ($(#[$doc:meta])* $name:ident, $run:ident, $edge:ident, $depth:ident, $mr:tt, $nv:literal
+     $(, $dargs:tt)*) => {
         $(#[$doc])*
         ///
         /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
@@ -149,6 +151,46 @@ macro_rules! neon_kernel {
                 }
             }
         }
+
+        #[doc = concat!("The N-edge entry of [`", stringify!($name), "`] ([`EdgeFn`]): the tile with")]
+        /// `alpha = 1`, `beta = 0`, accumulators started from the bias (or 0) as the tile
+        /// kernel starts them, stored in its first `nc` columns only.
+        ///
+        /// # Safety
+        /// The [`EdgeFn`] contract for an `MR × 4·NV` tile.
+        ///
+        /// [`EdgeFn`]: crate::linalg::gemm::EdgeFn
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $edge(
+            k: usize,
+            a: *const f32,
+            b: *const f32,
+            ldb: usize,
+            c: *mut f32,
+            rsc: isize,
+            nc: usize,
+            bias: *const f32,
+            lo: f32,
+            hi: f32,
+        ) {
+            // SAFETY: (whole body) A and B as for the tile kernel (contract); `start` with
+            // alpha = 1, beta = 0 reads only the bias (4·NV floats when non-null), never C;
+            // the stores write columns j < nc of rows i < MR at `c + i·rsc`, which the
+            // contract makes writable.
+            unsafe {
+                let (mut acc, _) = start::<$mr, $nv>(c, rsc, 1.0, 0.0, bias);
+                let (ap, bp) = (a, b);
+                let ldb_bytes = ldb * 4;
+                $depth!(acc, ap, bp, ldb_bytes, k $(, $dargs)*);
+                let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
+                let nc = nc.min(4 * $nv);
+                if clamps(lo, hi) {
+                    store_tile_cols::<$mr, $nv, true>(&acc, c, rsc, nc, vlo, vhi);
+                } else {
+                    store_tile_cols::<$mr, $nv, false>(&acc, c, rsc, nc, vlo, vhi);
+                }
+            }
+        }
     };
 }
 
@@ -157,6 +199,7 @@ neon_kernel!(
     /// vectors), per step one of B (3 vectors) and 24 `fmla v.4s, v.4s, v.s[lane]`.
     kernel_8x12,
     run_8x12,
+    edge_8x12,
     neon_depth_8x12_asm,
     8,
     3
@@ -167,6 +210,7 @@ neon_kernel!(
     /// then costs nothing): 16 accumulators, 8 steps (128 FMLA) in 142 instructions.
     kernel_8x8,
     run_8x8,
+    edge_8x8,
     neon_depth_8x8_asm,
     8,
     2
@@ -178,6 +222,7 @@ neon_kernel!(
     /// vectors) and 16 FMLA, as dense as 8 × 8.
     kernel_4x16,
     run_4x16,
+    edge_4x16,
     neon_depth_4x16_asm,
     4,
     4
@@ -261,13 +306,15 @@ pub unsafe fn pack_runs_x4(
 }
 
 // SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile, `run_8x12`
-// the TileRunFn contract for it (the same body per tile), `rows1..7_of8_x12` (`neon_rows`) the RowKernels contract for it (1 to 7 of the panel's
+// the TileRunFn contract for it (the same body per tile), `edge_8x12` the EdgeFn contract (the
+// same body, stores of the first nc columns), `rows1..7_of8_x12` (`neon_rows`) the RowKernels contract for it (1 to 7 of the panel's
 // 8 rows, 12 columns) and `pack_runs_x4` the PackFn contract for w = 8 and 12 (multiples of 4); all use
 // only Neon, which every AArch64 CPU has (it is in the aarch64 targets' baseline).
 /// The Neon 8 × 12 micro-kernel.
 pub static NEON_8X12: MicroKernel = unsafe {
     MicroKernel::new("neon-8x12", MR, NR, kernel_8x12)
         .with_run(run_8x12)
+        .with_edge(edge_8x12)
         .with_packer(pack_runs_x4)
         .with_rows(RowKernels::new([
             Some(rows1_of8_x12),
@@ -281,12 +328,13 @@ pub static NEON_8X12: MicroKernel = unsafe {
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_4x16`/`run_4x16` and a 4 × 16 tile (row kernels `rows1..3_of4_x16`,
+// SAFETY: as NEON_8X12, for `kernel_4x16`/`run_4x16`/`edge_4x16` and a 4 × 16 tile (row kernels `rows1..3_of4_x16`,
 // w = 4 and 16 for the packer).
 /// The Neon 4 × 16 micro-kernel.
 pub static NEON_4X16: MicroKernel = unsafe {
     MicroKernel::new("neon-4x16", 4, 16, kernel_4x16)
         .with_run(run_4x16)
+        .with_edge(edge_4x16)
         .with_packer(pack_runs_x4)
         .with_rows(RowKernels::new([
             Some(rows1_of4_x16),
@@ -300,12 +348,13 @@ pub static NEON_4X16: MicroKernel = unsafe {
 }
 .with_kc_max(KC_MAX);
 
-// SAFETY: as NEON_8X12, for `kernel_8x8`/`run_8x8` and an 8 × 8 tile (row kernels `rows1..7_of8_x8`,
+// SAFETY: as NEON_8X12, for `kernel_8x8`/`run_8x8`/`edge_8x8` and an 8 × 8 tile (row kernels `rows1..7_of8_x8`,
 // w = 8 for the packer).
 /// The Neon 8 × 8 micro-kernel.
 pub static NEON_8X8: MicroKernel = unsafe {
     MicroKernel::new("neon-8x8", MR, 8, kernel_8x8)
         .with_run(run_8x8)
+        .with_edge(edge_8x8)
         .with_packer(pack_runs_x4)
         .with_rows(RowKernels::new([
             Some(rows1_of8_x8),

@@ -106,3 +106,87 @@ pub(super) unsafe fn store_row_plain<const NV: usize, const CLAMP: bool>(
         }
     }
 }
+
+/// Epilogue for one row of an N-edge tile (the accumulators already hold the result): its
+/// first `NC` columns (`NC ≤ 4·NV`) stored, clamped into `[lo, hi]` when `CLAMP`; whole
+/// vectors, then the last 1–3 columns as two lanes and/or one lane. `NC` is a constant so
+/// that the row is straight-line code ([`store_tile_cols`] picks it once per tile).
+///
+/// # Safety
+/// `crow .. crow + NC` valid for writes.
+#[inline(always)]
+unsafe fn store_row_cols<const NV: usize, const CLAMP: bool, const NC: usize>(
+    acc: &[float32x4_t; NV],
+    crow: *mut f32,
+    lo: float32x4_t,
+    hi: float32x4_t,
+) {
+    // SAFETY: (whole body) whole vectors only for columns 4v + 4 ≤ NC, the partial stores
+    // only columns 4·(NC/4) .. NC; the caller guarantees NC writable floats; Neon is part of
+    // the aarch64 baseline; unaligned stores are allowed on normal memory.
+    unsafe {
+        for (v, x) in acc.iter().enumerate() {
+            if 4 * v >= NC {
+                break;
+            }
+            let y = if CLAMP {
+                vminnmq_f32(vmaxnmq_f32(*x, lo), hi)
+            } else {
+                *x
+            };
+            let p = crow.add(4 * v);
+            match NC - 4 * v {
+                1 => vst1q_lane_f32::<0>(p, y),
+                2 => vst1_f32(p, vget_low_f32(y)),
+                3 => {
+                    vst1_f32(p, vget_low_f32(y));
+                    vst1q_lane_f32::<2>(p.add(2), y);
+                }
+                _ => vst1q_f32(p, y),
+            }
+        }
+    }
+}
+
+/// The epilogue of an `R × 4·NV` N-edge tile: rows `i < R` at `c + i·rsc`, each stored in
+/// its first `nc` columns (1 ≤ `nc` ≤ 4·NV ≤ 16) by [`store_row_cols`], clamped when `CLAMP`.
+///
+/// # Safety
+/// Rows `i < R` at `c + i·rsc` hold `nc` writable floats.
+#[inline(always)]
+pub(super) unsafe fn store_tile_cols<const R: usize, const NV: usize, const CLAMP: bool>(
+    acc: &[[float32x4_t; NV]; R],
+    c: *mut f32,
+    rsc: isize,
+    nc: usize,
+    lo: float32x4_t,
+    hi: float32x4_t,
+) {
+    macro_rules! rows {
+        ($n:literal) => {
+            for (i, row) in acc.iter().enumerate() {
+                // SAFETY: row i < R holds nc = $n writable floats (caller).
+                unsafe { store_row_cols::<NV, CLAMP, $n>(row, c.offset(i as isize * rsc), lo, hi) }
+            }
+        };
+    }
+    match nc {
+        0 => {}
+        1 => rows!(1),
+        2 => rows!(2),
+        3 => rows!(3),
+        4 => rows!(4),
+        5 => rows!(5),
+        6 => rows!(6),
+        7 => rows!(7),
+        8 => rows!(8),
+        9 => rows!(9),
+        10 => rows!(10),
+        11 => rows!(11),
+        12 => rows!(12),
+        13 => rows!(13),
+        14 => rows!(14),
+        15 => rows!(15),
+        _ => rows!(16),
+    }
+}

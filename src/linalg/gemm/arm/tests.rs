@@ -496,6 +496,99 @@ fn neon_row_kernels_match_the_reference() {
     }
 }
 
+/// Every Neon N-edge entry (`EdgeFn`: the tile stored in its first nc columns) against an
+/// f64 reference, for every nc from 1 to NR, odd depths, a strided B and C, with and without
+/// bias and clamp: columns nc.. of every row and the rows' padding must stay untouched, and
+/// the stored columns equal the whole tile kernel's bits.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn neon_edge_entries_match_the_reference_and_the_tile() {
+    use super::neon::{NEON_4X16, NEON_8X12, NEON_8X8};
+    let mut rng = Rng(0x5eed_ed9e);
+    for uk in [&NEON_8X12, &NEON_8X8, &NEON_4X16] {
+        let (mr, nr) = (uk.mr(), uk.nr());
+        let edge = uk.edge.expect("Neon tiles have an edge entry");
+        for nc in 1..=nr {
+            for k in [1usize, 3, 4, 17, 129] {
+                for (with_bias, clamp) in
+                    [(true, false), (false, true), (true, true), (false, false)]
+                {
+                    let a = rng.vec(k * mr);
+                    let ldb = nr + 3;
+                    let b = rng.vec(k * ldb);
+                    let rsc = nr + 5;
+                    let mut c = rng.vec(mr * rsc);
+                    let c0 = c.clone();
+                    let bias = rng.vec(nr);
+                    let (lo, hi, bias_ptr) = epilogue_args(clamp, with_bias, &bias);
+                    // SAFETY: the EdgeFn contract: k groups of mr floats, k rows of nr floats
+                    // ldb apart, mr rows of nc ≤ nr floats rsc apart, nr bias floats.
+                    unsafe {
+                        edge(
+                            k,
+                            a.as_ptr(),
+                            b.as_ptr(),
+                            ldb,
+                            c.as_mut_ptr(),
+                            rsc as isize,
+                            nc,
+                            bias_ptr,
+                            lo,
+                            hi,
+                        )
+                    };
+                    let mut whole = vec![f32::NAN; mr * nr];
+                    // SAFETY: the MicroKernel contract for the same operands, C an mr × nr
+                    // tile with row stride nr.
+                    unsafe {
+                        (uk.kernel)(
+                            k,
+                            a.as_ptr(),
+                            b.as_ptr(),
+                            ldb,
+                            whole.as_mut_ptr(),
+                            nr as isize,
+                            1.0,
+                            0.0,
+                            bias_ptr,
+                            lo,
+                            hi,
+                        )
+                    };
+                    for i in 0..mr {
+                        for j in 0..nc {
+                            let dot: f64 = (0..k)
+                                .map(|p| a[p * mr + i] as f64 * b[p * ldb + j] as f64)
+                                .sum();
+                            let want = (dot + if with_bias { bias[j] as f64 } else { 0.0 })
+                                .clamp(lo as f64, hi as f64);
+                            let got = c[i * rsc + j];
+                            assert!(
+                                (got as f64 - want).abs()
+                                    <= 1e-4 * (1.0 + want.abs()) * (k as f64).sqrt(),
+                                "{} nc {nc}, k {k}: C({i},{j}) = {got}, want {want}",
+                                uk.name()
+                            );
+                            assert_eq!(
+                                got.to_bits(),
+                                whole[i * nr + j].to_bits(),
+                                "{} nc {nc}, k {k}: C({i},{j}) differs from the tile kernel",
+                                uk.name()
+                            );
+                        }
+                        assert_eq!(
+                            &c[i * rsc + nc..(i + 1) * rsc],
+                            &c0[i * rsc + nc..(i + 1) * rsc],
+                            "{} nc {nc}, k {k}: row {i} written past column {nc}",
+                            uk.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The SVE2 kernel's wide entry ([`crate::linalg::gemm::WideA`]): `expand_wide` run in
 /// place as the driver places it (plain panels at the end of the area), then
 /// `kernel_vla_wide` on each panel, must store bit for bit what `kernel_vla` stores from the
