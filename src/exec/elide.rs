@@ -203,6 +203,66 @@ fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
         && !overlap(span(ts), span(td))
 }
 
+/// Whether the slots make a copy from `ts` to `td` write nothing new: the same dtype and
+/// element count, static and contiguous, at the same address (the bytes it would write are
+/// already there).
+fn same_bytes(ts: &TensorSlot, td: &TensorSlot) -> bool {
+    ts.dtype == td.dtype
+        && ts.dynamism == Dynamism::Static
+        && td.dynamism == Dynamism::Static
+        && ts.contiguous
+        && td.contiguous
+        && ts.shape.numel() == td.shape.numel()
+        && ts.nbytes() > 0
+        && ts.nbytes() == td.nbytes()
+        && !ts.data.is_null()
+        && ts.data == td.data
+        && td.planned
+        && td.writable
+}
+
+/// Value `v` is a method input or output.
+fn is_io(plan: fb::ExecutionPlan<'_>, v: usize) -> bool {
+    let named = |l: Option<flatbuffers::Vector<'_, i32>>| {
+        l.unwrap_or_default()
+            .iter()
+            .any(|x| usize::try_from(x).ok() == Some(v))
+    };
+    named(plan.inputs()) || named(plan.outputs())
+}
+
+/// Value `v` is state kept between runs (a mutable buffer with data), or not a tensor.
+fn is_state(plan: fb::ExecutionPlan<'_>, v: usize) -> bool {
+    plan.values()
+        .filter(|vs| v < vs.len())
+        .and_then(|vs| vs.get(v).val_as_tensor())
+        .is_none_or(|t| t.data_buffer_idx() > 0)
+}
+
+/// Whether instruction `ins`, a copy of `D` (slot `d`), becomes a copy onto its own bytes
+/// once `D` sits at `S`'s (slot `s`): its output has `S`'s address and size, and [`elide`]
+/// then removes it as a copy that writes nothing new ([`same_bytes`]).
+fn copies_back_onto(t: &Tables<'_, '_, '_>, ins: fb::Instruction<'_>, s: u32, d: u32) -> bool {
+    let Some((_, s2, dv2, d2)) = identity_copy(t.plan, ins, t.values) else {
+        return false;
+    };
+    let (Some(ts), Some(td), Some(t2)) = (
+        t.tensors.get(s as usize),
+        t.tensors.get(d as usize),
+        t.tensors.get(d2 as usize),
+    ) else {
+        return false;
+    };
+    // D as it will be: S's bytes under D's own shape and dtype.
+    let moved = TensorSlot {
+        data: ts.data,
+        capacity: ts.nbytes(),
+        writable: ts.writable,
+        ..*td
+    };
+    s2 == d && same_bytes(&moved, t2) && !is_io(t.plan, dv2) && !is_state(t.plan, dv2)
+}
+
 /// Removes `cut` from every piece of `pieces`; `false` when the pieces no longer fit.
 fn subtract(pieces: &mut heapless::Vec<(usize, usize), MAX_PIECES>, cut: (usize, usize)) -> bool {
     let mut next: heapless::Vec<(usize, usize), MAX_PIECES> = heapless::Vec::new();
@@ -268,8 +328,12 @@ fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32) -> Option<()> {
             let r = span(tensors.get(u.slot as usize)?);
             // While D is still to be read, nothing may write S's bytes (D's data now), nor
             // D's own bytes under another name (a view written in place: D would no longer
-            // see the change).
-            if i <= last_read && (overlap(r, sr) || overlap(r, d0)) {
+            // see the change); except a copy of D onto exactly S's bytes, which then writes
+            // what is there and is elided itself.
+            if i <= last_read
+                && (overlap(r, sr) || overlap(r, d0))
+                && !(overlap(r, sr) && !overlap(r, d0) && copies_back_onto(t, ins, s, d))
+            {
                 return None;
             }
             if !subtract(&mut live, r) {
@@ -367,20 +431,8 @@ pub fn elide(
     if !fixed {
         return 0;
     }
-    let io = |v: usize| {
-        let named = |l: Option<flatbuffers::Vector<'_, i32>>| {
-            l.unwrap_or_default()
-                .iter()
-                .any(|x| usize::try_from(x).ok() == Some(v))
-        };
-        named(plan.inputs()) || named(plan.outputs())
-    };
-    let state = |v: usize| {
-        plan.values()
-            .filter(|vs| v < vs.len())
-            .and_then(|vs| vs.get(v).val_as_tensor())
-            .is_none_or(|t| t.data_buffer_idx() > 0)
-    };
+    let io = |v: usize| is_io(plan, v);
+    let state = |v: usize| is_state(plan, v);
     let mut elided = 0;
     for (at, ins) in instructions(plan).enumerate() {
         let Some((sv, s, dv, d)) = identity_copy(plan, ins, values) else {
@@ -389,10 +441,15 @@ pub fn elide(
         let (Some(ts), Some(td)) = (tensors.get(s as usize), tensors.get(d as usize)) else {
             continue;
         };
-        if !slots_allow(ts, td) || io(dv) || state(dv) || at >= proved.len() {
+        if at >= proved.len() || io(dv) || state(dv) {
             continue;
         }
-        if provable(
+        if same_bytes(ts, td) {
+            // Already in place (ExecuTorch planned D over S's bytes, or an earlier elision
+            // moved S there): the copy would write what is there.
+        } else if !slots_allow(ts, td) {
+            continue;
+        } else if provable(
             &Tables {
                 plan,
                 values,
