@@ -19,13 +19,15 @@ const MAX_OUTPUTS: usize = 64;
 
 /// Checked access to one instruction's arguments. `'a` is the lifetime of arena and program
 /// memory, `'p` of the program flatbuffer.
+#[repr(C)]
 pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) values: &'c mut [Value<'p>],
     pub(crate) tensors: &'c mut [TensorSlot],
     pub(crate) args: Vector<'p, i32>,
     pub(crate) scratch: &'c mut [u8],
-    /// Data ranges of outputs already handed out.
-    pub(crate) outputs: heapless::Vec<(usize, usize), MAX_OUTPUTS>,
+    /// How many outputs were handed out: their data ranges are the first `outputs_len`
+    /// entries of `outputs`.
+    pub(crate) outputs_len: usize,
     /// Arguments whose tensors were handed out for reading: bit `a` for argument `a`, bit 63
     /// for every argument from 63 on. An output may not be the tensor of another argument
     /// already read (the views would alias).
@@ -39,6 +41,10 @@ pub struct KernelCtx<'c, 'a, 'p> {
     /// for positions that name one tensor twice.
     pub(crate) alias_proof: AliasProof,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
+    /// Data ranges of outputs already handed out (`outputs_len` of them). Left uninitialised
+    /// and last (`repr(C)`), so that making a context per call stores nothing here (as a
+    /// `heapless::Vec` between zeroed fields, the compiler zeroed all 1 KiB with them).
+    pub(crate) outputs: core::mem::MaybeUninit<[(usize, usize); MAX_OUTPUTS]>,
 }
 
 /// What load-time analysis proved of a call: 0 when nothing. `exec::alias`: bit 63 set when
@@ -104,13 +110,37 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             tensors,
             args,
             scratch,
-            outputs: heapless::Vec::new(),
+            outputs_len: 0,
             read: core::cell::Cell::new(0),
             rows: None,
             observer: None,
             alias_proof: AliasProof::NONE,
             _mem: PhantomData,
+            outputs: core::mem::MaybeUninit::uninit(),
         }
+    }
+
+    /// The data ranges of the outputs handed out so far.
+    fn handed_out(&self) -> &[(usize, usize)] {
+        let n = self.outputs_len.min(MAX_OUTPUTS);
+        // SAFETY: entries `..outputs_len` (≤ MAX_OUTPUTS) were written by `hand_out`; the
+        // pointer is to the array of MAX_OUTPUTS pairs.
+        unsafe { core::slice::from_raw_parts(self.outputs.as_ptr() as *const (usize, usize), n) }
+    }
+
+    /// Records an output's data range; `false` when MAX_OUTPUTS are recorded already.
+    fn hand_out(&mut self, range: (usize, usize)) -> bool {
+        if self.outputs_len >= MAX_OUTPUTS {
+            return false;
+        }
+        // SAFETY: outputs_len < MAX_OUTPUTS: inside the array.
+        unsafe {
+            (self.outputs.as_mut_ptr() as *mut (usize, usize))
+                .add(self.outputs_len)
+                .write(range)
+        };
+        self.outputs_len += 1;
+        true
     }
 
     /// The same context reporting to `observer`.
@@ -326,7 +356,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             return Err(KernelError::NoData { arg });
         }
         let (lo, hi) = t.range();
-        if lo != hi && self.outputs.iter().any(|&(a, b)| lo < b && a < hi) {
+        if lo != hi && self.handed_out().iter().any(|&(a, b)| lo < b && a < hi) {
             return Err(KernelError::Aliasing { arg });
         }
         self.read.set(self.read.get() | 1 << arg.min(63));
@@ -510,14 +540,14 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
                     return Err(KernelError::Aliasing { arg });
                 }
             }
-            if self.outputs.iter().any(|&(a, b)| lo < b && a < hi) {
+            if self.handed_out().iter().any(|&(a, b)| lo < b && a < hi) {
                 return Err(KernelError::Aliasing { arg });
             }
-            self.outputs
-                .push((lo, hi))
-                .map_err(|_| KernelError::Unsupported {
+            if !self.hand_out((lo, hi)) {
+                return Err(KernelError::Unsupported {
                     detail: "more than 64 outputs in one call",
-                })?;
+                });
+            }
         }
         Ok(TensorMut {
             dtype: t.dtype,

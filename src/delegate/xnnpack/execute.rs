@@ -12,6 +12,7 @@ use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
 use crate::linalg::quant::{self, QParams, QWeights};
 use crate::shape::Shape;
+use core::mem::MaybeUninit;
 /// The panels of a [`KIND_PACKED`] filter (`k × n`, tile width `Loc::ext`, at `Loc::offset` in
 /// the program, or in the state area when [`PACKED_IN_STATE`]; sizes checked at load).
 fn packed_filter<'p>(
@@ -94,8 +95,15 @@ pub fn execute_plan(
         });
     }
     // Externals: inputs as read-only views, outputs resized to their graph dims.
-    let mut ext_in: [(*const f32, usize); MAX_EXTERNS] = [(core::ptr::null(), 0); MAX_EXTERNS];
-    let mut ext_out: [(*mut f32, usize); MAX_EXTERNS] = [(core::ptr::null_mut(), 0); MAX_EXTERNS];
+    // Entries `..ne` only are initialised (to "unbound"): zeroing 2 KiB per call cost more
+    // than a small region's nodes.
+    let ne = (head.num_externs as usize).min(MAX_EXTERNS);
+    let mut ext_in = [const { MaybeUninit::<(*const f32, usize)>::uninit() }; MAX_EXTERNS];
+    let mut ext_out = [const { MaybeUninit::<(*mut f32, usize)>::uninit() }; MAX_EXTERNS];
+    for (i, o) in ext_in.iter_mut().zip(ext_out.iter_mut()).take(ne) {
+        i.write((core::ptr::null(), 0));
+        o.write((core::ptr::null_mut(), 0));
+    }
     // The values the arguments bind, from the externals table made at init (an argument no
     // value names, `NO_VALUE`, is no index: skipped; `locate` refuses any external left
     // unbound).
@@ -113,7 +121,10 @@ pub fn execute_plan(
             });
         }
         let s = t.as_slice::<f32>()?;
-        ext_in[l.ext as usize] = (s.as_ptr(), s.len());
+        let e = ext_in[..ne]
+            .get_mut(l.ext as usize)
+            .ok_or(bad("external index out of range"))?;
+        e.write((s.as_ptr(), s.len()));
     }
     for (_, l) in bound().filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT) {
         let dtype = ctx.out_dtype(l.ext as usize)?;
@@ -132,7 +143,10 @@ pub fn execute_plan(
         }
         let mut t = ctx.output(l.ext as usize, &shape)?;
         let s = t.as_mut_slice::<f32>()?;
-        ext_out[l.ext as usize] = (s.as_mut_ptr(), s.len());
+        let e = ext_out[..ne]
+            .get_mut(l.ext as usize)
+            .ok_or(bad("external index out of range"))?;
+        e.write((s.as_mut_ptr(), s.len()));
     }
     let program = init.program.bytes();
     let (sp, slen) = {
@@ -156,11 +170,16 @@ pub fn execute_plan(
         Ok(match l.kind {
             // Bound above, with their lengths (an argument no table entry bound has none).
             KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT => {
-                let (p, len) = if l.kind == KIND_EXTERNAL_IN {
-                    let (p, len) = ext_in.get(l.ext as usize).copied().unwrap_or_default();
+                let e = l.ext as usize;
+                let (p, len) = if e >= ne {
+                    (core::ptr::null_mut(), 0)
+                } else if l.kind == KIND_EXTERNAL_IN {
+                    // SAFETY: entries below `ne` were initialised above.
+                    let (p, len) = unsafe { ext_in[e].assume_init() };
                     (p as *mut f32, len)
                 } else {
-                    ext_out.get(l.ext as usize).copied().unwrap_or_default()
+                    // SAFETY: as above.
+                    unsafe { ext_out[e].assume_init() }
                 };
                 if n > len {
                     return Err(bad("external value larger than its argument"));
