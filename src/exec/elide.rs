@@ -12,10 +12,15 @@
 //! - no instruction after `c` writes `D`;
 //! - no instruction after `c`, up to the last one that reads `D`, writes over `S`'s bytes (they
 //!   must still hold the data when `D` is read) or over `D`'s own bytes under another name (a
-//!   view of `D` written in place, which `D` would no longer see);
+//!   view of `D` written in place, which `D` would no longer see); except an identity copy of
+//!   `D` whose output has exactly `S`'s address and size (ExecuTorch plans a squeeze and the
+//!   expand back that way): it then writes what is there and goes too, by the next rule;
 //! - no instruction after `c` reads bytes of `D`'s own storage under another name before they
 //!   have been written again (ExecuTorch plans a static view over its base's bytes: such a
 //!   view would read what `c` no longer writes).
+//!
+//! A copy whose output already has its input's address and size (same dtype, element count
+//! and layout) writes nothing new and is elided whatever else the program does.
 //!
 //! What an instruction reads and writes: a kernel call writes the tensors of its last argument
 //! (the returned `out` tensors) and reads the tensors of its other arguments (a tensor it also
