@@ -16,7 +16,7 @@
 
 use core::arch::aarch64::*;
 
-use super::neon_epilogue::{start, store_row, store_row_plain, store_tile_cols};
+use super::neon_epilogue::{load_row, start, store_row, store_row_plain, store_tile_cols};
 use super::neon_rows::*;
 use crate::linalg::gemm::contract::{clamps, MicroKernel, RowKernels};
 
@@ -137,6 +137,41 @@ macro_rules! neon_kernel {
             hi: f32,
         ) {
             const NR: usize = 4 * $nv;
+            if alpha == 1.0 && beta == 0.0 {
+                // The common case, decided once for the run: accumulators from the bias (or
+                // 0), stores that only clamp. The same operations as the tile body takes for
+                // these arguments (its `plain` path), so the same bits.
+                // SAFETY: Neon is part of the aarch64 baseline; register operations.
+                let (vlo, vhi) = unsafe { (vdupq_n_f32(lo), vdupq_n_f32(hi)) };
+                macro_rules! plain_tiles {
+                    ($with_bias:literal, $clamp:literal) => {
+                        for q in 0..np {
+                            // SAFETY: (whole body) tile q of the run contract, as below; the
+                            // bias (when non-null) holds NR floats from q·NR on.
+                            unsafe {
+                                let bq = b.add(q * stride);
+                                let cq = c.add(q * NR);
+                                let mut acc = if $with_bias {
+                                    [load_row::<$nv>(bias.add(q * NR)); $mr]
+                                } else {
+                                    [[vdupq_n_f32(0.0); $nv]; $mr]
+                                };
+                                let (ap, bp) = (a, bq);
+                                let ldb_bytes = ldb * 4;
+                                $depth!(acc, ap, bp, ldb_bytes, k $(, $dargs)*);
+                                neon_store!($mr, plain, acc, cq, rsc, $clamp, vlo, vhi);
+                            }
+                        }
+                    };
+                }
+                match (bias.is_null(), clamps(lo, hi)) {
+                    (true, false) => plain_tiles!(false, false),
+                    (true, true) => plain_tiles!(false, true),
+                    (false, false) => plain_tiles!(true, false),
+                    (false, true) => plain_tiles!(true, true),
+                }
+                return;
+            }
             for q in 0..np {
                 // SAFETY: (whole body) tile q of the run contract: B at b + q·stride (k rows
                 // of NR floats ldb apart), C at c + q·NR (MR rows rsc apart), bias q·NR on

@@ -688,9 +688,13 @@ fn sve2_wide_panels_match_the_plain_kernel() {
 fn run_entries_match_one_call_per_tile() {
     use super::neon::{NEON_4X16, NEON_8X12, NEON_8X8};
     let mut rng = Rng(0x7a11_5eed);
+    // The four plain ones (alpha = 1, beta = 0: bias or not, clamp or not) take the run
+    // entry's specialised loops; the others its general one.
     let epilogues = [
         (1.0f32, 0.0f32, false, false),
         (1.0, 0.0, true, true),
+        (1.0, 0.0, true, false),
+        (1.0, 0.0, false, true),
         (0.5, 0.75, true, true),
         (1.0, 1.0, false, false),
     ];
@@ -768,5 +772,5 @@ fn run_entries_match_one_call_per_tile() {
             }
         }
     }
-    assert_eq!(checked, 3 * 6 * 3 * 2 * 4);
+    assert_eq!(checked, 3 * 6 * 3 * 2 * 6);
 }
