@@ -686,6 +686,34 @@ fn direct(
             let mut jc = 0;
             while jc < n {
                 let ncb = plan.nc.min(n - jc);
+                // What every row tile of this column block shares, worked out once: the
+                // whole tiles whose B panels are evenly spaced (one tight run), where their B
+                // starts and its row stride.
+                let end = jc + ncb;
+                let (limit, stride) = match b {
+                    BSource::InPlace(_) => (n_full.min(end), nr),
+                    BSource::Prepacked(_) => (end, k * nr),
+                    BSource::Strided(_) => (jc, 0),
+                };
+                let whole_full = limit.saturating_sub(jc) / nr;
+                let (bptr_whole, ldb_whole) = match b {
+                    // Rows pc.. and columns jc.. of a validated in-place B (whole panels end
+                    // at or before n_full ≤ n; an empty slice when there are none).
+                    BSource::InPlace(bm) => (
+                        bm.data
+                            .get(pc * bm.rs + jc..)
+                            .map_or(core::ptr::null(), |d| d.as_ptr()),
+                        bm.rs,
+                    ),
+                    // Panel jc/nr, rows pc.. of a validated PackedB.
+                    BSource::Prepacked(pb) => (
+                        pb.data
+                            .get((jc / nr) * k * nr + pc * nr..)
+                            .map_or(core::ptr::null(), |d| d.as_ptr()),
+                        nr,
+                    ),
+                    BSource::Strided(_) => (bpack.as_ptr(), nr),
+                };
                 for ir in (0..mcb).step_by(mr) {
                     let ap = match &a {
                         ASource::Mat(_) => &apack[(ir / mr) * pl..][..pl],
@@ -695,41 +723,18 @@ fn direct(
                             &pa.data[(ic + ir) / mr * k * mr + pc * mr..][..kcb * mr]
                         }
                     };
-                    // Whole tiles whose B panels are evenly spaced: one tight run.
-                    let end = jc + ncb;
-                    let (limit, stride) = match b {
-                        BSource::InPlace(_) => (n_full.min(end), nr),
-                        BSource::Prepacked(_) => (end, k * nr),
-                        BSource::Strided(_) => (jc, 0),
-                    };
-                    let whole = if mcb - ir >= mr {
-                        limit.saturating_sub(jc) / nr
-                    } else {
-                        0
-                    };
+                    let whole = if mcb - ir >= mr { whole_full } else { 0 };
                     if whole > 0 {
-                        let bptr = match b {
-                            // Rows pc.. and columns jc.. of a validated in-place B (whole
-                            // panels end at or before n_full ≤ n).
-                            BSource::InPlace(bm) => bm.data[pc * bm.rs + jc..].as_ptr(),
-                            // Panel jc/nr, rows pc.. of a validated PackedB.
-                            BSource::Prepacked(pb) => {
-                                pb.data[(jc / nr) * k * nr + pc * nr..].as_ptr()
-                            }
-                            BSource::Strided(_) => bpack.as_ptr(),
-                        };
-                        let ldb = match b {
-                            BSource::InPlace(bm) => bm.rs,
-                            _ => nr,
-                        };
                         // SAFETY: panel q < whole reads kcb rows of nr floats at
-                        // bptr + q·stride + p·ldb, inside B (columns jc + q·nr + nr ≤ limit);
-                        // `ap` is the A panel of kcb steps the selected entry reads; the tiles are whole and this part's.
+                        // bptr_whole + q·stride + p·ldb, inside B (columns jc + q·nr + nr ≤
+                        // limit; whole > 0 makes the pointer non-null); `ap` is the A panel of
+                        // kcb steps the selected entry reads; the tiles are whole and this
+                        // part's.
                         unsafe {
                             t.panels(
                                 ap,
-                                bptr,
-                                ldb,
+                                bptr_whole,
+                                ldb_whole,
                                 stride,
                                 whole,
                                 kcb,
@@ -740,7 +745,8 @@ fn direct(
                             )
                         };
                     }
-                    for jr in (jc + whole * nr..end).step_by(nr) {
+                    let mut jr = jc + whole * nr;
+                    while jr < end {
                         let (bptr, ldb) = match b {
                             // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of a
                             // validated MatRef with unit column stride.
@@ -772,6 +778,7 @@ fn direct(
                                 last,
                             )
                         };
+                        jr += nr;
                     }
                 }
                 jc += ncb;
