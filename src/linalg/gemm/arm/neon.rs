@@ -326,6 +326,31 @@ pub unsafe fn pack_runs_x4(
                     options(nostack),
                 );
             }
+            if p < kc && kc >= 4 {
+                // The last 1–3 depth steps: the runs' last four floats (overlapping the
+                // blocks above) and one lane store per remaining step.
+                // SAFETY: reads src[i*ld + kc − 4 .. kc] (kc ≥ 4) of the four runs; writes
+                // the groups of depth steps p .. kc at d, d + w, …, as the loop below would.
+                let q = float32x4x4_t(
+                    vld1q_f32(r0.add(kc - 4)),
+                    vld1q_f32(r1.add(kc - 4)),
+                    vld1q_f32(r2.add(kc - 4)),
+                    vld1q_f32(r3.add(kc - 4)),
+                );
+                match kc - p {
+                    1 => vst4q_lane_f32::<3>(d, q),
+                    2 => {
+                        vst4q_lane_f32::<2>(d, q);
+                        vst4q_lane_f32::<3>(d.add(w), q);
+                    }
+                    _ => {
+                        vst4q_lane_f32::<1>(d, q);
+                        vst4q_lane_f32::<2>(d.add(w), q);
+                        vst4q_lane_f32::<3>(d.add(2 * w), q);
+                    }
+                }
+                p = kc;
+            }
             while p < kc {
                 *d = *r0.add(p);
                 *d.add(1) = *r1.add(p);

@@ -774,3 +774,59 @@ fn run_entries_match_one_call_per_tile() {
     }
     assert_eq!(checked, 3 * 6 * 3 * 2 * 6);
 }
+
+/// The Neon panel packer (`pack_runs_x4`) against its definition, straight through the
+/// function: 4 to 16 runs into widths 8, 12 and 16, every depth from 1 to 9 and 17 (the
+/// four-step blocks, the overlapping last load for the 1–3 steps after them, and the scalar
+/// path below 4 steps); lanes past the runs and floats past the panel stay untouched, and a
+/// run count that is not a multiple of four is declined without a write.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn neon_packer_interleaves_runs_at_every_depth() {
+    use super::neon::pack_runs_x4;
+    let mut rng = Rng(0x9ac4_0001);
+    for w in [8usize, 12, 16] {
+        for runs in (4..=w).step_by(4) {
+            for kc in (1..=9).chain([17]) {
+                let ld = kc + 3;
+                let src = rng.vec(runs * ld);
+                let len = (kc - 1) * w + runs;
+                let mut dst = vec![f32::NAN; len + 5];
+                // SAFETY: runs i < runs at src + i·ld hold kc floats; dst holds
+                // (kc − 1)·w + runs writable floats (and five more, checked untouched).
+                let took = unsafe { pack_runs_x4(src.as_ptr(), ld, runs, w, kc, dst.as_mut_ptr()) };
+                assert!(took, "w {w}, {runs} runs declined");
+                for p in 0..kc {
+                    for l in 0..w {
+                        let at = p * w + l;
+                        if at >= len {
+                            continue;
+                        }
+                        let got = dst[at];
+                        if l < runs {
+                            assert_eq!(
+                                got,
+                                src[l * ld + p],
+                                "w {w}, {runs} runs, kc {kc}: ({p}, {l})"
+                            );
+                        } else {
+                            assert!(
+                                got.is_nan(),
+                                "w {w}, {runs} runs, kc {kc}: lane {l} written"
+                            );
+                        }
+                    }
+                }
+                assert!(
+                    dst[len..].iter().all(|v| v.is_nan()),
+                    "w {w} kc {kc}: past the panel"
+                );
+            }
+        }
+        let mut dst = vec![f32::NAN; 64];
+        let src = rng.vec(64);
+        // SAFETY: declined before any access (3 runs is not a multiple of four).
+        let took = unsafe { pack_runs_x4(src.as_ptr(), 8, 3, w, 4, dst.as_mut_ptr()) };
+        assert!(!took && dst.iter().all(|v| v.is_nan()));
+    }
+}
