@@ -190,8 +190,9 @@ fn identity_copy(
     }
 }
 
-/// Whether the slots themselves allow `D` over `S`'s bytes.
-fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
+/// Whether a copy from `ts` to `td` writes exactly `ts`'s bytes: one dtype and one non-zero
+/// element count, both static and contiguous.
+fn same_layout(ts: &TensorSlot, td: &TensorSlot) -> bool {
     ts.dtype == td.dtype
         && ts.dynamism == Dynamism::Static
         && td.dynamism == Dynamism::Static
@@ -199,6 +200,11 @@ fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
         && td.contiguous
         && ts.shape.numel() == td.shape.numel()
         && ts.nbytes() > 0
+}
+
+/// Whether the slots themselves allow `D` over `S`'s bytes.
+fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
+    same_layout(ts, td)
         && ts.nbytes() <= ts.capacity
         && !ts.data.is_null()
         && (ts.planned || !ts.writable)
@@ -212,13 +218,7 @@ fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
 /// element count, static and contiguous, at the same address (the bytes it would write are
 /// already there).
 fn same_bytes(ts: &TensorSlot, td: &TensorSlot) -> bool {
-    ts.dtype == td.dtype
-        && ts.dynamism == Dynamism::Static
-        && td.dynamism == Dynamism::Static
-        && ts.contiguous
-        && td.contiguous
-        && ts.shape.numel() == td.shape.numel()
-        && ts.nbytes() > 0
+    same_layout(ts, td)
         && ts.nbytes() == td.nbytes()
         && !ts.data.is_null()
         && ts.data == td.data
