@@ -416,6 +416,16 @@ fn provable_onto_output(
     Some(p)
 }
 
+/// Where an elided copy's two tensors end up.
+enum Place {
+    /// The output already has the input's address and size.
+    Already,
+    /// The output moves onto the input's bytes.
+    OutputOnInput,
+    /// The input moves onto the output's bytes (its one writer writes there).
+    InputOnOutput,
+}
+
 /// Elides every identity copy the proof allows: points the output slot at the input's bytes
 /// and marks the call in `proved` ([`Proof::ELIDED`]). Returns how many were elided. Must run
 /// before `exec::alias::prove` (which sees the moved slots) and after the delegates' `init`
@@ -443,59 +453,52 @@ pub fn elide(
         let Some((sv, s, dv, d)) = identity_copy(plan, ins, values) else {
             continue;
         };
-        let (Some(ts), Some(td)) = (tensors.get(s as usize), tensors.get(d as usize)) else {
-            continue;
-        };
         if at >= proved.len() || io(dv) || state(dv) {
             continue;
         }
-        if same_bytes(ts, td) {
-            // Already in place (ExecuTorch planned D over S's bytes, or an earlier elision
-            // moved S there): the copy would write what is there.
-        } else if !slots_allow(ts, td) {
-            continue;
-        } else if provable(
-            &Tables {
+        let place = {
+            let (Some(ts), Some(td)) = (tensors.get(s as usize), tensors.get(d as usize)) else {
+                continue;
+            };
+            let t = Tables {
                 plan,
                 values,
                 tensors,
                 delegates,
-            },
-            at,
-            s,
-            d,
-        )
-        .is_some()
-        {
-            let (data, capacity, writable) = (ts.data, ts.nbytes(), ts.writable);
-            let td = &mut tensors[d as usize];
-            td.data = data;
-            td.capacity = capacity;
-            td.writable = writable;
-        } else if ts.planned
-            && ts.writable
-            && !io(sv)
-            && !state(sv)
-            && provable_onto_output(
-                &Tables {
-                    plan,
-                    values,
-                    tensors,
-                    delegates,
-                },
-                at,
-                s,
-                d,
-                proved,
-            )
-            .is_some()
-        {
-            let (data, capacity) = (td.data, td.nbytes());
-            let ts = &mut tensors[s as usize];
-            ts.data = data;
-            ts.capacity = capacity;
-        } else {
-            continue;
+            };
+            if same_bytes(ts, td) {
+                // Already in place (ExecuTorch planned D over S's bytes, or an earlier
+                // elision moved S there): the copy would write what is there.
+                Place::Already
+            } else if !slots_allow(ts, td) {
+                continue;
+            } else if provable(&t, at, s, d).is_some() {
+                Place::OutputOnInput
+            } else if ts.planned
+                && ts.writable
+                && !io(sv)
+                && !state(sv)
+                && provable_onto_output(&t, at, s, d, proved).is_some()
+            {
+                Place::InputOnOutput
+            } else {
+                continue;
+            }
+        };
+        let (ts, td) = (tensors[s as usize], tensors[d as usize]);
+        match place {
+            Place::Already => {}
+            Place::OutputOnInput => {
+                let out = &mut tensors[d as usize];
+                out.data = ts.data;
+                out.capacity = ts.nbytes();
+                out.writable = ts.writable;
+            }
+            Place::InputOnOutput => {
+                let input = &mut tensors[s as usize];
+                input.data = td.data;
+                input.capacity = td.nbytes();
+            }
         }
         proved[at] = Proof::ELIDED;
         elided += 1;
