@@ -10,6 +10,10 @@ panel two depth steps per `ld1` (2·MR floats into v0.., MR/4 vectors per step),
 step (`ld1` of NV vectors into v4.., post-increment by the register `ldb`); 8 steps per
 iteration, then single steps (one A `ld1` of MR floats). Row i of a step multiplies B by lane
 i % 4 of A vector i / 4 of that step.
+
+A kernel with NV <= 2 (8 x 8) has a second 8-step loop for contiguous B (`ldb` = 4·NV floats,
+a packed panel): two B rows per `ld1` (2·NV vectors into v4..), four instructions fewer per
+iteration; the loop is picked by one compare of `ldb` per call.
 """
 
 KERNELS = [("8x12", 8, 3), ("8x8", 8, 2), ("4x16", 4, 4)]
@@ -19,12 +23,12 @@ def regs(first, n):
     return ", ".join(f"v{first + j}.4s" for j in range(n))
 
 
-def step(mr, nv, a0):
-    lines = [f'"ld1 {{{{{regs(4, nv)}}}}}, [{{bp}}], {{ldb}}",']
+def step(mr, nv, a0, b0=4, load=True):
+    lines = [f'"ld1 {{{{{regs(4, nv)}}}}}, [{{bp}}], {{ldb}}",'] if load else []
     for i in range(mr):
         a = a0 + i // 4
         for v in range(nv):
-            lines.append(f'"fmla v{8 + nv * i + v}.4s, v{4 + v}.4s, v{a}.s[{i % 4}]",')
+            lines.append(f'"fmla v{8 + nv * i + v}.4s, v{b0 + v}.4s, v{a}.s[{i % 4}]",')
     return lines
 
 
@@ -36,24 +40,47 @@ def gen(name, mr, nv):
         body += step(mr, nv, 0)
         body += step(mr, nv, av)
     one = [f'"ld1 {{{{{regs(0, av)}}}}}, [{{ap}}], #{16 * av}",'] + step(mr, nv, 0)
+    # Contiguous B (NV <= 2): two rows per load, into v4 .. v(4 + 2·NV).
+    pair = []
+    if nv <= 2:
+        for _ in range(4):
+            pair.append(f'"ld1 {{{{{regs(0, 2 * av)}}}}}, [{{ap}}], #{32 * av}",')
+            pair.append(f'"ld1 {{{{{regs(4, 2 * nv)}}}}}, [{{bp}}], #{32 * nv}",')
+            pair += step(mr, nv, 0, 4, False)
+            pair += step(mr, nv, av, 4 + nv, False)
     ind = " " * 12
     accs = "\n".join(
         f'{ind}inout("v{8 + nv * i + v}") $acc[{i}][{v}],' for i in range(mr) for v in range(nv)
     )
-    clob = ", ".join(f'out("v{r}") _' for r in list(range(2 * av)) + list(range(4, 4 + nv)))
-    fma = mr * nv * 4
+    breg = 2 * nv if pair else nv
+    clob = ", ".join(f'out("v{r}") _' for r in sorted(set(range(2 * av)) | set(range(4, 4 + breg))))
+    if pair:
+        pick = f'''
+            "cmp {{ldb}}, #{16 * nv}",
+            "b.ne 2f",
+            "6:",
+{chr(10).join(ind + l for l in pair)}
+            "subs {{n8}}, {{n8}}, #1",
+            "b.ne 6b",
+            "b 3f",'''
+        pdoc = f"""
+/// With `ldb` = {16 * nv} bytes (B a packed panel) the iterations take the second loop: two B
+/// rows per `ld1`, {8 * (mr * nv)} FMLA in {8 * (mr * nv) + 4 + 4 + 2} instructions."""
+    else:
+        pick = ""
+        pdoc = ""
     print(f"""
 /// The {name} depth loop as one `asm!`: `k / 8` iterations of 8 steps ({8 * (mr * nv)} FMLA in
 /// {8 * (mr * nv) + 4 + 8 + 2} instructions), then `k % 8` single steps; the {mr * nv} accumulators
 /// live in v8–v{7 + mr * nv} throughout. Must run inside the kernel's `unsafe` block (see its
 /// SAFETY comment): it reads `{mr}·k` floats of A at `ap` and `k` rows of {4 * nv} floats of B at
-/// `bp`, `ldb` bytes apart.
+/// `bp`, `ldb` bytes apart.{pdoc}
 macro_rules! neon_depth_{name}_asm {{
     ($acc:ident, $ap:ident, $bp:ident, $ldb:ident, $k:ident) => {{{{
         // SAFETY: reads at most {mr}·k floats of the A panel and k B rows (the kernel's
         // contract); writes only the named vector registers and the pointer/count operands.
         core::arch::asm!(
-            "cbz {{n8}}, 3f",
+            "cbz {{n8}}, 3f",{pick}
             "2:",
 {chr(10).join(ind + l for l in body)}
             "subs {{n8}}, {{n8}}, #1",

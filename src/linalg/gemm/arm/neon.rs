@@ -8,7 +8,9 @@
 //! increment is the register `ldb`, so a row-major B is read in place at no extra cost), 24
 //! `fmla v.4s, v.4s, v.s[lane]` per step, 8 steps per iteration: 192 FMA in 206 instructions
 //! (0.932). (With the FMAs as intrinsics LLVM cannot keep 31 live vectors in place and adds
-//! moves and spills.) The 8 × 8 and 4 × 16 kernels (16 accumulators) have the same loop. The
+//! moves and spills.) The 8 × 8 and 4 × 16 kernels (16 accumulators) have the same loop; the 8 × 8
+//! one has a second for a packed B panel (`ldb` = 8: two B rows per `ld1`, 138 instructions
+//! per 128 FMLA), picked by one compare per call. The
 //! loops are generated (`neon_loops.rs`, `scripts/gen-neon-gemm-asm.py`); the epilogues are
 //! here. Each kernel also has a run entry (`run_8x12`, ...: the same tile body in a loop over
 //! a row of tiles), so that a row of small tiles costs no call and no register reloads per

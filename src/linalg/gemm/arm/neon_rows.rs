@@ -7,7 +7,8 @@
 //! floats), each B row (NV vectors) from one `ld1` post-indexed by the row stride, both in
 //! `asm!` so that no pointer arithmetic is left in the loop; R·NV `fmla v.4s, v.4s, v.s[lane]`
 //! per step (intrinsics: R·NV ≤ 21 accumulators stay in registers). 4 rows of the 8 × 8
-//! tile: 41 instructions per four steps (32 FMLA).
+//! tile: 41 instructions per four steps (32 FMLA). On a packed 8-column B panel (`ldb` = 8)
+//! the 8-column rows load two B rows per `ld1` and take eight steps per iteration.
 //! Epilogue: that of the tile kernels (`neon_epilogue`).
 
 use core::arch::aarch64::*;
@@ -87,6 +88,30 @@ unsafe fn b_row<const NV: usize>(bp: &mut *const f32, stride: usize) -> [float32
     core::array::from_fn(|v| all[v])
 }
 
+/// Two consecutive B rows of two vectors each (four vectors at `*bp`: a packed 8-column
+/// panel, `ldb` = 8 floats) by one post-indexed `ld1` into v16–v19; `*bp` moves 64 bytes on.
+///
+/// # Safety
+/// `*bp` points at 16 readable floats.
+#[inline(always)]
+unsafe fn b_rows2<const NV: usize>(bp: &mut *const f32) -> ([float32x4_t; NV], [float32x4_t; NV]) {
+    let (x0, x1, x2, x3): (float32x4_t, float32x4_t, float32x4_t, float32x4_t);
+    // SAFETY: reads the 16 floats the caller vouches for; no stack, flags kept.
+    unsafe {
+        core::arch::asm!(
+            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{p}], #64",
+            p = inout(reg) *bp,
+            out("v16") x0, out("v17") x1, out("v18") x2, out("v19") x3,
+            options(nostack, readonly, preserves_flags)
+        );
+    }
+    let (r0, r1) = ([x0, x1], [x2, x3]);
+    (
+        core::array::from_fn(|v| r0[v]),
+        core::array::from_fn(|v| r1[v]),
+    )
+}
+
 /// `R` rows of an `MRS × 4·NV` tile (MRS = 4 or 8): the [`MicroKernel`] contract of that
 /// tile restricted to its first R rows (`RowKernels` contract).
 ///
@@ -147,6 +172,30 @@ unsafe fn rows<const R: usize, const NV: usize, const MRS: usize>(
             }};
         }
         let mut left = k;
+        if NV == 2 && ldb_bytes == 32 && R * NV <= 16 {
+            // A packed 8-column B panel: two B rows per load, eight steps per iteration.
+            macro_rules! four {
+                () => {{
+                    let (l0, h0, l1, h1) = groups!("v0", "v1", "v2", "v3");
+                    let (l2, h2, l3, h3) = groups!("v4", "v5", "v6", "v7");
+                    let (b0, b1) = b_rows2::<NV>(&mut bp);
+                    step(&mut acc, &b0, l0, h0);
+                    step(&mut acc, &b1, l1, h1);
+                    let (b2, b3) = b_rows2::<NV>(&mut bp);
+                    step(&mut acc, &b2, l2, h2);
+                    step(&mut acc, &b3, l3, h3);
+                }};
+            }
+            while left >= 8 {
+                four!();
+                four!();
+                left -= 8;
+            }
+            if left >= 4 {
+                four!();
+                left -= 4;
+            }
+        }
         // Four steps per iteration while the accumulators leave room for four B rows.
         if R * NV <= 16 {
             while left >= 4 {

@@ -403,7 +403,7 @@ fn epilogue_args(clamp: bool, with_bias: bool, bias: &[f32]) -> (f32, f32, *cons
 }
 
 /// Every Neon row kernel (`RowKernels`: r < MR rows of a tile) against an f64 reference,
-/// straight through its function pointer: odd depths, a strided B and C, each epilogue
+/// straight through its function pointer: odd depths, a packed and a strided B, a strided C, each epilogue
 /// (bias, clamp, alpha/beta, accumulate into C). The panel's rows r.. are NaN, so a kernel
 /// that read a row it does not compute would show it; C rows r.. must stay untouched.
 #[cfg(target_arch = "aarch64")]
@@ -426,13 +426,16 @@ fn neon_row_kernels_match_the_reference() {
             let f = rows
                 .for_rows(r)
                 .unwrap_or_else(|| panic!("{}: no kernel for {r} rows", uk.name()));
-            for k in [1usize, 2, 3, 4, 5, 6, 7, 17, 129] {
+            // B packed (ldb = NR: the 8-column rows' paired loads) and strided.
+            let shapes = [1usize, 2, 3, 4, 5, 6, 7, 8, 12, 17, 129]
+                .into_iter()
+                .flat_map(|k| [(k, nr), (k, nr + 3)]);
+            for (k, ldb) in shapes {
                 for &(alpha, beta, with_bias, clamp) in &epilogues {
                     let mut a = rng.vec(k * mr);
                     for p in 0..k {
                         a[p * mr + r..(p + 1) * mr].fill(f32::NAN);
                     }
-                    let ldb = nr + 3;
                     let b = rng.vec(k * ldb);
                     let rsc = nr + 5;
                     let mut c = rng.vec((r + 1) * rsc);
@@ -472,7 +475,7 @@ fn neon_row_kernels_match_the_reference() {
                             let got = c[i * rsc + j] as f64;
                             assert!(
                                 (got - want).abs() <= 1e-4 * (1.0 + want.abs()) * (k as f64).sqrt(),
-                                "{} rows {r}, k {k}, epilogue {:?}: C({i},{j}) = {got}, want {want}",
+                                "{} rows {r}, k {k}, ldb {ldb}, epilogue {:?}: C({i},{j}) = {got}, want {want}",
                                 uk.name(),
                                 (alpha, beta, with_bias, clamp)
                             );
@@ -497,7 +500,7 @@ fn neon_row_kernels_match_the_reference() {
 }
 
 /// Every Neon N-edge entry (`EdgeFn`: the tile stored in its first nc columns) against an
-/// f64 reference, for every nc from 1 to NR, odd depths, a strided B and C, with and without
+/// f64 reference, for every nc from 1 to NR, odd depths, a packed and a strided B, a strided C, with and without
 /// bias and clamp: columns nc.. of every row and the rows' padding must stay untouched, and
 /// the stored columns equal the whole tile kernel's bits.
 #[cfg(target_arch = "aarch64")]
@@ -509,12 +512,15 @@ fn neon_edge_entries_match_the_reference_and_the_tile() {
         let (mr, nr) = (uk.mr(), uk.nr());
         let edge = uk.edge.expect("Neon tiles have an edge entry");
         for nc in 1..=nr {
-            for k in [1usize, 3, 4, 17, 129] {
+            // B packed (ldb = NR: the 8 × 8 paired loop) and strided.
+            let shapes = [1usize, 3, 4, 8, 17, 129]
+                .into_iter()
+                .flat_map(|k| [(k, nr), (k, nr + 3)]);
+            for (k, ldb) in shapes {
                 for (with_bias, clamp) in
                     [(true, false), (false, true), (true, true), (false, false)]
                 {
                     let a = rng.vec(k * mr);
-                    let ldb = nr + 3;
                     let b = rng.vec(k * ldb);
                     let rsc = nr + 5;
                     let mut c = rng.vec(mr * rsc);
@@ -566,7 +572,7 @@ fn neon_edge_entries_match_the_reference_and_the_tile() {
                             assert!(
                                 (got as f64 - want).abs()
                                     <= 1e-4 * (1.0 + want.abs()) * (k as f64).sqrt(),
-                                "{} nc {nc}, k {k}: C({i},{j}) = {got}, want {want}",
+                                "{} nc {nc}, k {k}, ldb {ldb}: C({i},{j}) = {got}, want {want}",
                                 uk.name()
                             );
                             assert_eq!(
