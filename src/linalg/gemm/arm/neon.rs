@@ -288,6 +288,11 @@ pub unsafe fn pack_runs_x4(
     if !runs.is_multiple_of(4) || !w.is_multiple_of(4) || runs > w {
         return false;
     }
+    if runs == 8 && kc >= 4 {
+        // SAFETY: the contract of this function, for eight runs and kc ≥ 4.
+        unsafe { pack_runs_8(src, ld, w, kc, dst) };
+        return true;
+    }
     // SAFETY: (whole body) the run loads read src[i*ld + p .. p+4] with i < runs, p + 4 ≤ kc,
     // and the tail reads single elements with p < kc, inside the runs the caller vouches
     // for; the stores write dst[(p+l)*w + g .. +4] with l < 4, p + l < kc, g + 4 ≤ runs,
@@ -365,6 +370,93 @@ pub unsafe fn pack_runs_x4(
         }
     }
     true
+}
+
+/// [`pack_runs_x4`] for eight runs (an 8-row A panel) and `kc ≥ 4`: both groups of four in
+/// one loop (per four depth steps eight `ldr` and eight `st4`, the second group's stores
+/// through a pointer 16 bytes on), so that a panel costs one short setup, not one per group.
+/// The last `kc mod 4` steps re-read each run's last four floats (overlapping the loop's)
+/// and store only their lanes.
+///
+/// # Safety
+/// As [`pack_runs_x4`] with `runs = 8`, `w ≥ 8` a multiple of 4, and `kc ≥ 4`.
+#[inline(always)]
+unsafe fn pack_runs_8(src: *const f32, ld: usize, w: usize, kc: usize, dst: *mut f32) {
+    let blocks = kc / 4;
+    // SAFETY: (whole body) each run i < 8 at src + i·ld holds kc floats: the loop reads
+    // floats 0 .. 4·blocks ≤ kc of each, the tail floats kc − 4 .. kc (kc ≥ 4); the stores
+    // write lanes 0 .. 8 ≤ w of the groups of depth steps 0 .. kc, at dst + p·w, inside the
+    // (kc − 1)·w + 8 floats of `dst`. Neon is in the aarch64 baseline; unaligned accesses are
+    // allowed on normal memory.
+    unsafe {
+        let (s0, s4) = (src, src.add(4 * ld));
+        let d = dst;
+        core::arch::asm!(
+            "add {r1}, {r0}, {ld4}",
+            "add {r2}, {r1}, {ld4}",
+            "add {r3}, {r2}, {ld4}",
+            "add {r5}, {r4}, {ld4}",
+            "add {r6}, {r5}, {ld4}",
+            "add {r7}, {r6}, {ld4}",
+            "add {d1}, {d0}, #16",
+            "2:",
+            "ldr q0, [{r0}], #16",
+            "ldr q1, [{r1}], #16",
+            "ldr q2, [{r2}], #16",
+            "ldr q3, [{r3}], #16",
+            "ldr q4, [{r4}], #16",
+            "ldr q5, [{r5}], #16",
+            "ldr q6, [{r6}], #16",
+            "ldr q7, [{r7}], #16",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[0], [{d0}], {w4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[0], [{d1}], {w4}",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[1], [{d0}], {w4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[1], [{d1}], {w4}",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[2], [{d0}], {w4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[2], [{d1}], {w4}",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[3], [{d0}], {w4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[3], [{d1}], {w4}",
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            r0 = inout(reg) s0 => _,
+            r4 = inout(reg) s4 => _,
+            r1 = out(reg) _,
+            r2 = out(reg) _,
+            r3 = out(reg) _,
+            r5 = out(reg) _,
+            r6 = out(reg) _,
+            r7 = out(reg) _,
+            d0 = inout(reg) d => _,
+            d1 = out(reg) _,
+            n = inout(reg) blocks => _,
+            ld4 = in(reg) ld * 4,
+            w4 = in(reg) w * 4,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            options(nostack),
+        );
+        let left = kc % 4;
+        if left > 0 {
+            let t = kc - 4;
+            let g = |i: usize| vld1q_f32(src.add(i * ld + t));
+            let lo = float32x4x4_t(g(0), g(1), g(2), g(3));
+            let hi = float32x4x4_t(g(4), g(5), g(6), g(7));
+            let p = dst.add((kc - left) * w);
+            macro_rules! lanes {
+                ($($l:literal @ $j:literal),*) => {{
+                    $(
+                        vst4q_lane_f32::<$l>(p.add($j * w), lo);
+                        vst4q_lane_f32::<$l>(p.add($j * w + 4), hi);
+                    )*
+                }};
+            }
+            match left {
+                1 => lanes!(3 @ 0),
+                2 => lanes!(2 @ 0, 3 @ 1),
+                _ => lanes!(1 @ 0, 2 @ 1, 3 @ 2),
+            }
+        }
+    }
 }
 
 // SAFETY: `kernel_8x12` implements the MicroKernel contract for an 8 × 12 tile, `run_8x12`
