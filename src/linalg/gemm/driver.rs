@@ -714,7 +714,38 @@ fn direct(
                     ),
                     BSource::Strided(_) => (bpack.as_ptr(), nr),
                 };
+                // The whole tiles of every full row panel first, in one loop over the
+                // panels (per panel only its A and C pointers change).
+                let full = if whole_full > 0 { mcb / mr } else { 0 };
+                if full > 0 {
+                    let (a_all, a_stride) = match &a {
+                        ASource::Mat(_) => (&apack[..full * pl], pl),
+                        // Panels ic/mr .. ic/mr + full, depths pc.. of a validated PackedA
+                        // with this kernel's mr (k·mr floats per panel).
+                        ASource::Packed(pa) => {
+                            let s0 = ic / mr * k * mr + pc * mr;
+                            (&pa.data[s0..s0 + (full - 1) * k * mr + kcb * mr], k * mr)
+                        }
+                    };
+                    // SAFETY: row panel r < full reads its A panel of kcb steps at
+                    // a_all[r·a_stride ..] (the slices above hold them) and, for q < whole_full,
+                    // kcb rows of nr floats at bptr_whole + q·stride + p·ldb, inside B (columns
+                    // jc + q·nr + nr ≤ limit; whole_full > 0 makes the pointer non-null); its
+                    // tiles (rows ic + r·mr .. + mr ≤ ic + mcb) are whole and this part's.
+                    unsafe {
+                        t.panel_rows(
+                            a_all, a_stride, full, bptr_whole, ldb_whole, stride, whole_full, kcb,
+                            ic, jc, beta_eff, last,
+                        )
+                    };
+                }
+                // Then the column edge of each row panel and the last, partial one.
+                let edge_from = jc + whole_full * nr;
                 for ir in (0..mcb).step_by(mr) {
+                    let mut jr = if mcb - ir >= mr { edge_from } else { jc };
+                    if jr >= end {
+                        continue;
+                    }
                     let ap = match &a {
                         ASource::Mat(_) => &apack[(ir / mr) * pl..][..pl],
                         // Panel (ic + ir)/mr (ic is a multiple of mr), depths pc.. of a
@@ -723,29 +754,6 @@ fn direct(
                             &pa.data[(ic + ir) / mr * k * mr + pc * mr..][..kcb * mr]
                         }
                     };
-                    let whole = if mcb - ir >= mr { whole_full } else { 0 };
-                    if whole > 0 {
-                        // SAFETY: panel q < whole reads kcb rows of nr floats at
-                        // bptr_whole + q·stride + p·ldb, inside B (columns jc + q·nr + nr ≤
-                        // limit; whole > 0 makes the pointer non-null); `ap` is the A panel of
-                        // kcb steps the selected entry reads; the tiles are whole and this
-                        // part's.
-                        unsafe {
-                            t.panels(
-                                ap,
-                                bptr_whole,
-                                ldb_whole,
-                                stride,
-                                whole,
-                                kcb,
-                                ic + ir,
-                                jc,
-                                beta_eff,
-                                last,
-                            )
-                        };
-                    }
-                    let mut jr = jc + whole * nr;
                     while jr < end {
                         let (bptr, ldb) = match b {
                             // In bounds: rows pc..pc+kcb < k and columns jr..jr+nr ≤ n of a

@@ -159,6 +159,89 @@ impl<'k> Tiles<'k> {
         }
     }
 
+    /// [`Tiles::panels`] for `rows` row panels one under the other: panel `r` (rows
+    /// `row0 + r·mr ..`) reads its A panel at `ap[r·a_stride ..]` and the same `np` B panels.
+    /// With a run entry and no wide one, one tight loop of run calls (what goes per panel is
+    /// only the A and C pointers); otherwise [`Tiles::panels`] per row panel.
+    ///
+    /// # Safety
+    /// [`Tiles::panels`]' contract for each row panel `r < rows` (`ap[r·a_stride ..]` holds
+    /// that panel's A, the tiles of rows `row0 + r·mr .. + mr` are whole and this part's).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn panel_rows(
+        &mut self,
+        ap: &[f32],
+        a_stride: usize,
+        rows: usize,
+        bptr: *const f32,
+        ldb: usize,
+        stride: usize,
+        np: usize,
+        kc: usize,
+        row0: usize,
+        col0: usize,
+        beta: f32,
+        last: bool,
+    ) {
+        let (mr, nr, ldc) = (self.uk.mr, self.uk.nr, self.ldc);
+        if let (None, Some(run)) = (self.wide, self.uk.run) {
+            let (bias, lo, hi) = match self.bias {
+                Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
+                None if last => (core::ptr::null(), self.lo, self.hi),
+                _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
+            };
+            debug_assert!(
+                rows == 0
+                    || (row0 + (rows - 1) * mr) * ldc + col0 + (mr - 1) * ldc + np * nr <= self.len
+            );
+            debug_assert!(rows == 0 || (rows - 1) * a_stride < ap.len());
+            let mut c = self.c.wrapping_add(row0 * ldc + col0);
+            let mut a = ap.as_ptr();
+            for _ in 0..rows {
+                // SAFETY: the run contract for row panel r's np whole tiles (caller): A at
+                // ap + r·a_stride, B as for `panels`, C at row row0 + r·mr, column col0
+                // (inside the window), bias np·nr floats from col0 (sliced above).
+                unsafe {
+                    run(
+                        np,
+                        stride,
+                        kc,
+                        a,
+                        bptr,
+                        ldb,
+                        c,
+                        ldc as isize,
+                        self.alpha,
+                        beta,
+                        bias,
+                        lo,
+                        hi,
+                    )
+                };
+                a = a.wrapping_add(a_stride);
+                c = c.wrapping_add(mr * ldc);
+            }
+            return;
+        }
+        for r in 0..rows {
+            // SAFETY: row panel r of the caller's contract.
+            unsafe {
+                self.panels(
+                    &ap[r * a_stride..],
+                    bptr,
+                    ldb,
+                    stride,
+                    np,
+                    kc,
+                    row0 + r * mr,
+                    col0,
+                    beta,
+                    last,
+                )
+            };
+        }
+    }
+
     /// Tile rows `row0 .. row0 + min(mr, rows_left)`, columns `col0 .. + min(nr, cols_left)`.
     ///
     /// # Safety
