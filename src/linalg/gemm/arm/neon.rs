@@ -18,7 +18,7 @@
 
 use core::arch::aarch64::*;
 
-use super::neon_epilogue::{load_row, start, store_row, store_row_plain, store_tile_cols};
+use super::neon_epilogue::{start, store_row, store_tile_cols};
 use super::neon_rows::*;
 use crate::linalg::gemm::contract::{clamps, MicroKernel, RowKernels};
 
@@ -27,8 +27,8 @@ pub const MR: usize = 8;
 /// Columns of the main register tile.
 pub const NR: usize = 12;
 
-/// Epilogue of the tile's rows (1, 2, 4 or 8): `neon_store!(MR, general ...)` through
-/// [`store_row`], `neon_store!(MR, plain ...)` through [`store_row_plain`].
+/// The general epilogue of the tile's rows (1, 2, 4 or 8): `neon_store!(MR, general ...)`
+/// through [`store_row`] (the plain one, clamp only, is the generated `neon_store_*_asm!`).
 macro_rules! neon_store {
     (1, $($t:tt)*) => { neon_store!(@rows $($t)*; 0) };
     (2, $($t:tt)*) => { neon_store!(@rows $($t)*; 0 1) };
@@ -38,19 +38,15 @@ macro_rules! neon_store {
      $range:ident; $($i:literal)*) => {
         $(store_row($acc[$i], $c.offset($i * $rsc), $alpha, $beta, $bias, $range);)*
     };
-    (@rows plain, $acc:ident, $c:ident, $rsc:ident, $clamp:literal, $lo:ident, $hi:ident;
-     $($i:literal)*) => {
-        $(store_row_plain::<_, $clamp>($acc[$i], $c.offset($i * $rsc), $lo, $hi);)*
-    };
 
 }
 
 /// The body of one Neon `MR × 4·NV` tile: accumulators started ([`start`]), the depth loop
 /// (`$depth`, from `neon_loops.rs`), the epilogue. Shared by a kernel and its run entry.
 macro_rules! neon_tile_body {
-    ($depth:ident, $mr:tt, $nv:literal, ($k:ident, $a:ident, $b:ident, $ldb:ident, $c:ident,
-     $rsc:ident, $alpha:ident, $beta:ident, $bias:ident, $lo:ident, $hi:ident)
-     $(, $dargs:tt)*) => {{
+    ($depth:ident, $store:ident, $mr:tt, $nv:literal, ($k:ident, $a:ident, $b:ident,
+     $ldb:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident, $lo:ident,
+     $hi:ident) $(, $dargs:tt)*) => {{
         let (mut acc, plain) = start::<$mr, $nv>($c, $rsc, $alpha, $beta, $bias);
         let (ap, bp) = ($a, $b);
         let ldb_bytes = $ldb * 4;
@@ -62,9 +58,9 @@ macro_rules! neon_tile_body {
         let c = $c;
         let rsc = $rsc;
         if plain && clamp {
-            neon_store!($mr, plain, acc, c, rsc, true, vlo, vhi);
+            $store!(acc, c, rsc * 4, vlo, vhi, clamp);
         } else if plain {
-            neon_store!($mr, plain, acc, c, rsc, false, vlo, vhi);
+            $store!(acc, c, rsc * 4, vlo, vhi, noclamp);
         } else {
             let (alpha, beta, bias) = ($alpha, $beta, $bias);
             let range = clamp.then_some((vlo, vhi));
@@ -77,8 +73,8 @@ macro_rules! neon_tile_body {
 /// `$depth` the macro of its depth loop, from `neon_loops.rs`) and its run entry `$run`
 /// ([`TileRunFn`](crate::linalg::gemm::TileRunFn): the same body in a loop over a row of tiles).
 macro_rules! neon_kernel {
-    ($(#[$doc:meta])* $name:ident, $run:ident, $edge:ident, $depth:ident, $mr:tt, $nv:literal
-     $(, $dargs:tt)*) => {
+    ($(#[$doc:meta])* $name:ident, $run:ident, $edge:ident, $depth:ident, $bias_asm:ident,
+     $store:ident, $mr:tt, $nv:literal $(, $dargs:tt)*) => {
         $(#[$doc])*
         ///
         /// Layout contract (that of [`MicroKernel`], with `NR = 4·NV`): `a` holds `k` groups
@@ -111,7 +107,7 @@ macro_rules! neon_kernel {
             // `b + p·ldb` (4·NV floats) for p < k are in bounds; C rows i < MR at
             // `c + i*rsc` hold 4·NV contiguous elements (contract), bias 4·NV floats.
             unsafe {
-                neon_tile_body!($depth, $mr, $nv,
+                neon_tile_body!($depth, $store, $mr, $nv,
                     (k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) $(, $dargs)*)
             }
         }
@@ -153,15 +149,19 @@ macro_rules! neon_kernel {
                             unsafe {
                                 let bq = b.add(q * stride);
                                 let cq = c.add(q * NR);
-                                let mut acc = if $with_bias {
-                                    [load_row::<$nv>(bias.add(q * NR)); $mr]
-                                } else {
-                                    [[vdupq_n_f32(0.0); $nv]; $mr]
-                                };
+                                let mut acc = [[vdupq_n_f32(0.0); $nv]; $mr];
+                                if $with_bias {
+                                    // Straight into the accumulators' registers.
+                                    $bias_asm!(acc, bias.add(q * NR));
+                                }
                                 let (ap, bp) = (a, bq);
                                 let ldb_bytes = ldb * 4;
                                 $depth!(acc, ap, bp, ldb_bytes, k $(, $dargs)*);
-                                neon_store!($mr, plain, acc, cq, rsc, $clamp, vlo, vhi);
+                                if $clamp {
+                                    $store!(acc, cq, rsc * 4, vlo, vhi, clamp);
+                                } else {
+                                    $store!(acc, cq, rsc * 4, vlo, vhi, noclamp);
+                                }
                             }
                         }
                     };
@@ -183,7 +183,7 @@ macro_rules! neon_kernel {
                     let bq = b.add(q * stride);
                     let cq = c.add(q * NR);
                     let biasq = if bias.is_null() { bias } else { bias.add(q * NR) };
-                    neon_tile_body!($depth, $mr, $nv,
+                    neon_tile_body!($depth, $store, $mr, $nv,
                         (k, a, bq, ldb, cq, rsc, alpha, beta, biasq, lo, hi) $(, $dargs)*)
                 }
             }
@@ -238,6 +238,8 @@ neon_kernel!(
     run_8x12,
     edge_8x12,
     neon_depth_8x12_asm,
+    neon_bias_8x12_asm,
+    neon_store_8x12_asm,
     8,
     3
 );
@@ -249,6 +251,8 @@ neon_kernel!(
     run_8x8,
     edge_8x8,
     neon_depth_8x8_asm,
+    neon_bias_8x8_asm,
+    neon_store_8x8_asm,
     8,
     2
 );
@@ -261,6 +265,8 @@ neon_kernel!(
     run_4x16,
     edge_4x16,
     neon_depth_4x16_asm,
+    neon_bias_4x16_asm,
+    neon_store_4x16_asm,
     4,
     4
 );

@@ -287,6 +287,190 @@ macro_rules! neon_depth_8x12_asm {
     }};
 }
 
+/// The 8x12 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v31, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s, v16.4s}}, [{b}]",
+            "ld1 {{v17.4s, v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s}}, [{b}]",
+            "ld1 {{v23.4s, v24.4s, v25.4s}}, [{b}]",
+            "ld1 {{v26.4s, v27.4s, v28.4s}}, [{b}]",
+            "ld1 {{v29.4s, v30.4s, v31.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            out("v14") $acc[2][0],
+            out("v15") $acc[2][1],
+            out("v16") $acc[2][2],
+            out("v17") $acc[3][0],
+            out("v18") $acc[3][1],
+            out("v19") $acc[3][2],
+            out("v20") $acc[4][0],
+            out("v21") $acc[4][1],
+            out("v22") $acc[4][2],
+            out("v23") $acc[5][0],
+            out("v24") $acc[5][1],
+            out("v25") $acc[5][2],
+            out("v26") $acc[6][0],
+            out("v27") $acc[6][1],
+            out("v28") $acc[6][2],
+            out("v29") $acc[7][0],
+            out("v30") $acc[7][1],
+            out("v31") $acc[7][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (8 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 8.
+macro_rules! neon_store_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fmaxnm v22.4s, v22.4s, {lo:v}.4s",
+            "fmaxnm v23.4s, v23.4s, {lo:v}.4s",
+            "fmaxnm v24.4s, v24.4s, {lo:v}.4s",
+            "fmaxnm v25.4s, v25.4s, {lo:v}.4s",
+            "fmaxnm v26.4s, v26.4s, {lo:v}.4s",
+            "fmaxnm v27.4s, v27.4s, {lo:v}.4s",
+            "fmaxnm v28.4s, v28.4s, {lo:v}.4s",
+            "fmaxnm v29.4s, v29.4s, {lo:v}.4s",
+            "fmaxnm v30.4s, v30.4s, {lo:v}.4s",
+            "fmaxnm v31.4s, v31.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "fminnm v22.4s, v22.4s, {hi:v}.4s",
+            "fminnm v23.4s, v23.4s, {hi:v}.4s",
+            "fminnm v24.4s, v24.4s, {hi:v}.4s",
+            "fminnm v25.4s, v25.4s, {hi:v}.4s",
+            "fminnm v26.4s, v26.4s, {hi:v}.4s",
+            "fminnm v27.4s, v27.4s, {hi:v}.4s",
+            "fminnm v28.4s, v28.4s, {hi:v}.4s",
+            "fminnm v29.4s, v29.4s, {hi:v}.4s",
+            "fminnm v30.4s, v30.4s, {hi:v}.4s",
+            "fminnm v31.4s, v31.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            "st1 {{v23.4s, v24.4s, v25.4s}}, [{c}], {rsc}",
+            "st1 {{v26.4s, v27.4s, v28.4s}}, [{c}], {rsc}",
+            "st1 {{v29.4s, v30.4s, v31.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            inout("v23") $acc[5][0] => _,
+            inout("v24") $acc[5][1] => _,
+            inout("v25") $acc[5][2] => _,
+            inout("v26") $acc[6][0] => _,
+            inout("v27") $acc[6][1] => _,
+            inout("v28") $acc[6][2] => _,
+            inout("v29") $acc[7][0] => _,
+            inout("v30") $acc[7][1] => _,
+            inout("v31") $acc[7][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            "st1 {{v23.4s, v24.4s, v25.4s}}, [{c}], {rsc}",
+            "st1 {{v26.4s, v27.4s, v28.4s}}, [{c}], {rsc}",
+            "st1 {{v29.4s, v30.4s, v31.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            inout("v23") $acc[5][0] => _,
+            inout("v24") $acc[5][1] => _,
+            inout("v25") $acc[5][2] => _,
+            inout("v26") $acc[6][0] => _,
+            inout("v27") $acc[6][1] => _,
+            inout("v28") $acc[6][2] => _,
+            inout("v29") $acc[7][0] => _,
+            inout("v30") $acc[7][1] => _,
+            inout("v31") $acc[7][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+}
+
 /// The 8x8 depth loop as one `asm!`: `k / 8` iterations of 8 steps (128 FMLA in
 /// 142 instructions), then `k % 8` single steps; the 16 accumulators
 /// live in v8–v23 throughout. Must run inside the kernel's `unsafe` block (see its
@@ -636,6 +820,150 @@ macro_rules! neon_depth_8x8_asm {
     }};
 }
 
+/// The 8x8 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v23, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s}}, [{b}]",
+            "ld1 {{v16.4s, v17.4s}}, [{b}]",
+            "ld1 {{v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s}}, [{b}]",
+            "ld1 {{v22.4s, v23.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            out("v12") $acc[2][0],
+            out("v13") $acc[2][1],
+            out("v14") $acc[3][0],
+            out("v15") $acc[3][1],
+            out("v16") $acc[4][0],
+            out("v17") $acc[4][1],
+            out("v18") $acc[5][0],
+            out("v19") $acc[5][1],
+            out("v20") $acc[6][0],
+            out("v21") $acc[6][1],
+            out("v22") $acc[7][0],
+            out("v23") $acc[7][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (8 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 8.
+macro_rules! neon_store_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fmaxnm v22.4s, v22.4s, {lo:v}.4s",
+            "fmaxnm v23.4s, v23.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "fminnm v22.4s, v22.4s, {hi:v}.4s",
+            "fminnm v23.4s, v23.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            "st1 {{v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s}}, [{c}], {rsc}",
+            "st1 {{v22.4s, v23.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            inout("v18") $acc[5][0] => _,
+            inout("v19") $acc[5][1] => _,
+            inout("v20") $acc[6][0] => _,
+            inout("v21") $acc[6][1] => _,
+            inout("v22") $acc[7][0] => _,
+            inout("v23") $acc[7][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            "st1 {{v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s}}, [{c}], {rsc}",
+            "st1 {{v22.4s, v23.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            inout("v18") $acc[5][0] => _,
+            inout("v19") $acc[5][1] => _,
+            inout("v20") $acc[6][0] => _,
+            inout("v21") $acc[6][1] => _,
+            inout("v22") $acc[7][0] => _,
+            inout("v23") $acc[7][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+}
+
 /// The 4x16 depth loop as one `asm!`: `k / 8` iterations of 8 steps (128 FMLA in
 /// 142 instructions), then `k % 8` single steps; the 16 accumulators
 /// live in v8–v23 throughout. Must run inside the kernel's `unsafe` block (see its
@@ -837,6 +1165,138 @@ macro_rules! neon_depth_4x16_asm {
             inout("v23") $acc[3][3],
             out("v0") _, out("v1") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 4x16 accumulators from the bias: one `ld1` of its 16 floats per row, straight
+/// into the row's registers (v8–v23, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 16 floats at `bias`.
+macro_rules! neon_bias_4x16_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 16 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{b}]",
+            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[0][3],
+            out("v12") $acc[1][0],
+            out("v13") $acc[1][1],
+            out("v14") $acc[1][2],
+            out("v15") $acc[1][3],
+            out("v16") $acc[2][0],
+            out("v17") $acc[2][1],
+            out("v18") $acc[2][2],
+            out("v19") $acc[2][3],
+            out("v20") $acc[3][0],
+            out("v21") $acc[3][1],
+            out("v22") $acc[3][2],
+            out("v23") $acc[3][3],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 4x16 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (4 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 16 floats at each of `c + i·rsc`, i < 4.
+macro_rules! neon_store_4x16_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fmaxnm v22.4s, v22.4s, {lo:v}.4s",
+            "fmaxnm v23.4s, v23.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "fminnm v22.4s, v22.4s, {hi:v}.4s",
+            "fminnm v23.4s, v23.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            inout("v12") $acc[1][0] => _,
+            inout("v13") $acc[1][1] => _,
+            inout("v14") $acc[1][2] => _,
+            inout("v15") $acc[1][3] => _,
+            inout("v16") $acc[2][0] => _,
+            inout("v17") $acc[2][1] => _,
+            inout("v18") $acc[2][2] => _,
+            inout("v19") $acc[2][3] => _,
+            inout("v20") $acc[3][0] => _,
+            inout("v21") $acc[3][1] => _,
+            inout("v22") $acc[3][2] => _,
+            inout("v23") $acc[3][3] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s, v23.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            inout("v12") $acc[1][0] => _,
+            inout("v13") $acc[1][1] => _,
+            inout("v14") $acc[1][2] => _,
+            inout("v15") $acc[1][3] => _,
+            inout("v16") $acc[2][0] => _,
+            inout("v17") $acc[2][1] => _,
+            inout("v18") $acc[2][2] => _,
+            inout("v19") $acc[2][3] => _,
+            inout("v20") $acc[3][0] => _,
+            inout("v21") $acc[3][1] => _,
+            inout("v22") $acc[3][2] => _,
+            inout("v23") $acc[3][3] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
