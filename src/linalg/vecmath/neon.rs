@@ -139,9 +139,9 @@ fn gelu_erf4(x: float32x4_t) -> float32x4_t {
         };
         let (p, q) = (estrin(&ERF_P), estrin(&ERF_Q));
         let r = vdivq_f32(vmulq_f32(zc, p), q);
-        // ±1 (the sign of z) where |z| ≥ ERF_ZMAX.
-        let sign = vdupq_n_u32(0x8000_0000);
-        let unit = vbslq_f32(sign, z, vdupq_n_f32(1.0));
+        // ±1 (the sign of z) where |z| ≥ ERF_ZMAX: there zc is ±ERF_ZMAX, and zc / ERF_ZMAX
+        // is exactly ±1 (one instruction, where building it from the sign bit takes two).
+        let unit = vdivq_f32(zc, vdupq_n_f32(ERF_ZMAX));
         let erf = vbslq_f32(vcageq_f32(z, vdupq_n_f32(ERF_ZMAX)), unit, r);
         let h = vmulq_n_f32(x, 0.5);
         vfmaq_f32(h, h, erf)
@@ -157,16 +157,17 @@ fn map1(
     s: impl Fn(f32) -> f32,
 ) {
     let n = x.len().min(out.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: i + 8 ≤ n ≤ both lengths.
+    let mut i = 8 * (n / 8);
+    // Whole chunks walked by pointer (no index kept alongside: two adds and a compare less per
+    // step than an indexed loop).
+    for (xc, oc) in x[..i].chunks_exact(8).zip(out[..i].chunks_exact_mut(8)) {
+        // SAFETY: each chunk holds 8 floats.
         unsafe {
-            let a = v(vld1q_f32(x.as_ptr().add(i)));
-            let b = v(vld1q_f32(x.as_ptr().add(i + 4)));
-            vst1q_f32(out.as_mut_ptr().add(i), a);
-            vst1q_f32(out.as_mut_ptr().add(i + 4), b);
+            let a = v(vld1q_f32(xc.as_ptr()));
+            let b = v(vld1q_f32(xc.as_ptr().add(4)));
+            vst1q_f32(oc.as_mut_ptr(), a);
+            vst1q_f32(oc.as_mut_ptr().add(4), b);
         }
-        i += 8;
     }
     if i + 4 <= n {
         // SAFETY: i + 4 ≤ n ≤ both lengths.

@@ -8,6 +8,10 @@ pub mod gemv;
 #[cfg(target_arch = "aarch64")]
 #[macro_use]
 mod neon_loops;
+// The generated depth loops of `neon_rows`' row kernels.
+#[cfg(target_arch = "aarch64")]
+#[macro_use]
+mod neon_rows_loops;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]
