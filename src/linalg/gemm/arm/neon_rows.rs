@@ -50,7 +50,8 @@ unsafe fn finish<const R: usize, const NV: usize>(
 
 /// Declares `$name`: [`rows`] for R rows of an `MRS × 4·NV` tile, as a `MicroKernelFn`.
 macro_rules! row_kernel {
-    ($($name:ident = $r:literal of $mrs:literal x $nv:literal, $depth:ident;)*) => {$(
+    ($($name:ident = $r:literal of $mrs:literal x $nv:literal, $depth:ident, $bias_asm:ident,
+       $store:ident;)*) => {$(
         /// Row kernel (`RowKernels` contract): the first rows of an A panel packed
         #[doc = concat!(stringify!($mrs), " rows wide, ", stringify!($r), " × 4·", stringify!($nv), ".")]
         ///
@@ -74,6 +75,25 @@ macro_rules! row_kernel {
             // reads k groups of MRS floats at `a` and k rows of 4·NV floats at `b`, `ldb`
             // apart; the start and the epilogue touch only rows i < R of C and the bias.
             unsafe {
+                if alpha == 1.0 && beta == 0.0 {
+                    // The common case: the accumulators from the bias (or 0) straight into
+                    // their registers, the store one clamp and one `st1` per row (the same
+                    // values as the general path's plain store).
+                    let mut acc = [[vdupq_n_f32(0.0); $nv]; $r];
+                    if !bias.is_null() {
+                        $bias_asm!(acc, bias);
+                    }
+                    let (ap, bp) = (a, b);
+                    let ldb_bytes = ldb * 4;
+                    $depth!(acc, ap, bp, ldb_bytes, k);
+                    let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
+                    if clamps(lo, hi) {
+                        $store!(acc, c, rsc * 4, vlo, vhi, clamp);
+                    } else {
+                        $store!(acc, c, rsc * 4, vlo, vhi, noclamp);
+                    }
+                    return;
+                }
                 let (mut acc, plain) = start::<$r, $nv>(c, rsc, alpha, beta, bias);
                 let (ap, bp) = (a, b);
                 let ldb_bytes = ldb * 4;
@@ -85,21 +105,38 @@ macro_rules! row_kernel {
 }
 
 row_kernel! {
-    rows1_of8_x12 = 1 of 8 x 3, neon_depth_r1_8x12_asm;
-    rows2_of8_x12 = 2 of 8 x 3, neon_depth_r2_8x12_asm;
-    rows3_of8_x12 = 3 of 8 x 3, neon_depth_r3_8x12_asm;
-    rows4_of8_x12 = 4 of 8 x 3, neon_depth_r4_8x12_asm;
-    rows5_of8_x12 = 5 of 8 x 3, neon_depth_r5_8x12_asm;
-    rows6_of8_x12 = 6 of 8 x 3, neon_depth_r6_8x12_asm;
-    rows7_of8_x12 = 7 of 8 x 3, neon_depth_r7_8x12_asm;
-    rows1_of8_x8 = 1 of 8 x 2, neon_depth_r1_8x8_asm;
-    rows2_of8_x8 = 2 of 8 x 2, neon_depth_r2_8x8_asm;
-    rows3_of8_x8 = 3 of 8 x 2, neon_depth_r3_8x8_asm;
-    rows4_of8_x8 = 4 of 8 x 2, neon_depth_r4_8x8_asm;
-    rows5_of8_x8 = 5 of 8 x 2, neon_depth_r5_8x8_asm;
-    rows6_of8_x8 = 6 of 8 x 2, neon_depth_r6_8x8_asm;
-    rows7_of8_x8 = 7 of 8 x 2, neon_depth_r7_8x8_asm;
-    rows1_of4_x16 = 1 of 4 x 4, neon_depth_r1_4x16_asm;
-    rows2_of4_x16 = 2 of 4 x 4, neon_depth_r2_4x16_asm;
-    rows3_of4_x16 = 3 of 4 x 4, neon_depth_r3_4x16_asm;
+    rows1_of8_x12 = 1 of 8 x 3, neon_depth_r1_8x12_asm, neon_bias_r1_8x12_asm,
+        neon_store_r1_8x12_asm;
+    rows2_of8_x12 = 2 of 8 x 3, neon_depth_r2_8x12_asm, neon_bias_r2_8x12_asm,
+        neon_store_r2_8x12_asm;
+    rows3_of8_x12 = 3 of 8 x 3, neon_depth_r3_8x12_asm, neon_bias_r3_8x12_asm,
+        neon_store_r3_8x12_asm;
+    rows4_of8_x12 = 4 of 8 x 3, neon_depth_r4_8x12_asm, neon_bias_r4_8x12_asm,
+        neon_store_r4_8x12_asm;
+    rows5_of8_x12 = 5 of 8 x 3, neon_depth_r5_8x12_asm, neon_bias_r5_8x12_asm,
+        neon_store_r5_8x12_asm;
+    rows6_of8_x12 = 6 of 8 x 3, neon_depth_r6_8x12_asm, neon_bias_r6_8x12_asm,
+        neon_store_r6_8x12_asm;
+    rows7_of8_x12 = 7 of 8 x 3, neon_depth_r7_8x12_asm, neon_bias_r7_8x12_asm,
+        neon_store_r7_8x12_asm;
+    rows1_of8_x8 = 1 of 8 x 2, neon_depth_r1_8x8_asm, neon_bias_r1_8x8_asm,
+        neon_store_r1_8x8_asm;
+    rows2_of8_x8 = 2 of 8 x 2, neon_depth_r2_8x8_asm, neon_bias_r2_8x8_asm,
+        neon_store_r2_8x8_asm;
+    rows3_of8_x8 = 3 of 8 x 2, neon_depth_r3_8x8_asm, neon_bias_r3_8x8_asm,
+        neon_store_r3_8x8_asm;
+    rows4_of8_x8 = 4 of 8 x 2, neon_depth_r4_8x8_asm, neon_bias_r4_8x8_asm,
+        neon_store_r4_8x8_asm;
+    rows5_of8_x8 = 5 of 8 x 2, neon_depth_r5_8x8_asm, neon_bias_r5_8x8_asm,
+        neon_store_r5_8x8_asm;
+    rows6_of8_x8 = 6 of 8 x 2, neon_depth_r6_8x8_asm, neon_bias_r6_8x8_asm,
+        neon_store_r6_8x8_asm;
+    rows7_of8_x8 = 7 of 8 x 2, neon_depth_r7_8x8_asm, neon_bias_r7_8x8_asm,
+        neon_store_r7_8x8_asm;
+    rows1_of4_x16 = 1 of 4 x 4, neon_depth_r1_4x16_asm, neon_bias_r1_4x16_asm,
+        neon_store_r1_4x16_asm;
+    rows2_of4_x16 = 2 of 4 x 4, neon_depth_r2_4x16_asm, neon_bias_r2_4x16_asm,
+        neon_store_r2_4x16_asm;
+    rows3_of4_x16 = 3 of 4 x 4, neon_depth_r3_4x16_asm, neon_bias_r3_4x16_asm,
+        neon_store_r3_4x16_asm;
 }

@@ -77,6 +77,64 @@ macro_rules! neon_depth_r1_8x12_asm {
     }};
 }
 
+/// The 8x12 rows 0..1 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v10, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r1_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..1 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (1 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 1.
+macro_rules! neon_store_r1_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+}
+
 /// The depth loop of rows 0..2 of the 8x12 tile as one `asm!`: `k / 8` iterations of 8 steps (48 FMLA in
 /// 62 instructions), then `k % 8` single steps; the 6 accumulators
 /// live in v8–v13 throughout. Must run inside the kernel's `unsafe` block (see its
@@ -178,6 +236,82 @@ macro_rules! neon_depth_r2_8x12_asm {
             inout("v13") $acc[1][2],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x12 rows 0..2 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v13, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r2_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..2 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (2 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 2.
+macro_rules! neon_store_r2_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -313,6 +447,100 @@ macro_rules! neon_depth_r3_8x12_asm {
             inout("v16") $acc[2][2],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x12 rows 0..3 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v16, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r3_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s, v16.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            out("v14") $acc[2][0],
+            out("v15") $acc[2][1],
+            out("v16") $acc[2][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..3 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (3 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 3.
+macro_rules! neon_store_r3_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -478,6 +706,118 @@ macro_rules! neon_depth_r4_8x12_asm {
             inout("v19") $acc[3][2],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x12 rows 0..4 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v19, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r4_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s, v16.4s}}, [{b}]",
+            "ld1 {{v17.4s, v18.4s, v19.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            out("v14") $acc[2][0],
+            out("v15") $acc[2][1],
+            out("v16") $acc[2][2],
+            out("v17") $acc[3][0],
+            out("v18") $acc[3][1],
+            out("v19") $acc[3][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..4 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (4 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 4.
+macro_rules! neon_store_r4_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -673,6 +1013,136 @@ macro_rules! neon_depth_r5_8x12_asm {
             inout("v22") $acc[4][2],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x12 rows 0..5 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v22, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r5_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s, v16.4s}}, [{b}]",
+            "ld1 {{v17.4s, v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            out("v14") $acc[2][0],
+            out("v15") $acc[2][1],
+            out("v16") $acc[2][2],
+            out("v17") $acc[3][0],
+            out("v18") $acc[3][1],
+            out("v19") $acc[3][2],
+            out("v20") $acc[4][0],
+            out("v21") $acc[4][1],
+            out("v22") $acc[4][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..5 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (5 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 5.
+macro_rules! neon_store_r5_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fmaxnm v22.4s, v22.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "fminnm v22.4s, v22.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -898,6 +1368,154 @@ macro_rules! neon_depth_r6_8x12_asm {
             inout("v25") $acc[5][2],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x12 rows 0..6 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v25, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r6_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s, v16.4s}}, [{b}]",
+            "ld1 {{v17.4s, v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s}}, [{b}]",
+            "ld1 {{v23.4s, v24.4s, v25.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            out("v14") $acc[2][0],
+            out("v15") $acc[2][1],
+            out("v16") $acc[2][2],
+            out("v17") $acc[3][0],
+            out("v18") $acc[3][1],
+            out("v19") $acc[3][2],
+            out("v20") $acc[4][0],
+            out("v21") $acc[4][1],
+            out("v22") $acc[4][2],
+            out("v23") $acc[5][0],
+            out("v24") $acc[5][1],
+            out("v25") $acc[5][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..6 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (6 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 6.
+macro_rules! neon_store_r6_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fmaxnm v22.4s, v22.4s, {lo:v}.4s",
+            "fmaxnm v23.4s, v23.4s, {lo:v}.4s",
+            "fmaxnm v24.4s, v24.4s, {lo:v}.4s",
+            "fmaxnm v25.4s, v25.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "fminnm v22.4s, v22.4s, {hi:v}.4s",
+            "fminnm v23.4s, v23.4s, {hi:v}.4s",
+            "fminnm v24.4s, v24.4s, {hi:v}.4s",
+            "fminnm v25.4s, v25.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            "st1 {{v23.4s, v24.4s, v25.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            inout("v23") $acc[5][0] => _,
+            inout("v24") $acc[5][1] => _,
+            inout("v25") $acc[5][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            "st1 {{v23.4s, v24.4s, v25.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            inout("v23") $acc[5][0] => _,
+            inout("v24") $acc[5][1] => _,
+            inout("v25") $acc[5][2] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -1157,6 +1775,172 @@ macro_rules! neon_depth_r7_8x12_asm {
     }};
 }
 
+/// The 8x12 rows 0..7 accumulators from the bias: one `ld1` of its 12 floats per row, straight
+/// into the row's registers (v8–v28, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 12 floats at `bias`.
+macro_rules! neon_bias_r7_8x12_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 12 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s}}, [{b}]",
+            "ld1 {{v11.4s, v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s, v16.4s}}, [{b}]",
+            "ld1 {{v17.4s, v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s, v22.4s}}, [{b}]",
+            "ld1 {{v23.4s, v24.4s, v25.4s}}, [{b}]",
+            "ld1 {{v26.4s, v27.4s, v28.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[1][0],
+            out("v12") $acc[1][1],
+            out("v13") $acc[1][2],
+            out("v14") $acc[2][0],
+            out("v15") $acc[2][1],
+            out("v16") $acc[2][2],
+            out("v17") $acc[3][0],
+            out("v18") $acc[3][1],
+            out("v19") $acc[3][2],
+            out("v20") $acc[4][0],
+            out("v21") $acc[4][1],
+            out("v22") $acc[4][2],
+            out("v23") $acc[5][0],
+            out("v24") $acc[5][1],
+            out("v25") $acc[5][2],
+            out("v26") $acc[6][0],
+            out("v27") $acc[6][1],
+            out("v28") $acc[6][2],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x12 rows 0..7 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (7 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 12 floats at each of `c + i·rsc`, i < 7.
+macro_rules! neon_store_r7_8x12_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fmaxnm v22.4s, v22.4s, {lo:v}.4s",
+            "fmaxnm v23.4s, v23.4s, {lo:v}.4s",
+            "fmaxnm v24.4s, v24.4s, {lo:v}.4s",
+            "fmaxnm v25.4s, v25.4s, {lo:v}.4s",
+            "fmaxnm v26.4s, v26.4s, {lo:v}.4s",
+            "fmaxnm v27.4s, v27.4s, {lo:v}.4s",
+            "fmaxnm v28.4s, v28.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "fminnm v22.4s, v22.4s, {hi:v}.4s",
+            "fminnm v23.4s, v23.4s, {hi:v}.4s",
+            "fminnm v24.4s, v24.4s, {hi:v}.4s",
+            "fminnm v25.4s, v25.4s, {hi:v}.4s",
+            "fminnm v26.4s, v26.4s, {hi:v}.4s",
+            "fminnm v27.4s, v27.4s, {hi:v}.4s",
+            "fminnm v28.4s, v28.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            "st1 {{v23.4s, v24.4s, v25.4s}}, [{c}], {rsc}",
+            "st1 {{v26.4s, v27.4s, v28.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            inout("v23") $acc[5][0] => _,
+            inout("v24") $acc[5][1] => _,
+            inout("v25") $acc[5][2] => _,
+            inout("v26") $acc[6][0] => _,
+            inout("v27") $acc[6][1] => _,
+            inout("v28") $acc[6][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s}}, [{c}], {rsc}",
+            "st1 {{v11.4s, v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s, v16.4s}}, [{c}], {rsc}",
+            "st1 {{v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s, v22.4s}}, [{c}], {rsc}",
+            "st1 {{v23.4s, v24.4s, v25.4s}}, [{c}], {rsc}",
+            "st1 {{v26.4s, v27.4s, v28.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[1][0] => _,
+            inout("v12") $acc[1][1] => _,
+            inout("v13") $acc[1][2] => _,
+            inout("v14") $acc[2][0] => _,
+            inout("v15") $acc[2][1] => _,
+            inout("v16") $acc[2][2] => _,
+            inout("v17") $acc[3][0] => _,
+            inout("v18") $acc[3][1] => _,
+            inout("v19") $acc[3][2] => _,
+            inout("v20") $acc[4][0] => _,
+            inout("v21") $acc[4][1] => _,
+            inout("v22") $acc[4][2] => _,
+            inout("v23") $acc[5][0] => _,
+            inout("v24") $acc[5][1] => _,
+            inout("v25") $acc[5][2] => _,
+            inout("v26") $acc[6][0] => _,
+            inout("v27") $acc[6][1] => _,
+            inout("v28") $acc[6][2] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+}
+
 /// The depth loop of rows 0..1 of the 8x8 tile as one `asm!`: `k / 8` iterations of 8 steps (16 FMLA in
 /// 30 instructions), then `k % 8` single steps; the 2 accumulators
 /// live in v8–v9 throughout. Must run inside the kernel's `unsafe` block (see its
@@ -1250,6 +2034,59 @@ macro_rules! neon_depth_r1_8x8_asm {
             inout("v9") $acc[0][1],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x8 rows 0..1 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v9, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r1_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..1 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (1 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 1.
+macro_rules! neon_store_r1_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -1383,6 +2220,72 @@ macro_rules! neon_depth_r2_8x8_asm {
             inout("v11") $acc[1][1],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x8 rows 0..2 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v11, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r2_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..2 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (2 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 2.
+macro_rules! neon_store_r2_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -1552,6 +2455,85 @@ macro_rules! neon_depth_r3_8x8_asm {
             inout("v13") $acc[2][1],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x8 rows 0..3 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v13, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r3_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            out("v12") $acc[2][0],
+            out("v13") $acc[2][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..3 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (3 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 3.
+macro_rules! neon_store_r3_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -1757,6 +2739,98 @@ macro_rules! neon_depth_r4_8x8_asm {
             inout("v15") $acc[3][1],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x8 rows 0..4 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v15, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r4_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            out("v12") $acc[2][0],
+            out("v13") $acc[2][1],
+            out("v14") $acc[3][0],
+            out("v15") $acc[3][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..4 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (4 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 4.
+macro_rules! neon_store_r4_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -1998,6 +3072,111 @@ macro_rules! neon_depth_r5_8x8_asm {
             inout("v17") $acc[4][1],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x8 rows 0..5 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v17, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r5_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s}}, [{b}]",
+            "ld1 {{v16.4s, v17.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            out("v12") $acc[2][0],
+            out("v13") $acc[2][1],
+            out("v14") $acc[3][0],
+            out("v15") $acc[3][1],
+            out("v16") $acc[4][0],
+            out("v17") $acc[4][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..5 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (5 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 5.
+macro_rules! neon_store_r5_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -2275,6 +3454,124 @@ macro_rules! neon_depth_r6_8x8_asm {
             inout("v19") $acc[5][1],
             out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 8x8 rows 0..6 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v19, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r6_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s}}, [{b}]",
+            "ld1 {{v16.4s, v17.4s}}, [{b}]",
+            "ld1 {{v18.4s, v19.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            out("v12") $acc[2][0],
+            out("v13") $acc[2][1],
+            out("v14") $acc[3][0],
+            out("v15") $acc[3][1],
+            out("v16") $acc[4][0],
+            out("v17") $acc[4][1],
+            out("v18") $acc[5][0],
+            out("v19") $acc[5][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..6 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (6 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 6.
+macro_rules! neon_store_r6_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            "st1 {{v18.4s, v19.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            inout("v18") $acc[5][0] => _,
+            inout("v19") $acc[5][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            "st1 {{v18.4s, v19.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            inout("v18") $acc[5][0] => _,
+            inout("v19") $acc[5][1] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -2592,6 +3889,137 @@ macro_rules! neon_depth_r7_8x8_asm {
     }};
 }
 
+/// The 8x8 rows 0..7 accumulators from the bias: one `ld1` of its 8 floats per row, straight
+/// into the row's registers (v8–v21, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 8 floats at `bias`.
+macro_rules! neon_bias_r7_8x8_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 8 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s}}, [{b}]",
+            "ld1 {{v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s}}, [{b}]",
+            "ld1 {{v14.4s, v15.4s}}, [{b}]",
+            "ld1 {{v16.4s, v17.4s}}, [{b}]",
+            "ld1 {{v18.4s, v19.4s}}, [{b}]",
+            "ld1 {{v20.4s, v21.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[1][0],
+            out("v11") $acc[1][1],
+            out("v12") $acc[2][0],
+            out("v13") $acc[2][1],
+            out("v14") $acc[3][0],
+            out("v15") $acc[3][1],
+            out("v16") $acc[4][0],
+            out("v17") $acc[4][1],
+            out("v18") $acc[5][0],
+            out("v19") $acc[5][1],
+            out("v20") $acc[6][0],
+            out("v21") $acc[6][1],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 8x8 rows 0..7 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (7 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 8 floats at each of `c + i·rsc`, i < 7.
+macro_rules! neon_store_r7_8x8_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fmaxnm v20.4s, v20.4s, {lo:v}.4s",
+            "fmaxnm v21.4s, v21.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "fminnm v20.4s, v20.4s, {hi:v}.4s",
+            "fminnm v21.4s, v21.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            "st1 {{v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            inout("v18") $acc[5][0] => _,
+            inout("v19") $acc[5][1] => _,
+            inout("v20") $acc[6][0] => _,
+            inout("v21") $acc[6][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s}}, [{c}], {rsc}",
+            "st1 {{v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s}}, [{c}], {rsc}",
+            "st1 {{v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s}}, [{c}], {rsc}",
+            "st1 {{v18.4s, v19.4s}}, [{c}], {rsc}",
+            "st1 {{v20.4s, v21.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[1][0] => _,
+            inout("v11") $acc[1][1] => _,
+            inout("v12") $acc[2][0] => _,
+            inout("v13") $acc[2][1] => _,
+            inout("v14") $acc[3][0] => _,
+            inout("v15") $acc[3][1] => _,
+            inout("v16") $acc[4][0] => _,
+            inout("v17") $acc[4][1] => _,
+            inout("v18") $acc[5][0] => _,
+            inout("v19") $acc[5][1] => _,
+            inout("v20") $acc[6][0] => _,
+            inout("v21") $acc[6][1] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+}
+
 /// The depth loop of rows 0..1 of the 4x16 tile as one `asm!`: `k / 8` iterations of 8 steps (32 FMLA in
 /// 46 instructions), then `k % 8` single steps; the 4 accumulators
 /// live in v8–v11 throughout. Must run inside the kernel's `unsafe` block (see its
@@ -2673,6 +4101,69 @@ macro_rules! neon_depth_r1_4x16_asm {
             inout("v11") $acc[0][3],
             out("v0") _, out("v1") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 4x16 rows 0..1 accumulators from the bias: one `ld1` of its 16 floats per row, straight
+/// into the row's registers (v8–v11, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 16 floats at `bias`.
+macro_rules! neon_bias_r1_4x16_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 16 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[0][3],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 4x16 rows 0..1 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (1 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 16 floats at each of `c + i·rsc`, i < 1.
+macro_rules! neon_store_r1_4x16_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -2798,6 +4289,92 @@ macro_rules! neon_depth_r2_4x16_asm {
             inout("v15") $acc[1][3],
             out("v0") _, out("v1") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 4x16 rows 0..2 accumulators from the bias: one `ld1` of its 16 floats per row, straight
+/// into the row's registers (v8–v15, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 16 floats at `bias`.
+macro_rules! neon_bias_r2_4x16_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 16 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[0][3],
+            out("v12") $acc[1][0],
+            out("v13") $acc[1][1],
+            out("v14") $acc[1][2],
+            out("v15") $acc[1][3],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 4x16 rows 0..2 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (2 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 16 floats at each of `c + i·rsc`, i < 2.
+macro_rules! neon_store_r2_4x16_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            inout("v12") $acc[1][0] => _,
+            inout("v13") $acc[1][1] => _,
+            inout("v14") $acc[1][2] => _,
+            inout("v15") $acc[1][3] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            inout("v12") $acc[1][0] => _,
+            inout("v13") $acc[1][1] => _,
+            inout("v14") $acc[1][2] => _,
+            inout("v15") $acc[1][3] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
@@ -2963,6 +4540,115 @@ macro_rules! neon_depth_r3_4x16_asm {
             inout("v19") $acc[2][3],
             out("v0") _, out("v1") _, out("v4") _, out("v5") _, out("v6") _, out("v7") _,
             options(nostack, readonly),
+        );
+    }};
+}
+
+/// The 4x16 rows 0..3 accumulators from the bias: one `ld1` of its 16 floats per row, straight
+/// into the row's registers (v8–v19, where the depth loop keeps them). Must run inside the
+/// kernel's `unsafe` block: it reads 16 floats at `bias`.
+macro_rules! neon_bias_r3_4x16_asm {
+    ($acc:ident, $bias:expr) => {{
+        // SAFETY: reads the 16 bias floats (the kernel's contract); writes only the
+        // named vector registers.
+        core::arch::asm!(
+            "ld1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{b}]",
+            "ld1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{b}]",
+            "ld1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{b}]",
+            b = in(reg) $bias,
+            out("v8") $acc[0][0],
+            out("v9") $acc[0][1],
+            out("v10") $acc[0][2],
+            out("v11") $acc[0][3],
+            out("v12") $acc[1][0],
+            out("v13") $acc[1][1],
+            out("v14") $acc[1][2],
+            out("v15") $acc[1][3],
+            out("v16") $acc[2][0],
+            out("v17") $acc[2][1],
+            out("v18") $acc[2][2],
+            out("v19") $acc[2][3],
+            options(nostack, readonly, preserves_flags),
+        );
+    }};
+}
+
+/// The plain 4x16 rows 0..3 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
+/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// per C row (3 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
+/// writes 16 floats at each of `c + i·rsc`, i < 3.
+macro_rules! neon_store_r3_4x16_asm {
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, clamp) => {{
+        // SAFETY: writes the tile's rows of C (the kernel's contract); clobbers only the
+        // accumulators (dead after the store) and the pointer operand.
+        core::arch::asm!(
+            "fmaxnm v8.4s, v8.4s, {lo:v}.4s",
+            "fmaxnm v9.4s, v9.4s, {lo:v}.4s",
+            "fmaxnm v10.4s, v10.4s, {lo:v}.4s",
+            "fmaxnm v11.4s, v11.4s, {lo:v}.4s",
+            "fmaxnm v12.4s, v12.4s, {lo:v}.4s",
+            "fmaxnm v13.4s, v13.4s, {lo:v}.4s",
+            "fmaxnm v14.4s, v14.4s, {lo:v}.4s",
+            "fmaxnm v15.4s, v15.4s, {lo:v}.4s",
+            "fmaxnm v16.4s, v16.4s, {lo:v}.4s",
+            "fmaxnm v17.4s, v17.4s, {lo:v}.4s",
+            "fmaxnm v18.4s, v18.4s, {lo:v}.4s",
+            "fmaxnm v19.4s, v19.4s, {lo:v}.4s",
+            "fminnm v8.4s, v8.4s, {hi:v}.4s",
+            "fminnm v9.4s, v9.4s, {hi:v}.4s",
+            "fminnm v10.4s, v10.4s, {hi:v}.4s",
+            "fminnm v11.4s, v11.4s, {hi:v}.4s",
+            "fminnm v12.4s, v12.4s, {hi:v}.4s",
+            "fminnm v13.4s, v13.4s, {hi:v}.4s",
+            "fminnm v14.4s, v14.4s, {hi:v}.4s",
+            "fminnm v15.4s, v15.4s, {hi:v}.4s",
+            "fminnm v16.4s, v16.4s, {hi:v}.4s",
+            "fminnm v17.4s, v17.4s, {hi:v}.4s",
+            "fminnm v18.4s, v18.4s, {hi:v}.4s",
+            "fminnm v19.4s, v19.4s, {hi:v}.4s",
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            lo = in(vreg) $lo,
+            hi = in(vreg) $hi,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            inout("v12") $acc[1][0] => _,
+            inout("v13") $acc[1][1] => _,
+            inout("v14") $acc[1][2] => _,
+            inout("v15") $acc[1][3] => _,
+            inout("v16") $acc[2][0] => _,
+            inout("v17") $acc[2][1] => _,
+            inout("v18") $acc[2][2] => _,
+            inout("v19") $acc[2][3] => _,
+            options(nostack, preserves_flags),
+        );
+    }};
+    ($acc:ident, $c:expr, $rsc:expr, $lo:expr, $hi:expr, noclamp) => {{
+        // SAFETY: as above.
+        core::arch::asm!(
+            "st1 {{v8.4s, v9.4s, v10.4s, v11.4s}}, [{c}], {rsc}",
+            "st1 {{v12.4s, v13.4s, v14.4s, v15.4s}}, [{c}], {rsc}",
+            "st1 {{v16.4s, v17.4s, v18.4s, v19.4s}}, [{c}], {rsc}",
+            c = inout(reg) $c => _,
+            rsc = in(reg) $rsc,
+            inout("v8") $acc[0][0] => _,
+            inout("v9") $acc[0][1] => _,
+            inout("v10") $acc[0][2] => _,
+            inout("v11") $acc[0][3] => _,
+            inout("v12") $acc[1][0] => _,
+            inout("v13") $acc[1][1] => _,
+            inout("v14") $acc[1][2] => _,
+            inout("v15") $acc[1][3] => _,
+            inout("v16") $acc[2][0] => _,
+            inout("v17") $acc[2][1] => _,
+            inout("v18") $acc[2][2] => _,
+            inout("v19") $acc[2][3] => _,
+            options(nostack, preserves_flags),
         );
     }};
 }
