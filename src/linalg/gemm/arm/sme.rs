@@ -121,7 +121,8 @@ macro_rules! za_clamp4 {
     };
 }
 
-/// Epilogue as asm text: modes 1 and 2 store the ZA row slices straight to C; mode 0 moves
+/// SME2 epilogue as asm text: modes 1 and 2 store the ZA row slices to C (four slices of a tile
+/// per multi-vector `mova`, a C row per strided 2-vector store; needs `pn8` all-true); mode 0 moves
 /// each slice to z0–z3, scales by alpha, adds `beta·C` (when `{betaf}`) and the bias, and
 /// clamps into `[{lo}, {hi}]` (when `{clampf}`).
 macro_rules! za_epilogue {
@@ -130,16 +131,32 @@ macro_rules! za_epilogue {
             "mov w12, #0\n",
             "madd {u}, {s}, {rsc}, {c}\n",
             "cbz {mode}, 20f\n",
-            "21:\n",
-            "st1w {{za0h.s[w12, 0]}}, p0, [{c}]\n",
-            "st1w {{za1h.s[w12, 0]}}, p0, [{c}, {s}, lsl #2]\n",
-            "st1w {{za2h.s[w12, 0]}}, p0, [{u}]\n",
-            "st1w {{za3h.s[w12, 0]}}, p0, [{u}, {s}, lsl #2]\n",
-            "add {c}, {c}, {rsc}\n",
-            "add {u}, {u}, {rsc}\n",
-            "add w12, w12, #1\n",
+            // Modes 1 and 2, four slices of each tile at a time: one 4-vector `mova` per tile
+            // (za0 → z0–z3, za1 → z8–z11, za2 → z16–z19, za3 → z24–z27), then each C row's
+            // two halves with one strided 2-vector store ({z0, z8}: row i, columns 0..2S),
+            // rows i + 1 .. i + 3 at register offsets. S is a multiple of 4.
+            "asr {n}, {rsc}, #2\n",        // row stride in floats, and its multiples
+            "lsl {o5}, {n}, #1\n",
+            "add {o6}, {o5}, {n}\n",
+            "lsl {o7}, {rsc}, #2\n",        // four rows, bytes
+            "25:\n",
+            "mova {{z0.s-z3.s}}, za0h.s[w12, 0:3]\n",
+            "mova {{z8.s-z11.s}}, za1h.s[w12, 0:3]\n",
+            "mova {{z16.s-z19.s}}, za2h.s[w12, 0:3]\n",
+            "mova {{z24.s-z27.s}}, za3h.s[w12, 0:3]\n",
+            "st1w {{z0.s, z8.s}}, pn8, [{c}]\n",
+            "st1w {{z1.s, z9.s}}, pn8, [{c}, {n}, lsl #2]\n",
+            "st1w {{z2.s, z10.s}}, pn8, [{c}, {o5}, lsl #2]\n",
+            "st1w {{z3.s, z11.s}}, pn8, [{c}, {o6}, lsl #2]\n",
+            "st1w {{z16.s, z24.s}}, pn8, [{u}]\n",
+            "st1w {{z17.s, z25.s}}, pn8, [{u}, {n}, lsl #2]\n",
+            "st1w {{z18.s, z26.s}}, pn8, [{u}, {o5}, lsl #2]\n",
+            "st1w {{z19.s, z27.s}}, pn8, [{u}, {o6}, lsl #2]\n",
+            "add {c}, {c}, {o7}\n",
+            "add {u}, {u}, {o7}\n",
+            "add w12, w12, #4\n",
             "cmp w12, {s:w}\n",
-            "b.ne 21b\n",
+            "b.ne 25b\n",
             "b 29f\n",
             "20:\n",
             "dup z4.s, {alpha:w}\n",
