@@ -834,17 +834,133 @@ pub unsafe fn pack_za(
     true
 }
 
+/// [`pack_za`] for SME2: the same horizontal-slice loads, then per four depth steps one
+/// 4-vector `mova` of vertical slices from each tile (za0 → z0–z3, za1 → z8–z11) and one
+/// strided 2-vector store per depth step ({z0, z8}: the step's 2S floats), where `pack_za`
+/// stores each vertical slice on its own (10 instructions per four steps instead of 13).
+///
+/// # Safety
+/// `w == 2S` (`runs < w` is declined); runs `i < 2S` at `src + i*lda` hold `kc ≥ 1`
+/// readable floats, `dst` holds
+/// `2S·kc` writable floats; the CPU has SME2 and the caller is not in streaming mode.
+pub unsafe fn pack_za2(
+    src: *const f32,
+    lda: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    dst: *mut f32,
+) -> bool {
+    if runs != w {
+        return false; // the edge panel: the driver packs it
+    }
+    // SAFETY: loads read, for runs r < 2S, floats k0 .. k0 + min(S, kc - k0) of run r (the
+    // `whilelt` predicate masks lanes at or past kc); stores write S floats at
+    // dst + (k0 + j)·MR + h·S for j < min(S, kc - k0), inside the 2S·kc floats of `dst`.
+    // Streaming mode and ZA are entered and left inside the block; every vector/predicate
+    // register, x12 and the flags are declared clobbered. SME2 present (caller).
+    unsafe {
+        streaming_asm!(
+        ".arch_extension sme2",
+        "smstart",
+        "ptrue p0.s",
+        "ptrue pn8.s",
+        "cntw {s}",
+        "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
+        "lsl {lda4}, {lda}, #2",
+        "lsl {l2}, {lda}, #1",          // run offsets 1..3 (floats): lda, l2, l3
+        "add {l3}, {l2}, {lda}",
+        "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
+        "mov {k0}, #0",
+        "2:",                           // depth chunk k0 .. k0 + S
+        "whilelt p1.s, {k0}, {kc}",
+        "add {rp}, {src}, {k0}, lsl #2",  // run 0 at column k0
+        "add {rq}, {rp}, {t}",            // run S
+        "mov w12, #0",
+        "3:",                           // runs i, S+i into za0 / za1; 4 per iteration
+        "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
+        "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
+        "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
+        "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
+        "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]",
+        "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]",
+        "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]",
+        "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]",
+        "add {rp}, {rp}, {lda4}, lsl #2",
+        "add {rq}, {rq}, {lda4}, lsl #2",
+        "add w12, w12, #4",
+        "cmp w12, {s:w}",
+        "b.lo 3b",
+        "sub {cnt}, {kc}, {k0}",        // depth steps in this chunk: min(S, kc - k0)
+        "cmp {cnt}, {s}",
+        "csel {cnt}, {cnt}, {s}, lo",
+        "madd {dp}, {k0}, {mr4}, {dst}",
+        "mov w12, #0",
+        "and {c4}, {cnt}, #-4",
+        "cbz {c4}, 5f",
+        "4:",                           // depth steps w12 .. w12 + 4: 8 vectors at dp
+        "mova {{z0.s-z3.s}}, za0v.s[w12, 0:3]",
+        "mova {{z8.s-z11.s}}, za1v.s[w12, 0:3]",
+        "st1w {{z0.s, z8.s}}, pn8, [{dp}]",
+        "st1w {{z1.s, z9.s}}, pn8, [{dp}, #2, mul vl]",
+        "st1w {{z2.s, z10.s}}, pn8, [{dp}, #4, mul vl]",
+        "st1w {{z3.s, z11.s}}, pn8, [{dp}, #6, mul vl]",
+        "addvl {dp}, {dp}, #8",
+        "add w12, w12, #4",
+        "cmp w12, {c4:w}",
+        "b.lo 4b",
+        "5:",
+        "add {dq}, {dp}, {s}, lsl #2",    // second half of a step: + S floats
+        "cmp w12, {cnt:w}",
+        "b.hs 7f",
+        "6:",
+        "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
+        "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
+        "add {dp}, {dp}, {mr4}",
+        "add {dq}, {dq}, {mr4}",
+        "add w12, w12, #1",
+        "cmp w12, {cnt:w}",
+        "b.lo 6b",
+        "7:",
+        "add {k0}, {k0}, {s}",
+        "cmp {k0}, {kc}",
+        "b.lo 2b",
+        "smstop",
+        src = in(reg) src,
+        lda = in(reg) lda,
+        kc = in(reg) kc,
+        dst = in(reg) dst,
+        s = out(reg) _,
+        mr4 = out(reg) _,
+        lda4 = out(reg) _,
+        rq = out(reg) _,
+        dq = out(reg) _,
+        k0 = out(reg) _,
+        t = out(reg) _,
+        rp = out(reg) _,
+        cnt = out(reg) _,
+        dp = out(reg) _,
+        l2 = out(reg) _,
+        l3 = out(reg) _,
+        c4 = out(reg) _,
+        out("x12") _,
+        );
+    }
+    true
+}
+
 macro_rules! statics {
-    ($f:ident, $name:literal, $($id:ident = $t:literal),*) => {
+    ($f:ident, $pack:ident, $name:literal, $($id:ident = $t:literal),*) => {
         $(
             // SAFETY: the kernel implements the contract for MR = NR = 2·SVL/32; each static
             // declares the tile of one SVL and is handed out only when the CPU has the
             // extension and its SVL matches (`pick`).
-            // `pack_za` implements the PackFn contract for w = MR = NR = 2·SVL/32 under the
-            // same condition (SME present). Long depth blocks: the tile stays in ZA.
+            // `pack_za` (SME) and `pack_za2` (SME2) implement the PackFn contract for
+            // w = MR = NR = 2·SVL/32 under the same condition (the kernel's extension
+            // present). Long depth blocks: the tile stays in ZA.
             static $id: MicroKernel = unsafe {
                 MicroKernel::new($name, $t, $t, $f)
-                    .with_packer(pack_za)
+                    .with_packer($pack)
                     .with_kc_max(1024)
             };
         )*
@@ -852,6 +968,7 @@ macro_rules! statics {
 }
 statics!(
     kernel_sme1,
+    pack_za,
     "sme-2x2za",
     SME1_8 = 8,
     SME1_16 = 16,
@@ -859,6 +976,7 @@ statics!(
 );
 statics!(
     kernel_sme2,
+    pack_za2,
     "sme2-2x2za",
     SME2_8 = 8,
     SME2_16 = 16,
