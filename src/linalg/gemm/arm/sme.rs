@@ -261,6 +261,23 @@ macro_rules! sme2_packed_pair {
     };
 }
 
+/// [`sme2_packed_pair!`] from the second pointer pair `{a2}`, `{b2}`.
+macro_rules! sme2_packed_pair2 {
+    ($o:literal) => {
+        concat!(
+            "ld1w {{z0.s-z3.s}}, pn8/z, [{a2}, #",
+            $o,
+            ", mul vl]\n",
+            "ld1w {{z4.s-z7.s}}, pn8/z, [{b2}, #",
+            $o,
+            ", mul vl]\n",
+            fmopa4!("z0", "z1", "z4", "z5"),
+            "\n",
+            fmopa4!("z2", "z3", "z6", "z7"),
+        )
+    };
+}
+
 /// One SME kernel body: `smstart`, prologue, the given depth loop, epilogue, `smstop`.
 /// The depth loop reads `{k}` steps from `{a}` (packed, 2S floats per step) and from the
 /// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}` and
@@ -578,7 +595,7 @@ sme_kernel!(
     /// instructions: 0.69).
     sme2_rows,
     "sme2",
-    [bh],
+    [bh, a2, b2],
     za_prologue!(),
     za_epilogue!(),
     "ptrue pn8.s",
@@ -616,15 +633,61 @@ sme_kernel!(
     "subs {k}, {k}, #1",
     "b.ne 4b",
     "b 5f",
-    // Packed B (ldb = NR = 2S): two depth steps of A and of B per 4-vector load, 32 steps
-    // per iteration over the whole immediate range (-32..28 vectors from pointers biased by
-    // 32 vectors): 128 FMOPA, 32 loads, 4 loop instructions (0.78).
+    // Packed B (ldb = NR = 2S): two depth steps of A and of B per 4-vector load over the
+    // whole immediate range (-32..28 vectors from pointers biased by 32 vectors). 64 steps
+    // per iteration, the second 32 from a second pair of pointers 64 vectors on: 256 FMOPA,
+    // 64 loads, 6 loop instructions (0.787); then at most one 32-step block (128 FMOPA, 32
+    // loads, 4 instructions), then single steps.
     "40:",
-    "lsr {n}, {k}, #5",
-    "cbz {n}, 43f",
-    "lsl {t}, {s}, #8",
+    "lsl {t}, {s}, #8",              // 32 steps of A or B, bytes (2S floats a step)
     "add {a}, {a}, {t}, lsr #1",
     "add {b}, {b}, {t}, lsr #1",
+    "lsr {n}, {k}, #6",
+    "cbz {n}, 46f",
+    "add {a2}, {a}, {t}",
+    "add {b2}, {b}, {t}",
+    "lsl {u}, {t}, #1",              // 64 steps, bytes
+    "45:",
+    sme2_packed_pair!("-32"),
+    sme2_packed_pair!("-28"),
+    sme2_packed_pair!("-24"),
+    sme2_packed_pair!("-20"),
+    sme2_packed_pair!("-16"),
+    sme2_packed_pair!("-12"),
+    sme2_packed_pair!("-8"),
+    sme2_packed_pair!("-4"),
+    sme2_packed_pair!("0"),
+    sme2_packed_pair!("4"),
+    sme2_packed_pair!("8"),
+    sme2_packed_pair!("12"),
+    sme2_packed_pair!("16"),
+    sme2_packed_pair!("20"),
+    sme2_packed_pair!("24"),
+    sme2_packed_pair!("28"),
+    sme2_packed_pair2!("-32"),
+    sme2_packed_pair2!("-28"),
+    sme2_packed_pair2!("-24"),
+    sme2_packed_pair2!("-20"),
+    sme2_packed_pair2!("-16"),
+    sme2_packed_pair2!("-12"),
+    sme2_packed_pair2!("-8"),
+    sme2_packed_pair2!("-4"),
+    sme2_packed_pair2!("0"),
+    sme2_packed_pair2!("4"),
+    sme2_packed_pair2!("8"),
+    sme2_packed_pair2!("12"),
+    sme2_packed_pair2!("16"),
+    sme2_packed_pair2!("20"),
+    sme2_packed_pair2!("24"),
+    sme2_packed_pair2!("28"),
+    "add {a}, {a}, {u}",
+    "add {b}, {b}, {u}",
+    "add {a2}, {a2}, {u}",
+    "add {b2}, {b2}, {u}",
+    "subs {n}, {n}, #1",
+    "b.ne 45b",
+    "46:",
+    "tbz {k}, #5, 42f",
     "41:",
     sme2_packed_pair!("-32"),
     sme2_packed_pair!("-28"),
@@ -644,8 +707,7 @@ sme_kernel!(
     sme2_packed_pair!("28"),
     "add {a}, {a}, {t}",
     "add {b}, {b}, {t}",
-    "subs {n}, {n}, #1",
-    "b.ne 41b",
+    "42:",
     "sub {a}, {a}, {t}, lsr #1",
     "sub {b}, {b}, {t}, lsr #1",
     "43:",
