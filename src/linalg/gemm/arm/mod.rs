@@ -4,14 +4,11 @@
 
 #[cfg(target_arch = "aarch64")]
 pub mod gemv;
-// The generated depth loops of `neon`'s micro-kernels (macros, so declared first).
+// The generated depth loops and tile ends of `neon`'s micro-kernels and `neon_rows`' row
+// kernels (macros, so declared first).
 #[cfg(target_arch = "aarch64")]
 #[macro_use]
-mod neon_loops;
-// The generated depth loops of `neon_rows`' row kernels.
-#[cfg(target_arch = "aarch64")]
-#[macro_use]
-mod neon_rows_loops;
+mod generated;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]

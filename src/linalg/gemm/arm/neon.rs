@@ -11,7 +11,7 @@
 //! moves and spills.) The 8 × 8 and 4 × 16 kernels (16 accumulators) have the same loop; the 8 × 8
 //! one has a second for a packed B panel (`ldb` = 8: two B rows per `ld1`, 138 instructions
 //! per 128 FMLA), picked by one compare per call. The
-//! loops are generated (`neon_loops.rs`, `scripts/gen-neon-gemm-asm.py`); the epilogues are
+//! loops are generated (`generated/neon_loops.rs`, `scripts/gen-neon-gemm-asm.py`); the epilogues are
 //! here. Each kernel also has a run entry (`run_8x12`, ...: the same tile body in a loop over
 //! a row of tiles), so that a row of small tiles costs no call and no register reloads per
 //! tile.
@@ -42,7 +42,7 @@ macro_rules! neon_store {
 }
 
 /// The body of one Neon `MR × 4·NV` tile: accumulators started ([`start`]), the depth loop
-/// (`$depth`, from `neon_loops.rs`), the epilogue. Shared by a kernel and its run entry.
+/// (`$depth`, from `generated/neon_loops.rs`), the epilogue. Shared by a kernel and its run entry.
 macro_rules! neon_tile_body {
     ($depth:ident, $store:ident, $mr:tt, $nv:literal, ($k:ident, $a:ident, $b:ident,
      $ldb:ident, $c:ident, $rsc:ident, $alpha:ident, $beta:ident, $bias:ident, $lo:ident,
@@ -70,7 +70,7 @@ macro_rules! neon_tile_body {
 }
 
 /// One Neon `MR × 4·NV` micro-kernel (MR = 8 or 4 rows; NV B vectors per depth step;
-/// `$depth` the macro of its depth loop, from `neon_loops.rs`) and its run entry `$run`
+/// `$depth` the macro of its depth loop, from `generated/neon_loops.rs`) and its run entry `$run`
 /// ([`TileRunFn`](crate::linalg::gemm::TileRunFn): the same body in a loop over a row of tiles).
 macro_rules! neon_kernel {
     ($(#[$doc:meta])* $name:ident, $run:ident, $edge:ident, $depth:ident, $bias_asm:ident,
