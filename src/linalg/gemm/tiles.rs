@@ -77,6 +77,18 @@ impl<'k> Tiles<'k> {
         self.wide = wide.map(|w| w.kernel);
     }
 
+    /// The epilogue arguments of `np` whole tiles from column `col0`: on the last depth block
+    /// the bias (sliced to their `np·nr` columns, or null) and the clamp; before it neither.
+    #[inline(always)]
+    fn run_ends(&self, col0: usize, np: usize, last: bool) -> (*const f32, f32, f32) {
+        let nr = self.uk.nr;
+        match self.bias {
+            Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
+            None if last => (core::ptr::null(), self.lo, self.hi),
+            _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
+        }
+    }
+
     /// `np` whole tiles side by side: rows `row0 .. row0 + mr`, columns `col0 + q·nr .. + nr`
     /// for `q < np`, tile `q` reading B at `bptr + q·stride` (rows `ldb` apart). The kernel is
     /// called straight in a loop: the same calls, in the same order, as [`Tiles::tile`] makes
@@ -101,11 +113,7 @@ impl<'k> Tiles<'k> {
         last: bool,
     ) {
         let (nr, ldc) = (self.uk.nr, self.ldc);
-        let (bias, lo, hi) = match self.bias {
-            Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
-            None if last => (core::ptr::null(), self.lo, self.hi),
-            _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
-        };
+        let (bias, lo, hi) = self.run_ends(col0, np, last);
         let c_off = row0 * ldc + col0;
         debug_assert!(c_off + (self.uk.mr - 1) * ldc + np * nr <= self.len);
         if let (None, Some(run)) = (self.wide, self.uk.run) {
@@ -185,11 +193,7 @@ impl<'k> Tiles<'k> {
     ) {
         let (mr, nr, ldc) = (self.uk.mr, self.uk.nr, self.ldc);
         if let (None, Some(run)) = (self.wide, self.uk.run) {
-            let (bias, lo, hi) = match self.bias {
-                Some(bv) if last => (bv[col0..col0 + np * nr].as_ptr(), self.lo, self.hi),
-                None if last => (core::ptr::null(), self.lo, self.hi),
-                _ => (core::ptr::null(), f32::NEG_INFINITY, f32::INFINITY),
-            };
+            let (bias, lo, hi) = self.run_ends(col0, np, last);
             debug_assert!(
                 rows == 0
                     || (row0 + (rows - 1) * mr) * ldc + col0 + (mr - 1) * ldc + np * nr <= self.len

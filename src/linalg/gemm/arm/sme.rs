@@ -772,6 +772,60 @@ pub unsafe fn kernel_sme2(
     unsafe { sme2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
+/// The loads of one depth chunk of [`pack_za`] / [`pack_za2`] as asm text: runs `i` and
+/// `S + i` (from `{rp}`, `{rq}`, at column `{k0}`) into the horizontal slices `i` of `za0` and
+/// `za1`, four runs per iteration, lanes at or past `{kc}` zero (`p1`); then `{cnt}` = the
+/// chunk's depth steps, `min(S, kc − k0)`.
+macro_rules! za_pack_loads {
+    () => {
+        concat!(
+            "whilelt p1.s, {k0}, {kc}\n",
+            "add {rp}, {src}, {k0}, lsl #2\n", // run 0 at column k0
+            "add {rq}, {rp}, {t}\n",           // run S
+            "mov w12, #0\n",
+            "3:\n",
+            "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]\n",
+            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]\n",
+            "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]\n",
+            "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]\n",
+            "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]\n",
+            "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]\n",
+            "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]\n",
+            "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]\n",
+            "add {rp}, {rp}, {lda4}, lsl #2\n",
+            "add {rq}, {rq}, {lda4}, lsl #2\n",
+            "add w12, w12, #4\n",
+            "cmp w12, {s:w}\n",
+            "b.lo 3b\n",
+            "sub {cnt}, {kc}, {k0}\n",
+            "cmp {cnt}, {s}\n",
+            "csel {cnt}, {cnt}, {s}, lo",
+        )
+    };
+}
+
+/// The end of a depth chunk of [`pack_za`] / [`pack_za2`] as asm text: the steps `w12 ..
+/// {cnt}` one vertical slice pair at a time (`{dp}`, `{dq}`), then the next chunk (back to
+/// label 2) while `{k0} < {kc}`.
+macro_rules! za_pack_tail {
+    () => {
+        concat!(
+            "6:\n",
+            "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]\n",
+            "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]\n",
+            "add {dp}, {dp}, {mr4}\n",
+            "add {dq}, {dq}, {mr4}\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {cnt:w}\n",
+            "b.lo 6b\n",
+            "7:\n",
+            "add {k0}, {k0}, {s}\n",
+            "cmp {k0}, {kc}\n",
+            "b.lo 2b",
+        )
+    };
+}
+
 /// Packs `w = 2S` depth-contiguous runs (rows of A, or columns of a transposed B) into the
 /// 2S-interleaved panel through ZA (`PackFn` contract): per depth chunk of S steps, the
 /// horizontal-slice loads of runs 0..S into `za0` and S..2S into `za1` (`whilelt`-predicated
@@ -814,27 +868,7 @@ pub unsafe fn pack_za(
         "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
         "mov {k0}, #0",
         "2:",                           // depth chunk k0 .. k0 + S
-        "whilelt p1.s, {k0}, {kc}",
-        "add {rp}, {src}, {k0}, lsl #2",  // run 0 at column k0
-        "add {rq}, {rp}, {t}",            // run S
-        "mov w12, #0",
-        "3:",                           // runs i, S+i into za0 / za1; 4 per iteration
-        "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
-        "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
-        "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
-        "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
-        "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]",
-        "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]",
-        "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]",
-        "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]",
-        "add {rp}, {rp}, {lda4}, lsl #2",
-        "add {rq}, {rq}, {lda4}, lsl #2",
-        "add w12, w12, #4",
-        "cmp w12, {s:w}",
-        "b.lo 3b",
-        "sub {cnt}, {kc}, {k0}",        // depth steps in this chunk: min(S, kc - k0)
-        "cmp {cnt}, {s}",
-        "csel {cnt}, {cnt}, {s}, lo",
+        za_pack_loads!(),
         "madd {dp}, {k0}, {mr4}, {dst}",
         "add {dq}, {dp}, {s}, lsl #2",    // second half: + S floats
         "mov w12, #0",
@@ -857,18 +891,7 @@ pub unsafe fn pack_za(
         "5:",
         "cmp w12, {cnt:w}",
         "b.hs 7f",
-        "6:",
-        "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
-        "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
-        "add {dp}, {dp}, {mr4}",
-        "add {dq}, {dq}, {mr4}",
-        "add w12, w12, #1",
-        "cmp w12, {cnt:w}",
-        "b.lo 6b",
-        "7:",
-        "add {k0}, {k0}, {s}",
-        "cmp {k0}, {kc}",
-        "b.lo 2b",
+        za_pack_tail!(),
         "smstop",
         src = in(reg) src,
         lda = in(reg) lda,
@@ -1020,27 +1043,7 @@ pub unsafe fn pack_za2(
         "cmp {k0}, {kc}",
         "b.hs 9f",
         "2:",                           // depth chunk k0 .. k0 + S
-        "whilelt p1.s, {k0}, {kc}",
-        "add {rp}, {src}, {k0}, lsl #2",  // run 0 at column k0
-        "add {rq}, {rp}, {t}",            // run S
-        "mov w12, #0",
-        "3:",                           // runs i, S+i into za0 / za1; 4 per iteration
-        "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
-        "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
-        "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
-        "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
-        "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]",
-        "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]",
-        "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]",
-        "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]",
-        "add {rp}, {rp}, {lda4}, lsl #2",
-        "add {rq}, {rq}, {lda4}, lsl #2",
-        "add w12, w12, #4",
-        "cmp w12, {s:w}",
-        "b.lo 3b",
-        "sub {cnt}, {kc}, {k0}",        // depth steps in this chunk: min(S, kc - k0)
-        "cmp {cnt}, {s}",
-        "csel {cnt}, {cnt}, {s}, lo",
+        za_pack_loads!(),
         "madd {dp}, {k0}, {mr4}, {dst}",
         "mov w12, #0",
         "and {c4}, {cnt}, #-4",
@@ -1060,18 +1063,7 @@ pub unsafe fn pack_za2(
         "add {dq}, {dp}, {s}, lsl #2",    // second half of a step: + S floats
         "cmp w12, {cnt:w}",
         "b.hs 7f",
-        "6:",
-        "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
-        "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
-        "add {dp}, {dp}, {mr4}",
-        "add {dq}, {dq}, {mr4}",
-        "add w12, w12, #1",
-        "cmp w12, {cnt:w}",
-        "b.lo 6b",
-        "7:",
-        "add {k0}, {k0}, {s}",
-        "cmp {k0}, {kc}",
-        "b.lo 2b",
+        za_pack_tail!(),
         "9:",
         "smstop",
         src = in(reg) src,
