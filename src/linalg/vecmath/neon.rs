@@ -905,26 +905,64 @@ pub fn transpose32(src: &[f32], ss: usize, dst: &mut [f32], ds: usize, rows: usi
     }
 }
 
-/// One 8×8 block: `d[m·ds + k] = s[k·ss + m]`, `m, k < 8`, as four 4×4 register transposes
-/// over paired loads and stores.
+/// One 8×8 block: `d[m·ds + k] = s[k·ss + m]`, `m, k < 8`, with no register permutes: the
+/// eight source rows load as four groups of four vectors (rows 0–3 and 4–7, lanes 0–3 and
+/// 4–7), and each destination row half is one single-lane `st4` of a group (`st4
+/// {v0.s-v3.s}[m]` writes lane m of source rows 0–3: four consecutive destination floats),
+/// post-indexed down the destination rows: 16 loads and 16 stores per 64 floats.
 ///
 /// # Safety
 /// `s + k·ss + [0, 8)` must be readable and `d + m·ds + [0, 8)` writable for `k, m < 8`.
 #[inline(always)]
 unsafe fn block8(s: *const f32, ss: usize, d: *mut f32, ds: usize) {
-    // SAFETY: the caller guarantees the 8 source rows and 8 destination rows of 8 floats.
+    // SAFETY: reads the 8 source rows of 8 floats (caller) and writes the 8 destination rows
+    // of 8 floats (caller); Neon is in the AArch64 baseline; unaligned accesses are allowed.
     unsafe {
-        let l = |k: usize| vld1q_f32_x2(s.add(k * ss));
-        let (v0, v1, v2, v3) = (l(0), l(1), l(2), l(3));
-        let (v4, v5, v6, v7) = (l(4), l(5), l(6), l(7));
-        let a = t4(v0.0, v1.0, v2.0, v3.0); // rows 0..4, cols 0..4
-        let b = t4(v4.0, v5.0, v6.0, v7.0); // rows 0..4, cols 4..8
-        let c = t4(v0.1, v1.1, v2.1, v3.1); // rows 4..8, cols 0..4
-        let e = t4(v4.1, v5.1, v6.1, v7.1); // rows 4..8, cols 4..8
-        for m in 0..4 {
-            vst1q_f32_x2(d.add(m * ds), float32x4x2_t(a[m], b[m]));
-            vst1q_f32_x2(d.add((m + 4) * ds), float32x4x2_t(c[m], e[m]));
-        }
+        core::arch::asm!(
+            "ld1 {{v0.4s}}, [{s}], #16",
+            "ld1 {{v16.4s}}, [{s}], {adj}",
+            "ld1 {{v1.4s}}, [{s}], #16",
+            "ld1 {{v17.4s}}, [{s}], {adj}",
+            "ld1 {{v2.4s}}, [{s}], #16",
+            "ld1 {{v18.4s}}, [{s}], {adj}",
+            "ld1 {{v3.4s}}, [{s}], #16",
+            "ld1 {{v19.4s}}, [{s}], {adj}",
+            "ld1 {{v4.4s}}, [{s}], #16",
+            "ld1 {{v20.4s}}, [{s}], {adj}",
+            "ld1 {{v5.4s}}, [{s}], #16",
+            "ld1 {{v21.4s}}, [{s}], {adj}",
+            "ld1 {{v6.4s}}, [{s}], #16",
+            "ld1 {{v22.4s}}, [{s}], {adj}",
+            "ld1 {{v7.4s}}, [{s}], #16",
+            "ld1 {{v23.4s}}, [{s}]",
+            "add {q}, {p}, #16",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[0], [{p}], {ds4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[0], [{q}], {ds4}",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[1], [{p}], {ds4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[1], [{q}], {ds4}",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[2], [{p}], {ds4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[2], [{q}], {ds4}",
+            "st4 {{v0.s, v1.s, v2.s, v3.s}}[3], [{p}], {ds4}",
+            "st4 {{v4.s, v5.s, v6.s, v7.s}}[3], [{q}], {ds4}",
+            "st4 {{v16.s, v17.s, v18.s, v19.s}}[0], [{p}], {ds4}",
+            "st4 {{v20.s, v21.s, v22.s, v23.s}}[0], [{q}], {ds4}",
+            "st4 {{v16.s, v17.s, v18.s, v19.s}}[1], [{p}], {ds4}",
+            "st4 {{v20.s, v21.s, v22.s, v23.s}}[1], [{q}], {ds4}",
+            "st4 {{v16.s, v17.s, v18.s, v19.s}}[2], [{p}], {ds4}",
+            "st4 {{v20.s, v21.s, v22.s, v23.s}}[2], [{q}], {ds4}",
+            "st4 {{v16.s, v17.s, v18.s, v19.s}}[3], [{p}], {ds4}",
+            "st4 {{v20.s, v21.s, v22.s, v23.s}}[3], [{q}], {ds4}",
+            s = inout(reg) s => _,
+            p = inout(reg) d => _,
+            q = out(reg) _,
+            adj = in(reg) (ss * 4).wrapping_sub(16),
+            ds4 = in(reg) ds * 4,
+            out("v0") _, out("v1") _, out("v2") _, out("v3") _,
+            out("v4") _, out("v5") _, out("v6") _, out("v7") _,
+            out("v16") _, out("v17") _, out("v18") _, out("v19") _,
+            out("v20") _, out("v21") _, out("v22") _, out("v23") _,
+            options(nostack),
+        );
     }
 }
 
