@@ -153,7 +153,7 @@ macro_rules! neon_bias_{suffix}_asm {{
 }}
 
 /// The plain {what} store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row ({mr} stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes {4 * nv} floats at each of `c + i·rsc`, i < {mr}.
 macro_rules! neon_store_{suffix}_asm {{

@@ -81,32 +81,6 @@ pub(super) unsafe fn store_row<const NV: usize>(
     }
 }
 
-/// Epilogue for one row when the accumulators already hold the result (`alpha = 1`,
-/// `beta = 0`, the bias added up front): `c = acc`, clamped into `[lo, hi]` when `CLAMP`.
-///
-/// # Safety
-/// `crow .. crow + 4·NV` valid for writes.
-#[inline(always)]
-pub(super) unsafe fn store_row_plain<const NV: usize, const CLAMP: bool>(
-    acc: [float32x4_t; NV],
-    crow: *mut f32,
-    lo: float32x4_t,
-    hi: float32x4_t,
-) {
-    // SAFETY: (whole body) the caller guarantees 4·NV writable C elements; Neon is part of
-    // the aarch64 baseline; unaligned stores are allowed on normal memory.
-    unsafe {
-        for (v, x) in acc.iter().enumerate() {
-            let y = if CLAMP {
-                vminnmq_f32(vmaxnmq_f32(*x, lo), hi)
-            } else {
-                *x
-            };
-            vst1q_f32(crow.add(4 * v), y);
-        }
-    }
-}
-
 /// Epilogue for one row of an N-edge tile (the accumulators already hold the result): its
 /// first `NC` columns (`NC ≤ 4·NV`) stored, clamped into `[lo, hi]` when `CLAMP`; whole
 /// vectors, then the last 1–3 columns as two lanes and/or one lane. `NC` is a constant so

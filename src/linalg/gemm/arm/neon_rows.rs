@@ -10,10 +10,10 @@
 
 use core::arch::aarch64::*;
 
-use super::neon_epilogue::{start, store_row, store_row_plain};
+use super::neon_epilogue::{start, store_row};
 use crate::linalg::gemm::contract::clamps;
 
-/// The epilogue of `R` rows: plain (clamp only) or general ([`store_row`]).
+/// The general epilogue of `R` rows ([`store_row`]: scale, `beta·C`, bias, clamp).
 ///
 /// # Safety
 /// C rows `i < R` at `c + i·rsc` hold 4·NV elements, `bias` null or 4·NV floats.
@@ -21,7 +21,6 @@ use crate::linalg::gemm::contract::clamps;
 #[inline(always)]
 unsafe fn finish<const R: usize, const NV: usize>(
     acc: [[float32x4_t; NV]; R],
-    plain: bool,
     c: *mut f32,
     rsc: isize,
     alpha: f32,
@@ -33,17 +32,9 @@ unsafe fn finish<const R: usize, const NV: usize>(
     // SAFETY: rows i < R of C and 4·NV bias floats per the contract; Neon is part of the
     // aarch64 baseline.
     unsafe {
-        let clamp = clamps(lo, hi);
-        let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
+        let range = clamps(lo, hi).then(|| (vdupq_n_f32(lo), vdupq_n_f32(hi)));
         for (i, row) in acc.into_iter().enumerate() {
-            let crow = c.offset(i as isize * rsc);
-            if plain && clamp {
-                store_row_plain::<NV, true>(row, crow, vlo, vhi);
-            } else if plain {
-                store_row_plain::<NV, false>(row, crow, vlo, vhi);
-            } else {
-                store_row(row, crow, alpha, beta, bias, clamp.then_some((vlo, vhi)));
-            }
+            store_row(row, c.offset(i as isize * rsc), alpha, beta, bias, range);
         }
     }
 }
@@ -75,30 +66,38 @@ macro_rules! row_kernel {
             // reads k groups of MRS floats at `a` and k rows of 4·NV floats at `b`, `ldb`
             // apart; the start and the epilogue touch only rows i < R of C and the bias.
             unsafe {
+                let ldb_bytes = ldb * 4;
+                // The plain store: one clamp and one `st1` per row.
+                macro_rules! plain_store {
+                    ($acc:ident) => {{
+                        let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
+                        if clamps(lo, hi) {
+                            $store!($acc, c, rsc * 4, vlo, vhi, clamp);
+                        } else {
+                            $store!($acc, c, rsc * 4, vlo, vhi, noclamp);
+                        }
+                    }};
+                }
                 if alpha == 1.0 && beta == 0.0 {
-                    // The common case: the accumulators from the bias (or 0) straight into
-                    // their registers, the store one clamp and one `st1` per row (the same
-                    // values as the general path's plain store).
+                    // The common case, a path of its own (no state joins the general one's):
+                    // the accumulators from the bias (or 0) straight into their registers.
                     let mut acc = [[vdupq_n_f32(0.0); $nv]; $r];
                     if !bias.is_null() {
                         $bias_asm!(acc, bias);
                     }
                     let (ap, bp) = (a, b);
-                    let ldb_bytes = ldb * 4;
                     $depth!(acc, ap, bp, ldb_bytes, k);
-                    let (vlo, vhi) = (vdupq_n_f32(lo), vdupq_n_f32(hi));
-                    if clamps(lo, hi) {
-                        $store!(acc, c, rsc * 4, vlo, vhi, clamp);
-                    } else {
-                        $store!(acc, c, rsc * 4, vlo, vhi, noclamp);
-                    }
+                    plain_store!(acc);
                     return;
                 }
                 let (mut acc, plain) = start::<$r, $nv>(c, rsc, alpha, beta, bias);
                 let (ap, bp) = (a, b);
-                let ldb_bytes = ldb * 4;
                 $depth!(acc, ap, bp, ldb_bytes, k);
-                finish::<$r, $nv>(acc, plain, c, rsc, alpha, beta, bias, lo, hi)
+                if plain {
+                    plain_store!(acc);
+                } else {
+                    finish::<$r, $nv>(acc, c, rsc, alpha, beta, bias, lo, hi);
+                }
             }
         }
     )*};

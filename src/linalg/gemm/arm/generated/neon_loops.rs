@@ -334,7 +334,7 @@ macro_rules! neon_bias_8x12_asm {
 }
 
 /// The plain 8x12 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (8 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 8.
 macro_rules! neon_store_8x12_asm {
@@ -859,7 +859,7 @@ macro_rules! neon_bias_8x8_asm {
 }
 
 /// The plain 8x8 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (8 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 8.
 macro_rules! neon_store_8x8_asm {
@@ -1204,7 +1204,7 @@ macro_rules! neon_bias_4x16_asm {
 }
 
 /// The plain 4x16 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (4 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 16 floats at each of `c + i·rsc`, i < 4.
 macro_rules! neon_store_4x16_asm {

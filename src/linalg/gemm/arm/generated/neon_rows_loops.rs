@@ -96,7 +96,7 @@ macro_rules! neon_bias_r1_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..1 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (1 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 1.
 macro_rules! neon_store_r1_8x12_asm {
@@ -263,7 +263,7 @@ macro_rules! neon_bias_r2_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..2 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (2 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 2.
 macro_rules! neon_store_r2_8x12_asm {
@@ -478,7 +478,7 @@ macro_rules! neon_bias_r3_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..3 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (3 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 3.
 macro_rules! neon_store_r3_8x12_asm {
@@ -741,7 +741,7 @@ macro_rules! neon_bias_r4_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..4 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (4 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 4.
 macro_rules! neon_store_r4_8x12_asm {
@@ -1052,7 +1052,7 @@ macro_rules! neon_bias_r5_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..5 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (5 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 5.
 macro_rules! neon_store_r5_8x12_asm {
@@ -1411,7 +1411,7 @@ macro_rules! neon_bias_r6_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..6 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (6 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 6.
 macro_rules! neon_store_r6_8x12_asm {
@@ -1818,7 +1818,7 @@ macro_rules! neon_bias_r7_8x12_asm {
 }
 
 /// The plain 8x12 rows 0..7 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (7 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 12 floats at each of `c + i·rsc`, i < 7.
 macro_rules! neon_store_r7_8x12_asm {
@@ -2056,7 +2056,7 @@ macro_rules! neon_bias_r1_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..1 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (1 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 1.
 macro_rules! neon_store_r1_8x8_asm {
@@ -2245,7 +2245,7 @@ macro_rules! neon_bias_r2_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..2 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (2 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 2.
 macro_rules! neon_store_r2_8x8_asm {
@@ -2483,7 +2483,7 @@ macro_rules! neon_bias_r3_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..3 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (3 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 3.
 macro_rules! neon_store_r3_8x8_asm {
@@ -2770,7 +2770,7 @@ macro_rules! neon_bias_r4_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..4 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (4 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 4.
 macro_rules! neon_store_r4_8x8_asm {
@@ -3106,7 +3106,7 @@ macro_rules! neon_bias_r5_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..5 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (5 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 5.
 macro_rules! neon_store_r5_8x8_asm {
@@ -3491,7 +3491,7 @@ macro_rules! neon_bias_r6_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..6 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (6 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 6.
 macro_rules! neon_store_r6_8x8_asm {
@@ -3925,7 +3925,7 @@ macro_rules! neon_bias_r7_8x8_asm {
 }
 
 /// The plain 8x8 rows 0..7 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (7 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 8 floats at each of `c + i·rsc`, i < 7.
 macro_rules! neon_store_r7_8x8_asm {
@@ -4125,7 +4125,7 @@ macro_rules! neon_bias_r1_4x16_asm {
 }
 
 /// The plain 4x16 rows 0..1 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (1 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 16 floats at each of `c + i·rsc`, i < 1.
 macro_rules! neon_store_r1_4x16_asm {
@@ -4318,7 +4318,7 @@ macro_rules! neon_bias_r2_4x16_asm {
 }
 
 /// The plain 4x16 rows 0..2 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (2 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 16 floats at each of `c + i·rsc`, i < 2.
 macro_rules! neon_store_r2_4x16_asm {
@@ -4574,7 +4574,7 @@ macro_rules! neon_bias_r3_4x16_asm {
 }
 
 /// The plain 4x16 rows 0..3 store: each accumulator clamped in place (`fmaxnm` then `fminnm`, as
-/// `store_row_plain`) when the arm is `clamp`, then one post-indexed `st1` of a whole row
+/// `store_row`'s clamp) when the arm is `clamp`, then one post-indexed `st1` of a whole row
 /// per C row (3 stores, `rsc` bytes apart). Must run inside the kernel's `unsafe` block: it
 /// writes 16 floats at each of `c + i·rsc`, i < 3.
 macro_rules! neon_store_r3_4x16_asm {
