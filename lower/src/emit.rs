@@ -44,6 +44,10 @@ pub enum NewValue {
     Int(i64),
     Str(String),
     Tensor(NewTensor),
+    /// An int list: the indices of its Int values.
+    IntList(Vec<i64>),
+    /// A tensor list: the indices of its tensors.
+    TensorList(Vec<i32>),
 }
 
 /// A tensor value written by the lowering: a constant (`buffer` > 0, no `alloc`) or planned.
@@ -323,6 +327,20 @@ fn new_value<'b>(b: &mut FlatBufferBuilder<'b>, v: &NewValue) -> Off<fb::EValue<
                 },
             );
             (fb::KernelTypes::Tensor, t.as_union_value())
+        }
+        NewValue::IntList(items) => {
+            let items = Some(b.create_vector(items));
+            (
+                fb::KernelTypes::IntList,
+                fb::IntList::create(b, &fb::IntListArgs { items }).as_union_value(),
+            )
+        }
+        NewValue::TensorList(items) => {
+            let items = Some(b.create_vector(items));
+            (
+                fb::KernelTypes::TensorList,
+                fb::TensorList::create(b, &fb::TensorListArgs { items }).as_union_value(),
+            )
         }
     };
     fb::EValue::create(

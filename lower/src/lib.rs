@@ -236,6 +236,12 @@ fn rewrites_json(r: &RewriteReport) -> serde_json::Value {
                 "product": h.product, "select": h.select, "operator": h.operator,
                 "rows_before": h.rows, "row": h.row,
             })).collect::<Vec<_>>(),
+            "rows": {
+                "shrunk": m.rows.shrunk.iter().map(|(pc, op, before, now)| json!({
+                    "instruction": pc, "operator": op, "rows_before": before, "rows": now,
+                })).collect::<Vec<_>>(),
+                "slices_before": m.rows.slices,
+            },
             "dropped_constant_values": m.dropped_values,
         })).collect::<Vec<_>>(),
     })

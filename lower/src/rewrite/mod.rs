@@ -4,7 +4,9 @@
 //! - [`fold`]: constant folding with ptera's kernels;
 //! - [`gelu`]: GELU spelled out in eight elementwise calls becomes `aten::gelu` (tanh);
 //! - [`copies`]: copies that change nothing are removed (their output placed over their input);
-//! - [`lm_head`]: a product followed by `select_copy` of one row computes only that row.
+//! - [`lm_head`]: a product followed by `select_copy` of one row computes only that row;
+//! - [`rows`]: operators whose rows only a slice reads compute those rows (a decoder's last
+//!   layer for its last position).
 //!
 //! Constants no instruction names any more (a position-embedding table whose lookups were
 //! folded) are dropped from the file. Methods with several chains or control flow are left as
@@ -15,6 +17,7 @@ pub mod fold;
 pub mod gelu;
 pub mod graph;
 pub mod lm_head;
+pub mod rows;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +36,7 @@ pub struct Rewrites {
     pub gelu: bool,
     pub copies: bool,
     pub lm_head: bool,
+    pub rows: bool,
 }
 
 impl Rewrites {
@@ -41,16 +45,18 @@ impl Rewrites {
         gelu: true,
         copies: true,
         lm_head: true,
+        rows: true,
     };
     pub const NONE: Rewrites = Rewrites {
         fold: false,
         gelu: false,
         copies: false,
         lm_head: false,
+        rows: false,
     };
 
     pub fn any(&self) -> bool {
-        self.fold || self.gelu || self.copies || self.lm_head
+        self.fold || self.gelu || self.copies || self.lm_head || self.rows
     }
 }
 
@@ -80,6 +86,8 @@ pub struct MethodRewrites {
     /// Copies removed: (instruction, operator).
     pub copies: Vec<(usize, String)>,
     pub lm_heads: Vec<LmHeadReport>,
+    /// Operators computing only the rows a slice reads.
+    pub rows: rows::RowsReport,
     /// Constant values nothing names any more.
     pub dropped_values: usize,
 }
@@ -96,10 +104,12 @@ pub struct RewriteReport {
 
 impl RewriteReport {
     pub fn changed(&self) -> bool {
-        self.methods
-            .iter()
-            .any(|m| !m.folded.is_empty() || !m.copies.is_empty() || !m.lm_heads.is_empty())
-            || self.dropped_constant_bytes > 0
+        self.methods.iter().any(|m| {
+            !m.folded.is_empty()
+                || !m.copies.is_empty()
+                || !m.lm_heads.is_empty()
+                || !m.rows.shrunk.is_empty()
+        }) || self.dropped_constant_bytes > 0
     }
 }
 
@@ -228,9 +238,10 @@ pub fn rewrite(
             .map(|v| v.iter().collect())
             .unwrap_or_default();
         let arena_before = arena.clone();
+        let mut seeds = Vec::new();
         if which.lm_head {
             for m in lm_head::find(&g) {
-                apply_lm_head(&mut g, &m, &mut edit, &mut arena, nvalues);
+                seeds.push(apply_lm_head(&mut g, &m, &mut edit, &mut arena, nvalues));
                 rep.lm_heads.push(LmHeadReport {
                     product: m.product,
                     select: m.select,
@@ -239,6 +250,10 @@ pub fn rewrite(
                     row: m.row,
                 });
             }
+        }
+        if which.rows {
+            seeds.extend(rows::seeds(&g));
+            rep.rows = rows::run(&mut g, &seeds, &mut edit, &mut arena, nvalues);
         }
         if arena != arena_before {
             edit.arena_sizes = Some(arena);
@@ -366,14 +381,15 @@ fn listed_values(plan: fb::ExecutionPlan<'_>) -> BTreeSet<usize> {
 
 /// Records the rewrite of one LM head: `A1 = slice_copy(A, dim, row, row + 1, 1)` inserted
 /// before the product, the product reading `A1` and writing the select's output (or a tensor
-/// of the product's shape over the same bytes), the select removed.
+/// of the product's shape over the same bytes), the select removed. Returns the slice as a
+/// seed of [`rows`].
 fn apply_lm_head(
     g: &mut Graph<'_>,
     m: &lm_head::Match,
     edit: &mut PlanEdit,
     arena: &mut Vec<i64>,
     nvalues: usize,
-) {
+) -> rows::Seed {
     let new_value = |edit: &mut PlanEdit, v: NewValue| -> i32 {
         edit.new_values.push(v);
         (nvalues + edit.new_values.len() - 1) as i32
@@ -450,4 +466,13 @@ fn apply_lm_head(
     edit.args.insert(m.product, args);
     edit.removed.insert(m.select);
     g.ins[m.select].removed = true;
+    rows::Seed {
+        at: m.product,
+        inserted: true,
+        src: m.a,
+        dim: m.a_dim,
+        lo: m.row,
+        hi: m.row + 1,
+        out: a1 as usize,
+    }
 }

@@ -41,6 +41,10 @@ pub struct LowerArgs {
     /// Keep the LM head computing every row before `select_copy` keeps one.
     #[arg(long)]
     pub no_lm_head: bool,
+    /// Keep every row of the operators whose output only a row slice reads (a decoder's last
+    /// layer computes every position instead of the last one).
+    #[arg(long)]
+    pub no_rows: bool,
     /// Quantize the weights of the matmul regions: `int8` (symmetric, per output channel) or
     /// `int4:G` (symmetric, bf16 scales per output channel and group of G inputs); inputs are
     /// quantized per row at run time (dynamic int8). No calibration data.
@@ -96,6 +100,17 @@ fn print_rewrites(r: &ptera_lower::RewriteReport) {
             println!(
                 "LM head `{}`: instruction {} ({}) computes row {} of {} only; select_copy at {} removed",
                 m.method, h.product, h.operator, h.row, h.rows, h.select
+            );
+        }
+        if !m.rows.shrunk.is_empty() {
+            let (lo, hi) = (m.rows.shrunk[0].0, m.rows.shrunk[m.rows.shrunk.len() - 1].0);
+            let (before, now) = (m.rows.shrunk[0].2, m.rows.shrunk[0].3);
+            println!(
+                "rows `{}`: {} operators (instructions {lo}..={hi}) compute {now} of {before} rows; {} row slices kept (before instructions {:?})",
+                m.method,
+                m.rows.shrunk.len(),
+                m.rows.slices.len(),
+                m.rows.slices
             );
         }
         if m.dropped_values > 0 {
@@ -262,6 +277,7 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
             gelu: !args.no_gelu,
             copies: !args.no_copy_removal,
             lm_head: !args.no_lm_head,
+            rows: !args.no_rows,
         },
         regions: args.backend == "ptera",
         quantize: args
