@@ -357,3 +357,159 @@ fn a_chain_with_other_constants_is_left_alone() {
     assert!(l.report.rewrites.methods[0].gelus.is_empty());
     same(&t.run_program(&l.bytes).unwrap(), &want_bad);
 }
+
+/// A decoder's last layer as exported, ending in a slice of rows `lo..hi` and a product on
+/// them: layer norm, query/key/value products, heads by permutes, scores, a mask added,
+/// softmax, the attention product, the output projection, the residual add and a ReLU. With
+/// `extra_reader` a second output reads the residual sum whole.
+fn last_layer(t_len: usize, lo: usize, hi: usize, extra_reader: bool) -> OpTest {
+    let (e, h, v) = (8usize, 2usize, 5usize);
+    let d = e / h;
+    let mut rng = Rng((t_len * 131 + lo) as u64);
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1, t_len, e], &rng.f32s(t_len * e, -1.0, 1.0));
+    let mask = t.input_f32(&[1, 1, t_len, t_len], &rng.f32s(t_len * t_len, -2.0, 0.0));
+    let lw = t.constant_f32(&[e], &rng.f32s(e, 0.5, 1.5));
+    let lb = t.constant_f32(&[e], &rng.f32s(e, -0.5, 0.5));
+    let ln = t.intermediate_f32(&[1, t_len, e]);
+    let mean = t.intermediate_f32(&[1, t_len, 1]);
+    let rstd = t.intermediate_f32(&[1, t_len, 1]);
+    let ln_list = t.tensor_list(&[ln, mean, rstd]);
+    let (ns, eps) = (t.int_list(&[e as i64]), t.double(1e-5));
+    let hv = t.view_of(ln, &[t_len, e]);
+    let one = t.int(1);
+    let mut steps = vec![Step::Kernel(
+        "aten::native_layer_norm.out".into(),
+        vec![x, ns, lw, lb, eps, ln, mean, rstd, ln_list],
+    )];
+    // Query, key and value: [T, E] products viewed [1, T, H, D], heads first.
+    let mut heads = Vec::new();
+    for perm in [[0i64, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3]] {
+        let w = t.constant_f32(&[e, e], &rng.f32s(e * e, -0.5, 0.5));
+        let b = t.constant_f32(&[e], &rng.f32s(e, -0.5, 0.5));
+        let y = t.intermediate_f32(&[t_len, e]);
+        let yv = t.view_of(y, &[1, t_len, h, d]);
+        let dims: Vec<usize> = perm.iter().map(|&p| [1, t_len, h, d][p as usize]).collect();
+        let p = t.intermediate_f32(&dims);
+        let pv = t.view_of(p, &dims[1..]);
+        let pl = t.int_list(&perm);
+        steps.push(Step::Kernel(
+            "aten::addmm.out".into(),
+            vec![b, hv, w, one, one, y, y],
+        ));
+        steps.push(Step::Kernel(
+            "aten::permute_copy.out".into(),
+            vec![yv, pl, p, p],
+        ));
+        heads.push(pv);
+    }
+    let s = t.intermediate_f32(&[h, t_len, t_len]);
+    let sv = t.view_of(s, &[1, h, t_len, t_len]);
+    let sm = t.intermediate_f32(&[1, h, t_len, t_len]);
+    let p = t.intermediate_f32(&[1, h, t_len, t_len]);
+    let pv = t.view_of(p, &[h, t_len, t_len]);
+    let o = t.intermediate_f32(&[h, t_len, d]);
+    let ov = t.view_of(o, &[1, h, t_len, d]);
+    let op = t.intermediate_f32(&[1, t_len, h, d]);
+    let opv = t.view_of(op, &[t_len, e]);
+    let (last, f) = (t.int(-1), t.boolean(false));
+    let swap = t.int_list(&[0, 2, 1, 3]);
+    let wo = t.constant_f32(&[e, e], &rng.f32s(e * e, -0.5, 0.5));
+    let bo = t.constant_f32(&[e], &rng.f32s(e, -0.5, 0.5));
+    let y = t.intermediate_f32(&[t_len, e]);
+    let yv = t.view_of(y, &[1, t_len, e]);
+    let z = t.intermediate_f32(&[1, t_len, e]);
+    let r = t.intermediate_f32(&[1, t_len, e]);
+    let rows = hi - lo;
+    let rv = t.view_of(r, &[t_len, e]);
+    let sl = t.intermediate_f32(&[rows, e]);
+    let (zero, lo_v, hi_v) = (t.int(0), t.int(lo as i64), t.int(hi as i64));
+    let wl = t.constant_f32(&[e, v], &rng.f32s(e * v, -0.5, 0.5));
+    let logits = t.output(DType::F32, &[rows, v]);
+    steps.extend([
+        Step::Kernel("aten::bmm.out".into(), vec![heads[0], heads[1], s, s]),
+        Step::Kernel("aten::add.out".into(), vec![sv, mask, one, sm, sm]),
+        Step::Kernel("aten::_softmax.out".into(), vec![sm, last, f, p, p]),
+        Step::Kernel("aten::bmm.out".into(), vec![pv, heads[2], o, o]),
+        Step::Kernel("aten::permute_copy.out".into(), vec![ov, swap, op, op]),
+        Step::Kernel("aten::addmm.out".into(), vec![bo, opv, wo, one, one, y, y]),
+        Step::Kernel("aten::add.out".into(), vec![x, yv, one, z, z]),
+        Step::Kernel("aten::relu.out".into(), vec![z, r, r]),
+        Step::Kernel(
+            "aten::slice_copy.Tensor_out".into(),
+            vec![rv, zero, lo_v, hi_v, one, sl, sl],
+        ),
+        Step::Kernel("aten::mm.out".into(), vec![sl, wl, logits, logits]),
+    ]);
+    if extra_reader {
+        let whole = t.output(DType::F32, &[1, t_len, e]);
+        steps.push(Step::Kernel(
+            "aten::clone.out".into(),
+            vec![z, t.none(), whole, whole],
+        ));
+    }
+    t.steps(&steps);
+    t
+}
+
+#[test]
+fn operators_compute_only_the_rows_a_slice_reads() {
+    for (t_len, lo, hi) in [(3, 2, 3), (17, 16, 17), (17, 1, 3), (129, 128, 129)] {
+        let t = last_layer(t_len, lo, hi, false);
+        let want = t.run().unwrap();
+        let before = ops(&t.build());
+        let l = lowered(&t, Rewrites::ALL);
+        let m = &l.report.rewrites.methods[0].rows;
+        // Everything from the query product on computes `hi - lo` rows; the layer norm's
+        // output, the residual input and the mask are read whole too, so one slice each.
+        let shrunk: Vec<&str> = m.shrunk.iter().map(|s| s.1.as_str()).collect();
+        assert_eq!(
+            shrunk,
+            [
+                "aten::addmm.out",
+                "aten::permute_copy.out",
+                "aten::bmm.out",
+                "aten::add.out",
+                "aten::_softmax.out",
+                "aten::bmm.out",
+                "aten::permute_copy.out",
+                "aten::addmm.out",
+                "aten::add.out",
+                "aten::relu.out",
+            ],
+            "T = {t_len}"
+        );
+        assert!(m.shrunk.iter().all(|s| s.2 == t_len && s.3 == hi - lo));
+        assert_eq!(m.slices.len(), 3);
+        // The seed slice is gone and three slices came in.
+        let after = ops(&l.bytes);
+        assert_eq!(after.len(), before.len() + 2);
+        let slices = |o: &[String]| o.iter().filter(|k| k.contains("slice_copy")).count();
+        assert_eq!((slices(&before), slices(&after)), (1, 3));
+        // One row of a product and of a softmax sums in another order than all rows do.
+        close(&t.run_program(&l.bytes).unwrap(), &want, 1e-5);
+        // Without the rewrite nothing changes.
+        let off = lowered(
+            &t,
+            Rewrites {
+                rows: false,
+                ..Rewrites::ALL
+            },
+        );
+        assert!(off.report.rewrites.methods[0].rows.shrunk.is_empty());
+        assert_eq!(ops(&off.bytes), before);
+    }
+}
+
+#[test]
+fn a_value_read_whole_stops_the_rows() {
+    let t = last_layer(17, 16, 17, true);
+    let want = t.run().unwrap();
+    let l = lowered(&t, Rewrites::ALL);
+    let m = &l.report.rewrites.methods[0].rows;
+    // The residual sum is an output: only the ReLU after it computes one row.
+    let shrunk: Vec<&str> = m.shrunk.iter().map(|s| s.1.as_str()).collect();
+    assert_eq!(shrunk, ["aten::relu.out"]);
+    assert_eq!(m.slices.len(), 1);
+    close(&t.run_program(&l.bytes).unwrap(), &want, 1e-5);
+}
