@@ -1012,15 +1012,30 @@ fn gemv_panels(
         }
         Ok(())
     };
+    // Panels lo..hi at once, when the CPU has a GEMV over packed panels of this width.
+    let many = |lo: usize, hi: usize| -> bool {
+        let (j0, j1) = (lo * b.nr, (hi * b.nr).min(n));
+        let bias_q = bias.map(|bv| &bv[j0..j1]);
+        let bq = &b.data[lo * k * b.nr..(hi * k * b.nr).min(b.data.len())];
+        (0..m).all(|i| {
+            let xi = &a.data[i * a.rs..(i * a.rs + k).min(a.data.len())];
+            // SAFETY: (row i, panels lo..hi) elements of C belong to the part that owns them.
+            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j1) };
+            gemv::panels(k, j1 - j0, b.nr, xi, bq, row, alpha, beta, bias_q)
+        })
+    };
     // Panels across cores (each computed as one core computes it).
     let split = crate::parallel::try_split(panels, m * k * b.nr, |lo, hi, _| {
+        if many(lo, hi) {
+            return;
+        }
         for q in lo..hi {
             if let Err(e) = one(q) {
                 return errors.put(e);
             }
         }
     });
-    if !split {
+    if !split && !many(0, panels) {
         for q in 0..panels {
             one(q)?;
         }

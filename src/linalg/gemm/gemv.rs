@@ -86,3 +86,27 @@ pub fn sgemv(
     let _ = (n, y, alpha, beta, bias);
     false
 }
+
+/// `y = alpha·x·B + beta·y (+ bias)` for a `1 × k` row `x` and `n` columns of a packed B
+/// (panels of `nr` columns, each `k × nr` row-major, consecutive) if this CPU has a GEMV for
+/// such panels; `false`, touching nothing, otherwise (then each panel goes to [`sgemv`] as a
+/// row-major matrix).
+#[allow(clippy::too_many_arguments)]
+pub fn panels(
+    k: usize,
+    n: usize,
+    nr: usize,
+    x: &[f32],
+    b: &[f32],
+    y: &mut [f32],
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> bool {
+    #[cfg(target_arch = "aarch64")]
+    if select::gemv_for_single_rows() {
+        return super::arm::gemv::panels(k, n, nr, x, b, y, alpha, beta, bias);
+    }
+    let _ = (k, n, nr, x, b, y, alpha, beta, bias);
+    false
+}

@@ -501,3 +501,172 @@ fn cols(
         j += 1;
     }
 }
+
+/// Panel-major B, as `PackedB` lays it out (whole-depth panels of `nr` columns, each a
+/// `k × nr` row-major block, consecutive, the last one zero-padded to `nr`): `y[j] = alpha·Σ_p
+/// x[p]·B(p, j) (+ beta·y[j]) (+ bias[j])` for `j < n`. Groups of `48 / nr` panels (12
+/// accumulators) go through [`panel_group`]. Handles `nr` ∈ {8, 12, 16}; returns `false`,
+/// touching nothing, for another `nr` or slices too short (`b` needs `⌈n/nr⌉·k·nr` floats).
+#[allow(clippy::too_many_arguments)]
+pub fn panels(
+    k: usize,
+    n: usize,
+    nr: usize,
+    x: &[f32],
+    b: &[f32],
+    y: &mut [f32],
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) -> bool {
+    if !matches!(nr, 8 | 12 | 16)
+        || k == 0
+        || n == 0
+        || x.len() < k
+        || y.len() < n
+        || bias.is_some_and(|s| s.len() < n)
+    {
+        return false;
+    }
+    let count = n.div_ceil(nr);
+    if count.checked_mul(k * nr).is_none_or(|len| b.len() < len) {
+        return false;
+    }
+    let per = 48 / nr;
+    let mut t = [0.0f32; 48];
+    let mut q = 0;
+    while q < count {
+        let g = per.min(count - q);
+        // SAFETY: panels q..q+g < count lie in `b` (checked above: count·k·nr floats), each
+        // k·nr floats from b + (q+g')·k·nr; x has k floats; `t` holds g·nr ≤ 48 floats.
+        unsafe {
+            let bq = b.as_ptr().add(q * k * nr);
+            let (xp, tp) = (x.as_ptr(), t.as_mut_ptr());
+            match (nr, g) {
+                (8, 6) => panel_group::<2, 6>(k, xp, bq, tp),
+                (8, 5) => panel_group::<2, 5>(k, xp, bq, tp),
+                (8, 4) => panel_group::<2, 4>(k, xp, bq, tp),
+                (8, 3) => panel_group::<2, 3>(k, xp, bq, tp),
+                (8, 2) => panel_group::<2, 2>(k, xp, bq, tp),
+                (8, _) => panel_group::<2, 1>(k, xp, bq, tp),
+                (12, 4) => panel_group::<3, 4>(k, xp, bq, tp),
+                (12, 3) => panel_group::<3, 3>(k, xp, bq, tp),
+                (12, 2) => panel_group::<3, 2>(k, xp, bq, tp),
+                (12, _) => panel_group::<3, 1>(k, xp, bq, tp),
+                (_, 3) => panel_group::<4, 3>(k, xp, bq, tp),
+                (_, 2) => panel_group::<4, 2>(k, xp, bq, tp),
+                (_, _) => panel_group::<4, 1>(k, xp, bq, tp),
+            }
+        }
+        let (j0, j1) = (q * nr, ((q + g) * nr).min(n));
+        finish_block(
+            &t[..j1 - j0],
+            &mut y[j0..j1],
+            alpha,
+            beta,
+            bias.map(|s| &s[j0..j1]),
+        );
+        q += g;
+    }
+    true
+}
+
+/// `y[l] = alpha·acc[l] (+ beta·y[l]) (+ bias[l])`, rounded like [`finish`] (no fused
+/// multiply-add), four columns per vector.
+fn finish_block(acc: &[f32], y: &mut [f32], alpha: f32, beta: f32, bias: Option<&[f32]>) {
+    let n = acc.len().min(y.len());
+    let n4 = n - n % 4;
+    for l in (0..n4).step_by(4) {
+        // SAFETY: l + 4 ≤ n4 ≤ the lengths of acc and y (and of bias, which the caller
+        // sized to y); Neon is baseline on AArch64.
+        unsafe {
+            let mut v = vmulq_n_f32(vld1q_f32(acc.as_ptr().add(l)), alpha);
+            if beta != 0.0 {
+                v = vaddq_f32(v, vmulq_n_f32(vld1q_f32(y.as_ptr().add(l)), beta));
+            }
+            if let Some(b) = bias {
+                v = vaddq_f32(v, vld1q_f32(b[l..l + 4].as_ptr()));
+            }
+            vst1q_f32(y.as_mut_ptr().add(l), v);
+        }
+    }
+    for l in n4..n {
+        finish(acc[l], &mut y[l], alpha, beta, bias, l);
+    }
+}
+
+/// `G` consecutive panels of `4·V` columns (`V` = 2, 3, 4): `out[g·4V + c] = Σ_p x[p]·
+/// panel_g[p·4V + c]`, the `G·V` accumulators in registers, four depth steps per iteration
+/// (one load of x, each B element by a lane). Panel rows are contiguous, so for `V = 2` one
+/// 4-register `ld1` holds two depth steps of a panel.
+///
+/// # Safety
+/// `x` valid for `k` reads; `b` for `G·k·4V` reads; `out` for `G·4V` writes.
+#[inline(always)]
+unsafe fn panel_group<const V: usize, const G: usize>(
+    k: usize,
+    x: *const f32,
+    b: *const f32,
+    out: *mut f32,
+) {
+    // SAFETY: (whole body) panel g's loads stay within b + g·k·4V .. + k·4V (the pointer
+    // advances 4V floats per depth step, k steps); x reads stay below k.
+    unsafe {
+        let nr = 4 * V;
+        let mut acc = [[vdupq_n_f32(0.0); V]; G];
+        let mut bp: [*const f32; G] = core::array::from_fn(|g| b.add(g * k * nr));
+        macro_rules! fma {
+            ($g:expr, $v:expr, $b:expr, $xq:expr, $l:literal) => {
+                acc[$g][$v] = vfmaq_laneq_f32::<$l>(acc[$g][$v], $b, $xq)
+            };
+        }
+        let mut p = 0;
+        while p + 4 <= k {
+            let xq = vld1q_f32(x.add(p));
+            for g in 0..G {
+                if V == 2 {
+                    let r01 = vld1q_f32_x4(bp[g]);
+                    let r23 = vld1q_f32_x4(bp[g].add(16));
+                    fma!(g, 0, r01.0, xq, 0);
+                    fma!(g, 1, r01.1, xq, 0);
+                    fma!(g, 0, r01.2, xq, 1);
+                    fma!(g, 1, r01.3, xq, 1);
+                    fma!(g, 0, r23.0, xq, 2);
+                    fma!(g, 1, r23.1, xq, 2);
+                    fma!(g, 0, r23.2, xq, 3);
+                    fma!(g, 1, r23.3, xq, 3);
+                } else {
+                    macro_rules! step {
+                        ($s:literal) => {{
+                            let r = bp[g].add($s * nr);
+                            for v in 0..V {
+                                fma!(g, v, vld1q_f32(r.add(4 * v)), xq, $s);
+                            }
+                        }};
+                    }
+                    step!(0);
+                    step!(1);
+                    step!(2);
+                    step!(3);
+                }
+                bp[g] = bp[g].add(4 * nr);
+            }
+            p += 4;
+        }
+        while p < k {
+            let xs = *x.add(p);
+            for g in 0..G {
+                for v in 0..V {
+                    acc[g][v] = vfmaq_n_f32(acc[g][v], vld1q_f32(bp[g].add(4 * v)), xs);
+                }
+                bp[g] = bp[g].add(nr);
+            }
+            p += 1;
+        }
+        for (g, row) in acc.iter().enumerate() {
+            for (v, a) in row.iter().enumerate() {
+                vst1q_f32(out.add(g * nr + 4 * v), *a);
+            }
+        }
+    }
+}
