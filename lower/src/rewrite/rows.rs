@@ -763,15 +763,17 @@ impl Rows<'_, '_> {
                     *a = nv;
                 }
             }
-            // A returned list of outputs (layer norm) lists the new ones (in place: a list
-            // left listing the old outputs would keep them planned for the whole method).
-            for a in new.iter() {
+            // A returned list of outputs (layer norm) becomes a new list of the new ones,
+            // after them in the value table (ExecuTorch parses a list's items before it); the
+            // old list becomes Null, or it would keep the old outputs planned.
+            for a in new.iter_mut() {
                 let Ok(v) = usize::try_from(*a) else { continue };
                 let items = self.tensor_list(v);
                 if let Some(items) = items {
                     if items.iter().any(|i| outs.contains_key(i)) {
                         let ni = items.iter().map(|i| *outs.get(i).unwrap_or(i)).collect();
-                        self.edit.replace_values.insert(v, NewValue::TensorList(ni));
+                        *a = self.new_value(NewValue::TensorList(ni));
+                        self.edit.nulled.insert(v);
                     }
                 }
             }
