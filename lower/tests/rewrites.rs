@@ -437,7 +437,14 @@ fn last_layer(t_len: usize, lo: usize, hi: usize, extra_reader: bool) -> OpTest 
     let z = t.intermediate_f32(&[1, t_len, e]);
     let r = t.intermediate_f32(&[1, t_len, e]);
     let rows = hi - lo;
-    let rv = t.view_of(r, &[t_len, e]);
+    // The final layer norm before the head.
+    let fw = t.constant_f32(&[e], &rng.f32s(e, 0.5, 1.5));
+    let fb = t.constant_f32(&[e], &rng.f32s(e, -0.5, 0.5));
+    let fo = t.intermediate_f32(&[1, t_len, e]);
+    let fmean = t.intermediate_f32(&[1, t_len, 1]);
+    let frstd = t.intermediate_f32(&[1, t_len, 1]);
+    let f_list = t.tensor_list(&[fo, fmean, frstd]);
+    let rv = t.view_of(fo, &[t_len, e]);
     let sl = t.intermediate_f32(&[rows, e]);
     let (zero, lo_v, hi_v) = (t.int(0), t.int(lo as i64), t.int(hi as i64));
     let wl = t.constant_f32(&[e, v], &rng.f32s(e * v, -0.5, 0.5));
@@ -451,6 +458,10 @@ fn last_layer(t_len: usize, lo: usize, hi: usize, extra_reader: bool) -> OpTest 
         Step::Kernel("aten::addmm.out".into(), vec![bo, opv, wo, one, one, y, y]),
         Step::Kernel("aten::add.out".into(), vec![x, yv, one, z, z]),
         Step::Kernel("aten::relu.out".into(), vec![z, r, r]),
+        Step::Kernel(
+            "aten::native_layer_norm.out".into(),
+            vec![r, ns, fw, fb, eps, fo, fmean, frstd, f_list],
+        ),
         Step::Kernel(
             "aten::slice_copy.Tensor_out".into(),
             vec![rv, zero, lo_v, hi_v, one, sl, sl],
@@ -492,6 +503,7 @@ fn operators_compute_only_the_rows_a_slice_reads() {
                 "aten::addmm.out",
                 "aten::add.out",
                 "aten::relu.out",
+                "aten::native_layer_norm.out",
             ],
             "T = {t_len}"
         );
@@ -524,9 +536,10 @@ fn a_value_read_whole_stops_the_rows() {
     let want = t.run().unwrap();
     let l = lowered(&t, Rewrites::ALL);
     let m = &l.report.rewrites.methods[0].rows;
-    // The residual sum is an output: only the ReLU after it computes one row.
+    // The residual sum is an output: only the ReLU and the layer norm after it compute one
+    // row.
     let shrunk: Vec<&str> = m.shrunk.iter().map(|s| s.1.as_str()).collect();
-    assert_eq!(shrunk, ["aten::relu.out"]);
+    assert_eq!(shrunk, ["aten::relu.out", "aten::native_layer_norm.out"]);
     assert_eq!(m.slices.len(), 1);
     close(&t.run_program(&l.bytes).unwrap(), &want, 1e-5);
 }
