@@ -60,6 +60,8 @@ pub struct Tables<'a, 'p> {
     /// Per instruction (across chains, in order): its outputs are proved not to alias its
     /// other arguments (`exec::alias`), so the run-time check is skipped.
     pub proved: &'a mut [crate::exec::alias::Proof],
+    /// Per instruction (across chains, in order): decoded once at load (`exec::decoded`).
+    pub decoded: &'a mut [crate::exec::decoded::Decoded<'p>],
 }
 
 fn placeholder_kernel(_: &mut KernelCtx<'_, '_, '_>) -> Result<(), KernelError> {
@@ -99,6 +101,7 @@ impl<'a, 'p> Tables<'a, 'p> {
             input_set: bump.alloc(counts.inputs, false)?,
             scratch: bump.alloc(counts.scratch, 0u8)?,
             proved: bump.alloc(counts.instructions, crate::exec::alias::Proof::NONE)?,
+            decoded: bump.alloc(counts.instructions, crate::exec::decoded::Decoded::NONE)?,
         })
     }
 

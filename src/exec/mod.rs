@@ -4,6 +4,7 @@
 //! aliasing).
 
 pub mod alias;
+pub mod decoded;
 pub mod demand;
 pub mod elide;
 pub mod layout;

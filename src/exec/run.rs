@@ -7,7 +7,7 @@ use crate::error::{self, Error};
 use crate::format::fb;
 use crate::kernel_api::{KernelCtx, KernelFn, Observer, TensorSlot, Value};
 
-use super::demand::RowDemand;
+use super::decoded::{Decoded, Kind};
 
 /// Default budget of executed instructions per `execute` (`Method::set_step_limit` changes
 /// it): a program may loop with `JumpFalseCall`, and the caller decides how long it may run.
@@ -23,8 +23,11 @@ pub struct Frame<'c, 'a, 'p> {
     pub scratch: &'c mut [u8],
     /// Executed instructions allowed in this run ([`Error::StepLimit`] past it).
     pub step_limit: u64,
-    /// Output rows the program reads of some matmuls' outputs (`exec::demand`).
-    pub demand: &'c [RowDemand],
+    /// Whether the load-time row restrictions (`exec::demand`, in `decoded`) apply: a whole
+    /// run in program order.
+    pub rows: bool,
+    /// The instructions decoded at load (`exec::decoded`), numbered across chains.
+    pub decoded: &'c [Decoded<'p>],
     /// Instructions (numbered across chains) proved free of output aliasing at load
     /// (`exec::alias`; the others are checked as they run), or elided copies
     /// (`exec::elide`), which are skipped.
@@ -55,6 +58,7 @@ impl<'p> Frame<'_, '_, 'p> {
         for (ci, chain) in plan.chains().unwrap_or_default().iter().enumerate() {
             let instrs = chain.instructions().unwrap_or_default();
             let proved = self.proved.get(base..base + instrs.len()).unwrap_or(&[]);
+            let decoded = self.decoded.get(base..base + instrs.len()).unwrap_or(&[]);
             base += instrs.len();
             let mut pc = 0usize;
             let mut steps = 0u64;
@@ -74,7 +78,10 @@ impl<'p> Frame<'_, '_, 'p> {
                 pc = if sure.elided() {
                     pc + 1
                 } else {
-                    self.step(ci, pc, instrs.get(pc), sure)?
+                    match decoded.get(pc) {
+                        Some(d) if d.kind != Kind::Other => self.call(pc, *d, sure)?,
+                        _ => self.step(pc, instrs.get(pc))?,
+                    }
                 };
             }
         }
@@ -107,77 +114,68 @@ impl<'p> Frame<'_, '_, 'p> {
         if self.proved.get(before + pc).is_some_and(|p| p.elided()) {
             return Ok(());
         }
-        self.step(chain, pc, ins, super::alias::Proof::NONE)
-            .map(|_| ())
+        match self.decoded.get(before + pc) {
+            Some(d) if d.kind != Kind::Other => self.call(pc, *d, super::alias::Proof::NONE),
+            _ => self.step(pc, ins),
+        }
+        .map(|_| ())
     }
 
-    /// Executes one instruction; returns the next pc.
-    fn step(
+    /// Executes the kernel or delegate call `d` (instruction `pc` of its chain); returns the
+    /// next pc.
+    fn call(
         &mut self,
-        chain: usize,
         pc: usize,
-        ins: fb::Instruction<'p>,
+        d: Decoded<'p>,
         proved: super::alias::Proof,
     ) -> Result<usize, Error> {
+        let rows = d
+            .rows
+            .filter(|_| self.rows)
+            .map(|(v, lo, hi)| (v as usize, lo as usize, hi as usize));
+        let index = d.index as usize;
+        let mut ctx = KernelCtx::new(self.values, self.tensors, d.args, self.scratch)
+            .with_rows(rows)
+            .with_alias_proof(proved)
+            .with_observer(
+                self.observer
+                    .as_mut()
+                    .map(|o| &mut **o as &mut dyn Observer),
+            );
+        if d.kind == Kind::Kernel {
+            let f = *self.kernels.get(index).ok_or(Error::Execution {
+                instruction: pc,
+                detail: "operator index out of range",
+            })?;
+            f(&mut ctx).map_err(|source| Error::Kernel {
+                instruction: pc,
+                operator: op_name(self.plan, index),
+                source,
+            })?;
+        } else {
+            let slot = self.delegates.get(index).ok_or(Error::Execution {
+                instruction: pc,
+                detail: "delegate index out of range",
+            })?;
+            slot.backend
+                .execute(&slot.init, slot.state, &mut ctx)
+                .map_err(|source| Error::Delegate {
+                    instruction: pc,
+                    backend: error::name(slot.backend.id()),
+                    source,
+                })?;
+        }
+        Ok(pc + 1)
+    }
+
+    /// Executes a move, jump or free (kernel and delegate calls go through [`Frame::call`]);
+    /// returns the next pc.
+    fn step(&mut self, pc: usize, ins: fb::Instruction<'p>) -> Result<usize, Error> {
         let broken = Error::Execution {
             instruction: pc,
             detail: "malformed instruction",
         };
-        let rows = self
-            .demand
-            .iter()
-            .find(|d| d.chain as usize == chain && d.pc as usize == pc)
-            .map(|d| (d.value as usize, d.lo as usize, d.hi as usize));
         match ins.instr_args_type() {
-            fb::InstructionArguments::KernelCall => {
-                let k = ins.instr_args_as_kernel_call().ok_or(broken)?;
-                let op = k.op_index() as usize;
-                let f = self.kernels[op];
-                let mut ctx = KernelCtx::new(
-                    self.values,
-                    self.tensors,
-                    k.args().unwrap_or_default(),
-                    self.scratch,
-                )
-                .with_rows(rows)
-                .with_alias_proof(proved)
-                .with_observer(
-                    self.observer
-                        .as_mut()
-                        .map(|o| &mut **o as &mut dyn Observer),
-                );
-                f(&mut ctx).map_err(|source| Error::Kernel {
-                    instruction: pc,
-                    operator: op_name(self.plan, op),
-                    source,
-                })?;
-                Ok(pc + 1)
-            }
-            fb::InstructionArguments::DelegateCall => {
-                let d = ins.instr_args_as_delegate_call().ok_or(broken)?;
-                let slot = self.delegates[d.delegate_index() as usize];
-                let mut ctx = KernelCtx::new(
-                    self.values,
-                    self.tensors,
-                    d.args().unwrap_or_default(),
-                    self.scratch,
-                )
-                .with_rows(rows)
-                .with_alias_proof(proved)
-                .with_observer(
-                    self.observer
-                        .as_mut()
-                        .map(|o| &mut **o as &mut dyn Observer),
-                );
-                slot.backend
-                    .execute(&slot.init, slot.state, &mut ctx)
-                    .map_err(|source| Error::Delegate {
-                        instruction: pc,
-                        backend: error::name(slot.backend.id()),
-                        source,
-                    })?;
-                Ok(pc + 1)
-            }
             fb::InstructionArguments::MoveCall => {
                 let m = ins.instr_args_as_move_call().ok_or(broken)?;
                 self.values[m.move_to() as usize] = self.values[m.move_from() as usize];

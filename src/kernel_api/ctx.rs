@@ -23,7 +23,7 @@ const MAX_OUTPUTS: usize = 64;
 pub struct KernelCtx<'c, 'a, 'p> {
     pub(crate) values: &'c mut [Value<'p>],
     pub(crate) tensors: &'c mut [TensorSlot],
-    pub(crate) args: Vector<'p, i32>,
+    pub(crate) args: &'p [i32],
     pub(crate) scratch: &'c mut [u8],
     /// How many outputs were handed out: their data ranges are the first `outputs_len`
     /// entries of `outputs`.
@@ -102,7 +102,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     pub(crate) fn new(
         values: &'c mut [Value<'p>],
         tensors: &'c mut [TensorSlot],
-        args: Vector<'p, i32>,
+        args: &'p [i32],
         scratch: &'c mut [u8],
     ) -> Self {
         KernelCtx {
@@ -200,14 +200,14 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     fn index(&self, arg: usize) -> Result<usize, KernelError> {
-        if arg >= self.args.len() {
-            return Err(KernelError::ArgCount {
+        // Indices were validated against the value table at load.
+        match self.args.get(arg) {
+            Some(&v) => Ok(v as usize),
+            None => Err(KernelError::ArgCount {
                 expected: arg + 1,
                 got: self.args.len(),
-            });
+            }),
         }
-        // Indices were validated against the value table at load.
-        Ok(self.args.get(arg) as usize)
     }
 
     /// The raw value of argument `arg`.
@@ -517,8 +517,8 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             }
         } else if lo != hi {
             // Every other tensor argument (direct or in a list) must not overlap this output.
-            for a in 0..self.args.len() {
-                let vi = self.args.get(a) as usize;
+            for (a, &vi) in self.args.iter().enumerate() {
+                let vi = vi as usize;
                 // The same tensor at another argument is fine (an in-place op's return, an
                 // `.out` op's out and return) unless the kernel already holds it for reading.
                 let read = a != arg && self.read.get() & (1 << a.min(63)) != 0;

@@ -144,6 +144,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             tables.proved,
         );
         crate::exec::alias::prove(plan, tables.values, tables.tensors, tables.proved);
+        crate::exec::decoded::decode(plan, &demand, tables.decoded)?;
         Ok(Method {
             meta,
             tables,
@@ -324,9 +325,10 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             kernels: t.kernels,
             delegates: t.delegates,
             scratch: t.scratch,
-            demand: if whole { &self.demand } else { &[] },
+            rows: whole,
             // Alias proofs and elided copies are facts about storage, true in any order.
             proved: t.proved,
+            decoded: t.decoded,
             step_limit: self.step_limit,
             observer,
         }
