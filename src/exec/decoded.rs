@@ -72,32 +72,28 @@ pub fn decode<'p>(
                 detail: "argument list not a 4-byte-aligned int array",
             };
             let (kind, index, args) = match ins.instr_args_type() {
-                fb::InstructionArguments::KernelCall => {
-                    match ins.instr_args_as_kernel_call() {
-                        Some(k) => (
-                            Kind::Kernel,
-                            k.op_index() as u32,
-                            match k.args() {
-                                Some(a) => as_slice(a).ok_or(misaligned)?,
-                                None => &[],
-                            },
-                        ),
-                        None => (Kind::Other, 0, &[][..]),
-                    }
-                }
-                fb::InstructionArguments::DelegateCall => {
-                    match ins.instr_args_as_delegate_call() {
-                        Some(d) => (
-                            Kind::Delegate,
-                            d.delegate_index() as u32,
-                            match d.args() {
-                                Some(a) => as_slice(a).ok_or(misaligned)?,
-                                None => &[],
-                            },
-                        ),
-                        None => (Kind::Other, 0, &[][..]),
-                    }
-                }
+                fb::InstructionArguments::KernelCall => match ins.instr_args_as_kernel_call() {
+                    Some(k) => (
+                        Kind::Kernel,
+                        k.op_index() as u32,
+                        match k.args() {
+                            Some(a) => as_slice(a).ok_or(misaligned)?,
+                            None => &[],
+                        },
+                    ),
+                    None => (Kind::Other, 0, &[][..]),
+                },
+                fb::InstructionArguments::DelegateCall => match ins.instr_args_as_delegate_call() {
+                    Some(d) => (
+                        Kind::Delegate,
+                        d.delegate_index() as u32,
+                        match d.args() {
+                            Some(a) => as_slice(a).ok_or(misaligned)?,
+                            None => &[],
+                        },
+                    ),
+                    None => (Kind::Other, 0, &[][..]),
+                },
                 _ => (Kind::Other, 0, &[][..]),
             };
             let rows = demand

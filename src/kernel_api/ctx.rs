@@ -479,7 +479,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         arg: usize,
         shape: &Shape,
     ) -> Result<TensorMut<'a>, KernelError> {
-        {
+        let (dtype, data, lo, hi) = {
             let t = &mut self.tensors[slot];
             if !t.writable {
                 return Err(KernelError::ReadOnly { arg });
@@ -503,10 +503,13 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             if t.data.is_null() && need > 0 {
                 return Err(KernelError::NoData { arg });
             }
-            t.shape = *shape;
-        }
-        let t = self.tensors[slot];
-        let (lo, hi) = t.range();
+            // A static tensor keeps its shape: no 136-byte store when nothing changes.
+            if t.shape.dims() != shape.dims() {
+                t.shape = *shape;
+            }
+            let lo = t.data as usize;
+            (t.dtype, t.data, lo, if need == 0 { lo } else { lo + need })
+        };
         if lo != hi && self.alias_proof.proved() {
             // Proved at load: only an output naming the tensor of another position the kernel
             // already read is left to refuse.
@@ -550,9 +553,9 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             }
         }
         Ok(TensorMut {
-            dtype: t.dtype,
+            dtype,
             shape: *shape,
-            data: t.data,
+            data,
             arg,
             _life: PhantomData,
         })
