@@ -704,11 +704,11 @@ unsafe fn panel_group<const V: usize, const G: usize>(
         }
         while p < k {
             let xs = *x.add(p);
-            for g in 0..G {
-                for v in 0..V {
-                    acc[g][v] = vfmaq_n_f32(acc[g][v], vld1q_f32(bp[g].add(4 * v)), xs);
+            for (row, b) in acc.iter_mut().zip(bp.iter_mut()) {
+                for (v, a) in row.iter_mut().enumerate() {
+                    *a = vfmaq_n_f32(*a, vld1q_f32(b.add(4 * v)), xs);
                 }
-                bp[g] = bp[g].add(nr);
+                *b = b.add(nr);
             }
             p += 1;
         }
