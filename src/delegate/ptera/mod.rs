@@ -443,12 +443,19 @@ fn quant_scratch_f32(m: usize, k: usize) -> Option<usize> {
     m.checked_mul(2)?.checked_add(m.checked_mul(k)?.div_ceil(4))
 }
 
+/// The little-endian u32 at byte `at` of a record (0 past its end: records are written
+/// whole by `encode`, so this only guards against a short state area).
 fn u32_at(r: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]])
+    r.get(at..at.wrapping_add(4))
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
 }
 
+/// The little-endian u64 at byte `at` (0 past the end, as [`u32_at`]).
 fn u64_at(r: &[u8], at: usize) -> u64 {
-    u64::from(u32_at(r, at)) | (u64::from(u32_at(r, at + 4)) << 32)
+    r.get(at..at.wrapping_add(8))
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// The state record of one operation (little endian):
