@@ -376,7 +376,9 @@ fn base_of(g: &Graph<'_>, v: usize, dim: usize, pc: usize) -> Option<(Base, usiz
 /// Shape with dimension `dim` cut to `rows`.
 fn cut_shape(sizes: &[usize], dim: usize, rows: usize) -> Vec<usize> {
     let mut s = sizes.to_vec();
-    s[dim] = rows;
+    if let Some(d) = s.get_mut(dim) {
+        *d = rows;
+    }
     s
 }
 
@@ -819,9 +821,8 @@ impl Rows<'_, '_> {
             if let Some(NewValue::Tensor(t)) = self.edit.new_values.get_mut(v - self.nvalues) {
                 t.alloc = Some(at);
             }
-        } else if let Some(Some((m, o, b))) = self.g.alloc.get_mut(v) {
+        } else if let Some(Some((m, o, _))) = self.g.alloc.get_mut(v) {
             (*m, *o) = at;
-            let _ = b;
         }
     }
 }
