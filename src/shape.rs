@@ -60,6 +60,13 @@ impl Shape {
         &mut self.dims[..self.rank as usize]
     }
 
+    /// Whether both have the same rank and dims (an inline loop: a slice comparison calls
+    /// `memcmp`, which costs more than the few dims compared).
+    #[inline]
+    pub fn same_dims(&self, o: &Shape) -> bool {
+        self.rank == o.rank && self.dims().iter().zip(o.dims()).all(|(a, b)| a == b)
+    }
+
     /// Number of elements (1 for rank 0). Saturates instead of overflowing.
     pub fn numel(&self) -> usize {
         self.dims().iter().fold(1usize, |a, &d| a.saturating_mul(d))

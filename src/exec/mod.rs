@@ -1,7 +1,7 @@
 //! Execution machinery under the public [`Method`](crate::Method) API: the operator and
 //! backend [`Registry`], validation of a plan, the metadata-buffer layout, the value table,
 //! the instruction loop, and the load-time analyses (output-row demand, copy elision, output
-//! aliasing).
+//! aliasing) and decoding of the instructions for the loop.
 
 pub mod alias;
 pub mod decoded;

@@ -492,8 +492,9 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
                 return Err(KernelError::NonContiguous { arg });
             }
             let need = shape.numel().saturating_mul(t.dtype.size());
+            let same = t.shape.same_dims(shape);
             let fits = match t.dynamism {
-                Dynamism::Static => shape.dims() == t.shape.dims() || need == t.nbytes(),
+                Dynamism::Static => same || need == t.nbytes(),
                 Dynamism::Bound => need <= t.capacity,
             };
             if !fits || need > t.capacity {
@@ -508,7 +509,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
                 return Err(KernelError::NoData { arg });
             }
             // A static tensor keeps its shape: no 136-byte store when nothing changes.
-            if t.shape.dims() != shape.dims() {
+            if !same {
                 t.shape = *shape;
             }
             let lo = t.data as usize;
