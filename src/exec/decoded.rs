@@ -71,27 +71,20 @@ pub fn decode<'p>(
                 index: pc,
                 detail: "argument list not a 4-byte-aligned int array",
             };
+            let call = |kind, index: i32, args: Option<flatbuffers::Vector<'p, i32>>| {
+                let args = match args {
+                    Some(a) => as_slice(a).ok_or(misaligned)?,
+                    None => &[],
+                };
+                Ok::<_, Error>((kind, index as u32, args))
+            };
             let (kind, index, args) = match ins.instr_args_type() {
                 fb::InstructionArguments::KernelCall => match ins.instr_args_as_kernel_call() {
-                    Some(k) => (
-                        Kind::Kernel,
-                        k.op_index() as u32,
-                        match k.args() {
-                            Some(a) => as_slice(a).ok_or(misaligned)?,
-                            None => &[],
-                        },
-                    ),
+                    Some(k) => call(Kind::Kernel, k.op_index(), k.args())?,
                     None => (Kind::Other, 0, &[][..]),
                 },
                 fb::InstructionArguments::DelegateCall => match ins.instr_args_as_delegate_call() {
-                    Some(d) => (
-                        Kind::Delegate,
-                        d.delegate_index() as u32,
-                        match d.args() {
-                            Some(a) => as_slice(a).ok_or(misaligned)?,
-                            None => &[],
-                        },
-                    ),
+                    Some(d) => call(Kind::Delegate, d.delegate_index(), d.args())?,
                     None => (Kind::Other, 0, &[][..]),
                 },
                 _ => (Kind::Other, 0, &[][..]),

@@ -281,6 +281,27 @@ impl<'a> Graph<'a> {
         Some(out)
     }
 
+    /// Whether the bytes instruction `s` writes are read, and made a method output, only as
+    /// value `out` (no later instruction reads them through a view under another name).
+    pub fn read_by_name_only(&self, s: usize, out: usize) -> bool {
+        let n = self.ins.len();
+        let from_s = |r: usize, j: usize| {
+            r != out
+                && self.alloc.get(r).copied().flatten().is_some()
+                && self
+                    .sources(r, j)
+                    .is_some_and(|src| src.contains(&Source::Ins(s)))
+        };
+        let reads_ok = self
+            .ins
+            .iter()
+            .enumerate()
+            .skip(s + 1)
+            .filter(|(_, i)| !i.removed)
+            .all(|(j, i)| !i.reads.iter().any(|&r| from_s(r, j)));
+        reads_ok && !self.outputs.iter().any(|&o| from_s(o, n))
+    }
+
     /// The last kept instruction at or after `from` that reads or writes one of `vs`
     /// (`from` when none does).
     pub fn last_touch(&self, vs: &BTreeSet<usize>, from: usize) -> usize {

@@ -135,27 +135,8 @@ fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
     }
     // The select's output is read under its own name only (it moves to fresh bytes: the
     // product now writes it, and ExecuTorch's plan may have put it over the product's inputs).
-    for (j, i) in g.ins.iter().enumerate().skip(s + 1) {
-        if i.removed {
-            continue;
-        }
-        for &r in &i.reads {
-            if r != out
-                && g.alloc.get(r).copied().flatten().is_some()
-                && g.sources(r, j)
-                    .is_some_and(|src| src.contains(&Source::Ins(s)))
-            {
-                return None;
-            }
-        }
-    }
-    for &o in &g.outputs {
-        if o != out
-            && g.sources(o, n)
-                .is_some_and(|src| src.contains(&Source::Ins(s)))
-        {
-            return None;
-        }
+    if !g.read_by_name_only(s, out) {
+        return None;
     }
     // The select's output: planned, not over the product, `cols` elements of the same dtype.
     if g.alloc[out].is_none()

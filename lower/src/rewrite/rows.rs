@@ -146,7 +146,7 @@ pub fn seeds(g: &Graph<'_>) -> Vec<Seed> {
         {
             continue;
         }
-        if g.alloc[out_v].is_none() || !read_by_name_only(g, s, out_v) {
+        if g.alloc[out_v].is_none() || !g.read_by_name_only(s, out_v) {
             continue;
         }
         out.push(Seed {
@@ -160,30 +160,6 @@ pub fn seeds(g: &Graph<'_>) -> Vec<Seed> {
         });
     }
     out
-}
-
-/// Whether the bytes instruction `s` writes are read (and output) as value `out` only.
-fn read_by_name_only(g: &Graph<'_>, s: usize, out: usize) -> bool {
-    let n = g.ins.len();
-    for (j, i) in g.ins.iter().enumerate().skip(s + 1) {
-        if i.removed {
-            continue;
-        }
-        for &r in &i.reads {
-            if r != out
-                && g.alloc.get(r).copied().flatten().is_some()
-                && g.sources(r, j)
-                    .is_some_and(|src| src.contains(&Source::Ins(s)))
-            {
-                return false;
-            }
-        }
-    }
-    g.outputs.iter().all(|&o| {
-        o == out
-            || g.sources(o, n)
-                .is_none_or(|src| !src.contains(&Source::Ins(s)))
-    })
 }
 
 /// Operators whose every tensor input is broadcast to the output elementwise.
