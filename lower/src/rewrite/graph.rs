@@ -200,6 +200,15 @@ impl<'a> Graph<'a> {
             .flatten()
     }
 
+    /// Value `v` when it is an Int of the program itself: no kept instruction writes it.
+    pub fn const_int(&self, v: usize) -> Option<i64> {
+        let written = self.ins.iter().any(|i| !i.removed && i.writes.contains(&v));
+        if written {
+            return None;
+        }
+        self.int(v)
+    }
+
     /// The program's scalar type code of tensor `v`.
     pub fn scalar_type(&self, v: usize) -> Option<i8> {
         let vals = self.view.plan.values()?;

@@ -69,13 +69,7 @@ fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
     let arg = |pc: usize, k: usize| g.ins[pc].args.get(k).and_then(|&a| usize::try_from(a).ok());
     let (xv, dim_v, idx_v, out) = (arg(s, 0)?, arg(s, 1)?, arg(s, 2)?, arg(s, 3)?);
     // dim and index are constants of the program (no instruction writes them).
-    if g.ins
-        .iter()
-        .any(|i| !i.removed && i.writes.iter().any(|w| *w == dim_v || *w == idx_v))
-    {
-        return None;
-    }
-    let (dim, index) = (g.int(dim_v)?, g.int(idx_v)?);
+    let (dim, index) = (g.const_int(dim_v)?, g.const_int(idx_v)?);
     let tx = g.tensor(xv)?;
     let rank = tx.sizes.len();
     if rank < 2 || !tx.contiguous {

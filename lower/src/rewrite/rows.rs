@@ -116,7 +116,8 @@ pub fn seeds(g: &Graph<'_>) -> Vec<Seed> {
             continue;
         }
         let rank = t.sizes.len() as i64;
-        let Some(dim) = g.int(dv).filter(|d| (-rank..rank).contains(d)) else {
+        // Dim, bounds and step are constants of the program (no instruction writes them).
+        let Some(dim) = g.const_int(dv).filter(|d| (-rank..rank).contains(d)) else {
             continue;
         };
         let dim = if dim < 0 { dim + rank } else { dim } as usize;
@@ -127,23 +128,17 @@ pub fn seeds(g: &Graph<'_>) -> Vec<Seed> {
             if g.kind_of(v) == Some(fb::KernelTypes::Null) {
                 return Some(default);
             }
-            let b = g.int(v)?;
+            let b = g.const_int(v)?;
             Some((if b < 0 { b + size } else { b }).clamp(0, size))
         };
-        let (Some(lo), Some(hi), Some(1)) =
-            (bound(2, 0), bound(3, size), arg(4).and_then(|v| g.int(v)))
-        else {
+        let (Some(lo), Some(hi), Some(1)) = (
+            bound(2, 0),
+            bound(3, size),
+            arg(4).and_then(|v| g.const_int(v)),
+        ) else {
             continue;
         };
         if lo >= hi || (hi - lo) == size {
-            continue;
-        }
-        // Bounds are constants of the program (no instruction writes them).
-        let consts = [arg(1), arg(2), arg(3), arg(4)];
-        if g.ins
-            .iter()
-            .any(|j| !j.removed && j.writes.iter().any(|w| consts.contains(&Some(*w))))
-        {
             continue;
         }
         if g.alloc[out_v].is_none() || !g.read_by_name_only(s, out_v) {
