@@ -374,7 +374,7 @@ pub fn execute_plan(
                     let product =
                         |a: &[i8], ap: &[QParams], m: usize, o: &mut [f32]| match packed_rows {
                             Some((data, scales)) => quant::gemm_qd8_f32_p4x4(
-                                qkernel, a, ap, m, k, data, scales, n, b, wsums, o, None,
+                                qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,
                             ),
                             None => quant::gemm_qd8_f32(
                                 qkernel,
@@ -387,7 +387,7 @@ pub fn execute_plan(
                                 b,
                                 Some(wsums),
                                 o,
-                                None,
+                                clamp,
                             ),
                         };
                     if locs[x as usize].dt == DT_QD8 {
@@ -437,6 +437,8 @@ pub fn execute_plan(
                         quant::quantize_rows_qd8(&xs[lo * k..hi * k], k, a, ap);
                         product(a, ap, rows, o)?
                     }
+                    // The node's clamp went into the product's stores.
+                    continue;
                 } else {
                     let (xs, o) = match demanded {
                         Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {

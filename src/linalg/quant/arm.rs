@@ -264,24 +264,138 @@ unsafe fn sdot_lane<const L: i32>(acc: int32x4_t, w: int8x16_t, a: int8x16_t) ->
     r
 }
 
-/// `NB` blocks of 4 output channels of int8 weights packed `qc8w_p4x4` (see
-/// [`super::packed`]), all `m` rows, 4 at a time: per 16 depth steps 4 activation loads, 4
-/// weight vectors per block and 16 `SDOT`s by element per block; the sums land one channel per
-/// lane, so the epilogue is the per-channel one of [`block`] without a reduction.
+/// The per-channel constants of a filter packed `qc8w_p4x4`, for [`gemm_p4x4`]: `n` column
+/// sums (fp32, integers), `n` fp32 scales (little-endian bytes, any alignment), `n` biases
+/// or null, and the clamp.
+#[derive(Clone, Copy, Debug)]
+pub struct PackedColumns {
+    pub sums: *const f32,
+    pub scales: *const u8,
+    pub bias: *const f32,
+    pub n: usize,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// Column sums (as `i32`), scales and biases of block `b` (4 channels; past `n` zero).
 ///
 /// # Safety
-/// FEAT_DotProd; `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads, `ap` for `m`; each `w[b]`
-/// for `4·k` bytes; `out + b·4` valid for `ncols[b] ≤ 4` floats at each of the `m` rows
-/// (rows `ldo` apart).
+/// `c`'s pointers valid for `c.n` elements.
+#[inline(always)]
+unsafe fn block_constants(c: &PackedColumns, b: usize) -> (int32x4_t, float32x4_t, float32x4_t) {
+    let j0 = 4 * b;
+    // SAFETY: whole blocks read 4 elements from j0 + 4 ≤ n; a partial block reads its
+    // `n - j0` elements into zeroed arrays.
+    unsafe {
+        if j0 + 4 <= c.n {
+            let bias = if c.bias.is_null() {
+                vdupq_n_f32(0.0)
+            } else {
+                vld1q_f32(c.bias.add(j0))
+            };
+            (
+                // exact: per-channel sums are integers below 2^24
+                vcvtq_s32_f32(vld1q_f32(c.sums.add(j0))),
+                vreinterpretq_f32_u8(vld1q_u8(c.scales.add(4 * j0))),
+                bias,
+            )
+        } else {
+            let (mut s, mut sc, mut bi) = ([0f32; 4], [0u8; 16], [0f32; 4]);
+            let r = c.n - j0;
+            core::ptr::copy_nonoverlapping(c.sums.add(j0), s.as_mut_ptr(), r);
+            core::ptr::copy_nonoverlapping(c.scales.add(4 * j0), sc.as_mut_ptr(), 4 * r);
+            if !c.bias.is_null() {
+                core::ptr::copy_nonoverlapping(c.bias.add(j0), bi.as_mut_ptr(), r);
+            }
+            (
+                vcvtq_s32_f32(vld1q_f32(s.as_ptr())),
+                vreinterpretq_f32_u8(vld1q_u8(sc.as_ptr())),
+                vld1q_f32(bi.as_ptr()),
+            )
+        }
+    }
+}
+
+/// Blocks `blocks` (4 output channels each) of an int8 filter packed `qc8w_p4x4` (see
+/// [`super::packed`]) times all `m` quantized rows: pairs of blocks through
+/// [`tile_p4x4`], a last single block alone. `out` is the output's column 0, rows `ldo` apart.
+///
+/// # Safety
+/// FEAT_DotProd; `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads, `ap` for `m`; `w` for
+/// `4·k` bytes per block up to `blocks.end`; `c` as [`block_constants`] with
+/// `4·(blocks.end - 1) < c.n`; `out` writable at columns `4·blocks.start..min(c.n,
+/// 4·blocks.end)` of each of the `m` rows.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "dotprod")]
-pub unsafe fn block_p4x4<const NB: usize>(
+pub unsafe fn gemm_p4x4(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &PackedColumns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
+    let ncols = |b: usize| (c.n - 4 * b).min(4);
+    let mut b = blocks.start;
+    // SAFETY: the caller's extents, block by block.
+    unsafe {
+        while b < blocks.end {
+            if b + 2 <= blocks.end {
+                tile_p4x4::<2>(
+                    a,
+                    ap,
+                    m,
+                    k,
+                    [w.add(4 * b * k), w.add(4 * (b + 1) * k)],
+                    [block_constants(c, b), block_constants(c, b + 1)],
+                    (c.lo, c.hi),
+                    out.add(4 * b),
+                    ldo,
+                    [ncols(b), ncols(b + 1)],
+                );
+                b += 2;
+            } else {
+                tile_p4x4::<1>(
+                    a,
+                    ap,
+                    m,
+                    k,
+                    [w.add(4 * b * k)],
+                    [block_constants(c, b)],
+                    (c.lo, c.hi),
+                    out.add(4 * b),
+                    ldo,
+                    [ncols(b)],
+                );
+                b += 1;
+            }
+        }
+    }
+}
+
+/// `NB` blocks of 4 output channels of packed int8 weights, all `m` rows, 4 at a time: per 16
+/// depth steps 4 activation loads, 4 weight vectors per block and 16 `SDOT`s by element per
+/// block; the sums land one channel per lane, so the epilogue is the per-channel one of
+/// [`block`] without a reduction. The column constants (`c`: sums, scales, biases) stay in
+/// registers for the whole call, and a 4-row group is stored straight from its accumulators.
+///
+/// # Safety
+/// FEAT_DotProd (the `SDOT`s are assembly); `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads,
+/// `ap` for `m`; each `w[b]` for `4·k` bytes; `out + b·4` valid for `ncols[b] ≤ 4` floats at
+/// each of the `m` rows (rows `ldo` apart).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn tile_p4x4<const NB: usize>(
     a: *const i8,
     ap: *const QParams,
     m: usize,
     k: usize,
     w: [*const u8; NB],
-    c: &[Columns; NB],
+    c: [(int32x4_t, float32x4_t, float32x4_t); NB],
+    clamp: (f32, f32),
     out: *mut f32,
     ldo: usize,
     ncols: [usize; NB],
@@ -290,6 +404,8 @@ pub unsafe fn block_p4x4<const NB: usize>(
     // indices are clamped to `m - 1`; weight reads are at `4·t + 16·q < 4·k`; only the first
     // `min(4, m - i0)` rows and `ncols[b]` columns of block `b` are stored.
     unsafe {
+        let (lo, hi) = (vdupq_n_f32(clamp.0), vdupq_n_f32(clamp.1));
+        let whole = ncols.iter().all(|&n| n >= 4);
         let mut i0 = 0;
         while i0 < m {
             let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
@@ -317,24 +433,24 @@ pub unsafe fn block_p4x4<const NB: usize>(
                 }
                 t += 16;
             }
-            for b in 0..NB {
-                let cb = &c[b];
-                let isum = vcvtq_s32_f32(vld1q_f32(cb.sum.as_ptr()));
-                let cs = vld1q_f32(cb.scale.as_ptr());
-                let bias = vld1q_f32(cb.bias.as_ptr());
-                let (lo, hi) = (vdupq_n_f32(cb.lo), vdupq_n_f32(cb.hi));
-                for (ii, &i) in idx.iter().enumerate().take((m - i0).min(4)) {
-                    let p = *ap.add(i);
+            let here = (m - i0).min(4);
+            for ii in 0..4 {
+                if ii >= here {
+                    break;
+                }
+                let p = *ap.add(idx[ii]);
+                let o = out.add((i0 + ii) * ldo);
+                for b in 0..NB {
+                    let (isum, cs, bias) = c[b];
                     let s = vmlsq_n_s32(acc[b][ii], isum, p.zero_point);
                     let f = vmulq_n_f32(vcvtq_f32_s32(s), p.scale);
                     let v = vminq_f32(vmaxq_f32(vaddq_f32(vmulq_f32(f, cs), bias), lo), hi);
-                    let o = out.add(i * ldo + 4 * b);
-                    if ncols[b] >= 4 {
-                        vst1q_f32(o, v);
+                    if whole {
+                        vst1q_f32(o.add(4 * b), v);
                     } else {
                         let mut tmp = [0f32; 4];
                         vst1q_f32(tmp.as_mut_ptr(), v);
-                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o, ncols[b]);
+                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o.add(4 * b), ncols[b].min(4));
                     }
                 }
             }

@@ -121,60 +121,70 @@ fn min_max(x: &[f32]) -> (f32, f32) {
     )
 }
 
-/// Neon row quantizer: min/max over 8 lanes (`FMINNM`/`FMAXNM`, NaN ignored like
-/// `f32::min`), then per 8 elements multiply, clamp, round to nearest even (`FCVTNS`), add the
-/// zero point and narrow with saturation (exact: the values are already in range).
+/// Neon row quantizer: min/max over 16 lanes (`FMINNM`/`FMAXNM`, NaN ignored like
+/// `f32::min`), then per 16 elements multiply, raise to the lower bound (`FMAXNM`: NaN goes
+/// there too), round to nearest even (`FCVTNS`), add the zero point with saturation and narrow
+/// with saturation. The saturating narrows are the upper clamp: the bounds are integers, so
+/// clamping before or after rounding gives the same value.
 #[cfg(target_arch = "aarch64")]
 mod neon {
     use crate::linalg::quant::dynamic::{qd8_params, round_ties_even, QParams};
     use core::arch::aarch64::*;
+
+    /// `x[i..i + 16]` (four vectors) quantized to 16 bytes at `q`.
+    ///
+    /// # Safety
+    /// `x` readable for 16 floats, `q` writable for 16 bytes.
+    #[inline(always)]
+    unsafe fn sixteen(x: *const f32, q: *mut i8, s: f32, qlo: float32x4_t, zp: int32x4_t) {
+        // SAFETY: the caller's extents.
+        unsafe {
+            let v = vld1q_f32_x4(x);
+            let r = |x: float32x4_t| {
+                vqaddq_s32(vcvtnq_s32_f32(vmaxnmq_f32(vmulq_n_f32(x, s), qlo)), zp)
+            };
+            let h0 = vqmovn_high_s32(vqmovn_s32(r(v.0)), r(v.1));
+            let h1 = vqmovn_high_s32(vqmovn_s32(r(v.2)), r(v.3));
+            vst1q_s8(q, vqmovn_high_s16(vqmovn_s16(h0), h1));
+        }
+    }
 
     /// # Safety
     /// `x.len() == q.len()`.
     pub(super) unsafe fn quantize_row(x: &[f32], q: &mut [i8]) -> QParams {
         let n = x.len();
         let xp = x.as_ptr();
-        // SAFETY: (whole body) every vector load reads x[i..i + 8] or x[i..i + 4] with
-        // i + 8 ≤ n (resp. i + 4 ≤ n); every store writes q[i..i + 8] with i + 8 ≤ n; the
-        // tails use checked slice indexing.
+        // SAFETY: (whole body) every vector load reads x[i..i + 16] with i + 16 ≤ n; every
+        // store writes q[i..i + 16] with i + 16 ≤ n; the tails use checked slice indexing.
         unsafe {
-            let (mut lo0, mut lo1) = (vdupq_n_f32(f32::INFINITY), vdupq_n_f32(f32::INFINITY));
-            let (mut hi0, mut hi1) = (
-                vdupq_n_f32(f32::NEG_INFINITY),
-                vdupq_n_f32(f32::NEG_INFINITY),
-            );
+            let mut lo = [vdupq_n_f32(f32::INFINITY); 4];
+            let mut hi = [vdupq_n_f32(f32::NEG_INFINITY); 4];
             let mut i = 0;
-            while i + 8 <= n {
-                let (a, b) = (vld1q_f32(xp.add(i)), vld1q_f32(xp.add(i + 4)));
-                lo0 = vminnmq_f32(lo0, a);
-                lo1 = vminnmq_f32(lo1, b);
-                hi0 = vmaxnmq_f32(hi0, a);
-                hi1 = vmaxnmq_f32(hi1, b);
-                i += 8;
+            while i + 16 <= n {
+                let v = vld1q_f32_x4(xp.add(i));
+                let v = [v.0, v.1, v.2, v.3];
+                for j in 0..4 {
+                    lo[j] = vminnmq_f32(lo[j], v[j]);
+                    hi[j] = vmaxnmq_f32(hi[j], v[j]);
+                }
+                i += 16;
             }
-            let mut lo = vminnmvq_f32(vminnmq_f32(lo0, lo1));
-            let mut hi = vmaxnmvq_f32(vmaxnmq_f32(hi0, hi1));
+            let lo4 = vminnmq_f32(vminnmq_f32(lo[0], lo[1]), vminnmq_f32(lo[2], lo[3]));
+            let hi4 = vmaxnmq_f32(vmaxnmq_f32(hi[0], hi[1]), vmaxnmq_f32(hi[2], hi[3]));
+            let (mut lo, mut hi) = (vminnmvq_f32(lo4), vmaxnmvq_f32(hi4));
             for &v in &x[i..] {
                 lo = lo.min(v);
                 hi = hi.max(v);
             }
             let (s, p) = qd8_params(lo, hi);
             let zp = p.zero_point as f32;
-            let (qlo, qhi) = (vdupq_n_f32(-128.0 - zp), vdupq_n_f32(127.0 - zp));
+            let qlo = vdupq_n_f32(-128.0 - zp);
             let vzp = vdupq_n_s32(p.zero_point);
             let qp = q.as_mut_ptr();
             let mut i = 0;
-            while i + 8 <= n {
-                let a = vminnmq_f32(vmaxnmq_f32(vmulq_n_f32(vld1q_f32(xp.add(i)), s), qlo), qhi);
-                let b = vminnmq_f32(
-                    vmaxnmq_f32(vmulq_n_f32(vld1q_f32(xp.add(i + 4)), s), qlo),
-                    qhi,
-                );
-                let ia = vaddq_s32(vcvtnq_s32_f32(a), vzp);
-                let ib = vaddq_s32(vcvtnq_s32_f32(b), vzp);
-                let h = vcombine_s16(vqmovn_s32(ia), vqmovn_s32(ib));
-                vst1_s8(qp.add(i), vqmovn_s16(h));
-                i += 8;
+            while i + 16 <= n {
+                sixteen(xp.add(i), qp.add(i), s, qlo, vzp);
+                i += 16;
             }
             for (o, &v) in q[i..].iter_mut().zip(&x[i..]) {
                 let c = (v * s).max(-128.0 - zp).min(127.0 - zp);

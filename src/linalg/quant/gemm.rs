@@ -440,52 +440,37 @@ pub fn gemm_qd8_f32_p4x4(
     };
     #[cfg(target_arch = "aarch64")]
     if kernel == QuantKernel::NeonDot {
-        let columns = |j0: usize| arm_columns(j0, n, sums, &scale, bias, lo, hi);
         let blocks = n.div_ceil(4);
         let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
         // Pairs of 4-channel blocks (the pairing one core uses), split across cores.
         crate::parallel::for_units(blocks.div_ceil(2), m * k * 8, |lo_p, hi_p, _| {
-            let end = (2 * hi_p).min(blocks);
-            let mut b = 2 * lo_p;
-            while b < end {
-                let two = b + 2 <= end;
-                let ncols = |bb: usize| (n - 4 * bb).min(4);
-                // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); k % 16 == 0 and
-                // the packed size were checked (`check_packed`), so block `bb` has 4·k bytes
-                // at bb·4·k; `a` holds m·k bytes and `ap` m parameters; from column 4·b each
-                // output row of `out` (m·n floats, `ldo = n`) has the `ncols` floats stored,
-                // which belong to this part alone (disjoint pairs of blocks).
-                unsafe {
-                    let o = shared.as_mut_ptr().add(4 * b);
-                    if two {
-                        let w = [data[4 * b * k..].as_ptr(), data[4 * (b + 1) * k..].as_ptr()];
-                        super::arm::block_p4x4::<2>(
-                            a.as_ptr(),
-                            ap.as_ptr(),
-                            m,
-                            k,
-                            w,
-                            &[columns(4 * b), columns(4 * b + 4)],
-                            o,
-                            n,
-                            [ncols(b), ncols(b + 1)],
-                        );
-                    } else {
-                        super::arm::block_p4x4::<1>(
-                            a.as_ptr(),
-                            ap.as_ptr(),
-                            m,
-                            k,
-                            [data[4 * b * k..].as_ptr()],
-                            &[columns(4 * b)],
-                            o,
-                            n,
-                            [ncols(b)],
-                        );
-                    }
-                }
-                b += if two { 2 } else { 1 };
-            }
+            let c = super::arm::PackedColumns {
+                sums: sums.as_ptr(),
+                scales: scales.as_ptr(),
+                bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
+                n,
+                lo,
+                hi,
+            };
+            // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); k % 16 == 0 and the
+            // packed size were checked (`check_packed`), so every block up to `blocks` has
+            // 4·k bytes at b·4·k; `sums`, `scales` (4 bytes each) and `bias` hold n entries
+            // (checked above); `a` holds m·k bytes and `ap` m parameters; the columns of
+            // blocks 2·lo_p.. of each output row (m·n floats, `ldo = n`) belong to this part
+            // alone (disjoint pairs of blocks).
+            unsafe {
+                super::arm::gemm_p4x4(
+                    a.as_ptr(),
+                    ap.as_ptr(),
+                    m,
+                    k,
+                    data.as_ptr(),
+                    &c,
+                    2 * lo_p..(2 * hi_p).min(blocks),
+                    shared.as_mut_ptr(),
+                    n,
+                )
+            };
         });
         return Ok(());
     }
@@ -502,27 +487,4 @@ pub fn gemm_qd8_f32_p4x4(
         }
     }
     Ok(())
-}
-
-/// The constants of the column block starting at `j0` (channels past `n` zero).
-#[cfg(target_arch = "aarch64")]
-fn arm_columns(
-    j0: usize,
-    n: usize,
-    sums: &[f32],
-    scale: &dyn Fn(usize) -> f32,
-    bias: Option<&[f32]>,
-    lo: f32,
-    hi: f32,
-) -> super::arm::Columns {
-    let at = |f: &dyn Fn(usize) -> f32| -> [f32; 4] {
-        core::array::from_fn(|jj| if j0 + jj < n { f(j0 + jj) } else { 0.0 })
-    };
-    super::arm::Columns {
-        sum: at(&|j| sums[j]),
-        scale: at(scale),
-        bias: at(&|j| bias.map_or(0.0, |b| b[j])),
-        lo,
-        hi,
-    }
 }

@@ -306,13 +306,18 @@ fn bad_weights_are_typed_errors() {
 #[test]
 fn quantizer_matches_its_definition_on_random_rows() {
     let mut rng = Rng(9);
-    for len in [1usize, 3, 7, 8, 17, 64, 129, 300] {
+    for len in [1usize, 3, 7, 8, 16, 17, 33, 64, 129, 300] {
         for shift in [-1.0f32, 0.0, 2.5] {
             let mut x = rng.f32s(len, -3.0 + shift, 2.0 + shift);
             // Exact halves after scaling hit the ties-to-even rule.
             if len > 4 {
                 x[1] = 0.0;
                 x[2] = x[0] / 2.0;
+            }
+            // A NaN inside a 16-element vector and one in the tail: both go to the lower bound.
+            if len > 20 {
+                x[18] = f32::NAN;
+                x[len - 1] = f32::NAN;
             }
             let mut q = vec![0i8; len];
             let p = quantize_row_qd8(&x, &mut q);
