@@ -104,6 +104,8 @@ pub struct XnnRegionReport {
     pub quantized_filters: Vec<QuantReport>,
     /// Stock int8 filters repacked for lane-indexed SDOT.
     pub repacked_int8_filters: usize,
+    /// Stock group-wise 4-bit filters repacked for lane-indexed SDOT.
+    pub repacked_int4_filters: usize,
     /// Filters read from a program constant with the same bytes (stored once).
     pub aliased_filters: usize,
 }
@@ -175,6 +177,7 @@ impl Report {
                     "convolutions": c.convolutions,
                     "packed_filters": c.packed_filters,
                     "repacked_int8_filters": c.repacked_int8_filters,
+                    "repacked_int4_filters": c.repacked_int4_filters,
                     "quantized_filters": c.quantized_filters.iter().map(|q| json!({
                         "scheme": q.scheme, "bytes": q.bytes, "fp32_bytes": q.fp32_bytes,
                         "max_rel_err": q.max_rel_err,
@@ -543,7 +546,7 @@ fn lower_stage(
             e.0 += 1;
             e.1.insert((f.orient, f.k, f.n));
         }
-        for f in &r.int8 {
+        for f in &r.stock {
             let e = filter_refs.entry(f.key.as_str()).or_default();
             e.0 += 1;
             e.1.insert((Orient::NxK, f.k, f.n));
@@ -827,14 +830,18 @@ fn lower_stage(
         quants.insert((src, orient), (keys, report));
     }
 
-    // Stock int8 filters of XNNPACK regions: rows repacked for lane-indexed SDOT, column sums
-    // computed; their scales stay where they are.
-    let mut int8_keys: BTreeMap<String, [String; 3]> = BTreeMap::new();
-    for f in xregions.iter().flatten().flat_map(|r| &r.int8) {
-        if int8_keys.contains_key(&f.key) {
+    // Stock quantized filters of XNNPACK regions: rows repacked for lane-indexed SDOT, column
+    // sums computed; int8 scales stay where they are, 4-bit group scales are repacked too.
+    let mut stock_keys: BTreeMap<String, [String; 3]> = BTreeMap::new();
+    for f in xregions.iter().flatten().flat_map(|r| &r.stock) {
+        if stock_keys.contains_key(&f.key) {
             continue;
         }
-        let what = format!("XNNPACK int8 filter {}", f.key);
+        let what = if f.group == 0 {
+            format!("XNNPACK int8 filter {}", f.key)
+        } else {
+            format!("XNNPACK 4-bit filter {}", f.key)
+        };
         let get = |key: &str, len: usize| {
             program
                 .named_data(key)
@@ -842,24 +849,51 @@ fn lower_stage(
                 .map(|d| &d[..len])
                 .ok_or_else(|| LowerError(format!("{what}: named data {key} missing or too small")))
         };
-        let (rows, scales) = (get(&f.key, f.n * f.k)?, get(&f.scales_key, 4 * f.n)?);
-        let qw = ptera::linalg::quant::QWeights::Qc8w { data: rows, scales };
+        let e = |e: ptera::error::KernelError| LowerError(format!("{what}: {e}"));
+        let overflow = || LowerError(format!("{what}: packed size overflows"));
+        use ptera::linalg::quant::{self as q, packed as qp};
         let mut sums = vec![0f32; f.n];
-        ptera::linalg::quant::column_sums(&qw, f.n, f.k, &mut sums)
-            .map_err(|e| LowerError(format!("{what}: {e}")))?;
-        let len = ptera::linalg::quant::packed::packed_len(f.n, f.k)
-            .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
-        let mut packed = vec![0u8; len];
-        ptera::linalg::quant::packed::pack_qc8w_p4x4(rows, f.n, f.k, &mut packed)
-            .map_err(|e| LowerError(format!("{what}: {e}")))?;
-        packed_bytes += packed.len() + sums.len() * 4;
-        let base = format!("ptera/q8p4x4/{}", f.key);
-        let keys = [base.clone(), f.scales_key.clone(), format!("{base}/sums")];
-        segments.push(Seg::Bytes(packed));
-        new_named.push((keys[0].clone(), (segments.len() - 1) as u32));
+        let keys = if f.group == 0 {
+            let (rows, scales) = (get(&f.key, f.n * f.k)?, get(&f.scales_key, 4 * f.n)?);
+            let qw = q::QWeights::Qc8w { data: rows, scales };
+            q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
+            let mut packed = vec![0u8; qp::packed_len(f.n, f.k).ok_or_else(overflow)?];
+            qp::pack_qc8w_p4x4(rows, f.n, f.k, &mut packed).map_err(e)?;
+            packed_bytes += packed.len() + sums.len() * 4;
+            let base = format!("ptera/q8p4x4/{}", f.key);
+            segments.push(Seg::Bytes(packed));
+            new_named.push((base.clone(), (segments.len() - 1) as u32));
+            [base.clone(), f.scales_key.clone(), format!("{base}/sums")]
+        } else {
+            let groups = f.k / f.group;
+            let rows = get(&f.key, f.n * f.k.div_ceil(2))?;
+            let scales = get(&f.scales_key, 2 * f.n * groups)?;
+            let qw = q::QWeights::Qb4w {
+                data: rows,
+                scales,
+                group: f.group,
+            };
+            q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
+            let mut packed = vec![0u8; qp::packed4_len(f.n, f.k).ok_or_else(overflow)?];
+            let slen = qp::packed4_scales_len(f.n, f.k, f.group).ok_or_else(overflow)?;
+            let mut pscales = vec![0f32; slen];
+            qp::pack_qb4w_p4x4(rows, scales, f.n, f.k, f.group, &mut packed, &mut pscales)
+                .map_err(e)?;
+            packed_bytes += packed.len() + 4 * (pscales.len() + sums.len());
+            let base = format!("ptera/q4p4x4/{}", f.key);
+            segments.push(Seg::Bytes(packed));
+            new_named.push((base.clone(), (segments.len() - 1) as u32));
+            segments.push(Seg::Floats(pscales));
+            new_named.push((format!("{base}/scales"), (segments.len() - 1) as u32));
+            [
+                base.clone(),
+                format!("{base}/scales"),
+                format!("{base}/sums"),
+            ]
+        };
         segments.push(Seg::Floats(sums));
         new_named.push((keys[2].clone(), (segments.len() - 1) as u32));
-        int8_keys.insert(f.key.clone(), keys);
+        stock_keys.insert(f.key.clone(), keys);
     }
 
     // Payloads, delegates and instruction edits.
@@ -942,8 +976,9 @@ fn lower_stage(
                 let key = &packs[&(Source::Key(f.key.clone()), f.orient, nr)];
                 filters.push((f.value, key.as_str(), nr));
             }
-            for f in &r.int8 {
-                qfilters.push((f.value, &int8_keys[&f.key], None, true));
+            for f in &r.stock {
+                let group = (f.group > 0).then_some(f.group);
+                qfilters.push((f.value, &stock_keys[&f.key], group, true));
             }
             segments.push(Seg::Bytes(payload::xnn_region(
                 target,
@@ -961,7 +996,8 @@ fn lower_stage(
                 convolutions: r.conv_nodes,
                 packed_filters: filters.len(),
                 quantized_filters: qreports,
-                repacked_int8_filters: r.int8.len(),
+                repacked_int8_filters: r.stock.iter().filter(|f| f.group == 0).count(),
+                repacked_int4_filters: r.stock.iter().filter(|f| f.group > 0).count(),
                 aliased_filters: aliased.len(),
             });
         }

@@ -14,7 +14,8 @@ pub enum WeightSource<'k> {
     /// The constant as a DelegateCall argument at this position.
     Arg(usize),
     /// Quantized rows, scales and column sums under these keys; `group` for 4-bit rows;
-    /// `packed`: int8 rows packed `qc8w_p4x4`.
+    /// `packed`: rows packed for lane-indexed SDOT (int8 `qc8w_p4x4`; 4-bit `qb4w_p4x4`, whose
+    /// `scales` are then the packed fp32 group scales).
     Quant {
         rows: &'k str,
         scales: &'k str,
@@ -54,7 +55,8 @@ pub fn linear_region(
             group = g.unwrap_or(0) as u32;
             (
                 match (g, packed) {
-                    (Some(_), _) => rf::WeightLayout::Int4,
+                    (Some(_), false) => rf::WeightLayout::Int4,
+                    (Some(_), true) => rf::WeightLayout::Int4Packed,
                     (None, true) => rf::WeightLayout::Int8Packed,
                     (None, false) => rf::WeightLayout::Int8,
                 },
@@ -121,8 +123,8 @@ pub fn linear_region(
 
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
 /// filters `(graph value id, named-data key, tile width)` and `quantized` ones `(graph value
-/// id, keys of rows, scales and column sums, group of 4-bit rows, int8 rows packed
-/// `qc8w_p4x4`)`.
+/// id, keys of rows, scales and column sums, group of 4-bit rows, rows packed `qc8w_p4x4` /
+/// `qb4w_p4x4`)`.
 /// `aliased` filters `(graph value id, program constant buffer)` are read from that constant.
 pub fn xnn_region(
     target: &Target,
@@ -158,7 +160,8 @@ pub fn xnn_region(
                 key: Some(key),
                 nr: 0,
                 layout: match (group, packed) {
-                    (Some(_), _) => rf::WeightLayout::Int4,
+                    (Some(_), false) => rf::WeightLayout::Int4,
+                    (Some(_), true) => rf::WeightLayout::Int4Packed,
                     (None, true) => rf::WeightLayout::Int8Packed,
                     (None, false) => rf::WeightLayout::Int8,
                 },

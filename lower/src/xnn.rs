@@ -47,20 +47,23 @@ pub struct Region {
     pub conv_nodes: usize,
     /// Other node kinds and their counts (what the region holds around its products).
     pub nodes: BTreeMap<&'static str, usize>,
-    /// Stock int8 per-channel filters (`qcint8`) of fully-connected nodes, repacked
-    /// `qc8w_p4x4` for lane-indexed SDOT.
-    pub int8: Vec<Int8Filter>,
+    /// Stock quantized filters of fully-connected nodes repacked for lane-indexed SDOT: int8
+    /// per-channel (`qcint8`, as `qc8w_p4x4`) and 4-bit group-wise (`qbint4`, as
+    /// `qb4w_p4x4`).
+    pub stock: Vec<StockFilter>,
 }
 
-/// A stock `qcint8` filter read only as the `[N, K]` filter of fully-connected nodes
-/// (`K % 16 == 0`), its rows and its fp32 scales in named data.
+/// A stock quantized filter read only as the `[N, K]` filter of fully-connected nodes, its
+/// rows and its scales in named data: `qcint8` (`group` 0, fp32 scales `[N]`, `K % 16 == 0`)
+/// or `qbint4` (bf16 scales `[N, K / group]`, `group % 16 == 0`).
 #[derive(Clone, Debug)]
-pub struct Int8Filter {
+pub struct StockFilter {
     pub value: u32,
     pub key: String,
     pub scales_key: String,
     pub k: usize,
     pub n: usize,
+    pub group: usize,
 }
 
 /// The XNNPACK regions of `plan` and, per named-data key, how many graph values (in these
@@ -209,7 +212,7 @@ pub fn regions(
                 fc_transposed.push(w);
             }
         }
-        let mut int8 = Vec::new();
+        let mut stock = Vec::new();
         for (&value, orient) in &filter_use {
             if orient.is_none() || other_use.contains(&value) || fc_transposed.contains(&value) {
                 continue;
@@ -220,35 +223,51 @@ pub fn regions(
             else {
                 continue;
             };
-            let (Some(t), Some(pc)) = (q.tensor_value(), q.quant_params_as_per_channel_quant())
-            else {
-                continue;
-            };
+            let Some(t) = q.tensor_value() else { continue };
             let dims: Vec<usize> = t
                 .dims()
                 .map(|d| d.iter().map(|x| x as usize).collect())
                 .unwrap_or_default();
-            if t.datatype() != xf::XNNDatatype::xnn_datatype_qcint8
-                || dims.len() != 2
-                || !dims[1].is_multiple_of(16)
-                || dims.contains(&0)
-                || pc.channel_dim() != 0
-                || pc.num_scales() as usize != dims[0]
-            {
+            if dims.len() != 2 || dims.contains(&0) {
                 continue;
             }
-            let (Some(key), Some(scales_key)) = (
-                key_at(t.constant_buffer_idx()),
-                key_at(pc.scale_buffer_idx()),
-            ) else {
+            let (n, k) = (dims[0], dims[1]);
+            // (scales buffer, group) of the two repackable kinds.
+            let found = match t.datatype() {
+                xf::XNNDatatype::xnn_datatype_qcint8 => q
+                    .quant_params_as_per_channel_quant()
+                    .filter(|pc| {
+                        k.is_multiple_of(16)
+                            && pc.channel_dim() == 0
+                            && pc.num_scales() as usize == n
+                    })
+                    .map(|pc| (pc.scale_buffer_idx(), 0)),
+                xf::XNNDatatype::xnn_datatype_qbint4 => q
+                    .quant_params_as_per_channel_group_quant()
+                    .filter(|pg| {
+                        let g = pg.group_size() as usize;
+                        pg.channel_dim() == 0
+                            && ptera::linalg::quant::packed::packs4(k, g)
+                            && pg.num_scales() as usize == n * (k / g)
+                    })
+                    .map(|pg| (pg.scale_buffer_idx(), pg.group_size() as usize)),
+                _ => None,
+            };
+            let Some((scales_idx, group)) = found else {
                 continue;
             };
-            int8.push(Int8Filter {
+            let (Some(key), Some(scales_key)) =
+                (key_at(t.constant_buffer_idx()), key_at(scales_idx))
+            else {
+                continue;
+            };
+            stock.push(StockFilter {
                 value,
                 key,
                 scales_key,
-                k: dims[1],
-                n: dims[0],
+                k,
+                n,
+                group,
             });
         }
         let mut filters = Vec::new();
@@ -292,7 +311,7 @@ pub fn regions(
             fc_nodes,
             conv_nodes,
             nodes,
-            int8,
+            stock,
         });
     }
     Ok(out)

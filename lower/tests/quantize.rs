@@ -191,3 +191,28 @@ fn stock_int8_filters_are_repacked() {
         check_outputs(&format!("{case} lowered"), &got, case);
     }
 }
+
+#[test]
+fn stock_group_wise_4_bit_filters_are_repacked() {
+    let target = Target::parse("neon").unwrap();
+    for case in ["opt_8da4w", "gpt2_8da4w", "llama_8da4w", "mlp_8da4w"] {
+        let out = lower_with(
+            pte(case).as_slice(),
+            &target,
+            Options::default(),
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let repacked: usize = out
+            .report
+            .methods
+            .iter()
+            .flat_map(|m| &m.converted)
+            .map(|c| c.repacked_int4_filters)
+            .sum();
+        assert!(repacked >= 2, "{case}: {repacked} 4-bit filters repacked");
+        let got = run_program(&out.bytes, case, &Registry::standard())
+            .unwrap_or_else(|e| panic!("{case} lowered: {e}"));
+        check_outputs(&format!("{case} lowered"), &got, case);
+    }
+}

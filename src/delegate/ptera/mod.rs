@@ -84,7 +84,10 @@ fn xnn_parts<'p>(
         ))?;
         if matches!(
             pf.layout(),
-            rf::WeightLayout::Int8 | rf::WeightLayout::Int4 | rf::WeightLayout::Int8Packed
+            rf::WeightLayout::Int8
+                | rf::WeightLayout::Int4
+                | rf::WeightLayout::Int8Packed
+                | rf::WeightLayout::Int4Packed
         ) {
             let blob = |k: Option<&str>| {
                 k.and_then(|k| init.program.named_data(k))
@@ -94,14 +97,12 @@ fn xnn_parts<'p>(
                     ))
             };
             let (scales, sums) = (blob(pf.scales_key())?, blob(pf.sums_key())?);
-            let group = if pf.layout() == rf::WeightLayout::Int4 {
-                pf.group()
-            } else {
-                0
-            };
-            if !(base as u64 + sums.0).is_multiple_of(4)
-                || (pf.layout() == rf::WeightLayout::Int4 && group == 0)
-            {
+            let four = matches!(
+                pf.layout(),
+                rf::WeightLayout::Int4 | rf::WeightLayout::Int4Packed
+            );
+            let group = if four { pf.group() } else { 0 };
+            if !(base as u64 + sums.0).is_multiple_of(4) || (four && group == 0) {
                 return Err(bad(
                     "ptera region: quantized filter sums misaligned or 4-bit group missing",
                 ));
@@ -116,7 +117,10 @@ fn xnn_parts<'p>(
                         group,
                         scales,
                         sums,
-                        packed: pf.layout() == rf::WeightLayout::Int8Packed,
+                        packed: matches!(
+                            pf.layout(),
+                            rf::WeightLayout::Int8Packed | rf::WeightLayout::Int4Packed
+                        ),
                     }),
                 })
                 .map_err(|_| too_many())?;

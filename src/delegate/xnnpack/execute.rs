@@ -358,21 +358,36 @@ pub fn execute_plan(
                         return Err(bad("fully-connected output smaller than its rows"));
                     }
                     let o = &mut out[lo * n..hi * n];
-                    // Row-major weights, or int8 rows packed ahead for lane-indexed SDOT.
+                    // Row-major weights, or int8 / group-wise 4-bit rows packed ahead for
+                    // lane-indexed SDOT (`wl.group` > 0: 4-bit, with packed fp32 scales).
+                    let group = wl.group as usize;
                     let packed_rows = if wl.flags & QUANT_PACKED != 0 {
-                        let len = quant::packed::packed_len(n, k)
-                            .ok_or(bad("packed filter size overflows"))?;
+                        let (len, slen) = if group > 0 {
+                            (
+                                quant::packed::packed4_len(n, k),
+                                quant::packed::packed4_scales_len(n, k, group)
+                                    .and_then(|s| s.checked_mul(4)),
+                            )
+                        } else {
+                            (quant::packed::packed_len(n, k), n.checked_mul(4))
+                        };
+                        let (Some(len), Some(slen)) = (len, slen) else {
+                            return Err(bad("packed filter size overflows"));
+                        };
                         let at = |off: u64, len: usize| {
                             program
                                 .get(off as usize..(off as usize).saturating_add(len))
                                 .ok_or(bad("packed filter outside the program"))
                         };
-                        Some((at(wl.offset, len)?, at(wl.aux, 4 * n)?))
+                        Some((at(wl.offset, len)?, at(wl.aux, slen)?))
                     } else {
                         None
                     };
                     let product =
                         |a: &[i8], ap: &[QParams], m: usize, o: &mut [f32]| match packed_rows {
+                            Some((data, scales)) if group > 0 => quant::gemm_qd8_f32_qb4w_p4x4(
+                                qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o, clamp,
+                            ),
                             Some((data, scales)) => quant::gemm_qd8_f32_p4x4(
                                 qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,
                             ),

@@ -98,7 +98,9 @@ pub struct QuantFilter {
     /// (program byte offset, length) of the scales and of the fp32 column sums `[N]`.
     pub scales: (u64, u64),
     pub sums: (u64, u64),
-    /// int8 rows packed `qc8w_p4x4` (`linalg::quant::packed`) instead of row-major.
+    /// Rows packed for lane-indexed `SDOT` (`linalg::quant::packed`) instead of row-major:
+    /// int8 `qc8w_p4x4` (fp32 scales `[N]`), or with a group 4-bit `qb4w_p4x4` (packed fp32
+    /// group scales).
     pub packed: bool,
 }
 
@@ -360,8 +362,13 @@ fn analyze(
         }
         let vid = kinds.len() as u32;
         let (kind, ext, offset) = if let Some(p) = packed.iter().find(|p| p.value == vid) {
-            // fp32 filters may be packed, aliased or quantized ahead; int8 ones repacked.
-            let repack = dt == DT_QC8W && p.quant.is_some_and(|q| q.group == 0);
+            // fp32 filters may be packed, aliased or quantized ahead; int8 and group-wise
+            // 4-bit ones repacked (4-bit in their own groups).
+            let repack = match p.quant {
+                Some(q) if dt == DT_QC8W => q.group == 0,
+                Some(q) if dt == DT_QB4W => q.packed && q.group == qi.1,
+                _ => false,
+            };
             if !(dt == DT_F32 || repack)
                 || t.constant_buffer_idx() == 0
                 || flags != 0
@@ -372,7 +379,9 @@ fn analyze(
             let base = init.program.bytes().as_ptr() as u64;
             if let Some(q) = p.quant {
                 // Sizes are checked against the node's (n, k) in the node pass.
-                if dl.len() != 2 || (q.group > 0 && (q.group % 2 != 0 || q.packed)) {
+                if dl.len() != 2
+                    || (q.group > 0 && (q.group % 2 != 0 || q.packed && q.group % 16 != 0))
+                {
                     return Err(bad(
                         "quantized filter override is not 2-D or its group is odd",
                     ));
@@ -691,6 +700,17 @@ fn analyze(
                                             4 * n,
                                         ),
                                         None => (n * k, 4 * n),
+                                        Some(_) if q.packed => {
+                                            use crate::linalg::quant::packed as qp;
+                                            let ok = qp::packs4(k, g);
+                                            (
+                                                qp::packed4_len(n, k)
+                                                    .filter(|_| ok)
+                                                    .unwrap_or(usize::MAX),
+                                                qp::packed4_scales_len(n, k, g)
+                                                    .map_or(usize::MAX, |s| 4 * s),
+                                            )
+                                        }
                                         Some(groups) => (n * k.div_ceil(2), 2 * n * groups),
                                     };
                                     (g == 0 || k.is_multiple_of(g))

@@ -102,16 +102,17 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Activation {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_WEIGHT_LAYOUT: i8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 5;
+pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 6;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 6] = [
+pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 7] = [
   WeightLayout::Packed,
   WeightLayout::KxN,
   WeightLayout::NxK,
   WeightLayout::Int8,
   WeightLayout::Int4,
   WeightLayout::Int8Packed,
+  WeightLayout::Int4Packed,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -125,9 +126,10 @@ impl WeightLayout {
   pub const Int8: Self = Self(3);
   pub const Int4: Self = Self(4);
   pub const Int8Packed: Self = Self(5);
+  pub const Int4Packed: Self = Self(6);
 
   pub const ENUM_MIN: i8 = 0;
-  pub const ENUM_MAX: i8 = 5;
+  pub const ENUM_MAX: i8 = 6;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::Packed,
     Self::KxN,
@@ -135,6 +137,7 @@ impl WeightLayout {
     Self::Int8,
     Self::Int4,
     Self::Int8Packed,
+    Self::Int4Packed,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -145,6 +148,7 @@ impl WeightLayout {
       Self::Int8 => Some("Int8"),
       Self::Int4 => Some("Int4"),
       Self::Int8Packed => Some("Int8Packed"),
+      Self::Int4Packed => Some("Int4Packed"),
       _ => None,
     }
   }

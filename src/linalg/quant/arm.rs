@@ -458,3 +458,212 @@ unsafe fn tile_p4x4<const NB: usize>(
         }
     }
 }
+
+/// The per-channel constants of a 4-bit filter packed `qb4w_p4x4`, for [`gemm_qb4w_p4x4`]:
+/// `n` column sums `Σ_g s_g·Σ w` (fp32), the packed fp32 group scales (little-endian bytes,
+/// any alignment, `[blocks][groups][4]`), `n` biases or null, and the clamp.
+#[derive(Clone, Copy, Debug)]
+pub struct Packed4Columns {
+    pub sums: *const f32,
+    pub scales: *const u8,
+    pub bias: *const f32,
+    pub n: usize,
+    pub group: usize,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// Column sums and biases of block `b` (4 channels; past `n` zero).
+///
+/// # Safety
+/// `c`'s `sums` and `bias` valid for `c.n` elements.
+#[inline(always)]
+unsafe fn block4_constants(c: &Packed4Columns, b: usize) -> (float32x4_t, float32x4_t) {
+    let j0 = 4 * b;
+    // SAFETY: whole blocks read 4 elements from j0 + 4 ≤ n; a partial block copies its
+    // `n - j0` elements into zeroed arrays.
+    unsafe {
+        if j0 + 4 <= c.n {
+            let bias = if c.bias.is_null() {
+                vdupq_n_f32(0.0)
+            } else {
+                vld1q_f32(c.bias.add(j0))
+            };
+            (vld1q_f32(c.sums.add(j0)), bias)
+        } else {
+            let (mut s, mut bi) = ([0f32; 4], [0f32; 4]);
+            let r = c.n - j0;
+            core::ptr::copy_nonoverlapping(c.sums.add(j0), s.as_mut_ptr(), r);
+            if !c.bias.is_null() {
+                core::ptr::copy_nonoverlapping(c.bias.add(j0), bi.as_mut_ptr(), r);
+            }
+            (vld1q_f32(s.as_ptr()), vld1q_f32(bi.as_ptr()))
+        }
+    }
+}
+
+/// Blocks `blocks` (4 output channels each) of a 4-bit group-wise filter packed `qb4w_p4x4`
+/// (see [`super::packed`]) times all `m` quantized rows: pairs of blocks through
+/// [`tile_qb4w_p4x4`], a last single block alone. `out` is the output's column 0, rows `ldo`
+/// apart.
+///
+/// # Safety
+/// FEAT_DotProd; `m ≥ 1`; `c.group % 16 == 0`, `k % c.group == 0`; `a` valid for `m·k`
+/// reads, `ap` for `m`; `w` for `2·k` bytes per block and `c.scales` for `16·k / group` bytes
+/// per block up to `blocks.end`; `c.sums`/`c.bias` for `c.n` floats with
+/// `4·(blocks.end - 1) < c.n`; `out` writable at columns `4·blocks.start..min(c.n,
+/// 4·blocks.end)` of each of the `m` rows.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "dotprod")]
+pub unsafe fn gemm_qb4w_p4x4(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &Packed4Columns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
+    let ncols = |b: usize| (c.n - 4 * b).min(4);
+    let sc = |b: usize| 16 * (k / c.group) * b;
+    let mut b = blocks.start;
+    // SAFETY: the caller's extents, block by block.
+    unsafe {
+        while b < blocks.end {
+            if b + 2 <= blocks.end {
+                tile_qb4w_p4x4::<2>(
+                    a,
+                    ap,
+                    m,
+                    k,
+                    c.group,
+                    [w.add(2 * b * k), w.add(2 * (b + 1) * k)],
+                    [c.scales.add(sc(b)), c.scales.add(sc(b + 1))],
+                    [block4_constants(c, b), block4_constants(c, b + 1)],
+                    (c.lo, c.hi),
+                    out.add(4 * b),
+                    ldo,
+                    [ncols(b), ncols(b + 1)],
+                );
+                b += 2;
+            } else {
+                tile_qb4w_p4x4::<1>(
+                    a,
+                    ap,
+                    m,
+                    k,
+                    c.group,
+                    [w.add(2 * b * k)],
+                    [c.scales.add(sc(b))],
+                    [block4_constants(c, b)],
+                    (c.lo, c.hi),
+                    out.add(4 * b),
+                    ldo,
+                    [ncols(b)],
+                );
+                b += 1;
+            }
+        }
+    }
+}
+
+/// `NB` blocks of 4 output channels of 4-bit weights packed `qb4w_p4x4`, all `m` rows, 4 at a
+/// time. Per 16 depth steps: 4 activation loads; per block 2 weight loads, 2 `SHL` and 2 `AND`
+/// (the nibbles as `16·w` bytes) and 16 `SDOT`s by element. Per group the `i32` sums are
+/// converted and multiplied into fp32 accumulators by the group's 4 scales (`FMLA`), as the
+/// row-major [`block`] does, so the results agree with it bit for bit; the epilogue is
+/// `clamp((f - zp·sum) · scale + bias)` (fused).
+///
+/// # Safety
+/// As [`gemm_qb4w_p4x4`] for the `NB` blocks `w` (block bytes), `s` (block scales) and `c`
+/// (their sums and biases); `out + 4·b` writable for `ncols[b]` floats at each row.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn tile_qb4w_p4x4<const NB: usize>(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    group: usize,
+    w: [*const u8; NB],
+    s: [*const u8; NB],
+    c: [(float32x4_t, float32x4_t); NB],
+    clamp: (f32, f32),
+    out: *mut f32,
+    ldo: usize,
+    ncols: [usize; NB],
+) {
+    // SAFETY: (whole body) every pointer stays within the extents the caller guarantees: row
+    // indices are clamped to `m - 1`; weight reads are at `2·t + 16·q < 2·k`, scale reads at
+    // `16·g < 16·k / group`; only the first `min(4, m - i0)` rows and `ncols[b]` columns of
+    // block `b` are stored.
+    unsafe {
+        let (lo, hi) = (vdupq_n_f32(clamp.0), vdupq_n_f32(clamp.1));
+        let hi_mask = vdupq_n_u8(0xF0);
+        let whole = ncols.iter().all(|&n| n >= 4);
+        let mut i0 = 0;
+        while i0 < m {
+            let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+            let ar = idx.map(|i| a.add(i * k));
+            let mut f = [[vdupq_n_f32(0.0); 4]; NB];
+            let (mut g, mut t0) = (0, 0);
+            while t0 < k {
+                let mut acc = [[vdupq_n_s32(0); 4]; NB];
+                let mut t = t0;
+                while t < t0 + group {
+                    let va = ar.map(|p| vld1q_s8(p.add(t)));
+                    for b in 0..NB {
+                        let wp = w[b].add(2 * t);
+                        let (w0, w1) = (vld1q_u8(wp), vld1q_u8(wp.add(16)));
+                        let wv = [
+                            vreinterpretq_s8_u8(vshlq_n_u8::<4>(w0)),
+                            vreinterpretq_s8_u8(vandq_u8(w0, hi_mask)),
+                            vreinterpretq_s8_u8(vshlq_n_u8::<4>(w1)),
+                            vreinterpretq_s8_u8(vandq_u8(w1, hi_mask)),
+                        ];
+                        for i in 0..4 {
+                            let mut x = acc[b][i];
+                            x = sdot_lane::<0>(x, wv[0], va[i]);
+                            x = sdot_lane::<1>(x, wv[1], va[i]);
+                            x = sdot_lane::<2>(x, wv[2], va[i]);
+                            x = sdot_lane::<3>(x, wv[3], va[i]);
+                            acc[b][i] = x;
+                        }
+                    }
+                    t += 16;
+                }
+                for b in 0..NB {
+                    let sg = vreinterpretq_f32_u8(vld1q_u8(s[b].add(16 * g)));
+                    for i in 0..4 {
+                        f[b][i] = vfmaq_f32(f[b][i], vcvtq_f32_s32(acc[b][i]), sg);
+                    }
+                }
+                g += 1;
+                t0 += group;
+            }
+            let here = (m - i0).min(4);
+            for ii in 0..4 {
+                if ii >= here {
+                    break;
+                }
+                let p = *ap.add(idx[ii]);
+                let o = out.add((i0 + ii) * ldo);
+                for b in 0..NB {
+                    let (sum, bias) = c[b];
+                    let x = vfmsq_n_f32(f[b][ii], sum, p.zero_point as f32);
+                    let v = vminq_f32(vmaxq_f32(vfmaq_n_f32(bias, x, p.scale), lo), hi);
+                    if whole {
+                        vst1q_f32(o.add(4 * b), v);
+                    } else {
+                        let mut tmp = [0f32; 4];
+                        vst1q_f32(tmp.as_mut_ptr(), v);
+                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o.add(4 * b), ncols[b].min(4));
+                    }
+                }
+            }
+            i0 += 4;
+        }
+    }
+}

@@ -62,3 +62,131 @@ pub fn check_packed(data: &[u8], scales: &[u8], n: usize, k: usize) -> Result<()
     }
     Ok(())
 }
+
+// ---- 4-bit group-wise weights, `qb4w_p4x4` ----
+//
+// Output channels in blocks of 4 (the last block zero-padded), each block's `k` inputs in
+// chunks of 8, one 16-byte vector per chunk: byte `4·j + t` of chunk `c` holds
+// `w[4·b + j][8·c + t]` in its low nibble and `w[4·b + j][8·c + 4 + t]` in its high nibble,
+// both as signed (two's-complement) nibbles. Blocks follow each other, `2·k` bytes apart.
+// `SHL #4` of a chunk gives the 16 bytes `16·w` of its first 4 inputs per channel, `AND 0xF0`
+// those of its last 4: two vectors ready for lane-indexed `SDOT` against 16 activations
+// (chunk `2q` against lanes 0 and 1, chunk `2q + 1` against lanes 2 and 3), whose sums are
+// `16 ×` the dot products. The group scales are fp32, `[blocks][k / group][4]`, already
+// divided by 16 (exact), so `Σ_g (16·dot_g) · (s_g / 16)` is the product of XNNPACK's
+// `qb4w` weights.
+
+/// Bytes of an `n × k` filter packed `qb4w_p4x4` (`None` on overflow).
+pub fn packed4_len(n: usize, k: usize) -> Option<usize> {
+    n.div_ceil(4).checked_mul(2)?.checked_mul(k)
+}
+
+/// Number of fp32 group scales of an `n × k` filter packed `qb4w_p4x4` in groups of `group`.
+pub fn packed4_scales_len(n: usize, k: usize, group: usize) -> Option<usize> {
+    n.div_ceil(4)
+        .checked_mul(4)?
+        .checked_mul(k.checked_div(group)?)
+}
+
+/// Whether a 4-bit filter of depth `k` in groups of `group` can be packed `qb4w_p4x4`.
+pub fn packs4(k: usize, group: usize) -> bool {
+    group > 0 && group.is_multiple_of(16) && k.is_multiple_of(group)
+}
+
+/// Packs the stock 4-bit `[n, ceil(k / 2)]` rows `rows` (element `2u` in the low nibble of
+/// byte `u`, stored `q + 8`) and their bf16 `[n, k / group]` scales into `out`
+/// ([`packed4_len`] bytes) and `out_scales` ([`packed4_scales_len`] floats).
+pub fn pack_qb4w_p4x4(
+    rows: &[u8],
+    scales_bf16: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+    out: &mut [u8],
+    out_scales: &mut [f32],
+) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !packs4(k, group) {
+        return Err(bad(
+            "packed 4-bit weights need groups that are a multiple of 16 and divide the depth",
+        ));
+    }
+    let groups = k / group;
+    let rb = k / 2;
+    let sizes = (
+        packed4_len(n, k),
+        packed4_scales_len(n, k, group),
+        n.checked_mul(rb),
+        n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
+    );
+    let (Some(len), Some(slen), Some(rlen), Some(blen)) = sizes else {
+        return Err(bad("packed 4-bit weights: size overflows"));
+    };
+    if out.len() != len || out_scales.len() != slen || rows.len() < rlen || scales_bf16.len() < blen
+    {
+        return Err(bad(
+            "packed 4-bit weights: buffer sizes disagree with n, k and the group",
+        ));
+    }
+    // Signed nibble of weight (ch, t): the stored nibble minus 8, two's complement.
+    let q = |ch: usize, t: usize| -> u8 {
+        let b = rows[ch * rb + t / 2];
+        let nib = if t % 2 == 0 { b & 15 } else { b >> 4 };
+        nib ^ 8
+    };
+    for b in 0..n.div_ceil(4) {
+        for c in 0..k / 8 {
+            for j in 0..4 {
+                let ch = 4 * b + j;
+                for t in 0..4 {
+                    out[b * 2 * k + 16 * c + 4 * j + t] = if ch < n {
+                        q(ch, 8 * c + t) | (q(ch, 8 * c + 4 + t) << 4)
+                    } else {
+                        0
+                    };
+                }
+            }
+        }
+        for g in 0..groups {
+            for j in 0..4 {
+                let ch = 4 * b + j;
+                out_scales[(b * groups + g) * 4 + j] = if ch < n {
+                    let i = 2 * (ch * groups + g);
+                    let bits = u16::from_le_bytes([scales_bf16[i], scales_bf16[i + 1]]);
+                    f32::from_bits((bits as u32) << 16) / 16.0
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Weight `(j, t)` of a filter packed `qb4w_p4x4` (the integer, not `16 ×`).
+pub fn packed4_weight(data: &[u8], k: usize, j: usize, t: usize) -> i32 {
+    let (c, tt) = (t / 8, t % 8);
+    let b = data[(j / 4) * 2 * k + 16 * c + 4 * (j % 4) + tt % 4];
+    let nib = if tt < 4 { b << 4 } else { b & 0xF0 };
+    (nib as i8 as i32) >> 4
+}
+
+/// Checks the sizes of a `qb4w_p4x4` filter and its fp32 group scales (as bytes).
+pub fn check_packed4(
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !packs4(k, group)
+        || packed4_len(n, k) != Some(data.len())
+        || packed4_scales_len(n, k, group).and_then(|s| s.checked_mul(4)) != Some(scales.len())
+    {
+        return Err(bad(
+            "packed 4-bit weights: sizes disagree with n, k and the group",
+        ));
+    }
+    Ok(())
+}

@@ -398,3 +398,99 @@ fn packed_int8_products_match_the_reference_exactly() {
     // A depth that is not a multiple of 16 cannot be packed.
     assert!(packed::pack_qc8w_p4x4(&[0; 20], 1, 20, &mut [0; 80]).is_err());
 }
+
+#[test]
+fn packed_qb4w_products_match_the_row_major_kernel() {
+    let mut rng = Rng(33);
+    for &(m, k, n, g) in &[
+        (1, 32, 1, 32),
+        (3, 64, 5, 32),
+        (17, 128, 3, 64),
+        (5, 256, 33, 128),
+        (4, 96, 4, 32),
+        (129, 64, 6, 16),
+        (2, 48, 17, 16),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let data = four_bit(&mut rng, n, k);
+        let scales: Vec<u8> = rng
+            .f32s(n * k / g, 0.01, 0.2)
+            .iter()
+            .flat_map(|s| ((s.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        let w = QWeights::Qb4w {
+            data: &data,
+            scales: &scales,
+            group: g,
+        };
+        let bias = rng.vec(n);
+        let clamp = Some((-4.0, 4.5));
+        let mut sums = vec![0f32; n];
+        gemm::column_sums(&w, n, k, &mut sums).unwrap();
+        let mut packed = vec![0u8; packed::packed4_len(n, k).unwrap()];
+        let mut pscales = vec![0f32; packed::packed4_scales_len(n, k, g).unwrap()];
+        packed::pack_qb4w_p4x4(&data, &scales, n, k, g, &mut packed, &mut pscales).unwrap();
+        for j in 0..n {
+            for t in 0..k {
+                assert_eq!(
+                    packed::packed4_weight(&packed, k, j, t),
+                    reference::weight(&w, k, j, t),
+                    "({j}, {t})"
+                );
+            }
+        }
+        let pscale_bytes: Vec<u8> = pscales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let mut want = vec![0f32; m * n];
+        gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, Some(&bias), &mut want, clamp);
+        for kern in kernels() {
+            let mut row_major = vec![f32::NAN; m * n];
+            gemm_qd8_f32(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &w,
+                n,
+                Some(&bias),
+                Some(&sums),
+                &mut row_major,
+                clamp,
+            )
+            .unwrap();
+            let mut got = vec![f32::NAN; m * n];
+            gemm::gemm_qd8_f32_qb4w_p4x4(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &packed,
+                &pscale_bytes,
+                n,
+                g,
+                Some(&bias),
+                &sums,
+                &mut got,
+                clamp,
+            )
+            .unwrap();
+            if kern != QuantKernel::Portable && g % 32 == 0 {
+                // The same sums, scales and fused multiply-adds in the same order (the
+                // row-major Neon tile takes groups that are multiples of 32).
+                assert_eq!(got, row_major, "{kern:?} m={m} k={k} n={n} g={g}");
+            }
+            for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
+                // As in `qb4w_products_match_the_reference_within_rounding`.
+                let tol = 1e-5 * (1.0 + y.abs()) * (k as f32 / g as f32).max(1.0) * 8.0;
+                assert!(
+                    (x - y).abs() <= tol,
+                    "{kern:?} m={m} k={k} n={n} g={g} [{i}]: {x} vs {y}"
+                );
+            }
+        }
+    }
+    // Groups that are not a multiple of 16 cannot be packed.
+    let mut s = [0f32; 4];
+    assert!(packed::pack_qb4w_p4x4(&[0; 4], &[0; 2], 1, 8, 8, &mut [0; 16], &mut s).is_err());
+}
