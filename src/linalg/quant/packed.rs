@@ -131,7 +131,7 @@ pub fn pack_qb4w_p4x4(
     // Signed nibble of weight (ch, t): the stored nibble minus 8, two's complement.
     let q = |ch: usize, t: usize| -> u8 {
         let b = rows[ch * rb + t / 2];
-        let nib = if t % 2 == 0 { b & 15 } else { b >> 4 };
+        let nib = if t.is_multiple_of(2) { b & 15 } else { b >> 4 };
         nib ^ 8
     };
     for b in 0..n.div_ceil(4) {
