@@ -853,19 +853,7 @@ fn lower_stage(
         let overflow = || LowerError(format!("{what}: packed size overflows"));
         use ptera::linalg::quant::{self as q, packed as qp};
         let mut sums = vec![0f32; f.n];
-        let keys = if f.group == 0 {
-            let (rows, scales) = (get(&f.key, f.n * f.k)?, get(&f.scales_key, 4 * f.n)?);
-            let qw = q::QWeights::Qc8w { data: rows, scales };
-            q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
-            let mut packed = vec![0u8; qp::packed_len(f.n, f.k).ok_or_else(overflow)?];
-            qp::pack_qc8w_p4x4(rows, f.n, f.k, &mut packed).map_err(e)?;
-            packed_bytes += packed.len() + sums.len() * 4;
-            let base = format!("ptera/q8p4x4/{}", f.key);
-            segments.push(Seg::Bytes(packed));
-            new_named.push((base.clone(), (segments.len() - 1) as u32));
-            [base.clone(), f.scales_key.clone(), format!("{base}/sums")]
-        } else {
-            let groups = f.k / f.group;
+        let keys = if let Some(groups) = f.k.checked_div(f.group) {
             let rows = get(&f.key, f.n * f.k.div_ceil(2))?;
             let scales = get(&f.scales_key, 2 * f.n * groups)?;
             let qw = q::QWeights::Qb4w {
@@ -890,6 +878,17 @@ fn lower_stage(
                 format!("{base}/scales"),
                 format!("{base}/sums"),
             ]
+        } else {
+            let (rows, scales) = (get(&f.key, f.n * f.k)?, get(&f.scales_key, 4 * f.n)?);
+            let qw = q::QWeights::Qc8w { data: rows, scales };
+            q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
+            let mut packed = vec![0u8; qp::packed_len(f.n, f.k).ok_or_else(overflow)?];
+            qp::pack_qc8w_p4x4(rows, f.n, f.k, &mut packed).map_err(e)?;
+            packed_bytes += packed.len() + sums.len() * 4;
+            let base = format!("ptera/q8p4x4/{}", f.key);
+            segments.push(Seg::Bytes(packed));
+            new_named.push((base.clone(), (segments.len() - 1) as u32));
+            [base.clone(), f.scales_key.clone(), format!("{base}/sums")]
         };
         segments.push(Seg::Floats(sums));
         new_named.push((keys[2].clone(), (segments.len() - 1) as u32));
