@@ -27,6 +27,7 @@ use std::time::Instant;
 use ptera::format::fb;
 use ptera::host::AlignedBuf;
 use ptera::linalg::gemm::{pack_b_ahead, MatRef, PackedB};
+use ptera::linalg::quant::packed::Int8Layout;
 use ptera::{MethodMeta, Program, Registry};
 
 pub use partition::{Act, Candidate, Decision, Orient};
@@ -217,9 +218,38 @@ impl Default for Options {
     }
 }
 
-/// Whether `--quantize` packs this weight's int8 rows `qc8w_p4x4`.
-fn packs_int8(scheme: quantize::Scheme, k: usize) -> bool {
-    scheme == quantize::Scheme::Int8 && k.is_multiple_of(16)
+/// How `--quantize` lays out this weight's int8 rows: packed for the target's integer tile
+/// (`qc8w_p8x8` for `SMMLA`, else `qc8w_p4x4` for lane-indexed `SDOT`) where the depth allows.
+fn int8_layout(target: &Target, scheme: quantize::Scheme, k: usize) -> Int8Layout {
+    if scheme != quantize::Scheme::Int8 || !k.is_multiple_of(16) {
+        Int8Layout::RowMajor
+    } else {
+        stock_int8_layout(target)
+    }
+}
+
+/// Row-major int8 `[n, k]` rows packed in `layout` (not `RowMajor`); errors name the cause.
+fn pack_int8(rows: &[u8], n: usize, k: usize, layout: Int8Layout) -> Result<Vec<u8>, String> {
+    use ptera::linalg::quant::packed as qp;
+    let len = layout
+        .len(n, k)
+        .ok_or("packed int8 weights: size overflows")?;
+    let mut out = vec![0u8; len];
+    match layout {
+        Int8Layout::P8x8 => qp::pack_qc8w_p8x8(rows, n, k, &mut out),
+        _ => qp::pack_qc8w_p4x4(rows, n, k, &mut out),
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The layout stock int8 filters (depth a multiple of 16) are repacked into.
+fn stock_int8_layout(target: &Target) -> Int8Layout {
+    if target.i8mm() {
+        Int8Layout::P8x8
+    } else {
+        Int8Layout::P4x4
+    }
 }
 
 /// The rewrites as JSON.
@@ -791,18 +821,19 @@ fn lower_stage(
             quantize::Scheme::Int4 { group } => format!("q4g{group}"),
         };
         let o = if orient == Orient::KxN { "kxn" } else { "nxk" };
-        // int8 rows are packed for lane-indexed SDOT where the depth allows.
+        // int8 rows are packed for the target's integer tile where the depth allows.
         let mut q = q;
-        let pack = packs_int8(scheme, k);
-        if pack {
-            let len = ptera::linalg::quant::packed::packed_len(n, k)
-                .ok_or_else(|| LowerError(format!("{what}: packed size overflows")))?;
-            let mut packed = vec![0u8; len];
-            ptera::linalg::quant::packed::pack_qc8w_p4x4(&q.rows, n, k, &mut packed)
-                .map_err(|e| LowerError(format!("{what}: {e}")))?;
+        let layout = int8_layout(target, scheme, k);
+        if layout != Int8Layout::RowMajor {
+            let packed =
+                pack_int8(&q.rows, n, k, layout).map_err(|e| LowerError(format!("{what}: {e}")))?;
             q.rows = packed;
         }
-        let tag = if pack { format!("{tag}p4x4") } else { tag };
+        let tag = match layout {
+            Int8Layout::P4x4 => format!("{tag}p4x4"),
+            Int8Layout::P8x8 => format!("{tag}p8x8"),
+            Int8Layout::RowMajor => tag,
+        };
         let base = match &src {
             Source::Buffer(b, _) => format!("ptera/{tag}/b{b}/{o}"),
             Source::Key(key) => format!("ptera/{tag}/{key}/{o}"),
@@ -882,10 +913,16 @@ fn lower_stage(
             let (rows, scales) = (get(&f.key, f.n * f.k)?, get(&f.scales_key, 4 * f.n)?);
             let qw = q::QWeights::Qc8w { data: rows, scales };
             q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
-            let mut packed = vec![0u8; qp::packed_len(f.n, f.k).ok_or_else(overflow)?];
-            qp::pack_qc8w_p4x4(rows, f.n, f.k, &mut packed).map_err(e)?;
+            let layout = stock_int8_layout(target);
+            let packed = pack_int8(rows, f.n, f.k, layout)
+                .map_err(|e| LowerError(format!("{what}: {e}")))?;
             packed_bytes += packed.len() + sums.len() * 4;
-            let base = format!("ptera/q8p4x4/{}", f.key);
+            let tag = if layout == Int8Layout::P8x8 {
+                "q8p8x8"
+            } else {
+                "q8p4x4"
+            };
+            let base = format!("ptera/{tag}/{}", f.key);
             segments.push(Seg::Bytes(packed));
             new_named.push((base.clone(), (segments.len() - 1) as u32));
             [base.clone(), f.scales_key.clone(), format!("{base}/sums")]
@@ -922,7 +959,8 @@ fn lower_stage(
                         Some(quantize::Scheme::Int4 { group }) => Some(group),
                         _ => None,
                     },
-                    packed: quantized_here(c).is_some_and(|s| packs_int8(s, c.k)),
+                    packed: quantized_here(c)
+                        .map_or(Int8Layout::RowMajor, |s| int8_layout(target, s, c.k)),
                 }
             } else if c.packed {
                 let key = &packs[&(Source::Buffer(c.buffer, c.w), c.orient, nr)];
@@ -957,7 +995,7 @@ fn lower_stage(
                     Some((f.value, buffer_map.get(&b).copied().unwrap_or(b)))
                 })
                 .collect();
-            let mut qfilters: Vec<(u32, &[String; 3], Option<usize>, bool)> = Vec::new();
+            let mut qfilters: Vec<(u32, &[String; 3], Option<usize>, Int8Layout)> = Vec::new();
             let mut qreports: Vec<QuantReport> = Vec::new();
             let mut filters: Vec<(u32, &str, usize)> = Vec::new();
             for f in r.filters.iter().filter(|f| !alias_of.contains_key(&f.key)) {
@@ -967,7 +1005,7 @@ fn lower_stage(
                         quantize::Scheme::Int4 { group } => Some(group),
                         quantize::Scheme::Int8 => None,
                     };
-                    qfilters.push((f.value, keys, group, packs_int8(s, f.k)));
+                    qfilters.push((f.value, keys, group, int8_layout(target, s, f.k)));
                     qreports.push(qr.clone());
                     continue;
                 }
@@ -976,8 +1014,13 @@ fn lower_stage(
                 filters.push((f.value, key.as_str(), nr));
             }
             for f in &r.stock {
-                let group = (f.group > 0).then_some(f.group);
-                qfilters.push((f.value, &stock_keys[&f.key], group, true));
+                let (group, layout) = if f.group > 0 {
+                    // 4-bit rows: `P4x4` stands for their `qb4w_p4x4` packing.
+                    (Some(f.group), Int8Layout::P4x4)
+                } else {
+                    (None, stock_int8_layout(target))
+                };
+                qfilters.push((f.value, &stock_keys[&f.key], group, layout));
             }
             segments.push(Seg::Bytes(payload::xnn_region(
                 target,

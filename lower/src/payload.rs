@@ -3,6 +3,7 @@
 use flatbuffers::FlatBufferBuilder;
 use ptera::delegate::ptera::{ABI, IDENTIFIER};
 use ptera::format::region_fb as rf;
+use ptera::linalg::quant::packed::Int8Layout;
 
 use crate::partition::{Act, Candidate, Orient};
 use crate::target::Target;
@@ -14,15 +15,27 @@ pub enum WeightSource<'k> {
     /// The constant as a DelegateCall argument at this position.
     Arg(usize),
     /// Quantized rows, scales and column sums under these keys; `group` for 4-bit rows;
-    /// `packed`: rows packed for lane-indexed SDOT (int8 `qc8w_p4x4`; 4-bit `qb4w_p4x4`, whose
-    /// `scales` are then the packed fp32 group scales).
+    /// `packed`: the rows' layout ([`quant_layout`]).
     Quant {
         rows: &'k str,
         scales: &'k str,
         sums: &'k str,
         group: Option<usize>,
-        packed: bool,
+        packed: Int8Layout,
     },
+}
+
+/// The schema's layout of quantized rows: int8 (`group` none) row-major, `qc8w_p4x4` or
+/// `qc8w_p8x8`; 4-bit row-major, or (any packed layout) `qb4w_p4x4`, whose scales are then
+/// the packed fp32 group scales.
+fn quant_layout(group: Option<usize>, packed: Int8Layout) -> rf::WeightLayout {
+    match (group, packed) {
+        (Some(_), Int8Layout::RowMajor) => rf::WeightLayout::Int4,
+        (Some(_), _) => rf::WeightLayout::Int4Packed,
+        (None, Int8Layout::RowMajor) => rf::WeightLayout::Int8,
+        (None, Int8Layout::P4x4) => rf::WeightLayout::Int8Packed,
+        (None, Int8Layout::P8x8) => rf::WeightLayout::Int8Packed8,
+    }
 }
 
 /// A one-operation region for `c`. Argument positions: input 0, then the bias (if any), then
@@ -53,17 +66,7 @@ pub fn linear_region(
             scales_key = Some(b.create_string(scales));
             sums_key = Some(b.create_string(sums));
             group = g.unwrap_or(0) as u32;
-            (
-                match (g, packed) {
-                    (Some(_), false) => rf::WeightLayout::Int4,
-                    (Some(_), true) => rf::WeightLayout::Int4Packed,
-                    (None, true) => rf::WeightLayout::Int8Packed,
-                    (None, false) => rf::WeightLayout::Int8,
-                },
-                Some(b.create_string(rows)),
-                0,
-                -1,
-            )
+            (quant_layout(g, packed), Some(b.create_string(rows)), 0, -1)
         }
         WeightSource::Arg(a) => (
             match c.orient {
@@ -123,14 +126,14 @@ pub fn linear_region(
 
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
 /// filters `(graph value id, named-data key, tile width)` and `quantized` ones `(graph value
-/// id, keys of rows, scales and column sums, group of 4-bit rows, rows packed `qc8w_p4x4` /
-/// `qb4w_p4x4`)`.
+/// id, keys of rows, scales and column sums, group of 4-bit rows, layout of the rows
+/// ([`quant_layout`]))`.
 /// `aliased` filters `(graph value id, program constant buffer)` are read from that constant.
 pub fn xnn_region(
     target: &Target,
     segment: u32,
     packed: &[(u32, &str, usize)],
-    quantized: &[(u32, &[String; 3], Option<usize>, bool)],
+    quantized: &[(u32, &[String; 3], Option<usize>, Int8Layout)],
     aliased: &[(u32, u32)],
 ) -> Vec<u8> {
     let mut b = FlatBufferBuilder::new();
@@ -159,12 +162,7 @@ pub fn xnn_region(
                 value,
                 key: Some(key),
                 nr: 0,
-                layout: match (group, packed) {
-                    (Some(_), false) => rf::WeightLayout::Int4,
-                    (Some(_), true) => rf::WeightLayout::Int4Packed,
-                    (None, true) => rf::WeightLayout::Int8Packed,
-                    (None, false) => rf::WeightLayout::Int8,
-                },
+                layout: quant_layout(group, packed),
                 scales_key: Some(scales_key),
                 sums_key: Some(sums_key),
                 group: group.unwrap_or(0) as u32,

@@ -135,6 +135,13 @@ impl Target {
         Ok(t(isa, bits, isa.name(), None))
     }
 
+    /// Whether the target multiplies int8 matrices (FEAT_I8MM `SMMLA`): every Armv9 core
+    /// (the SVE2 and SME targets) has it; the Neon targets are taken as Armv8.2 (dot product
+    /// only). Its int8 weights are packed `qc8w_p8x8` instead of `qc8w_p4x4`.
+    pub fn i8mm(&self) -> bool {
+        matches!(self.isa, Isa::Sve2 | Isa::Sme | Isa::Sme2)
+    }
+
     /// The panel width weights with `n` columns are packed for, read by products of at most
     /// `m` rows (0: unknown).
     pub fn nr(&self, m: usize, n: usize) -> usize {

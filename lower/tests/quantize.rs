@@ -65,12 +65,12 @@ fn quantized_weights_stay_within_half_a_step() {
 
 /// Lowers `case` with `scheme`, runs it, and returns (max |got - want| / max |want|, whether
 /// the top token is kept, whether it moved only within fp32's margin).
-fn run_quantized(case: &str, scheme: Scheme) -> (f64, bool, bool) {
+fn run_quantized(case: &str, scheme: Scheme, target: &str) -> (f64, bool, bool) {
     let opts = Options {
         quantize: Some(scheme),
         ..Options::default()
     };
-    let target = Target::parse("neon").unwrap();
+    let target = Target::parse(target).unwrap();
     let out = lower_with(pte(case).as_slice(), &target, opts, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{case} --quantize {}: {e}", scheme.label()));
     let small = |q: &ptera_lower::QuantReport| q.bytes * 3 < q.fp32_bytes;
@@ -91,12 +91,15 @@ fn run_quantized(case: &str, scheme: Scheme) -> (f64, bool, bool) {
         })
         .sum();
     assert!(quantized >= 4, "{case}: {quantized} weights quantized");
-    // int8 rows are packed for lane-indexed SDOT (depths here are multiples of 16), in
-    // ptera's own regions and in converted XNNPACK ones.
+    // int8 rows are packed for the target's tile (depths here are multiples of 16): lane-
+    // indexed SDOT on Neon, SMMLA on Armv9 targets; in ptera's own regions and in converted
+    // XNNPACK ones.
     if scheme == Scheme::Int8 {
+        let tag: &[u8] = if target.i8mm() { b"q8p8x8" } else { b"q8p4x4" };
         assert!(
-            out.bytes.windows(6).any(|w| w == b"q8p4x4"),
-            "{case}: int8 rows not packed"
+            out.bytes.windows(6).any(|w| w == tag),
+            "{case}: int8 rows not packed for {}",
+            target.spec
         );
     }
     let got = run_program(&out.bytes, case, &Registry::standard())
@@ -139,8 +142,8 @@ const LMS: [&str; 7] = [
 
 #[test]
 fn int8_language_models_keep_the_top_token() {
-    for case in LMS {
-        let (rel, same, _) = run_quantized(case, Scheme::Int8);
+    for (case, target) in LMS.iter().flat_map(|c| [(*c, "neon"), (*c, "sve2")]) {
+        let (rel, same, _) = run_quantized(case, Scheme::Int8, target);
         assert!(
             rel < 0.03,
             "{case}: int8 output error {rel:.3e} of max |logit|"
@@ -152,7 +155,7 @@ fn int8_language_models_keep_the_top_token() {
 #[test]
 fn int4_language_models_stay_close() {
     for case in LMS {
-        let (rel, same, within) = run_quantized(case, Scheme::Int4 { group: 32 });
+        let (rel, same, within) = run_quantized(case, Scheme::Int4 { group: 32 }, "neon");
         assert!(
             rel < 0.2,
             "{case}: int4 output error {rel:.3e} of max |logit|"
@@ -169,8 +172,11 @@ fn int4_language_models_stay_close() {
 /// lane-indexed SDOT by every lowering; the outputs still match ExecuTorch's within 1e-4.
 #[test]
 fn stock_int8_filters_are_repacked() {
-    let target = Target::parse("neon").unwrap();
-    for case in ["opt_qd8", "gpt2_qd8", "llama_qd8", "mlp_qd8"] {
+    for (case, spec) in ["opt_qd8", "gpt2_qd8", "llama_qd8", "mlp_qd8"]
+        .iter()
+        .flat_map(|c| [(*c, "neon"), (*c, "sve2")])
+    {
+        let target = Target::parse(spec).unwrap();
         let out = lower_with(
             pte(case).as_slice(),
             &target,
@@ -186,6 +192,8 @@ fn stock_int8_filters_are_repacked() {
             .map(|c| c.repacked_int8_filters)
             .sum();
         assert!(repacked >= 4, "{case}: {repacked} int8 filters repacked");
+        let tag: &[u8] = if target.i8mm() { b"q8p8x8" } else { b"q8p4x4" };
+        assert!(out.bytes.windows(6).any(|w| w == tag), "{case} {spec}");
         let got = run_program(&out.bytes, case, &Registry::standard())
             .unwrap_or_else(|e| panic!("{case} lowered: {e}"));
         check_outputs(&format!("{case} lowered"), &got, case);

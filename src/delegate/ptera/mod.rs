@@ -24,7 +24,7 @@ use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm::{self, MatRef, PackedB, GEMM_SCRATCH_F32, MAX_NR};
-use crate::linalg::quant::{self, QParams, QWeights};
+use crate::linalg::quant::{self, packed::Int8Layout, QParams, QWeights};
 use crate::linalg::vecmath as vec;
 
 /// The backend id programs use.
@@ -88,6 +88,7 @@ fn xnn_parts<'p>(
                 | rf::WeightLayout::Int4
                 | rf::WeightLayout::Int8Packed
                 | rf::WeightLayout::Int4Packed
+                | rf::WeightLayout::Int8Packed8
         ) {
             let blob = |k: Option<&str>| {
                 k.and_then(|k| init.program.named_data(k))
@@ -119,8 +120,11 @@ fn xnn_parts<'p>(
                         sums,
                         packed: matches!(
                             pf.layout(),
-                            rf::WeightLayout::Int8Packed | rf::WeightLayout::Int4Packed
+                            rf::WeightLayout::Int8Packed
+                                | rf::WeightLayout::Int4Packed
+                                | rf::WeightLayout::Int8Packed8
                         ),
+                        mmla: pf.layout() == rf::WeightLayout::Int8Packed8,
                     }),
                 })
                 .map_err(|_| too_many())?;
@@ -245,12 +249,12 @@ enum WeightRef {
     /// Packed panels of width `nr` in named data `key`.
     Packed { nr: usize },
     /// Quantized rows (int8, or 4-bit with scales per `group` inputs; int8 rows may be packed
-    /// `qc8w_p4x4`), their scales and column sums in named data; the input is quantized per
-    /// row at run time.
+    /// `qc8w_p4x4` or `qc8w_p8x8`), their scales and column sums in named data; the input is
+    /// quantized per row at run time.
     Quant {
         four_bit: bool,
         group: usize,
-        packed: bool,
+        packed: Int8Layout,
     },
     /// A constant argument, `[K, N]` (`transposed == false`) or `[N, K]`.
     Arg { arg: usize, transposed: bool },
@@ -310,10 +314,15 @@ fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Keys<'_>), KernelError> {
         ),
         layout @ (rf::WeightLayout::Int8
         | rf::WeightLayout::Int4
-        | rf::WeightLayout::Int8Packed) => {
+        | rf::WeightLayout::Int8Packed
+        | rf::WeightLayout::Int8Packed8) => {
             let four_bit = layout == rf::WeightLayout::Int4;
-            let packed = layout == rf::WeightLayout::Int8Packed;
-            if packed && !k.is_multiple_of(16) {
+            let packed = match layout {
+                rf::WeightLayout::Int8Packed => Int8Layout::P4x4,
+                rf::WeightLayout::Int8Packed8 => Int8Layout::P8x8,
+                _ => Int8Layout::RowMajor,
+            };
+            if packed != Int8Layout::RowMajor && !k.is_multiple_of(16) {
                 return Err(bad(
                     "ptera region: packed int8 weight with a depth not a multiple of 16",
                 ));
@@ -403,7 +412,7 @@ fn quant_ranges(
     l: &Linear,
     four_bit: bool,
     group: usize,
-    packed: bool,
+    packed: Int8Layout,
 ) -> Result<[(u64, u64); 3], KernelError> {
     let base = init.program.bytes().as_ptr() as usize;
     let get = |key: Option<&str>, want: Option<usize>| -> Result<(u64, u64), KernelError> {
@@ -420,10 +429,8 @@ fn quant_ranges(
     let (n, k) = (l.n, l.k);
     let rows = if four_bit {
         n.checked_mul(k.div_ceil(2))
-    } else if packed {
-        quant::packed::packed_len(n, k)
     } else {
-        n.checked_mul(k)
+        packed.len(n, k)
     };
     let scales = if four_bit {
         n.checked_mul(k / group).and_then(|v| v.checked_mul(2))
@@ -464,7 +471,7 @@ fn u64_at(r: &[u8], at: usize) -> u64 {
 
 /// The state record of one operation (little endian):
 /// `0 input, 4 output, 8 bias (i32, -1 none), 12 weight kind (0 packed, 1 [K,N] arg,
-/// 2 [N,K] arg, 3 int8, 4 4-bit), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32
+/// 2 [N,K] arg, 3 int8, 4 4-bit, 5 int8 `qc8w_p4x4`, 6 int8 `qc8w_p8x8`), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32
 /// bits), 40 activation, 44 group, then (program offset, length) pairs (u64): 48 packed
 /// panels or quantized rows, 64 scales, 80 column sums`.
 fn encode(l: &Linear, ranges: [(u64, u64); 3], r: &mut [u8]) {
@@ -476,7 +483,11 @@ fn encode(l: &Linear, ranges: [(u64, u64); 3], r: &mut [u8]) {
             group,
             packed,
         } => (
-            if packed { 5 } else { 3 + four_bit as u32 },
+            match packed {
+                Int8Layout::P4x4 => 5,
+                Int8Layout::P8x8 => 6,
+                Int8Layout::RowMajor => 3 + four_bit as u32,
+            },
             0,
             0,
             group as u32,
@@ -512,10 +523,14 @@ fn decode(r: &[u8]) -> (Linear, [(u64, u64); 3]) {
         0 => WeightRef::Packed {
             nr: u32_at(r, 20) as usize,
         },
-        3..=5 => WeightRef::Quant {
+        3..=6 => WeightRef::Quant {
             four_bit: kind == 4,
             group: u32_at(r, 44) as usize,
-            packed: kind == 5,
+            packed: match kind {
+                5 => Int8Layout::P4x4,
+                6 => Int8Layout::P8x8,
+                _ => Int8Layout::RowMajor,
+            },
         },
         k => WeightRef::Arg {
             arg: u32_at(r, 16) as usize,
@@ -698,8 +713,11 @@ impl Backend for PteraBackend {
                             scales,
                             group,
                         }),
-                        (false, false) => QuantW::Rows(QWeights::Qc8w { data, scales }),
-                        (false, true) => QuantW::Packed { data, scales },
+                        (false, Int8Layout::RowMajor) => {
+                            QuantW::Rows(QWeights::Qc8w { data, scales })
+                        }
+                        (false, Int8Layout::P4x4) => QuantW::Packed { data, scales },
+                        (false, Int8Layout::P8x8) => QuantW::Packed8 { data, scales },
                     };
                     let sums = xnnpack::run::as_f32(bytes(ranges[2])?)
                         .ok_or(bad("ptera region: column sums misaligned"))?;
@@ -803,6 +821,7 @@ fn linear(
 enum QuantW<'p> {
     Rows(QWeights<'p>),
     Packed { data: &'p [u8], scales: &'p [u8] },
+    Packed8 { data: &'p [u8], scales: &'p [u8] },
 }
 
 /// Runs one quantized linear operation: the input rows quantized to int8 (per row, XNNPACK's
@@ -878,6 +897,20 @@ fn linear_quant(
             n,
             direct_bias,
             Some(sums),
+            c,
+            None,
+        )?,
+        QuantW::Packed8 { data, scales } => quant::gemm_qd8_f32_p8x8(
+            kernel,
+            q,
+            params,
+            rows,
+            k,
+            data,
+            scales,
+            n,
+            direct_bias,
+            sums,
             c,
             None,
         )?,

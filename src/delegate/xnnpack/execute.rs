@@ -258,7 +258,16 @@ pub fn execute_plan(
             .get(op.output() as usize)
             .is_some_and(|l| l.dt == DT_QD8)
         {
-            // fp32 rows → int8 rows and their parameters (a convert node, checked at load).
+            // fp32 rows → int8 rows and their parameters (a convert node, checked at load), or
+            // a repeated convert's view of the first one's output (planned onto its bytes).
+            if let Op::Reshape { x, out } = op {
+                if locs.get(x as usize).map(|l| (l.offset, l.kind))
+                    == locs.get(out as usize).map(|l| (l.offset, l.kind))
+                {
+                    continue;
+                }
+                return Err(bad("quantized view not planned onto its source"));
+            }
             let Op::Unary { x, .. } = op else {
                 return Err(bad("quantized output of a node other than a convert"));
             };
@@ -361,6 +370,7 @@ pub fn execute_plan(
                     // Row-major weights, or int8 / group-wise 4-bit rows packed ahead for
                     // lane-indexed SDOT (`wl.group` > 0: 4-bit, with packed fp32 scales).
                     let group = wl.group as usize;
+                    let mmla = wl.flags & QUANT_MMLA != 0;
                     let packed_rows = if wl.flags & QUANT_PACKED != 0 {
                         let (len, slen) = if group > 0 {
                             (
@@ -368,6 +378,8 @@ pub fn execute_plan(
                                 quant::packed::packed4_scales_len(n, k, group)
                                     .and_then(|s| s.checked_mul(4)),
                             )
+                        } else if mmla {
+                            (quant::packed::packed8_len(n, k), n.checked_mul(4))
                         } else {
                             (quant::packed::packed_len(n, k), n.checked_mul(4))
                         };
@@ -387,6 +399,9 @@ pub fn execute_plan(
                         |a: &[i8], ap: &[QParams], m: usize, o: &mut [f32]| match packed_rows {
                             Some((data, scales)) if group > 0 => quant::gemm_qd8_f32_qb4w_p4x4(
                                 qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o, clamp,
+                            ),
+                            Some((data, scales)) if mmla => quant::gemm_qd8_f32_p8x8(
+                                qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,
                             ),
                             Some((data, scales)) => quant::gemm_qd8_f32_p4x4(
                                 qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,

@@ -1,8 +1,9 @@
 //! Load-time folds of the node graph: a multiply of the attention scores by a one-element
-//! value folded into the softmax after it ([`scale_folds`]).
+//! value folded into the softmax after it ([`scale_folds`]), and a value quantized again by
+//! a second convert read from the first ([`repeated_converts`]).
 
 use super::graph::{self, Binary, Op};
-use super::plan::{DT_F32, KIND_INTERNAL, KIND_PACKED, MAX_VALUES};
+use super::plan::{DT_F32, DT_QD8, KIND_INTERNAL, KIND_PACKED, MAX_VALUES};
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::shape::Shape;
@@ -97,4 +98,64 @@ pub(super) fn scale_folds(
         }
     }
     Ok(folds)
+}
+
+/// A dynamic-quantization convert of a value an earlier convert already quantized
+/// ([`repeated_converts`]).
+#[derive(Clone, Copy)]
+pub(super) struct RepeatedConvert {
+    /// The repeated convert node.
+    pub(super) step: u32,
+    /// The earlier convert's output and this one's.
+    pub(super) first: u32,
+    pub(super) out: u32,
+}
+
+/// Converts that quantize the same fp32 value again: ExecuTorch's partitioner gives every
+/// quantized fully-connected node its own `fp32 → qdint8` convert, so the key and value
+/// projections of one input quantize it twice (same rows, same arithmetic, the same bytes).
+/// A repeat whose output has the earlier output's dims, both intermediates, becomes a reshape
+/// of the earlier output: a view at no cost (values are written once, so the earlier output
+/// still holds the same bytes; its lifetime extends to the repeat's readers).
+pub(super) fn repeated_converts(
+    nodes: &flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<xf::XNode<'_>>>,
+    kinds: &[(u32, u32, u64)],
+    qinfo: &[(u32, u32, u64, bool)],
+    dims: &[Shape],
+) -> Result<heapless::Vec<RepeatedConvert, MAX_FOLDS>, KernelError> {
+    let mut out = heapless::Vec::new();
+    // (input, output) of the first convert of each input seen so far.
+    let mut firsts = heapless::Vec::<(u32, u32), MAX_FOLDS>::new();
+    let qd8_internal = |id: u32| {
+        kinds.get(id as usize).is_some_and(|k| k.0 == KIND_INTERNAL)
+            && qinfo.get(id as usize).is_some_and(|q| q.0 == DT_QD8)
+    };
+    for step in 0..nodes.len() {
+        let (op, _) = graph::decode(nodes.get(step))?;
+        let Op::Unary {
+            op: graph::Unary::Copy,
+            x,
+            out: y,
+        } = op
+        else {
+            continue;
+        };
+        if !qd8_internal(y) || qinfo.get(x as usize).is_none_or(|q| q.0 != DT_F32) {
+            continue;
+        }
+        match firsts.iter().find(|f| f.0 == x) {
+            Some(&(_, first)) if dims.get(first as usize) == dims.get(y as usize) => {
+                let _ = out.push(RepeatedConvert {
+                    step: step as u32,
+                    first,
+                    out: y,
+                });
+            }
+            Some(_) => {}
+            None => {
+                let _ = firsts.push((x, y));
+            }
+        }
+    }
+    Ok(out)
 }

@@ -102,6 +102,9 @@ pub struct QuantFilter {
     /// int8 `qc8w_p4x4` (fp32 scales `[N]`), or with a group 4-bit `qb4w_p4x4` (packed fp32
     /// group scales).
     pub packed: bool,
+    /// With `packed` and no group: int8 rows packed `qc8w_p8x8` for `SMMLA` instead of
+    /// `qc8w_p4x4`.
+    pub mmla: bool,
 }
 
 /// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
@@ -446,6 +449,7 @@ fn analyze(
         let _ = qinfo.push(qi);
     }
     let folds = fold::scale_folds(&nodes, &kinds, &qinfo, &dims_tab)?;
+    let repeats = fold::repeated_converts(&nodes, &kinds, &qinfo, &dims_tab)?;
     // Pass 2: nodes (decode, ids, shapes) and lifetimes of internal values.
     const UNSET: u32 = u32::MAX;
     let mut life = heapless::Vec::<Interval, MAX_VALUES>::new();
@@ -494,6 +498,16 @@ fn analyze(
         // reads that with the scale), which takes no storage and no time.
         if let Some(f) = folds.iter().find(|f| f.step as usize == step) {
             (op, clamp) = (Op::Reshape { x: f.x, out: f.y }, None);
+        }
+        // A value quantized again: a view of the first convert's output.
+        if let Some(r) = repeats.iter().find(|r| r.step as usize == step) {
+            (op, clamp) = (
+                Op::Reshape {
+                    x: r.first,
+                    out: r.out,
+                },
+                None,
+            );
         }
         if let (Some(f), Op::Softmax { scale, .. }) =
             (folds.iter().find(|f| f.step as usize + 1 == step), &mut op)
@@ -669,6 +683,15 @@ fn analyze(
                 x,
                 out,
             } => dt_of(x) == DT_F32 && matches!(dt_of(out), DT_F32 | DT_QD8),
+            // A repeated convert's view of the first one's output (`fold::repeated_converts`).
+            Op::Reshape { x, out }
+                if dt_of(x) == DT_QD8
+                    && repeats
+                        .iter()
+                        .any(|r| r.step as usize == step && r.first == x) =>
+            {
+                dt_of(out) == DT_QD8
+            }
             Op::FullyConnected {
                 x,
                 w,
@@ -694,9 +717,13 @@ fn analyze(
                                     let g = q.group as usize;
                                     let (rows, scales) = match k.checked_div(g) {
                                         None if q.packed => (
-                                            crate::linalg::quant::packed::packed_len(n, k)
-                                                .filter(|_| k.is_multiple_of(16))
-                                                .unwrap_or(usize::MAX),
+                                            if q.mmla {
+                                                crate::linalg::quant::packed::packed8_len(n, k)
+                                            } else {
+                                                crate::linalg::quant::packed::packed_len(n, k)
+                                            }
+                                            .filter(|_| k.is_multiple_of(16))
+                                            .unwrap_or(usize::MAX),
                                             4 * n,
                                         ),
                                         None => (n * k, 4 * n),
@@ -877,13 +904,14 @@ fn analyze(
                 dims,
                 flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 }
                     | if qinfo[i].3 { QUANT_AHEAD } else { 0 }
-                    | if packed
+                    | match packed
                         .iter()
-                        .any(|p| p.value == i as u32 && p.quant.is_some_and(|q| q.packed))
+                        .find(|p| p.value == i as u32)
+                        .and_then(|p| p.quant)
                     {
-                        QUANT_PACKED
-                    } else {
-                        0
+                        Some(q) if q.packed && q.mmla => QUANT_PACKED | QUANT_MMLA,
+                        Some(q) if q.packed => QUANT_PACKED,
+                        _ => 0,
                     },
                 dt: qinfo[i].0,
                 group: qinfo[i].1,

@@ -82,11 +82,14 @@ pub(super) const ROWS_LOCAL: u32 = 1;
 /// [`Loc::flags`]: a filter quantized ahead by the lowering (rows `[N, K]` whatever the
 /// node's transpose flag; column sums from the program).
 pub(super) const QUANT_AHEAD: u32 = 2;
-/// [`Loc::flags`]: its int8 rows (quantized ahead) are packed `qc8w_p4x4`.
+/// [`Loc::flags`]: its quantized rows (ahead or stock) are packed: int8 `qc8w_p4x4` (or
+/// with [`QUANT_MMLA`] `qc8w_p8x8`), group-wise 4-bit `qb4w_p4x4`.
 pub(super) const QUANT_PACKED: u32 = 4;
 /// [`Loc::flags`]: a [`KIND_PACKED`] filter whose panels were packed at load into the state
 /// area (behind the column sums, [`packed_area_start`]).
 pub(super) const PACKED_IN_STATE: u32 = 8;
+/// With [`QUANT_PACKED`]: int8 rows packed `qc8w_p8x8` (for `SMMLA`) instead of `qc8w_p4x4`.
+pub(super) const QUANT_MMLA: u32 = 16;
 
 impl Loc {
     pub(super) fn dims(&self) -> Shape {

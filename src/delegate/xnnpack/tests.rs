@@ -1105,3 +1105,67 @@ fn multiply_by_one_element_folds_into_the_softmax_after_it() {
     let w2: Vec<f32> = xd.iter().map(|&v| (v.tanh() * 0.5).tanh()).collect();
     close(&out[1].f32(), &w2);
 }
+
+#[test]
+fn a_value_quantized_again_is_read_from_the_first_convert() {
+    use super::plan::{DT_F32, DT_QD8, KIND_EXTERNAL_IN, KIND_EXTERNAL_OUT, KIND_INTERNAL};
+    use crate::shape::Shape;
+    // x and z inputs; y1, y2, y3, y4 the convert outputs (planned qdint8 below), y4 of other
+    // dims, o an output.
+    let mut g = Graph::default();
+    let x = g.value(&[4, 16], Kind::Input);
+    let z = g.value(&[4, 16], Kind::Input);
+    let y1 = g.value(&[4, 16], Kind::Internal);
+    let y2 = g.value(&[4, 16], Kind::Internal);
+    let y3 = g.value(&[4, 16], Kind::Internal);
+    let y4 = g.value(&[2, 32], Kind::Internal);
+    let o = g.value(&[4, 16], Kind::Output);
+    g.node(U::XNNConvert, &[x, y1]);
+    g.node(U::XNNConvert, &[z, y3]);
+    g.node(U::XNNConvert, &[x, y2]);
+    g.node(U::XNNConvert, &[x, y4]);
+    g.node(U::XNNConvert, &[x, o]);
+    let payload = g.payload();
+    let (graph, _, _) = super::graph_of(&payload).unwrap();
+    let nodes = graph.xnodes().unwrap();
+    let kind = |k| (k, 0, 0);
+    let kinds = [
+        kind(KIND_EXTERNAL_IN),
+        kind(KIND_EXTERNAL_IN),
+        kind(KIND_INTERNAL),
+        kind(KIND_INTERNAL),
+        kind(KIND_INTERNAL),
+        kind(KIND_INTERNAL),
+        kind(KIND_EXTERNAL_OUT),
+    ];
+    let q = |dt| (dt, 0, 0, false);
+    let qinfo = [
+        q(DT_F32),
+        q(DT_F32),
+        q(DT_QD8),
+        q(DT_QD8),
+        q(DT_QD8),
+        q(DT_QD8),
+        q(DT_QD8),
+    ];
+    let dims: Vec<Shape> = g
+        .vals
+        .iter()
+        .map(|v| {
+            let mut s = Shape::scalar();
+            for &d in &v.dims {
+                s.push(d as usize).unwrap();
+            }
+            s
+        })
+        .collect();
+    let r = super::fold::repeated_converts(&nodes, &kinds, &qinfo, &dims).unwrap();
+    // Only the third node: z is another value, y4 has other dims, o is not an intermediate.
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].step, r[0].first, r[0].out), (2, y1, y2));
+    // An fp32 → fp32 copy of the same input is no quantization.
+    let f32s = [q(DT_F32); 7];
+    assert!(super::fold::repeated_converts(&nodes, &kinds, &f32s, &dims)
+        .unwrap()
+        .is_empty());
+}

@@ -102,10 +102,10 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Activation {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_WEIGHT_LAYOUT: i8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 6;
+pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 7;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 7] = [
+pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 8] = [
   WeightLayout::Packed,
   WeightLayout::KxN,
   WeightLayout::NxK,
@@ -113,6 +113,7 @@ pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 7] = [
   WeightLayout::Int4,
   WeightLayout::Int8Packed,
   WeightLayout::Int4Packed,
+  WeightLayout::Int8Packed8,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -127,9 +128,10 @@ impl WeightLayout {
   pub const Int4: Self = Self(4);
   pub const Int8Packed: Self = Self(5);
   pub const Int4Packed: Self = Self(6);
+  pub const Int8Packed8: Self = Self(7);
 
   pub const ENUM_MIN: i8 = 0;
-  pub const ENUM_MAX: i8 = 6;
+  pub const ENUM_MAX: i8 = 7;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::Packed,
     Self::KxN,
@@ -138,6 +140,7 @@ impl WeightLayout {
     Self::Int4,
     Self::Int8Packed,
     Self::Int4Packed,
+    Self::Int8Packed8,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -149,6 +152,7 @@ impl WeightLayout {
       Self::Int4 => Some("Int4"),
       Self::Int8Packed => Some("Int8Packed"),
       Self::Int4Packed => Some("Int4Packed"),
+      Self::Int8Packed8 => Some("Int8Packed8"),
       _ => None,
     }
   }

@@ -667,3 +667,188 @@ unsafe fn tile_qb4w_p4x4<const NB: usize>(
         }
     }
 }
+
+/// `acc += a · bᵀ` for the `2 × 8` int8 matrices `a` (rows in the two 64-bit halves) and `b`:
+/// lanes `[a0·b0, a0·b1, a1·b0, a1·b1]` (one `SMMLA`).
+///
+/// # Safety
+/// The CPU must implement FEAT_I8MM.
+#[inline(always)]
+unsafe fn smmla(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+    let mut r = acc;
+    // SAFETY: register-only instruction; the caller guarantees FEAT_I8MM.
+    unsafe {
+        asm!(".arch_extension i8mm", "smmla {r:v}.4s, {a:v}.16b, {b:v}.16b",
+            r = inout(vreg) r, a = in(vreg) a, b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags));
+    }
+    r
+}
+
+/// Blocks `blocks` (8 output channels each) of an int8 filter packed `qc8w_p8x8` (see
+/// [`super::packed`]) times all `m` quantized rows, through [`tile_p8x8`]. `out` is the
+/// output's column 0, rows `ldo` apart. The column constants are [`PackedColumns`].
+///
+/// # Safety
+/// FEAT_I8MM; `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads, `ap` for `m`; `w` for `8·k`
+/// bytes per block up to `blocks.end`; `c` as [`block_constants`] with `8·(blocks.end - 1) <
+/// c.n`; `out` writable at columns `8·blocks.start..min(c.n, 8·blocks.end)` of each of the
+/// `m` rows.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "i8mm")]
+pub unsafe fn gemm_p8x8(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &PackedColumns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
+    // SAFETY: the caller's extents, block by block (block b's second half of channels is
+    // block 2b + 1 of 4 channels, present when 8·b + 4 < n).
+    unsafe {
+        for b in blocks {
+            let ncols = [(c.n - 8 * b).min(4), (c.n - 8 * b).saturating_sub(4).min(4)];
+            tile_p8x8(
+                a,
+                ap,
+                m,
+                k,
+                w.add(8 * b * k),
+                [
+                    block_constants(c, 2 * b),
+                    block_constants_or_zero(c, 2 * b + 1),
+                ],
+                (c.lo, c.hi),
+                out.add(8 * b),
+                ldo,
+                ncols,
+            );
+        }
+    }
+}
+
+/// [`block_constants`] of block `b`, zeros when the block starts at or past `n`.
+///
+/// # Safety
+/// As [`block_constants`].
+#[inline(always)]
+unsafe fn block_constants_or_zero(
+    c: &PackedColumns,
+    b: usize,
+) -> (int32x4_t, float32x4_t, float32x4_t) {
+    // SAFETY: Neon is part of the AArch64 baseline; 4·b < n where `block_constants` runs.
+    unsafe {
+        if 4 * b >= c.n {
+            return (vdupq_n_s32(0), vdupq_n_f32(0.0), vdupq_n_f32(0.0));
+        }
+        block_constants(c, b)
+    }
+}
+
+/// 8 output channels of packed int8 weights (`qc8w_p8x8`), all `m` rows, 8 at a time: per 16
+/// depth steps 2 four-vector weight loads (the 4 channel pairs' two chunks), per row pair 2
+/// row loads and a `ZIP1`/`ZIP2` into the two `2 × 8` left operands, and 8 `SMMLA`s (32 in
+/// all, 1,024 multiply-adds). The `2 × 2` accumulators are unzipped into rows
+/// (`ZIP1`/`ZIP2` on 64-bit lanes), then the per-channel epilogue of [`tile_p4x4`] runs on
+/// each row's two groups of 4 channels.
+///
+/// # Safety
+/// FEAT_I8MM; as [`gemm_p8x8`] for the one block `w`; `out + 4·h` writable for `ncols[h] ≤ 4`
+/// floats at each of the `m` rows.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn tile_p8x8(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: [(int32x4_t, float32x4_t, float32x4_t); 2],
+    clamp: (f32, f32),
+    out: *mut f32,
+    ldo: usize,
+    ncols: [usize; 2],
+) {
+    // SAFETY: (whole body) every pointer stays within the extents the caller guarantees: row
+    // indices are clamped to `m - 1`; weight reads are at `8·t + 16·q < 8·k`; only the first
+    // `min(8, m - i0)` rows and `ncols[h]` columns of each half are stored.
+    unsafe {
+        let (lo, hi) = (vdupq_n_f32(clamp.0), vdupq_n_f32(clamp.1));
+        let whole = ncols[0] >= 4 && ncols[1] >= 4;
+        let mut i0 = 0;
+        while i0 < m {
+            let idx: [usize; 8] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+            let ar = idx.map(|i| a.add(i * k));
+            // acc[rp][cp]: rows 2·rp, 2·rp + 1 × channels 2·cp, 2·cp + 1.
+            let mut acc = [[vdupq_n_s32(0); 4]; 4];
+            let mut t = 0;
+            while t < k {
+                let wp = w.add(8 * t) as *const i8;
+                let b0 = vld1q_s8_x4(wp);
+                let b1 = vld1q_s8_x4(wp.add(64));
+                let b0 = [b0.0, b0.1, b0.2, b0.3];
+                let b1 = [b1.0, b1.1, b1.2, b1.3];
+                for (rp, accr) in acc.iter_mut().enumerate() {
+                    let r0 = vreinterpretq_s64_s8(vld1q_s8(ar[2 * rp].add(t)));
+                    let r1 = vreinterpretq_s64_s8(vld1q_s8(ar[2 * rp + 1].add(t)));
+                    let lo8 = vreinterpretq_s8_s64(vzip1q_s64(r0, r1));
+                    let hi8 = vreinterpretq_s8_s64(vzip2q_s64(r0, r1));
+                    for cp in 0..4 {
+                        accr[cp] = smmla(accr[cp], lo8, b0[cp]);
+                        accr[cp] = smmla(accr[cp], hi8, b1[cp]);
+                    }
+                }
+                t += 16;
+            }
+            let here = (m - i0).min(8);
+            // Row `2·rp + r` of the tile, channels `4·h..4·h + 4`.
+            let row = |rp: usize, h: usize, r: usize| {
+                let (x, y) = (
+                    vreinterpretq_s64_s32(acc[rp][2 * h]),
+                    vreinterpretq_s64_s32(acc[rp][2 * h + 1]),
+                );
+                vreinterpretq_s32_s64(if r == 0 {
+                    vzip1q_s64(x, y)
+                } else {
+                    vzip2q_s64(x, y)
+                })
+            };
+            let value = |v: int32x4_t, p: QParams, h: usize| {
+                let (isum, cs, bias) = c[h];
+                let s = vmlsq_n_s32(v, isum, p.zero_point);
+                let f = vmulq_n_f32(vcvtq_f32_s32(s), p.scale);
+                vminq_f32(vmaxq_f32(vaddq_f32(vmulq_f32(f, cs), bias), lo), hi)
+            };
+            if here == 8 && whole {
+                // Straight-line stores of the whole 8 × 8 tile.
+                for rp in 0..4 {
+                    for r in 0..2 {
+                        let ii = 2 * rp + r;
+                        let p = *ap.add(idx[ii]);
+                        let o = out.add((i0 + ii) * ldo);
+                        vst1q_f32(o, value(row(rp, 0, r), p, 0));
+                        vst1q_f32(o.add(4), value(row(rp, 1, r), p, 1));
+                    }
+                }
+            } else {
+                for (ii, &i) in idx.iter().enumerate().take(here) {
+                    let p = *ap.add(i);
+                    let o = out.add((i0 + ii) * ldo);
+                    for (h, &nc) in ncols.iter().enumerate() {
+                        if nc == 0 {
+                            continue;
+                        }
+                        let mut tmp = [0f32; 4];
+                        vst1q_f32(tmp.as_mut_ptr(), value(row(ii / 2, h, ii % 2), p, h));
+                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o.add(4 * h), nc.min(4));
+                    }
+                }
+            }
+            i0 += 8;
+        }
+    }
+}

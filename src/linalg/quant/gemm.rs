@@ -51,6 +51,23 @@ fn has_dotprod() -> bool {
     }
 }
 
+/// FEAT_I8MM, read from the ID registers once (see [`has_dotprod`]); false where the fp32
+/// kernel selection is pinned to the portable code.
+#[cfg(target_arch = "aarch64")]
+fn has_i8mm() -> bool {
+    use crate::linalg::gemm::{select, Isa};
+    use core::sync::atomic::{AtomicU8, Ordering};
+    static I8MM: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 absent, 2 present
+    match I8MM.load(Ordering::Relaxed) {
+        0 => {
+            let d = crate::linalg::cpu::features().i8mm;
+            I8MM.store(1 + d as u8, Ordering::Relaxed);
+            d && select::selected() != Isa::Generic
+        }
+        v => v == 2 && select::selected() != Isa::Generic,
+    }
+}
+
 const MR: usize = 4;
 const NR: usize = 4;
 
@@ -585,6 +602,103 @@ pub fn gemm_qd8_f32_qb4w_p4x4(
                 f += (16 * dot) as f32 * scale(j, g);
             }
             let v = (f - p.zero_point as f32 * sums[j]) * p.scale + bias.map_or(0.0, |b| b[j]);
+            out[i * n + j] = v.max(lo).min(hi);
+        }
+    }
+    Ok(())
+}
+
+/// [`gemm_qd8_f32`] for int8 per-channel weights packed `qc8w_p8x8` ([`super::packed`]) for
+/// `SMMLA`: `data` the packed filter, `scales` its fp32 `[N]` scales, `sums` its column sums.
+/// Agrees bit for bit with the reference on the row-major filter. `kernel` other than
+/// `Portable` runs the `SMMLA` tile where the CPU has FEAT_I8MM (else the portable loop).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_qd8_f32_p8x8(
+    kernel: QuantKernel,
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    bias: Option<&[f32]>,
+    sums: &[f32],
+    out: &mut [f32],
+    clamp: Option<(f32, f32)>,
+) -> Result<(), KernelError> {
+    use super::packed::{check_packed8, packed8_weight};
+    check_packed8(data, scales, n, k)?;
+    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
+    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
+    if a.len() < mk
+        || ap.len() < m
+        || out.len() < mn
+        || sums.len() < n
+        || bias.is_some_and(|b| b.len() < n)
+    {
+        return Err(bad("quantized product operands shorter than their dims"));
+    }
+    if k > 1 << 16 {
+        return Err(KernelError::Unsupported {
+            detail: "quantized product deeper than 65536",
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    #[cfg(target_arch = "aarch64")]
+    if kernel != QuantKernel::Portable && has_i8mm() {
+        let blocks = n.div_ceil(8);
+        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        crate::parallel::for_units(blocks, m * k * 8, |lo_b, hi_b, _| {
+            let c = super::arm::PackedColumns {
+                sums: sums.as_ptr(),
+                scales: scales.as_ptr(),
+                bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
+                n,
+                lo,
+                hi,
+            };
+            // SAFETY: FEAT_I8MM was detected (`has_i8mm`); k % 16 == 0 and the packed size
+            // were checked (`check_packed8`), so every block has 8·k bytes at b·8·k; `sums`,
+            // `scales` (4 bytes each) and `bias` hold n entries (checked above); `a` holds m·k
+            // bytes and `ap` m parameters; the columns of blocks lo_b..hi_b of each output row
+            // (m·n floats, `ldo = n`) belong to this part alone.
+            unsafe {
+                super::arm::gemm_p8x8(
+                    a.as_ptr(),
+                    ap.as_ptr(),
+                    m,
+                    k,
+                    data.as_ptr(),
+                    &c,
+                    lo_b..hi_b,
+                    shared.as_mut_ptr(),
+                    n,
+                )
+            };
+        });
+        return Ok(());
+    }
+    let _ = kernel;
+    let scale = |j: usize| {
+        f32::from_le_bytes([
+            scales[4 * j],
+            scales[4 * j + 1],
+            scales[4 * j + 2],
+            scales[4 * j + 3],
+        ])
+    };
+    for i in 0..m {
+        let p = ap[i];
+        for j in 0..n {
+            let dot: i32 = (0..k)
+                .map(|t| a[i * k + t] as i32 * packed8_weight(data, k, j, t))
+                .sum();
+            let acc = dot.wrapping_sub(p.zero_point.wrapping_mul(sums[j] as i32));
+            let v = (acc as f32 * p.scale) * scale(j) + bias.map_or(0.0, |b| b[j]);
             out[i * n + j] = v.max(lo).min(hi);
         }
     }

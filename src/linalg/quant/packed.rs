@@ -190,3 +190,88 @@ pub fn check_packed4(
     }
     Ok(())
 }
+
+// ---- int8 weights for SMMLA, `qc8w_p8x8` ----
+//
+// Output channels in blocks of 8 (the last block zero-padded), each block's `k` inputs in
+// chunks of 8, 64 bytes per chunk: 4 channel pairs of 16 bytes, pair `p` holding
+// `w[8·b + 2·p + j][8·c + t]` at byte `8·j + t`. Blocks follow each other, `8·k` bytes apart.
+// One 16-byte pair vector is the `2 × 8` right operand of `SMMLA` (FEAT_I8MM), whose left
+// operand is two activation rows' 8 inputs (`ZIP1`/`ZIP2` of two row loads): the result is
+// the `2 × 2` block of the product.
+
+/// Bytes of an `n × k` filter packed `qc8w_p8x8` (`None` on overflow).
+pub fn packed8_len(n: usize, k: usize) -> Option<usize> {
+    n.div_ceil(8).checked_mul(8)?.checked_mul(k)
+}
+
+/// Packs the row-major int8 `[n, k]` filter `rows` into `out` (`packed8_len(n, k)` bytes);
+/// `k` must be a multiple of 16.
+pub fn pack_qc8w_p8x8(rows: &[u8], n: usize, k: usize, out: &mut [u8]) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !k.is_multiple_of(16) {
+        return Err(bad(
+            "packed int8 weights need a depth that is a multiple of 16",
+        ));
+    }
+    let len = packed8_len(n, k).ok_or(bad("packed int8 weights: size overflows"))?;
+    if out.len() != len || n.checked_mul(k).is_none_or(|b| rows.len() < b) {
+        return Err(bad(
+            "packed int8 weights: buffer sizes disagree with n and k",
+        ));
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        let (b, r) = (i / (8 * k), i % (8 * k));
+        let (c, r) = (r / 64, r % 64);
+        let (p, r) = (r / 16, r % 16);
+        let ch = 8 * b + 2 * p + r / 8;
+        *o = if ch < n {
+            rows[ch * k + 8 * c + r % 8]
+        } else {
+            0
+        };
+    }
+    Ok(())
+}
+
+/// Weight `(j, t)` of a filter packed `qc8w_p8x8`.
+pub fn packed8_weight(data: &[u8], k: usize, j: usize, t: usize) -> i32 {
+    data[(j / 8) * 8 * k + (t / 8) * 64 + ((j % 8) / 2) * 16 + (j % 2) * 8 + t % 8] as i8 as i32
+}
+
+/// Checks the sizes of a `qc8w_p8x8` filter and its `[N]` fp32 scales.
+pub fn check_packed8(data: &[u8], scales: &[u8], n: usize, k: usize) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !k.is_multiple_of(16) || packed8_len(n, k) != Some(data.len()) {
+        return Err(bad("packed int8 weights: size disagrees with n and k"));
+    }
+    if n.checked_mul(4).is_none_or(|b| scales.len() < b) {
+        return Err(bad(
+            "packed int8 weights: fewer scales than output channels",
+        ));
+    }
+    Ok(())
+}
+
+/// How a filter's int8 rows are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Int8Layout {
+    /// `[N, K]` as the payload stores them.
+    RowMajor,
+    /// `qc8w_p4x4`, for lane-indexed `SDOT`.
+    P4x4,
+    /// `qc8w_p8x8`, for `SMMLA`.
+    P8x8,
+}
+
+impl Int8Layout {
+    /// Bytes of an `n × k` filter in this layout (`None` on overflow; the packed layouts need
+    /// `k % 16 == 0`, checked by their packers and size checks).
+    pub fn len(self, n: usize, k: usize) -> Option<usize> {
+        match self {
+            Int8Layout::RowMajor => n.checked_mul(k),
+            Int8Layout::P4x4 => packed_len(n, k),
+            Int8Layout::P8x8 => packed8_len(n, k),
+        }
+    }
+}

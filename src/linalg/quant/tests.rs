@@ -344,6 +344,9 @@ fn packed_int8_products_match_the_reference_exactly() {
         (4, 128, 8),
         (129, 48, 17),
         (2, 16, 12),
+        (9, 16, 4),
+        (5, 32, 12),
+        (8, 64, 9),
     ] {
         let (a, ap) = random_case(&mut rng, m, k);
         let rows: Vec<u8> = (0..n * k)
@@ -375,6 +378,16 @@ fn packed_int8_products_match_the_reference_exactly() {
         );
         let mut packed = vec![0u8; packed::packed_len(n, k).unwrap()];
         packed::pack_qc8w_p4x4(&rows, n, k, &mut packed).unwrap();
+        let mut packed8 = vec![0u8; packed::packed8_len(n, k).unwrap()];
+        packed::pack_qc8w_p8x8(&rows, n, k, &mut packed8).unwrap();
+        for j in 0..n {
+            for t in 0..k {
+                assert_eq!(
+                    packed::packed8_weight(&packed8, k, j, t),
+                    rows[j * k + t] as i8 as i32
+                );
+            }
+        }
         for kern in kernels() {
             let mut got = vec![f32::NAN; m * n];
             gemm::gemm_qd8_f32_p4x4(
@@ -393,10 +406,29 @@ fn packed_int8_products_match_the_reference_exactly() {
             )
             .unwrap();
             assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
+            // The SMMLA layout (its tile where the CPU has FEAT_I8MM).
+            let mut got = vec![f32::NAN; m * n];
+            gemm::gemm_qd8_f32_p8x8(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &packed8,
+                &scales,
+                n,
+                Some(&bias),
+                &sums,
+                &mut got,
+                Some((-0.4, 0.6)),
+            )
+            .unwrap();
+            assert_eq!(got, want, "p8x8 {kern:?} m={m} k={k} n={n}");
         }
     }
     // A depth that is not a multiple of 16 cannot be packed.
     assert!(packed::pack_qc8w_p4x4(&[0; 20], 1, 20, &mut [0; 80]).is_err());
+    assert!(packed::pack_qc8w_p8x8(&[0; 20], 1, 20, &mut [0; 160]).is_err());
 }
 
 #[test]
