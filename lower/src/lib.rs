@@ -893,13 +893,30 @@ fn lower_stage(
                 group: f.group,
             };
             q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
-            let mut packed = vec![0u8; qp::packed4_len(f.n, f.k).ok_or_else(overflow)?];
-            let slen = qp::packed4_scales_len(f.n, f.k, f.group).ok_or_else(overflow)?;
-            let mut pscales = vec![0f32; slen];
-            qp::pack_qb4w_p4x4(rows, scales, f.n, f.k, f.group, &mut packed, &mut pscales)
-                .map_err(e)?;
+            // SMMLA targets take 8 channels per block, the others 4 (lane-indexed SDOT).
+            let mmla = target.i8mm();
+            let (len, slen) = if mmla {
+                (
+                    qp::packed4x8_len(f.n, f.k),
+                    qp::packed4x8_scales_len(f.n, f.k, f.group),
+                )
+            } else {
+                (
+                    qp::packed4_len(f.n, f.k),
+                    qp::packed4_scales_len(f.n, f.k, f.group),
+                )
+            };
+            let mut packed = vec![0u8; len.ok_or_else(overflow)?];
+            let mut pscales = vec![0f32; slen.ok_or_else(overflow)?];
+            let pack = if mmla {
+                qp::pack_qb4w_p8x8
+            } else {
+                qp::pack_qb4w_p4x4
+            };
+            pack(rows, scales, f.n, f.k, f.group, &mut packed, &mut pscales).map_err(e)?;
             packed_bytes += packed.len() + 4 * (pscales.len() + sums.len());
-            let base = format!("ptera/q4p4x4/{}", f.key);
+            let tag = if mmla { "q4p8x8" } else { "q4p4x4" };
+            let base = format!("ptera/{tag}/{}", f.key);
             segments.push(Seg::Bytes(packed));
             new_named.push((base.clone(), (segments.len() - 1) as u32));
             segments.push(Seg::Floats(pscales));
@@ -1014,12 +1031,10 @@ fn lower_stage(
                 filters.push((f.value, key.as_str(), nr));
             }
             for f in &r.stock {
-                let (group, layout) = if f.group > 0 {
-                    // 4-bit rows: `P4x4` stands for their `qb4w_p4x4` packing.
-                    (Some(f.group), Int8Layout::P4x4)
-                } else {
-                    (None, stock_int8_layout(target))
-                };
+                // 4-bit rows: `P4x4` / `P8x8` stand for `qb4w_p4x4` / `qb4w_p8x8`, chosen
+                // like the int8 ones.
+                let group = (f.group > 0).then_some(f.group);
+                let layout = stock_int8_layout(target);
                 qfilters.push((f.value, &stock_keys[&f.key], group, layout));
             }
             segments.push(Seg::Bytes(payload::xnn_region(

@@ -26,12 +26,13 @@ pub enum WeightSource<'k> {
 }
 
 /// The schema's layout of quantized rows: int8 (`group` none) row-major, `qc8w_p4x4` or
-/// `qc8w_p8x8`; 4-bit row-major, or (any packed layout) `qb4w_p4x4`, whose scales are then
-/// the packed fp32 group scales.
+/// `qc8w_p8x8`; 4-bit row-major, `qb4w_p4x4` or `qb4w_p8x8` (the same names: 4 or 8
+/// channels per block), whose scales are then the packed fp32 group scales.
 fn quant_layout(group: Option<usize>, packed: Int8Layout) -> rf::WeightLayout {
     match (group, packed) {
         (Some(_), Int8Layout::RowMajor) => rf::WeightLayout::Int4,
-        (Some(_), _) => rf::WeightLayout::Int4Packed,
+        (Some(_), Int8Layout::P4x4) => rf::WeightLayout::Int4Packed,
+        (Some(_), Int8Layout::P8x8) => rf::WeightLayout::Int4Packed8,
         (None, Int8Layout::RowMajor) => rf::WeightLayout::Int8,
         (None, Int8Layout::P4x4) => rf::WeightLayout::Int8Packed,
         (None, Int8Layout::P8x8) => rf::WeightLayout::Int8Packed8,

@@ -168,8 +168,9 @@ fn int4_language_models_stay_close() {
     }
 }
 
-/// Stock int8 (`qcint8`) fully-connected filters of XNNPACK programs are repacked for
-/// lane-indexed SDOT by every lowering; the outputs still match ExecuTorch's within 1e-4.
+/// Stock int8 (`qcint8`) fully-connected filters of XNNPACK programs are repacked by every
+/// lowering, for lane-indexed SDOT (Neon targets) or SMMLA (Armv9 targets); the outputs still
+/// match ExecuTorch's within 1e-4.
 #[test]
 fn stock_int8_filters_are_repacked() {
     for (case, spec) in ["opt_qd8", "gpt2_qd8", "llama_qd8", "mlp_qd8"]
@@ -202,8 +203,11 @@ fn stock_int8_filters_are_repacked() {
 
 #[test]
 fn stock_group_wise_4_bit_filters_are_repacked() {
-    let target = Target::parse("neon").unwrap();
-    for case in ["opt_8da4w", "gpt2_8da4w", "llama_8da4w", "mlp_8da4w"] {
+    for (case, spec) in ["opt_8da4w", "gpt2_8da4w", "llama_8da4w", "mlp_8da4w"]
+        .iter()
+        .flat_map(|c| [(*c, "neon"), (*c, "sve2")])
+    {
+        let target = Target::parse(spec).unwrap();
         let out = lower_with(
             pte(case).as_slice(),
             &target,
@@ -219,6 +223,8 @@ fn stock_group_wise_4_bit_filters_are_repacked() {
             .map(|c| c.repacked_int4_filters)
             .sum();
         assert!(repacked >= 2, "{case}: {repacked} 4-bit filters repacked");
+        let tag: &[u8] = if target.i8mm() { b"q4p8x8" } else { b"q4p4x4" };
+        assert!(out.bytes.windows(6).any(|w| w == tag), "{case} {spec}");
         let got = run_program(&out.bytes, case, &Registry::standard())
             .unwrap_or_else(|e| panic!("{case} lowered: {e}"));
         check_outputs(&format!("{case} lowered"), &got, case);

@@ -89,6 +89,7 @@ fn xnn_parts<'p>(
                 | rf::WeightLayout::Int8Packed
                 | rf::WeightLayout::Int4Packed
                 | rf::WeightLayout::Int8Packed8
+                | rf::WeightLayout::Int4Packed8
         ) {
             let blob = |k: Option<&str>| {
                 k.and_then(|k| init.program.named_data(k))
@@ -100,7 +101,9 @@ fn xnn_parts<'p>(
             let (scales, sums) = (blob(pf.scales_key())?, blob(pf.sums_key())?);
             let four = matches!(
                 pf.layout(),
-                rf::WeightLayout::Int4 | rf::WeightLayout::Int4Packed
+                rf::WeightLayout::Int4
+                    | rf::WeightLayout::Int4Packed
+                    | rf::WeightLayout::Int4Packed8
             );
             let group = if four { pf.group() } else { 0 };
             if !(base as u64 + sums.0).is_multiple_of(4) || (four && group == 0) {
@@ -123,8 +126,12 @@ fn xnn_parts<'p>(
                             rf::WeightLayout::Int8Packed
                                 | rf::WeightLayout::Int4Packed
                                 | rf::WeightLayout::Int8Packed8
+                                | rf::WeightLayout::Int4Packed8
                         ),
-                        mmla: pf.layout() == rf::WeightLayout::Int8Packed8,
+                        mmla: matches!(
+                            pf.layout(),
+                            rf::WeightLayout::Int8Packed8 | rf::WeightLayout::Int4Packed8
+                        ),
                     }),
                 })
                 .map_err(|_| too_many())?;

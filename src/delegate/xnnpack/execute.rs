@@ -372,7 +372,13 @@ pub fn execute_plan(
                     let group = wl.group as usize;
                     let mmla = wl.flags & QUANT_MMLA != 0;
                     let packed_rows = if wl.flags & QUANT_PACKED != 0 {
-                        let (len, slen) = if group > 0 {
+                        let (len, slen) = if group > 0 && mmla {
+                            (
+                                quant::packed::packed4x8_len(n, k),
+                                quant::packed::packed4x8_scales_len(n, k, group)
+                                    .and_then(|s| s.checked_mul(4)),
+                            )
+                        } else if group > 0 {
                             (
                                 quant::packed::packed4_len(n, k),
                                 quant::packed::packed4_scales_len(n, k, group)
@@ -397,6 +403,12 @@ pub fn execute_plan(
                     };
                     let product =
                         |a: &[i8], ap: &[QParams], m: usize, o: &mut [f32]| match packed_rows {
+                            Some((data, scales)) if group > 0 && mmla => {
+                                quant::gemm_qd8_f32_qb4w_p8x8(
+                                    qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o,
+                                    clamp,
+                                )
+                            }
                             Some((data, scales)) if group > 0 => quant::gemm_qd8_f32_qb4w_p4x4(
                                 qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o, clamp,
                             ),

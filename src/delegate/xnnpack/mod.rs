@@ -102,8 +102,8 @@ pub struct QuantFilter {
     /// int8 `qc8w_p4x4` (fp32 scales `[N]`), or with a group 4-bit `qb4w_p4x4` (packed fp32
     /// group scales).
     pub packed: bool,
-    /// With `packed` and no group: int8 rows packed `qc8w_p8x8` for `SMMLA` instead of
-    /// `qc8w_p4x4`.
+    /// With `packed`: rows packed for `SMMLA` (int8 `qc8w_p8x8`, 4-bit `qb4w_p8x8`) instead
+    /// of lane-indexed `SDOT`.
     pub mmla: bool,
 }
 
@@ -730,12 +730,20 @@ fn analyze(
                                         Some(_) if q.packed => {
                                             use crate::linalg::quant::packed as qp;
                                             let ok = qp::packs4(k, g);
+                                            let (rows, scales) = if q.mmla {
+                                                (
+                                                    qp::packed4x8_len(n, k),
+                                                    qp::packed4x8_scales_len(n, k, g),
+                                                )
+                                            } else {
+                                                (
+                                                    qp::packed4_len(n, k),
+                                                    qp::packed4_scales_len(n, k, g),
+                                                )
+                                            };
                                             (
-                                                qp::packed4_len(n, k)
-                                                    .filter(|_| ok)
-                                                    .unwrap_or(usize::MAX),
-                                                qp::packed4_scales_len(n, k, g)
-                                                    .map_or(usize::MAX, |s| 4 * s),
+                                                rows.filter(|_| ok).unwrap_or(usize::MAX),
+                                                scales.map_or(usize::MAX, |s| 4 * s),
                                             )
                                         }
                                         Some(groups) => (n * k.div_ceil(2), 2 * n * groups),

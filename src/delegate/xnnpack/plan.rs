@@ -88,7 +88,8 @@ pub(super) const QUANT_PACKED: u32 = 4;
 /// [`Loc::flags`]: a [`KIND_PACKED`] filter whose panels were packed at load into the state
 /// area (behind the column sums, [`packed_area_start`]).
 pub(super) const PACKED_IN_STATE: u32 = 8;
-/// With [`QUANT_PACKED`]: int8 rows packed `qc8w_p8x8` (for `SMMLA`) instead of `qc8w_p4x4`.
+/// With [`QUANT_PACKED`]: rows packed for `SMMLA` (`qc8w_p8x8`, `qb4w_p8x8`) instead of
+/// `qc8w_p4x4` / `qb4w_p4x4`.
 pub(super) const QUANT_MMLA: u32 = 16;
 
 impl Loc {

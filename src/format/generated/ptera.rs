@@ -102,10 +102,10 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Activation {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_WEIGHT_LAYOUT: i8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 7;
+pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 8;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 8] = [
+pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 9] = [
   WeightLayout::Packed,
   WeightLayout::KxN,
   WeightLayout::NxK,
@@ -114,6 +114,7 @@ pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 8] = [
   WeightLayout::Int8Packed,
   WeightLayout::Int4Packed,
   WeightLayout::Int8Packed8,
+  WeightLayout::Int4Packed8,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -129,9 +130,10 @@ impl WeightLayout {
   pub const Int8Packed: Self = Self(5);
   pub const Int4Packed: Self = Self(6);
   pub const Int8Packed8: Self = Self(7);
+  pub const Int4Packed8: Self = Self(8);
 
   pub const ENUM_MIN: i8 = 0;
-  pub const ENUM_MAX: i8 = 7;
+  pub const ENUM_MAX: i8 = 8;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::Packed,
     Self::KxN,
@@ -141,6 +143,7 @@ impl WeightLayout {
     Self::Int8Packed,
     Self::Int4Packed,
     Self::Int8Packed8,
+    Self::Int4Packed8,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -153,6 +156,7 @@ impl WeightLayout {
       Self::Int8Packed => Some("Int8Packed"),
       Self::Int4Packed => Some("Int4Packed"),
       Self::Int8Packed8 => Some("Int8Packed8"),
+      Self::Int4Packed8 => Some("Int4Packed8"),
       _ => None,
     }
   }

@@ -852,3 +852,163 @@ unsafe fn tile_p8x8(
         }
     }
 }
+
+/// Blocks `blocks` (8 output channels each) of a 4-bit group-wise filter packed `qb4w_p8x8`
+/// (see [`super::packed`]) times all `m` quantized rows, through [`tile_qb4w_p8x8`]. The
+/// column constants are [`Packed4Columns`] (its `scales` the `qb4w_p8x8` group scales).
+///
+/// # Safety
+/// FEAT_I8MM; `m ≥ 1`; `c.group % 16 == 0`, `k % c.group == 0`; `a` valid for `m·k` reads,
+/// `ap` for `m`; `w` for `4·k` bytes and `c.scales` for `64·k / group` bytes per block up to
+/// `blocks.end`; `c.sums`/`c.bias` for `c.n` floats with `8·(blocks.end - 1) < c.n`; `out`
+/// writable at columns `8·blocks.start..min(c.n, 8·blocks.end)` of each of the `m` rows.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "i8mm")]
+pub unsafe fn gemm_qb4w_p8x8(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &Packed4Columns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
+    let groups = k / c.group;
+    // SAFETY: the caller's extents, block by block (block b's second half of channels is
+    // 4-channel block 2b + 1, present when 8·b + 4 < n).
+    unsafe {
+        for b in blocks {
+            let ncols = [(c.n - 8 * b).min(4), (c.n - 8 * b).saturating_sub(4).min(4)];
+            let second = if 8 * b + 4 < c.n {
+                block4_constants(c, 2 * b + 1)
+            } else {
+                (vdupq_n_f32(0.0), vdupq_n_f32(0.0))
+            };
+            tile_qb4w_p8x8(
+                a,
+                ap,
+                m,
+                k,
+                c.group,
+                w.add(4 * b * k),
+                c.scales.add(64 * groups * b),
+                [block4_constants(c, 2 * b), second],
+                (c.lo, c.hi),
+                out.add(8 * b),
+                ldo,
+                ncols,
+            );
+        }
+    }
+}
+
+/// 8 output channels of 4-bit weights packed `qb4w_p8x8`, all `m` rows, 4 at a time. Per 16
+/// depth steps: one 4-vector weight load, 4 `SHL` and 4 `AND` (the nibbles as `16·w`), per row
+/// pair 2 row loads and a `ZIP1`/`ZIP2`, and 8 `SMMLA`s (16 in all). Per group the `2 × 2`
+/// `i32` blocks are converted and multiplied into fp32 ones by the group's scales (`FMLA`,
+/// lanes in `SMMLA` order), as [`tile_qb4w_p4x4`] does per channel, so the results agree with
+/// it bit for bit; the fp32 blocks are unzipped into rows for its epilogue.
+///
+/// # Safety
+/// As [`gemm_qb4w_p8x8`] for the one block `w` and its scales `s`; `out + 4·h` writable for
+/// `ncols[h] ≤ 4` floats at each of the `m` rows.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn tile_qb4w_p8x8(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    group: usize,
+    w: *const u8,
+    s: *const u8,
+    c: [(float32x4_t, float32x4_t); 2],
+    clamp: (f32, f32),
+    out: *mut f32,
+    ldo: usize,
+    ncols: [usize; 2],
+) {
+    // SAFETY: (whole body) every pointer stays within the extents the caller guarantees: row
+    // indices are clamped to `m - 1`; weight reads are at `4·t + 16·q < 4·k`, scale reads at
+    // `64·g + 16·q < 64·k / group`; only the first `min(4, m - i0)` rows and `ncols[h]`
+    // columns of each half are stored.
+    unsafe {
+        let (lo, hi) = (vdupq_n_f32(clamp.0), vdupq_n_f32(clamp.1));
+        let hi_mask = vdupq_n_u8(0xF0);
+        let mut i0 = 0;
+        while i0 < m {
+            let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
+            let ar = idx.map(|i| a.add(i * k));
+            // f[rp][cp]: rows 2·rp, 2·rp + 1 × channels 2·cp, 2·cp + 1.
+            let mut f = [[vdupq_n_f32(0.0); 4]; 2];
+            let (mut g, mut t0) = (0, 0);
+            while t0 < k {
+                let mut acc = [[vdupq_n_s32(0); 4]; 2];
+                let mut t = t0;
+                while t < t0 + group {
+                    let wv = vld1q_u8_x4(w.add(4 * t));
+                    let wv = [wv.0, wv.1, wv.2, wv.3];
+                    let wl = wv.map(|v| vreinterpretq_s8_u8(vshlq_n_u8::<4>(v)));
+                    let wh = wv.map(|v| vreinterpretq_s8_u8(vandq_u8(v, hi_mask)));
+                    for (rp, accr) in acc.iter_mut().enumerate() {
+                        let r0 = vreinterpretq_s64_s8(vld1q_s8(ar[2 * rp].add(t)));
+                        let r1 = vreinterpretq_s64_s8(vld1q_s8(ar[2 * rp + 1].add(t)));
+                        let lo8 = vreinterpretq_s8_s64(vzip1q_s64(r0, r1));
+                        let hi8 = vreinterpretq_s8_s64(vzip2q_s64(r0, r1));
+                        for cp in 0..4 {
+                            accr[cp] = smmla(accr[cp], lo8, wl[cp]);
+                            accr[cp] = smmla(accr[cp], hi8, wh[cp]);
+                        }
+                    }
+                    t += 16;
+                }
+                let sp = s.add(64 * g);
+                let sg: [float32x4_t; 4] =
+                    core::array::from_fn(|cp| vreinterpretq_f32_u8(vld1q_u8(sp.add(16 * cp))));
+                for rp in 0..2 {
+                    for cp in 0..4 {
+                        f[rp][cp] = vfmaq_f32(f[rp][cp], vcvtq_f32_s32(acc[rp][cp]), sg[cp]);
+                    }
+                }
+                g += 1;
+                t0 += group;
+            }
+            let here = (m - i0).min(4);
+            for (ii, &i) in idx.iter().enumerate() {
+                if ii >= here {
+                    break;
+                }
+                let p = *ap.add(i);
+                let o = out.add((i0 + ii) * ldo);
+                let (rp, r) = (ii / 2, ii % 2);
+                for (h, &nc) in ncols.iter().enumerate() {
+                    if nc == 0 {
+                        continue;
+                    }
+                    let (x, y) = (
+                        vreinterpretq_f64_f32(f[rp][2 * h]),
+                        vreinterpretq_f64_f32(f[rp][2 * h + 1]),
+                    );
+                    let row = vreinterpretq_f32_f64(if r == 0 {
+                        vzip1q_f64(x, y)
+                    } else {
+                        vzip2q_f64(x, y)
+                    });
+                    let (sum, bias) = c[h];
+                    let xx = vfmsq_n_f32(row, sum, p.zero_point as f32);
+                    let v = vminq_f32(vmaxq_f32(vfmaq_n_f32(bias, xx, p.scale), lo), hi);
+                    if nc >= 4 {
+                        vst1q_f32(o.add(4 * h), v);
+                    } else {
+                        let mut tmp = [0f32; 4];
+                        vst1q_f32(tmp.as_mut_ptr(), v);
+                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o.add(4 * h), nc);
+                    }
+                }
+            }
+            i0 += 4;
+        }
+    }
+}

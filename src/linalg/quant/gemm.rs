@@ -704,3 +704,103 @@ pub fn gemm_qd8_f32_p8x8(
     }
     Ok(())
 }
+
+/// [`gemm_qd8_f32_qb4w_p4x4`] for 4-bit group-wise weights packed `qb4w_p8x8` for `SMMLA`
+/// ([`super::packed`]): `scales` its packed fp32 group scales (bytes). With FEAT_I8MM (and
+/// `kernel` not `Portable`) the results agree bit for bit with [`gemm_qd8_f32`]'s Neon tile on
+/// the stock filter; the portable loop rounds like its portable path.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_qd8_f32_qb4w_p8x8(
+    kernel: QuantKernel,
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    group: usize,
+    bias: Option<&[f32]>,
+    sums: &[f32],
+    out: &mut [f32],
+    clamp: Option<(f32, f32)>,
+) -> Result<(), KernelError> {
+    use super::packed::{check_packed4x8, packed4x8_weight};
+    check_packed4x8(data, scales, n, k, group)?;
+    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
+    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
+    if a.len() < mk
+        || ap.len() < m
+        || out.len() < mn
+        || sums.len() < n
+        || bias.is_some_and(|b| b.len() < n)
+    {
+        return Err(bad("quantized product operands shorter than their dims"));
+    }
+    if k > 1 << 16 {
+        return Err(KernelError::Unsupported {
+            detail: "quantized product deeper than 65536",
+        });
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    let groups = k / group;
+    #[cfg(target_arch = "aarch64")]
+    if kernel != QuantKernel::Portable && has_i8mm() {
+        let blocks = n.div_ceil(8);
+        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        crate::parallel::for_units(blocks, m * k * 8, |lo_b, hi_b, _| {
+            let c = super::arm::Packed4Columns {
+                sums: sums.as_ptr(),
+                scales: scales.as_ptr(),
+                bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
+                n,
+                group,
+                lo,
+                hi,
+            };
+            // SAFETY: FEAT_I8MM was detected (`has_i8mm`); the group rule and the packed sizes
+            // were checked (`check_packed4x8`), so every block has 4·k weight bytes at b·4·k
+            // and 64·groups scale bytes at b·64·groups; `sums` and `bias` hold n entries
+            // (checked above); `a` holds m·k bytes and `ap` m parameters; the columns of
+            // blocks lo_b..hi_b of each output row (m·n floats, `ldo = n`) belong to this
+            // part alone.
+            unsafe {
+                super::arm::gemm_qb4w_p8x8(
+                    a.as_ptr(),
+                    ap.as_ptr(),
+                    m,
+                    k,
+                    data.as_ptr(),
+                    &c,
+                    lo_b..hi_b,
+                    shared.as_mut_ptr(),
+                    n,
+                )
+            };
+        });
+        return Ok(());
+    }
+    let _ = kernel;
+    let scale = |j: usize, g: usize| {
+        let i = 4 * ((j / 8 * groups + g) * 16 + 4 * ((j % 8) / 2) + j % 2);
+        f32::from_le_bytes([scales[i], scales[i + 1], scales[i + 2], scales[i + 3]])
+    };
+    for i in 0..m {
+        let p = ap[i];
+        for j in 0..n {
+            let mut f = 0f32;
+            for g in 0..groups {
+                let dot: i32 = (g * group..(g + 1) * group)
+                    .map(|t| a[i * k + t] as i32 * packed4x8_weight(data, k, j, t))
+                    .sum();
+                f += (16 * dot) as f32 * scale(j, g);
+            }
+            let v = (f - p.zero_point as f32 * sums[j]) * p.scale + bias.map_or(0.0, |b| b[j]);
+            out[i * n + j] = v.max(lo).min(hi);
+        }
+    }
+    Ok(())
+}

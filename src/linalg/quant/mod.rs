@@ -29,7 +29,7 @@ pub mod arm;
 pub use dynamic::{qd8_params, quantize_row_qd8, quantize_rows_qd8, QParams};
 pub use gemm::{
     column_sums, gemm_qd8_f32, gemm_qd8_f32_p4x4, gemm_qd8_f32_p8x8, gemm_qd8_f32_qb4w_p4x4,
-    QuantKernel,
+    gemm_qd8_f32_qb4w_p8x8, QuantKernel,
 };
 pub use weights::QWeights;
 

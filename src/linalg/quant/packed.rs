@@ -275,3 +275,120 @@ impl Int8Layout {
         }
     }
 }
+
+// ---- 4-bit group-wise weights for SMMLA, `qb4w_p8x8` ----
+//
+// Output channels in blocks of 8 (the last block zero-padded), each block's `k` inputs in
+// chunks of 16, 64 bytes per chunk: 4 channel pairs of 16 bytes, byte `8·j + t` of pair `p`
+// holding `w[8·b + 2·p + j][16·c + t]` in its low nibble and `w[8·b + 2·p + j][16·c + 8 + t]`
+// in its high nibble (signed nibbles). Blocks follow each other, `4·k` bytes apart. `SHL #4`
+// of a pair gives the `2 × 8` right operand of `SMMLA` for the chunk's first 8 inputs (as
+// `16·w`), `AND 0xF0` the one for its last 8. The group scales are fp32,
+// `[blocks][k / group][4 pairs][4]`, lane `l` of pair `p` holding channel `2·p + l % 2`'s
+// scale divided by 16: the lane order of an `SMMLA` result (`[r0·c0, r0·c1, r1·c0, r1·c1]`).
+
+/// Bytes of an `n × k` filter packed `qb4w_p8x8` (`None` on overflow).
+pub fn packed4x8_len(n: usize, k: usize) -> Option<usize> {
+    n.div_ceil(8).checked_mul(4)?.checked_mul(k)
+}
+
+/// Number of fp32 group scales of an `n × k` filter packed `qb4w_p8x8` in groups of `group`.
+pub fn packed4x8_scales_len(n: usize, k: usize, group: usize) -> Option<usize> {
+    n.div_ceil(8)
+        .checked_mul(16)?
+        .checked_mul(k.checked_div(group)?)
+}
+
+/// Packs stock 4-bit rows and bf16 scales (as [`pack_qb4w_p4x4`] takes them) `qb4w_p8x8` into
+/// `out` ([`packed4x8_len`] bytes) and `out_scales` ([`packed4x8_scales_len`] floats).
+pub fn pack_qb4w_p8x8(
+    rows: &[u8],
+    scales_bf16: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+    out: &mut [u8],
+    out_scales: &mut [f32],
+) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !packs4(k, group) {
+        return Err(bad(
+            "packed 4-bit weights need groups that are a multiple of 16 and divide the depth",
+        ));
+    }
+    let groups = k / group;
+    let rb = k / 2;
+    let sizes = (
+        packed4x8_len(n, k),
+        packed4x8_scales_len(n, k, group),
+        n.checked_mul(rb),
+        n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
+    );
+    let (Some(len), Some(slen), Some(rlen), Some(blen)) = sizes else {
+        return Err(bad("packed 4-bit weights: size overflows"));
+    };
+    if out.len() != len || out_scales.len() != slen || rows.len() < rlen || scales_bf16.len() < blen
+    {
+        return Err(bad(
+            "packed 4-bit weights: buffer sizes disagree with n, k and the group",
+        ));
+    }
+    let q = |ch: usize, t: usize| -> u8 {
+        let b = rows[ch * rb + t / 2];
+        let nib = if t.is_multiple_of(2) { b & 15 } else { b >> 4 };
+        nib ^ 8
+    };
+    for (i, o) in out.iter_mut().enumerate() {
+        let (b, r) = (i / (4 * k), i % (4 * k));
+        let (c, r) = (r / 64, r % 64);
+        let (p, r) = (r / 16, r % 16);
+        let ch = 8 * b + 2 * p + r / 8;
+        let t = 16 * c + r % 8;
+        *o = if ch < n {
+            q(ch, t) | (q(ch, t + 8) << 4)
+        } else {
+            0
+        };
+    }
+    for (i, o) in out_scales.iter_mut().enumerate() {
+        let (b, r) = (i / (16 * groups), i % (16 * groups));
+        let (g, r) = (r / 16, r % 16);
+        let ch = 8 * b + 2 * (r / 4) + r % 2;
+        *o = if ch < n {
+            let at = 2 * (ch * groups + g);
+            let bits = u16::from_le_bytes([scales_bf16[at], scales_bf16[at + 1]]);
+            f32::from_bits((bits as u32) << 16) / 16.0
+        } else {
+            0.0
+        };
+    }
+    Ok(())
+}
+
+/// Weight `(j, t)` of a filter packed `qb4w_p8x8` (the integer, not `16 ×`).
+pub fn packed4x8_weight(data: &[u8], k: usize, j: usize, t: usize) -> i32 {
+    let (c, tt) = (t / 16, t % 16);
+    let b = data[(j / 8) * 4 * k + 64 * c + 16 * ((j % 8) / 2) + 8 * (j % 2) + tt % 8];
+    let nib = if tt < 8 { b << 4 } else { b & 0xF0 };
+    (nib as i8 as i32) >> 4
+}
+
+/// Checks the sizes of a `qb4w_p8x8` filter and its fp32 group scales (as bytes).
+pub fn check_packed4x8(
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !packs4(k, group)
+        || packed4x8_len(n, k) != Some(data.len())
+        || packed4x8_scales_len(n, k, group).and_then(|s| s.checked_mul(4)) != Some(scales.len())
+    {
+        return Err(bad(
+            "packed 4-bit weights: sizes disagree with n, k and the group",
+        ));
+    }
+    Ok(())
+}

@@ -472,6 +472,20 @@ fn packed_qb4w_products_match_the_row_major_kernel() {
             }
         }
         let pscale_bytes: Vec<u8> = pscales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        // The SMMLA layout.
+        let mut packed8 = vec![0u8; packed::packed4x8_len(n, k).unwrap()];
+        let mut pscales8 = vec![0f32; packed::packed4x8_scales_len(n, k, g).unwrap()];
+        packed::pack_qb4w_p8x8(&data, &scales, n, k, g, &mut packed8, &mut pscales8).unwrap();
+        for j in 0..n {
+            for t in 0..k {
+                assert_eq!(
+                    packed::packed4x8_weight(&packed8, k, j, t),
+                    reference::weight(&w, k, j, t),
+                    "p8x8 ({j}, {t})"
+                );
+            }
+        }
+        let pscale8_bytes: Vec<u8> = pscales8.iter().flat_map(|s| s.to_le_bytes()).collect();
         let mut want = vec![0f32; m * n];
         gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, Some(&bias), &mut want, clamp);
         for kern in kernels() {
@@ -487,6 +501,23 @@ fn packed_qb4w_products_match_the_row_major_kernel() {
                 Some(&bias),
                 Some(&sums),
                 &mut row_major,
+                clamp,
+            )
+            .unwrap();
+            let mut got8 = vec![f32::NAN; m * n];
+            gemm::gemm_qd8_f32_qb4w_p8x8(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                &packed8,
+                &pscale8_bytes,
+                n,
+                g,
+                Some(&bias),
+                &sums,
+                &mut got8,
                 clamp,
             )
             .unwrap();
@@ -511,6 +542,21 @@ fn packed_qb4w_products_match_the_row_major_kernel() {
                 // The same sums, scales and fused multiply-adds in the same order (the
                 // row-major Neon tile takes groups that are multiples of 32).
                 assert_eq!(got, row_major, "{kern:?} m={m} k={k} n={n} g={g}");
+            }
+            if kern != QuantKernel::Portable {
+                // The SMMLA tile (where the CPU has FEAT_I8MM, else the portable loop) does
+                // the same per-element operations as the SDOT tile.
+                let neon = !cfg!(target_arch = "aarch64") || crate::linalg::cpu::features().i8mm;
+                if neon {
+                    assert_eq!(got8, got, "p8x8 {kern:?} m={m} k={k} n={n} g={g}");
+                }
+            }
+            for (i, (&x, &y)) in got8.iter().zip(&want).enumerate() {
+                let tol = 1e-5 * (1.0 + y.abs()) * (k as f32 / g as f32).max(1.0) * 8.0;
+                assert!(
+                    (x - y).abs() <= tol,
+                    "p8x8 {kern:?} m={m} k={k} n={n} g={g} [{i}]: {x} vs {y}"
+                );
             }
             for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
                 // As in `qb4w_products_match_the_reference_within_rounding`.
