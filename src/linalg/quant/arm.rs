@@ -1,5 +1,10 @@
-//! Neon int8 dot-product tiles (FEAT_DotProd `SDOT`): 4 rows of quantized activations times
-//! 4 weight rows, `i32` sums over a run of the depth.
+//! Neon int8 tiles: dot products (FEAT_DotProd `SDOT`) of 4 rows of quantized activations
+//! with 4 weight rows, `i32` sums over a run of the depth; lane-indexed `SDOT` tiles over
+//! weights packed `qc8w_p4x4` / `qb4w_p4x4` ([`gemm_p4x4`], [`gemm_qb4w_p4x4`]); and `SMMLA`
+//! (FEAT_I8MM) tiles over weights packed `qc8w_p8x8` / `qb4w_p8x8` ([`gemm_p8x8`],
+//! [`gemm_qb4w_p8x8`]), whose `2 × 8` activation operands are two rows zipped on the fly.
+//! The layout contracts below are those of the row-major tiles; the packed ones are in
+//! [`super::packed`].
 //!
 //! Layout contract: every row pointer addresses `len` int8 activations (natural order) or the
 //! weight bytes of the same depth run (`len` bytes for int8 rows, `len / 2` for 4-bit rows,

@@ -13,9 +13,11 @@
 //!   `out = (acc · row_scale) · channel_scale + bias` (group-wise weights sum their groups'
 //!   scaled products first), clamped;
 //! - [`mod@reference`]: the scalar definition every kernel is tested against;
-//! - [`packed`]: int8 weights packed for lane-indexed `SDOT` (`qc8w_p4x4`, written by
-//!   `xtask lower --quantize int8`), and their driver [`gemm_qd8_f32_p4x4`];
-//! - `arm`: the Neon `SDOT` tiles (FEAT_DotProd), chosen at run time.
+//! - [`packed`]: weights packed at lower time so that a tile needs no horizontal reduction:
+//!   int8 `qc8w_p4x4` and group-wise 4-bit `qb4w_p4x4` for lane-indexed `SDOT`, int8
+//!   `qc8w_p8x8` and 4-bit `qb4w_p8x8` for `SMMLA`; their drivers [`gemm_qd8_f32_p4x4`],
+//!   [`gemm_qd8_f32_qb4w_p4x4`], [`gemm_qd8_f32_p8x8`], [`gemm_qd8_f32_qb4w_p8x8`];
+//! - `arm`: the Neon `SDOT` (FEAT_DotProd) and `SMMLA` (FEAT_I8MM) tiles, chosen at run time.
 
 pub mod dynamic;
 pub mod gemm;
