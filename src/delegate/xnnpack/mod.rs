@@ -90,22 +90,7 @@ pub struct FilterOverride {
     pub quant: Option<QuantFilter>,
 }
 
-/// Scales and column sums of a filter quantized ahead ([`FilterOverride::quant`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QuantFilter {
-    /// 0: int8 rows, fp32 scales `[N]`; otherwise 4-bit rows, bf16 scales per `group` inputs.
-    pub group: u32,
-    /// (program byte offset, length) of the scales and of the fp32 column sums `[N]`.
-    pub scales: (u64, u64),
-    pub sums: (u64, u64),
-    /// Rows packed for lane-indexed `SDOT` (`linalg::quant::packed`) instead of row-major:
-    /// int8 `qc8w_p4x4` (fp32 scales `[N]`), or with a group 4-bit `qb4w_p4x4` (packed fp32
-    /// group scales).
-    pub packed: bool,
-    /// With `packed`: rows packed for `SMMLA` (int8 `qc8w_p8x8`, 4-bit `qb4w_p8x8`) instead
-    /// of lane-indexed `SDOT`.
-    pub mmla: bool,
-}
+pub use plan::QuantFilter;
 
 /// The verified graph, the flatbuffer's (offset, len) and the constant region, if any.
 pub type GraphParts<'a> = (xf::XNNGraph<'a>, (usize, usize), Option<(usize, usize)>);
@@ -711,48 +696,9 @@ fn analyze(
                             (wd.dims()[0], wd.dims()[1])
                         };
                         let o = packed.iter().find(|p| p.value == w);
-                        let sizes_ok =
-                            o.and_then(|o| o.quant.map(|q| (o.len, q)))
-                                .is_some_and(|(len, q)| {
-                                    let g = q.group as usize;
-                                    let (rows, scales) = match k.checked_div(g) {
-                                        None if q.packed => (
-                                            if q.mmla {
-                                                crate::linalg::quant::packed::packed8_len(n, k)
-                                            } else {
-                                                crate::linalg::quant::packed::packed_len(n, k)
-                                            }
-                                            .filter(|_| k.is_multiple_of(16))
-                                            .unwrap_or(usize::MAX),
-                                            4 * n,
-                                        ),
-                                        None => (n * k, 4 * n),
-                                        Some(_) if q.packed => {
-                                            use crate::linalg::quant::packed as qp;
-                                            let ok = qp::packs4(k, g);
-                                            let (rows, scales) = if q.mmla {
-                                                (
-                                                    qp::packed4x8_len(n, k),
-                                                    qp::packed4x8_scales_len(n, k, g),
-                                                )
-                                            } else {
-                                                (
-                                                    qp::packed4_len(n, k),
-                                                    qp::packed4_scales_len(n, k, g),
-                                                )
-                                            };
-                                            (
-                                                rows.filter(|_| ok).unwrap_or(usize::MAX),
-                                                scales.map_or(usize::MAX, |s| 4 * s),
-                                            )
-                                        }
-                                        Some(groups) => (n * k.div_ceil(2), 2 * n * groups),
-                                    };
-                                    (g == 0 || k.is_multiple_of(g))
-                                        && len == rows as u64
-                                        && q.scales.1 == scales as u64
-                                        && q.sums.1 == 4 * n as u64
-                                });
+                        let sizes_ok = o
+                            .and_then(|o| o.quant.map(|q| (o.len, q)))
+                            .is_some_and(|(len, q)| q.sizes_fit(len, n, k));
                         if !sizes_ok {
                             return Err(bad(
                                 "quantized filter override sizes disagree with the node's dims",

@@ -210,3 +210,60 @@ const _: () = assert!(
         && size_of::<Step>() == 104
         && core::mem::align_of::<Step>() == 4
 );
+
+/// Scales and column sums of a filter quantized ahead (`FilterOverride::quant`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantFilter {
+    /// 0: int8 rows, fp32 scales `[N]`; otherwise 4-bit rows, bf16 scales per `group` inputs.
+    pub group: u32,
+    /// (program byte offset, length) of the scales and of the fp32 column sums `[N]`.
+    pub scales: (u64, u64),
+    pub sums: (u64, u64),
+    /// Rows packed for lane-indexed `SDOT` (`linalg::quant::packed`) instead of row-major:
+    /// int8 `qc8w_p4x4` (fp32 scales `[N]`), or with a group 4-bit `qb4w_p4x4` (packed fp32
+    /// group scales).
+    pub packed: bool,
+    /// With `packed`: rows packed for `SMMLA` (int8 `qc8w_p8x8`, 4-bit `qb4w_p8x8`) instead
+    /// of lane-indexed `SDOT`.
+    pub mmla: bool,
+}
+
+impl QuantFilter {
+    /// Whether rows of `len` bytes, and this filter's scales and sums, have the sizes of an
+    /// `n × k` filter in its layout.
+    pub(super) fn sizes_fit(&self, len: u64, n: usize, k: usize) -> bool {
+        use crate::linalg::quant::packed as qp;
+        let g = self.group as usize;
+        let (rows, scales) = match (k.checked_div(g), self.packed, self.mmla) {
+            (None, true, mmla) => (
+                if mmla {
+                    qp::packed8_len(n, k)
+                } else {
+                    qp::packed_len(n, k)
+                }
+                .filter(|_| k.is_multiple_of(16)),
+                n.checked_mul(4),
+            ),
+            (None, false, _) => (n.checked_mul(k), n.checked_mul(4)),
+            (Some(_), true, mmla) => {
+                let (rows, scales) = if mmla {
+                    (qp::packed4x8_len(n, k), qp::packed4x8_scales_len(n, k, g))
+                } else {
+                    (qp::packed4_len(n, k), qp::packed4_scales_len(n, k, g))
+                };
+                (
+                    rows.filter(|_| qp::packs4(k, g)),
+                    scales.and_then(|s| s.checked_mul(4)),
+                )
+            }
+            (Some(groups), false, _) => (
+                n.checked_mul(k.div_ceil(2)),
+                n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
+            ),
+        };
+        (g == 0 || k.is_multiple_of(g))
+            && rows.is_some_and(|r| len == r as u64)
+            && scales.is_some_and(|sc| self.scales.1 == sc as u64)
+            && self.sums.1 == 4 * n as u64
+    }
+}
