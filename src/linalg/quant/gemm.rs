@@ -428,33 +428,11 @@ pub fn gemm_qd8_f32_p4x4(
 ) -> Result<(), KernelError> {
     use super::packed::{check_packed, packed_weight};
     check_packed(data, scales, n, k)?;
-    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
-    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
-    if a.len() < mk
-        || ap.len() < m
-        || out.len() < mn
-        || sums.len() < n
-        || bias.is_some_and(|b| b.len() < n)
-    {
-        return Err(bad("quantized product operands shorter than their dims"));
-    }
-    if k > 1 << 16 {
-        return Err(KernelError::Unsupported {
-            detail: "quantized product deeper than 65536",
-        });
-    }
+    let mn = packed_operands(a, ap, m, k, n, sums, bias, out)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
     let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
-    let scale = |j: usize| {
-        f32::from_le_bytes([
-            scales[4 * j],
-            scales[4 * j + 1],
-            scales[4 * j + 2],
-            scales[4 * j + 3],
-        ])
-    };
     #[cfg(target_arch = "aarch64")]
     if kernel == QuantKernel::NeonDot {
         let blocks = n.div_ceil(4);
@@ -492,17 +470,20 @@ pub fn gemm_qd8_f32_p4x4(
         return Ok(());
     }
     let _ = kernel;
-    for i in 0..m {
-        let p = ap[i];
-        for j in 0..n {
-            let dot: i32 = (0..k)
-                .map(|t| a[i * k + t] as i32 * packed_weight(data, k, j, t))
-                .sum();
-            let acc = dot.wrapping_sub(p.zero_point.wrapping_mul(sums[j] as i32));
-            let v = (acc as f32 * p.scale) * scale(j) + bias.map_or(0.0, |b| b[j]);
-            out[i * n + j] = v.max(lo).min(hi);
-        }
-    }
+    let w = |j: usize, t: usize| packed_weight(data, k, j, t);
+    portable_int8(
+        a,
+        ap,
+        m,
+        k,
+        n,
+        &w,
+        scales,
+        sums,
+        bias,
+        &mut out[..mn],
+        (lo, hi),
+    );
     Ok(())
 }
 
@@ -529,21 +510,7 @@ pub fn gemm_qd8_f32_qb4w_p4x4(
 ) -> Result<(), KernelError> {
     use super::packed::{check_packed4, packed4_weight};
     check_packed4(data, scales, n, k, group)?;
-    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
-    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
-    if a.len() < mk
-        || ap.len() < m
-        || out.len() < mn
-        || sums.len() < n
-        || bias.is_some_and(|b| b.len() < n)
-    {
-        return Err(bad("quantized product operands shorter than their dims"));
-    }
-    if k > 1 << 16 {
-        return Err(KernelError::Unsupported {
-            detail: "quantized product deeper than 65536",
-        });
-    }
+    let mn = packed_operands(a, ap, m, k, n, sums, bias, out)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -591,20 +558,18 @@ pub fn gemm_qd8_f32_qb4w_p4x4(
         let i = 4 * ((j / 4 * groups + g) * 4 + j % 4);
         f32::from_le_bytes([scales[i], scales[i + 1], scales[i + 2], scales[i + 3]])
     };
-    for i in 0..m {
-        let p = ap[i];
-        for j in 0..n {
-            let mut f = 0f32;
-            for g in 0..groups {
-                let dot: i32 = (g * group..(g + 1) * group)
-                    .map(|t| a[i * k + t] as i32 * packed4_weight(data, k, j, t))
-                    .sum();
-                f += (16 * dot) as f32 * scale(j, g);
-            }
-            let v = (f - p.zero_point as f32 * sums[j]) * p.scale + bias.map_or(0.0, |b| b[j]);
-            out[i * n + j] = v.max(lo).min(hi);
-        }
-    }
+    let w = |j: usize, t: usize| packed4_weight(data, k, j, t);
+    portable_qb4w(
+        a,
+        ap,
+        (m, k, n, group),
+        &w,
+        &scale,
+        sums,
+        bias,
+        &mut out[..mn],
+        (lo, hi),
+    );
     Ok(())
 }
 
@@ -629,21 +594,7 @@ pub fn gemm_qd8_f32_p8x8(
 ) -> Result<(), KernelError> {
     use super::packed::{check_packed8, packed8_weight};
     check_packed8(data, scales, n, k)?;
-    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
-    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
-    if a.len() < mk
-        || ap.len() < m
-        || out.len() < mn
-        || sums.len() < n
-        || bias.is_some_and(|b| b.len() < n)
-    {
-        return Err(bad("quantized product operands shorter than their dims"));
-    }
-    if k > 1 << 16 {
-        return Err(KernelError::Unsupported {
-            detail: "quantized product deeper than 65536",
-        });
-    }
+    let mn = packed_operands(a, ap, m, k, n, sums, bias, out)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -683,25 +634,20 @@ pub fn gemm_qd8_f32_p8x8(
         return Ok(());
     }
     let _ = kernel;
-    let scale = |j: usize| {
-        f32::from_le_bytes([
-            scales[4 * j],
-            scales[4 * j + 1],
-            scales[4 * j + 2],
-            scales[4 * j + 3],
-        ])
-    };
-    for i in 0..m {
-        let p = ap[i];
-        for j in 0..n {
-            let dot: i32 = (0..k)
-                .map(|t| a[i * k + t] as i32 * packed8_weight(data, k, j, t))
-                .sum();
-            let acc = dot.wrapping_sub(p.zero_point.wrapping_mul(sums[j] as i32));
-            let v = (acc as f32 * p.scale) * scale(j) + bias.map_or(0.0, |b| b[j]);
-            out[i * n + j] = v.max(lo).min(hi);
-        }
-    }
+    let w = |j: usize, t: usize| packed8_weight(data, k, j, t);
+    portable_int8(
+        a,
+        ap,
+        m,
+        k,
+        n,
+        &w,
+        scales,
+        sums,
+        bias,
+        &mut out[..mn],
+        (lo, hi),
+    );
     Ok(())
 }
 
@@ -727,21 +673,7 @@ pub fn gemm_qd8_f32_qb4w_p8x8(
 ) -> Result<(), KernelError> {
     use super::packed::{check_packed4x8, packed4x8_weight};
     check_packed4x8(data, scales, n, k, group)?;
-    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
-    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
-    if a.len() < mk
-        || ap.len() < m
-        || out.len() < mn
-        || sums.len() < n
-        || bias.is_some_and(|b| b.len() < n)
-    {
-        return Err(bad("quantized product operands shorter than their dims"));
-    }
-    if k > 1 << 16 {
-        return Err(KernelError::Unsupported {
-            detail: "quantized product deeper than 65536",
-        });
-    }
+    let mn = packed_operands(a, ap, m, k, n, sums, bias, out)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -788,13 +720,102 @@ pub fn gemm_qd8_f32_qb4w_p8x8(
         let i = 4 * ((j / 8 * groups + g) * 16 + 4 * ((j % 8) / 2) + j % 2);
         f32::from_le_bytes([scales[i], scales[i + 1], scales[i + 2], scales[i + 3]])
     };
+    let w = |j: usize, t: usize| packed4x8_weight(data, k, j, t);
+    portable_qb4w(
+        a,
+        ap,
+        (m, k, n, group),
+        &w,
+        &scale,
+        sums,
+        bias,
+        &mut out[..mn],
+        (lo, hi),
+    );
+    Ok(())
+}
+
+/// Checks a packed product's depth and operand lengths (`m·k` activations, `m` row
+/// parameters, `m·n` outputs, `n` column sums and biases); returns `m·n`.
+#[allow(clippy::too_many_arguments)]
+fn packed_operands(
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    n: usize,
+    sums: &[f32],
+    bias: Option<&[f32]>,
+    out: &[f32],
+) -> Result<usize, KernelError> {
+    let mk = m.checked_mul(k).ok_or(bad("quantized product too large"))?;
+    let mn = m.checked_mul(n).ok_or(bad("quantized product too large"))?;
+    if a.len() < mk
+        || ap.len() < m
+        || out.len() < mn
+        || sums.len() < n
+        || bias.is_some_and(|b| b.len() < n)
+    {
+        return Err(bad("quantized product operands shorter than their dims"));
+    }
+    if k > 1 << 16 {
+        return Err(KernelError::Unsupported {
+            detail: "quantized product deeper than 65536",
+        });
+    }
+    Ok(mn)
+}
+
+/// The portable loop of the packed int8 drivers: `w(j, t)` reads the packed filter, `scales`
+/// its fp32 `[N]` scales; the reference's arithmetic (bit for bit).
+#[allow(clippy::too_many_arguments)]
+fn portable_int8(
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    n: usize,
+    w: &dyn Fn(usize, usize) -> i32,
+    scales: &[u8],
+    sums: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    (lo, hi): (f32, f32),
+) {
+    for i in 0..m {
+        let p = ap[i];
+        for j in 0..n {
+            let dot: i32 = (0..k).map(|t| a[i * k + t] as i32 * w(j, t)).sum();
+            let acc = dot.wrapping_sub(p.zero_point.wrapping_mul(sums[j] as i32));
+            let s = &scales[4 * j..4 * j + 4];
+            let scale = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+            let v = (acc as f32 * p.scale) * scale + bias.map_or(0.0, |b| b[j]);
+            out[i * n + j] = v.max(lo).min(hi);
+        }
+    }
+}
+
+/// The portable loop of the packed group-wise 4-bit drivers: `w(j, t)` reads the packed
+/// filter, `scale(j, g)` its packed scale (divided by 16) of channel `j`, group `g`.
+#[allow(clippy::too_many_arguments)]
+fn portable_qb4w(
+    a: &[i8],
+    ap: &[QParams],
+    (m, k, n, group): (usize, usize, usize, usize),
+    w: &dyn Fn(usize, usize) -> i32,
+    scale: &dyn Fn(usize, usize) -> f32,
+    sums: &[f32],
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    (lo, hi): (f32, f32),
+) {
     for i in 0..m {
         let p = ap[i];
         for j in 0..n {
             let mut f = 0f32;
-            for g in 0..groups {
+            for g in 0..k / group {
                 let dot: i32 = (g * group..(g + 1) * group)
-                    .map(|t| a[i * k + t] as i32 * packed4x8_weight(data, k, j, t))
+                    .map(|t| a[i * k + t] as i32 * w(j, t))
                     .sum();
                 f += (16 * dot) as f32 * scale(j, g);
             }
@@ -802,5 +823,4 @@ pub fn gemm_qd8_f32_qb4w_p8x8(
             out[i * n + j] = v.max(lo).min(hi);
         }
     }
-    Ok(())
 }

@@ -105,35 +105,9 @@ pub fn pack_qb4w_p4x4(
     out: &mut [u8],
     out_scales: &mut [f32],
 ) -> Result<(), KernelError> {
-    let bad = |detail| KernelError::Value { arg: 0, detail };
-    if !packs4(k, group) {
-        return Err(bad(
-            "packed 4-bit weights need groups that are a multiple of 16 and divide the depth",
-        ));
-    }
-    let groups = k / group;
-    let rb = k / 2;
-    let sizes = (
-        packed4_len(n, k),
-        packed4_scales_len(n, k, group),
-        n.checked_mul(rb),
-        n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
-    );
-    let (Some(len), Some(slen), Some(rlen), Some(blen)) = sizes else {
-        return Err(bad("packed 4-bit weights: size overflows"));
-    };
-    if out.len() != len || out_scales.len() != slen || rows.len() < rlen || scales_bf16.len() < blen
-    {
-        return Err(bad(
-            "packed 4-bit weights: buffer sizes disagree with n, k and the group",
-        ));
-    }
-    // Signed nibble of weight (ch, t): the stored nibble minus 8, two's complement.
-    let q = |ch: usize, t: usize| -> u8 {
-        let b = rows[ch * rb + t / 2];
-        let nib = if t.is_multiple_of(2) { b & 15 } else { b >> 4 };
-        nib ^ 8
-    };
+    let sizes = (packed4_len(n, k), packed4_scales_len(n, k, group));
+    let groups = check_stock4(rows, scales_bf16, n, k, group, sizes, out, out_scales)?;
+    let q = |ch: usize, t: usize| signed_nibble(rows, k, ch, t);
     for b in 0..n.div_ceil(4) {
         for c in 0..k / 8 {
             for j in 0..4 {
@@ -161,6 +135,52 @@ pub fn pack_qb4w_p4x4(
         }
     }
     Ok(())
+}
+
+/// Checks a 4-bit packing's inputs (stock rows and bf16 scales of an `n × k` filter in
+/// groups of `group`) and outputs (`sizes`: the layout's bytes and scale count); returns the
+/// number of groups.
+#[allow(clippy::too_many_arguments)]
+fn check_stock4(
+    rows: &[u8],
+    scales_bf16: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+    sizes: (Option<usize>, Option<usize>),
+    out: &[u8],
+    out_scales: &[f32],
+) -> Result<usize, KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !packs4(k, group) {
+        return Err(bad(
+            "packed 4-bit weights need groups that are a multiple of 16 and divide the depth",
+        ));
+    }
+    let groups = k / group;
+    let stock = (
+        n.checked_mul(k / 2),
+        n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
+    );
+    let (Some(len), Some(slen), Some(rlen), Some(blen)) = (sizes.0, sizes.1, stock.0, stock.1)
+    else {
+        return Err(bad("packed 4-bit weights: size overflows"));
+    };
+    if out.len() != len || out_scales.len() != slen || rows.len() < rlen || scales_bf16.len() < blen
+    {
+        return Err(bad(
+            "packed 4-bit weights: buffer sizes disagree with n, k and the group",
+        ));
+    }
+    Ok(groups)
+}
+
+/// Weight `(ch, t)` of stock 4-bit rows (`k` even, checked by [`check_stock4`]) as a signed
+/// nibble: the stored nibble minus 8, two's complement.
+fn signed_nibble(rows: &[u8], k: usize, ch: usize, t: usize) -> u8 {
+    let b = rows[ch * (k / 2) + t / 2];
+    let nib = if t.is_multiple_of(2) { b & 15 } else { b >> 4 };
+    nib ^ 8
 }
 
 /// Weight `(j, t)` of a filter packed `qb4w_p4x4` (the integer, not `16 ×`).
@@ -310,34 +330,9 @@ pub fn pack_qb4w_p8x8(
     out: &mut [u8],
     out_scales: &mut [f32],
 ) -> Result<(), KernelError> {
-    let bad = |detail| KernelError::Value { arg: 0, detail };
-    if !packs4(k, group) {
-        return Err(bad(
-            "packed 4-bit weights need groups that are a multiple of 16 and divide the depth",
-        ));
-    }
-    let groups = k / group;
-    let rb = k / 2;
-    let sizes = (
-        packed4x8_len(n, k),
-        packed4x8_scales_len(n, k, group),
-        n.checked_mul(rb),
-        n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
-    );
-    let (Some(len), Some(slen), Some(rlen), Some(blen)) = sizes else {
-        return Err(bad("packed 4-bit weights: size overflows"));
-    };
-    if out.len() != len || out_scales.len() != slen || rows.len() < rlen || scales_bf16.len() < blen
-    {
-        return Err(bad(
-            "packed 4-bit weights: buffer sizes disagree with n, k and the group",
-        ));
-    }
-    let q = |ch: usize, t: usize| -> u8 {
-        let b = rows[ch * rb + t / 2];
-        let nib = if t.is_multiple_of(2) { b & 15 } else { b >> 4 };
-        nib ^ 8
-    };
+    let sizes = (packed4x8_len(n, k), packed4x8_scales_len(n, k, group));
+    let groups = check_stock4(rows, scales_bf16, n, k, group, sizes, out, out_scales)?;
+    let q = |ch: usize, t: usize| signed_nibble(rows, k, ch, t);
     for (i, o) in out.iter_mut().enumerate() {
         let (b, r) = (i / (4 * k), i % (4 * k));
         let (c, r) = (r / 64, r % 64);
