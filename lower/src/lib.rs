@@ -893,8 +893,9 @@ fn lower_stage(
                 group: f.group,
             };
             q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
-            // SMMLA targets take 8 channels per block, the others 4 (lane-indexed SDOT).
-            let mmla = target.i8mm();
+            // SMMLA targets take 8 channels per block, the others 4 (lane-indexed SDOT), as
+            // for int8 (`stock_int8_layout`, which the region's layout is written from).
+            let mmla = stock_int8_layout(target) == Int8Layout::P8x8;
             let (len, slen) = if mmla {
                 (
                     qp::packed4x8_len(f.n, f.k),

@@ -723,8 +723,11 @@ impl Backend for PteraBackend {
                         (false, Int8Layout::RowMajor) => {
                             QuantW::Rows(QWeights::Qc8w { data, scales })
                         }
-                        (false, Int8Layout::P4x4) => QuantW::Packed { data, scales },
-                        (false, Int8Layout::P8x8) => QuantW::Packed8 { data, scales },
+                        (false, layout) => QuantW::Packed {
+                            data,
+                            scales,
+                            layout,
+                        },
                     };
                     let sums = xnnpack::run::as_f32(bytes(ranges[2])?)
                         .ok_or(bad("ptera region: column sums misaligned"))?;
@@ -827,8 +830,12 @@ fn linear(
 /// A quantized weight: rows in a [`QWeights`] layout, or int8 rows packed `qc8w_p4x4`.
 enum QuantW<'p> {
     Rows(QWeights<'p>),
-    Packed { data: &'p [u8], scales: &'p [u8] },
-    Packed8 { data: &'p [u8], scales: &'p [u8] },
+    /// int8 rows packed `qc8w_p4x4` or `qc8w_p8x8` (`layout`), fp32 scales.
+    Packed {
+        data: &'p [u8],
+        scales: &'p [u8],
+        layout: Int8Layout,
+    },
 }
 
 /// Runs one quantized linear operation: the input rows quantized to int8 (per row, XNNPACK's
@@ -907,34 +914,31 @@ fn linear_quant(
             c,
             None,
         )?,
-        QuantW::Packed8 { data, scales } => quant::gemm_qd8_f32_p8x8(
-            kernel,
-            q,
-            params,
-            rows,
-            k,
+        QuantW::Packed {
             data,
             scales,
-            n,
-            direct_bias,
-            sums,
-            c,
-            None,
-        )?,
-        QuantW::Packed { data, scales } => quant::gemm_qd8_f32_p4x4(
-            kernel,
-            q,
-            params,
-            rows,
-            k,
-            data,
-            scales,
-            n,
-            direct_bias,
-            sums,
-            c,
-            None,
-        )?,
+            layout,
+        } => {
+            let product = if *layout == Int8Layout::P8x8 {
+                quant::gemm_qd8_f32_p8x8
+            } else {
+                quant::gemm_qd8_f32_p4x4
+            };
+            product(
+                kernel,
+                q,
+                params,
+                rows,
+                k,
+                data,
+                scales,
+                n,
+                direct_bias,
+                sums,
+                c,
+                None,
+            )?
+        }
     }
     if let (Some(bv), true) = (bias, l.beta != 1.0) {
         for row in c.chunks_exact_mut(n) {

@@ -254,20 +254,19 @@ pub fn execute_plan(
     let qkernel = quant::QuantKernel::select();
     for (index, step) in steps.iter().enumerate() {
         let (op, clamp) = step.op()?;
+        // A view planned onto its input's storage (see `analyze`: reshapes of intermediates,
+        // inputs and constants, and repeated converts) has nothing to do.
+        if let Op::Reshape { x, out } = op {
+            let at = |id: u32| locs.get(id as usize).map(|l| (l.kind, l.ext, l.offset));
+            if at(x).is_some() && at(x) == at(out) {
+                continue;
+            }
+        }
         if locs
             .get(op.output() as usize)
             .is_some_and(|l| l.dt == DT_QD8)
         {
-            // fp32 rows → int8 rows and their parameters (a convert node, checked at load), or
-            // a repeated convert's view of the first one's output (planned onto its bytes).
-            if let Op::Reshape { x, out } = op {
-                if locs.get(x as usize).map(|l| (l.offset, l.kind))
-                    == locs.get(out as usize).map(|l| (l.offset, l.kind))
-                {
-                    continue;
-                }
-                return Err(bad("quantized view not planned onto its source"));
-            }
+            // fp32 rows → int8 rows and their parameters (a convert node, checked at load).
             let Op::Unary { x, .. } = op else {
                 return Err(bad("quantized output of a node other than a convert"));
             };
@@ -298,11 +297,6 @@ pub fn execute_plan(
             continue;
         }
         let (po, no) = locate(op.output())?;
-        if let Op::Reshape { x, .. } = op {
-            if locate(x)?.0 == po {
-                continue; // a view planned onto its input's storage (see `analyze`)
-            }
-        }
         // SAFETY: see the block comment above `rd`.
         let out: &mut [f32] = if no == 0 {
             &mut []

@@ -237,10 +237,11 @@ impl QuantFilter {
         let (rows, scales) = match (k.checked_div(g), self.packed, self.mmla) {
             (None, true, mmla) => (
                 if mmla {
-                    qp::packed8_len(n, k)
+                    qp::Int8Layout::P8x8
                 } else {
-                    qp::packed_len(n, k)
+                    qp::Int8Layout::P4x4
                 }
+                .len(n, k)
                 .filter(|_| k.is_multiple_of(16)),
                 n.checked_mul(4),
             ),

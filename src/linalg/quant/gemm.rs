@@ -35,37 +35,37 @@ impl QuantKernel {
     }
 }
 
-/// FEAT_DotProd, read from the ID registers once (under Linux each read traps to the kernel;
-/// this runs for every quantized product).
+/// A CPU feature read from the ID registers once into `cell` (0 unknown, 1 absent, 2
+/// present): under Linux each read traps to the kernel, and this runs for every quantized
+/// product.
 #[cfg(target_arch = "aarch64")]
-fn has_dotprod() -> bool {
-    use core::sync::atomic::{AtomicU8, Ordering};
-    static DOTPROD: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 absent, 2 present
-    match DOTPROD.load(Ordering::Relaxed) {
+fn cached_feature(cell: &core::sync::atomic::AtomicU8, read: fn() -> bool) -> bool {
+    use core::sync::atomic::Ordering;
+    match cell.load(Ordering::Relaxed) {
         0 => {
-            let d = crate::linalg::cpu::features().dotprod;
-            DOTPROD.store(1 + d as u8, Ordering::Relaxed);
+            let d = read();
+            cell.store(1 + d as u8, Ordering::Relaxed);
             d
         }
         v => v == 2,
     }
 }
 
-/// FEAT_I8MM, read from the ID registers once (see [`has_dotprod`]); false where the fp32
-/// kernel selection is pinned to the portable code.
+/// FEAT_DotProd ([`cached_feature`]).
+#[cfg(target_arch = "aarch64")]
+fn has_dotprod() -> bool {
+    static DOTPROD: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+    cached_feature(&DOTPROD, || crate::linalg::cpu::features().dotprod)
+}
+
+/// FEAT_I8MM ([`cached_feature`]); false where the fp32 kernel selection is pinned to the
+/// portable code.
 #[cfg(target_arch = "aarch64")]
 fn has_i8mm() -> bool {
     use crate::linalg::gemm::{select, Isa};
-    use core::sync::atomic::{AtomicU8, Ordering};
-    static I8MM: AtomicU8 = AtomicU8::new(0); // 0 unknown, 1 absent, 2 present
-    match I8MM.load(Ordering::Relaxed) {
-        0 => {
-            let d = crate::linalg::cpu::features().i8mm;
-            I8MM.store(1 + d as u8, Ordering::Relaxed);
-            d && select::selected() != Isa::Generic
-        }
-        v => v == 2 && select::selected() != Isa::Generic,
-    }
+    static I8MM: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+    cached_feature(&I8MM, || crate::linalg::cpu::features().i8mm)
+        && select::selected() != Isa::Generic
 }
 
 const MR: usize = 4;

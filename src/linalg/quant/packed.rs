@@ -199,14 +199,27 @@ pub fn check_packed4(
     k: usize,
     group: usize,
 ) -> Result<(), KernelError> {
-    let bad = |detail| KernelError::Value { arg: 0, detail };
+    let sizes = (packed4_len(n, k), packed4_scales_len(n, k, group));
+    check_packed4_sizes(data, scales, k, group, sizes)
+}
+
+/// `data` and `scales` (fp32 as bytes) have a 4-bit packing's `sizes` (bytes, scale count)
+/// and the group rule holds.
+fn check_packed4_sizes(
+    data: &[u8],
+    scales: &[u8],
+    k: usize,
+    group: usize,
+    sizes: (Option<usize>, Option<usize>),
+) -> Result<(), KernelError> {
     if !packs4(k, group)
-        || packed4_len(n, k) != Some(data.len())
-        || packed4_scales_len(n, k, group).and_then(|s| s.checked_mul(4)) != Some(scales.len())
+        || sizes.0 != Some(data.len())
+        || sizes.1.and_then(|s| s.checked_mul(4)) != Some(scales.len())
     {
-        return Err(bad(
-            "packed 4-bit weights: sizes disagree with n, k and the group",
-        ));
+        return Err(KernelError::Value {
+            arg: 0,
+            detail: "packed 4-bit weights: sizes disagree with n, k and the group",
+        });
     }
     Ok(())
 }
@@ -376,14 +389,6 @@ pub fn check_packed4x8(
     k: usize,
     group: usize,
 ) -> Result<(), KernelError> {
-    let bad = |detail| KernelError::Value { arg: 0, detail };
-    if !packs4(k, group)
-        || packed4x8_len(n, k) != Some(data.len())
-        || packed4x8_scales_len(n, k, group).and_then(|s| s.checked_mul(4)) != Some(scales.len())
-    {
-        return Err(bad(
-            "packed 4-bit weights: sizes disagree with n, k and the group",
-        ));
-    }
-    Ok(())
+    let sizes = (packed4x8_len(n, k), packed4x8_scales_len(n, k, group));
+    check_packed4_sizes(data, scales, k, group, sizes)
 }
