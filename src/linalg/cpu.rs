@@ -23,6 +23,8 @@ pub struct Features {
     pub sme2: bool,
     /// FMOPA fp32 (`ID_AA64SMFR0_EL1.F32F32`).
     pub sme_f32f32: bool,
+    /// 4-way `SMOPA` int8 into int32 tiles (`ID_AA64SMFR0_EL1.I8I32 == 0b1111`).
+    pub sme_i8i32: bool,
     /// FEAT_DotProd: `SDOT`/`UDOT` (`ID_AA64ISAR0_EL1.DP`).
     pub dotprod: bool,
     /// FEAT_I8MM: `SMMLA` (`ID_AA64ISAR1_EL1.I8MM`).
@@ -88,6 +90,7 @@ impl IdRegs {
             sme,
             sme2: sme_lvl >= 2 && field(self.smfr0, 56) >= 1,
             sme_f32f32,
+            sme_i8i32: sme && field(self.smfr0, 36) == 0xF,
             dotprod: field(self.isar0, 44) >= 1,
             i8mm: field(self.isar1, 52) >= 1,
         }
@@ -120,6 +123,7 @@ pub fn features() -> Features {
             f.sme &= smen;
             f.sme2 &= smen;
             f.sme_f32f32 &= smen;
+            f.sme_i8i32 &= smen;
         }
         f
     }

@@ -90,6 +90,7 @@ fn xnn_parts<'p>(
                 | rf::WeightLayout::Int4Packed
                 | rf::WeightLayout::Int8Packed8
                 | rf::WeightLayout::Int4Packed8
+                | rf::WeightLayout::Int8PackedN
         ) {
             let blob = |k: Option<&str>| {
                 k.and_then(|k| init.program.named_data(k))
@@ -121,17 +122,16 @@ fn xnn_parts<'p>(
                         group,
                         scales,
                         sums,
-                        packed: matches!(
-                            pf.layout(),
-                            rf::WeightLayout::Int8Packed
-                                | rf::WeightLayout::Int4Packed
-                                | rf::WeightLayout::Int8Packed8
-                                | rf::WeightLayout::Int4Packed8
-                        ),
-                        mmla: matches!(
-                            pf.layout(),
-                            rf::WeightLayout::Int8Packed8 | rf::WeightLayout::Int4Packed8
-                        ),
+                        layout: match pf.layout() {
+                            rf::WeightLayout::Int8Packed | rf::WeightLayout::Int4Packed => {
+                                Int8Layout::P4x4
+                            }
+                            rf::WeightLayout::Int8Packed8 | rf::WeightLayout::Int4Packed8 => {
+                                Int8Layout::P8x8
+                            }
+                            rf::WeightLayout::Int8PackedN => Int8Layout::PNx4(pf.nr() as usize),
+                            _ => Int8Layout::RowMajor,
+                        },
                     }),
                 })
                 .map_err(|_| too_many())?;
@@ -322,16 +322,23 @@ fn linear_of(op: rf::Operation<'_>) -> Result<(Linear, Keys<'_>), KernelError> {
         layout @ (rf::WeightLayout::Int8
         | rf::WeightLayout::Int4
         | rf::WeightLayout::Int8Packed
-        | rf::WeightLayout::Int8Packed8) => {
+        | rf::WeightLayout::Int8Packed8
+        | rf::WeightLayout::Int8PackedN) => {
             let four_bit = layout == rf::WeightLayout::Int4;
             let packed = match layout {
                 rf::WeightLayout::Int8Packed => Int8Layout::P4x4,
                 rf::WeightLayout::Int8Packed8 => Int8Layout::P8x8,
+                rf::WeightLayout::Int8PackedN => Int8Layout::PNx4(w.nr() as usize),
                 _ => Int8Layout::RowMajor,
             };
             if packed != Int8Layout::RowMajor && !k.is_multiple_of(16) {
                 return Err(bad(
                     "ptera region: packed int8 weight with a depth not a multiple of 16",
+                ));
+            }
+            if matches!(packed, Int8Layout::PNx4(nb) if nb == 0 || nb % 4 != 0) {
+                return Err(bad(
+                    "ptera region: int8 weight packed in blocks that are not a multiple of 4",
                 ));
             }
             let group = if four_bit { w.group() as usize } else { 0 };
@@ -456,9 +463,16 @@ fn quant_ranges(
 }
 
 /// Floats of scratch a quantized operation needs for `m` rows: the rows' parameters (two
-/// floats each) and the int8 rows.
-fn quant_scratch_f32(m: usize, k: usize) -> Option<usize> {
-    m.checked_mul(2)?.checked_add(m.checked_mul(k)?.div_ceil(4))
+/// floats each), the int8 rows (whole 64-byte lines), and the SME2 tile's packed activations
+/// for weights packed `qc8w_pNx4`.
+fn quant_scratch_f32(m: usize, k: usize, layout: Int8Layout) -> Option<usize> {
+    let za = match layout {
+        Int8Layout::PNx4(nb) => quant::pnx4_scratch_f32(k, nb),
+        _ => 0,
+    };
+    m.checked_mul(2)?
+        .checked_add(m.checked_mul(k)?.div_ceil(64).checked_mul(16)?)?
+        .checked_add(za)
 }
 
 /// The little-endian u32 at byte `at` of a record (0 past its end: records are written
@@ -478,7 +492,8 @@ fn u64_at(r: &[u8], at: usize) -> u64 {
 
 /// The state record of one operation (little endian):
 /// `0 input, 4 output, 8 bias (i32, -1 none), 12 weight kind (0 packed, 1 [K,N] arg,
-/// 2 [N,K] arg, 3 int8, 4 4-bit, 5 int8 `qc8w_p4x4`, 6 int8 `qc8w_p8x8`), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32
+/// 2 [N,K] arg, 3 int8, 4 4-bit, 5 int8 `qc8w_p4x4`, 6 int8 `qc8w_p8x8`, 7 int8 `qc8w_pNx4`
+/// with `N` = nr), 16 weight arg, 20 nr, 24 k, 28 n, 32 alpha, 36 beta (f32
 /// bits), 40 activation, 44 group, then (program offset, length) pairs (u64): 48 packed
 /// panels or quantized rows, 64 scales, 80 column sums`.
 fn encode(l: &Linear, ranges: [(u64, u64); 3], r: &mut [u8]) {
@@ -493,10 +508,14 @@ fn encode(l: &Linear, ranges: [(u64, u64); 3], r: &mut [u8]) {
             match packed {
                 Int8Layout::P4x4 => 5,
                 Int8Layout::P8x8 => 6,
+                Int8Layout::PNx4(_) => 7,
                 Int8Layout::RowMajor => 3 + four_bit as u32,
             },
             0,
-            0,
+            match packed {
+                Int8Layout::PNx4(nb) => nb as u32,
+                _ => 0,
+            },
             group as u32,
         ),
     };
@@ -530,12 +549,13 @@ fn decode(r: &[u8]) -> (Linear, [(u64, u64); 3]) {
         0 => WeightRef::Packed {
             nr: u32_at(r, 20) as usize,
         },
-        3..=6 => WeightRef::Quant {
+        3..=7 => WeightRef::Quant {
             four_bit: kind == 4,
             group: u32_at(r, 44) as usize,
             packed: match kind {
                 5 => Int8Layout::P4x4,
                 6 => Int8Layout::P8x8,
+                7 => Int8Layout::PNx4(u32_at(r, 20) as usize),
                 _ => Int8Layout::RowMajor,
             },
         },
@@ -593,7 +613,7 @@ impl Backend for PteraBackend {
                 ) => {
                     quant_ranges(init, keys, &l, four_bit, group, packed)?;
                     let max_m = op.op_as_linear().map_or(0, |x| x.max_m() as usize);
-                    let need = quant_scratch_f32(max_m, l.k)
+                    let need = quant_scratch_f32(max_m, l.k, packed)
                         .ok_or(bad("ptera region: quantized scratch overflows"))?;
                     scratch_f32 = scratch_f32.max(need);
                 }
@@ -817,14 +837,7 @@ fn linear(
         (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
         (None, None) => return Err(bad("ptera region: linear without weight")),
     }
-    if let (Some(bv), true) = (bias, l.beta != 1.0) {
-        for row in c.chunks_exact_mut(n) {
-            for (o, b) in row.iter_mut().zip(bv) {
-                *o += l.beta * b;
-            }
-        }
-    }
-    activate(l.act, c)
+    finish(l, bias, c)
 }
 
 /// A quantized weight: rows in a [`QWeights`] layout, or int8 rows packed `qc8w_p4x4`.
@@ -836,6 +849,19 @@ enum QuantW<'p> {
         scales: &'p [u8],
         layout: Int8Layout,
     },
+}
+
+/// The tail of a linear operation: `beta · bias` where `beta` is not 1 (a bias of weight 1
+/// went into the product), then the activation.
+fn finish(l: &Linear, bias: Option<&[f32]>, c: &mut [f32]) -> Result<(), KernelError> {
+    if let (Some(bv), true) = (bias, l.beta != 1.0) {
+        for row in c.chunks_exact_mut(l.n) {
+            for (o, b) in row.iter_mut().zip(bv) {
+                *o += l.beta * b;
+            }
+        }
+    }
+    activate(l.act, c)
 }
 
 /// Runs one quantized linear operation: the input rows quantized to int8 (per row, XNNPACK's
@@ -881,17 +907,24 @@ fn linear_quant(
         ctx.region_op(index, "QuantizedLinear", m * n, ((hi - lo) * n * k) as u64);
     }
     let rows = hi - lo;
-    let need =
-        quant_scratch_f32(rows, k).ok_or(bad("ptera region: quantized scratch overflows"))?;
+    let layout = match w {
+        QuantW::Packed { layout, .. } => *layout,
+        QuantW::Rows(_) => Int8Layout::RowMajor,
+    };
+    let need = quant_scratch_f32(rows, k, layout)
+        .ok_or(bad("ptera region: quantized scratch overflows"))?;
     let scratch = ctx.scratch_f32(need)?;
     let (params_f, q_f) = scratch.split_at_mut(2 * rows);
+    let (q_f, work) = q_f.split_at_mut((rows * k).div_ceil(64) * 16);
     // SAFETY: `params_f` holds 2·rows f32 (4-byte aligned): exactly `rows` QParams (repr(C)
     // f32 + i32, size 8, align 4, every bit pattern valid); `q_f` holds ≥ rows·k bytes, and
-    // i8 has alignment 1. Both are exclusive borrows of disjoint scratch parts.
-    let (params, q) = unsafe {
+    // i8 has alignment 1; `work` is the rest. All are exclusive borrows of disjoint scratch
+    // parts, which no output overlaps.
+    let (params, q, work) = unsafe {
         (
             core::slice::from_raw_parts_mut(params_f.as_mut_ptr() as *mut QParams, rows),
             core::slice::from_raw_parts_mut(q_f.as_mut_ptr() as *mut i8, rows * k),
+            core::slice::from_raw_parts_mut(work.as_mut_ptr(), work.len()),
         )
     };
     quant::quantize_rows_qd8(&xd[lo * k..hi * k], k, q, params);
@@ -919,10 +952,27 @@ fn linear_quant(
             scales,
             layout,
         } => {
-            let product = if *layout == Int8Layout::P8x8 {
-                quant::gemm_qd8_f32_p8x8
-            } else {
-                quant::gemm_qd8_f32_p4x4
+            let product = match *layout {
+                Int8Layout::P8x8 => quant::gemm_qd8_f32_p8x8,
+                Int8Layout::PNx4(nb) => {
+                    quant::gemm_qd8_f32_pnx4(
+                        kernel,
+                        q,
+                        params,
+                        rows,
+                        k,
+                        (data, nb),
+                        scales,
+                        n,
+                        direct_bias,
+                        sums,
+                        c,
+                        None,
+                        work,
+                    )?;
+                    return finish(l, bias, c);
+                }
+                _ => quant::gemm_qd8_f32_p4x4,
             };
             product(
                 kernel,
@@ -940,14 +990,7 @@ fn linear_quant(
             )?
         }
     }
-    if let (Some(bv), true) = (bias, l.beta != 1.0) {
-        for row in c.chunks_exact_mut(n) {
-            for (o, b) in row.iter_mut().zip(bv) {
-                *o += l.beta * b;
-            }
-        }
-    }
-    activate(l.act, c)
+    finish(l, bias, c)
 }
 
 /// Applies the activation in place, through a small stack buffer (the vector functions take

@@ -10,6 +10,7 @@ use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
+use crate::linalg::quant::packed::Int8Layout;
 use crate::linalg::quant::{self, QParams, QWeights};
 use crate::shape::Shape;
 use core::mem::MaybeUninit;
@@ -364,24 +365,20 @@ pub fn execute_plan(
                     // Row-major weights, or int8 / group-wise 4-bit rows packed ahead for
                     // lane-indexed SDOT (`wl.group` > 0: 4-bit, with packed fp32 scales).
                     let group = wl.group as usize;
-                    let mmla = wl.flags & QUANT_MMLA != 0;
-                    let packed_rows = if wl.flags & QUANT_PACKED != 0 {
-                        let (len, slen) = if group > 0 && mmla {
-                            (
+                    let layout = flags_layout(wl.flags);
+                    let packed_rows = if layout != Int8Layout::RowMajor {
+                        let (len, slen) = match (group > 0, layout) {
+                            (true, Int8Layout::P8x8) => (
                                 quant::packed::packed4x8_len(n, k),
                                 quant::packed::packed4x8_scales_len(n, k, group)
                                     .and_then(|s| s.checked_mul(4)),
-                            )
-                        } else if group > 0 {
-                            (
+                            ),
+                            (true, _) => (
                                 quant::packed::packed4_len(n, k),
                                 quant::packed::packed4_scales_len(n, k, group)
                                     .and_then(|s| s.checked_mul(4)),
-                            )
-                        } else if mmla {
-                            (quant::packed::packed8_len(n, k), n.checked_mul(4))
-                        } else {
-                            (quant::packed::packed_len(n, k), n.checked_mul(4))
+                            ),
+                            (false, _) => (layout.len(n, k), n.checked_mul(4)),
                         };
                         let (Some(len), Some(slen)) = (len, slen) else {
                             return Err(bad("packed filter size overflows"));
@@ -395,24 +392,48 @@ pub fn execute_plan(
                     } else {
                         None
                     };
-                    let product =
-                        |a: &[i8], ap: &[QParams], m: usize, o: &mut [f32]| match packed_rows {
-                            Some((data, scales)) if group > 0 && mmla => {
+                    let product = |a: &[i8],
+                                   ap: &[QParams],
+                                   m: usize,
+                                   o: &mut [f32],
+                                   work: &mut [f32]| {
+                        match (packed_rows, layout) {
+                            (Some((data, scales)), Int8Layout::P8x8) if group > 0 => {
                                 quant::gemm_qd8_f32_qb4w_p8x8(
                                     qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o,
                                     clamp,
                                 )
                             }
-                            Some((data, scales)) if group > 0 => quant::gemm_qd8_f32_qb4w_p4x4(
-                                qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o, clamp,
-                            ),
-                            Some((data, scales)) if mmla => quant::gemm_qd8_f32_p8x8(
+                            (Some((data, scales)), _) if group > 0 => {
+                                quant::gemm_qd8_f32_qb4w_p4x4(
+                                    qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o,
+                                    clamp,
+                                )
+                            }
+                            (Some((data, scales)), Int8Layout::P8x8) => quant::gemm_qd8_f32_p8x8(
                                 qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,
                             ),
-                            Some((data, scales)) => quant::gemm_qd8_f32_p4x4(
+                            (Some((data, scales)), Int8Layout::PNx4(nb)) => {
+                                quant::gemm_qd8_f32_pnx4(
+                                    qkernel,
+                                    a,
+                                    ap,
+                                    m,
+                                    k,
+                                    (data, nb),
+                                    scales,
+                                    n,
+                                    b,
+                                    wsums,
+                                    o,
+                                    clamp,
+                                    work,
+                                )
+                            }
+                            (Some((data, scales)), _) => quant::gemm_qd8_f32_p4x4(
                                 qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,
                             ),
-                            None => quant::gemm_qd8_f32(
+                            (None, _) => quant::gemm_qd8_f32(
                                 qkernel,
                                 a,
                                 ap,
@@ -425,7 +446,8 @@ pub fn execute_plan(
                                 o,
                                 clamp,
                             ),
-                        };
+                        }
+                    };
                     if locs[x as usize].dt == DT_QD8 {
                         let (qp, numel, rows) = qd8(x)?;
                         if rows != x_rows {
@@ -443,7 +465,7 @@ pub fn execute_plan(
                             )
                         };
                         let (a, ap) = (&a[lo * k..hi * k], &ap[lo..hi]);
-                        product(a, ap, hi - lo, o)?
+                        product(a, ap, hi - lo, o, &mut *gemm_scratch)?
                     } else {
                         // A filter quantized ahead: the fp32 rows are quantized here, into the
                         // work area (sized for every row at load), parameters first.
@@ -452,7 +474,10 @@ pub fn execute_plan(
                         let (pf, rest) = gemm_scratch
                             .split_at_mut_checked(2 * rows)
                             .ok_or(bad("work area too small for quantized rows"))?;
-                        if rest.len() * 4 < rows * k || hi * k > xs.len() {
+                        let (rest, work) = rest
+                            .split_at_mut_checked((rows * k).div_ceil(64) * 16)
+                            .ok_or(bad("work area too small for quantized rows"))?;
+                        if hi * k > xs.len() {
                             return Err(bad("work area too small for quantized rows"));
                         }
                         // SAFETY: `pf` holds 2·rows f32 = rows QParams (repr(C) f32 + i32,
@@ -471,7 +496,7 @@ pub fn execute_plan(
                             )
                         };
                         quant::quantize_rows_qd8(&xs[lo * k..hi * k], k, a, ap);
-                        product(a, ap, rows, o)?
+                        product(a, ap, rows, o, work)?
                     }
                     // The node's clamp went into the product's stores.
                     continue;

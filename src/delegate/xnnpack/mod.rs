@@ -30,6 +30,7 @@ use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::gemm;
 use crate::linalg::quant;
+use crate::linalg::quant::packed::Int8Layout;
 use crate::planner::{self, Interval};
 use crate::shape::Shape;
 use graph::{bad, last_dim, Op, INVALID_ID, MAX_DIMS};
@@ -354,7 +355,7 @@ fn analyze(
             // 4-bit ones repacked (4-bit in their own groups).
             let repack = match p.quant {
                 Some(q) if dt == DT_QC8W => q.group == 0,
-                Some(q) if dt == DT_QB4W => q.packed && q.group == qi.1,
+                Some(q) if dt == DT_QB4W => q.layout != Int8Layout::RowMajor && q.group == qi.1,
                 _ => false,
             };
             if !(dt == DT_F32 || repack)
@@ -368,7 +369,9 @@ fn analyze(
             if let Some(q) = p.quant {
                 // Sizes are checked against the node's (n, k) in the node pass.
                 if dl.len() != 2
-                    || (q.group > 0 && (q.group % 2 != 0 || q.packed && q.group % 16 != 0))
+                    || (q.group > 0
+                        && (q.group % 2 != 0
+                            || q.layout != Int8Layout::RowMajor && q.group % 16 != 0))
                 {
                     return Err(bad(
                         "quantized filter override is not 2-D or its group is odd",
@@ -686,6 +689,20 @@ fn analyze(
             } => {
                 let fp = dt_of(out) == DT_F32 && dt_of(bias) == DT_F32;
                 let ahead = qinfo.get(w as usize).is_some_and(|q| q.3);
+                // Filters packed for the SME2 `SMOPA` tile pack their activations in the
+                // work area (behind the quantized rows of a filter quantized ahead).
+                let za = match packed.iter().find(|p| p.value == w).and_then(|p| p.quant) {
+                    Some(QuantFilter {
+                        layout: Int8Layout::PNx4(nb),
+                        ..
+                    }) => {
+                        let wd = dims_tab[w as usize].dims();
+                        let k = if transpose_w { wd.first() } else { wd.get(1) };
+                        quant::pnx4_scratch_f32(k.copied().unwrap_or(0), nb).saturating_add(16)
+                    }
+                    _ => 0,
+                };
+                work_f32 = work_f32.max(za);
                 match dt_of(w) {
                     DT_F32 => fp && dt_of(x) == DT_F32,
                     DT_QC8W | DT_QC4W | DT_QB4W if ahead => {
@@ -707,7 +724,7 @@ fn analyze(
                         // fp32 input: quantized per row into the work area at run time.
                         let rows = dims_tab[x as usize].numel() / k.max(1);
                         let need = qd8_bytes(rows * k, rows).unwrap_or(usize::MAX);
-                        work_f32 = work_f32.max(need.div_ceil(4) + 4);
+                        work_f32 = work_f32.max((need.div_ceil(4) + 16).saturating_add(za));
                         fp && matches!(dt_of(x), DT_F32 | DT_QD8)
                     }
                     DT_QC8W | DT_QC4W | DT_QB4W => fp && dt_of(x) == DT_QD8 && !transpose_w,
@@ -863,9 +880,8 @@ fn analyze(
                         .find(|p| p.value == i as u32)
                         .and_then(|p| p.quant)
                     {
-                        Some(q) if q.packed && q.mmla => QUANT_PACKED | QUANT_MMLA,
-                        Some(q) if q.packed => QUANT_PACKED,
-                        _ => 0,
+                        Some(q) => layout_flags(q.layout),
+                        None => 0,
                     },
                 dt: qinfo[i].0,
                 group: qinfo[i].1,

@@ -7,6 +7,7 @@ use core::mem::size_of;
 use super::graph::{bad, MAX_DIMS};
 use super::step::Step;
 use crate::error::KernelError;
+use crate::linalg::quant::packed::Int8Layout;
 use crate::linalg::quant::QParams;
 use crate::shape::Shape;
 
@@ -91,6 +92,32 @@ pub(super) const PACKED_IN_STATE: u32 = 8;
 /// With [`QUANT_PACKED`]: rows packed for `SMMLA` (`qc8w_p8x8`, `qb4w_p8x8`) instead of
 /// `qc8w_p4x4` / `qb4w_p4x4`.
 pub(super) const QUANT_MMLA: u32 = 16;
+/// With [`QUANT_PACKED`]: int8 rows packed for SME2 `SMOPA` (`qc8w_pNx4`), the block width in
+/// bits 8..16 of the flags.
+pub(super) const QUANT_ZA: u32 = 32;
+
+/// [`Loc::flags`] bits of a quantized filter's layout.
+pub(super) fn layout_flags(layout: Int8Layout) -> u32 {
+    match layout {
+        Int8Layout::RowMajor => 0,
+        Int8Layout::P4x4 => QUANT_PACKED,
+        Int8Layout::P8x8 => QUANT_PACKED | QUANT_MMLA,
+        Int8Layout::PNx4(nb) => QUANT_PACKED | QUANT_ZA | ((nb as u32 & 0xff) << 8),
+    }
+}
+
+/// The layout [`layout_flags`] wrote.
+pub(super) fn flags_layout(flags: u32) -> Int8Layout {
+    if flags & QUANT_PACKED == 0 {
+        Int8Layout::RowMajor
+    } else if flags & QUANT_ZA != 0 {
+        Int8Layout::PNx4((flags >> 8 & 0xff) as usize)
+    } else if flags & QUANT_MMLA != 0 {
+        Int8Layout::P8x8
+    } else {
+        Int8Layout::P4x4
+    }
+}
 
 impl Loc {
     pub(super) fn dims(&self) -> Shape {
@@ -219,13 +246,11 @@ pub struct QuantFilter {
     /// (program byte offset, length) of the scales and of the fp32 column sums `[N]`.
     pub scales: (u64, u64),
     pub sums: (u64, u64),
-    /// Rows packed for lane-indexed `SDOT` (`linalg::quant::packed`) instead of row-major:
-    /// int8 `qc8w_p4x4` (fp32 scales `[N]`), or with a group 4-bit `qb4w_p4x4` (packed fp32
-    /// group scales).
-    pub packed: bool,
-    /// With `packed`: rows packed for `SMMLA` (int8 `qc8w_p8x8`, 4-bit `qb4w_p8x8`) instead
-    /// of lane-indexed `SDOT`.
-    pub mmla: bool,
+    /// How the rows are laid out (`linalg::quant::packed`): row-major, or packed for
+    /// lane-indexed `SDOT` (int8 `qc8w_p4x4` with fp32 scales `[N]`; with a group 4-bit
+    /// `qb4w_p4x4` with packed fp32 group scales), for `SMMLA` (`qc8w_p8x8`, `qb4w_p8x8`), or
+    /// for SME2 `SMOPA` (int8 `qc8w_pNx4`).
+    pub layout: Int8Layout,
 }
 
 impl QuantFilter {
@@ -234,30 +259,30 @@ impl QuantFilter {
     pub(super) fn sizes_fit(&self, len: u64, n: usize, k: usize) -> bool {
         use crate::linalg::quant::packed as qp;
         let g = self.group as usize;
-        let (rows, scales) = match (k.checked_div(g), self.packed, self.mmla) {
-            (None, true, mmla) => (
-                if mmla {
-                    qp::Int8Layout::P8x8
-                } else {
-                    qp::Int8Layout::P4x4
-                }
-                .len(n, k)
-                .filter(|_| k.is_multiple_of(16)),
+        let packed = self.layout != Int8Layout::RowMajor;
+        let (rows, scales) = match (k.checked_div(g), packed) {
+            (None, true) => (
+                self.layout.len(n, k).filter(|_| {
+                    k.is_multiple_of(16)
+                        && !matches!(self.layout, Int8Layout::PNx4(nb) if nb % 4 != 0 || nb > 255)
+                }),
                 n.checked_mul(4),
             ),
-            (None, false, _) => (n.checked_mul(k), n.checked_mul(4)),
-            (Some(_), true, mmla) => {
-                let (rows, scales) = if mmla {
-                    (qp::packed4x8_len(n, k), qp::packed4x8_scales_len(n, k, g))
-                } else {
-                    (qp::packed4_len(n, k), qp::packed4_scales_len(n, k, g))
+            (None, false) => (n.checked_mul(k), n.checked_mul(4)),
+            (Some(_), true) => {
+                let (rows, scales) = match self.layout {
+                    Int8Layout::P8x8 => {
+                        (qp::packed4x8_len(n, k), qp::packed4x8_scales_len(n, k, g))
+                    }
+                    Int8Layout::P4x4 => (qp::packed4_len(n, k), qp::packed4_scales_len(n, k, g)),
+                    _ => (None, None),
                 };
                 (
                     rows.filter(|_| qp::packs4(k, g)),
                     scales.and_then(|s| s.checked_mul(4)),
                 )
             }
-            (Some(groups), false, _) => (
+            (Some(groups), false) => (
                 n.checked_mul(k.div_ceil(2)),
                 n.checked_mul(groups).and_then(|v| v.checked_mul(2)),
             ),

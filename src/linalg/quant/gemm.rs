@@ -735,6 +735,112 @@ pub fn gemm_qd8_f32_qb4w_p8x8(
     Ok(())
 }
 
+/// The SME2 tile width `2S` ([`crate::linalg::quant::sme::smopa_width`]; 0 without SME2
+/// `SMOPA`, off AArch64, or where the fp32 kernel selection is pinned to the portable code).
+pub fn smopa_width() -> usize {
+    #[cfg(target_arch = "aarch64")]
+    {
+        use crate::linalg::gemm::{select, Isa};
+        if select::selected() != Isa::Generic {
+            return super::sme::smopa_width();
+        }
+    }
+    0
+}
+
+/// Scratch floats [`gemm_qd8_f32_pnx4`] needs for depth `k` to run its SME2 tile with
+/// filters packed in blocks of `nb` (0 where the tile would not run).
+pub fn pnx4_scratch_f32(k: usize, nb: usize) -> usize {
+    #[cfg(target_arch = "aarch64")]
+    if nb > 0 && nb == smopa_width() {
+        return super::sme::smopa_scratch_bytes(k, nb).map_or(usize::MAX, |b| b.div_ceil(4));
+    }
+    let _ = (k, nb);
+    0
+}
+
+/// [`gemm_qd8_f32`] for int8 per-channel weights packed `qc8w_pNx4` with blocks of `nb`
+/// channels ([`super::packed`]): `data` the packed filter, `scales` its fp32 `[N]` scales,
+/// `sums` its column sums. Where the CPU's SME2 tile is `nb` wide ([`smopa_width`]), `kernel`
+/// is not `Portable` and `scratch` holds [`pnx4_scratch_f32`] floats, the `SMOPA` tile runs;
+/// otherwise the portable loop. Both agree bit for bit with the reference.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_qd8_f32_pnx4(
+    kernel: QuantKernel,
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    (data, nb): (&[u8], usize),
+    scales: &[u8],
+    n: usize,
+    bias: Option<&[f32]>,
+    sums: &[f32],
+    out: &mut [f32],
+    clamp: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    use super::packed::{check_packed_n, packed_n_weight};
+    check_packed_n(data, scales, n, k, nb)?;
+    let mn = packed_operands(a, ap, m, k, n, sums, bias, out)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    #[cfg(target_arch = "aarch64")]
+    if kernel != QuantKernel::Portable
+        && nb > 0
+        && nb == smopa_width()
+        && scratch.len() >= pnx4_scratch_f32(k, nb)
+    {
+        let c = super::arm::PackedColumns {
+            sums: sums.as_ptr(),
+            scales: scales.as_ptr(),
+            bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
+            n,
+            lo,
+            hi,
+        };
+        // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to portable);
+        // k % 16 == 0, the packed size (whole tiles of nb·k bytes) and the scales were
+        // checked (`check_packed_n`), 0 < k ≤ 65536 and the operand lengths by
+        // `packed_operands`; `scratch` holds the scratch bytes (checked above), is f32-aligned
+        // and ours alone; the output is m·n floats with `ldo = n`.
+        unsafe {
+            super::sme::gemm_qd8_f32_smopa(
+                nb,
+                a.as_ptr(),
+                ap.as_ptr(),
+                m,
+                k,
+                data.as_ptr(),
+                &c,
+                0..n.div_ceil(nb),
+                out.as_mut_ptr(),
+                n,
+                scratch.as_mut_ptr() as *mut u8,
+            )
+        };
+        return Ok(());
+    }
+    let _ = (kernel, scratch);
+    let w = |j: usize, t: usize| packed_n_weight(data, k, nb, j, t);
+    portable_int8(
+        a,
+        ap,
+        m,
+        k,
+        n,
+        &w,
+        scales,
+        sums,
+        bias,
+        &mut out[..mn],
+        (lo, hi),
+    );
+    Ok(())
+}
+
 /// Checks a packed product's depth and operand lengths (`m·k` activations, `m` row
 /// parameters, `m·n` outputs, `n` column sums and biases); returns `m·n`.
 #[allow(clippy::too_many_arguments)]

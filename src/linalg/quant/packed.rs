@@ -16,32 +16,9 @@ pub fn packed_len(n: usize, k: usize) -> Option<usize> {
 }
 
 /// Packs the row-major int8 `[n, k]` filter `rows` into `out` (`packed_len(n, k)` bytes);
-/// `k` must be a multiple of 16.
+/// `k` must be a multiple of 16. `qc8w_p4x4` is [`pack_qc8w_pnx4`] with blocks of 4.
 pub fn pack_qc8w_p4x4(rows: &[u8], n: usize, k: usize, out: &mut [u8]) -> Result<(), KernelError> {
-    let bad = |detail| KernelError::Value { arg: 0, detail };
-    if !k.is_multiple_of(16) {
-        return Err(bad(
-            "packed int8 weights need a depth that is a multiple of 16",
-        ));
-    }
-    let len = packed_len(n, k).ok_or(bad("packed int8 weights: size overflows"))?;
-    if out.len() != len || n.checked_mul(k).is_none_or(|b| rows.len() < b) {
-        return Err(bad(
-            "packed int8 weights: buffer sizes disagree with n and k",
-        ));
-    }
-    for b in 0..n.div_ceil(4) {
-        for c in 0..k / 4 {
-            for j in 0..4 {
-                for t in 0..4 {
-                    let (ch, kk) = (4 * b + j, 4 * c + t);
-                    out[b * 4 * k + 16 * c + 4 * j + t] =
-                        if ch < n { rows[ch * k + kk] } else { 0 };
-                }
-            }
-        }
-    }
-    Ok(())
+    pack_qc8w_pnx4(rows, n, k, 4, out)
 }
 
 /// Weight `(j, t)` of a packed filter.
@@ -286,6 +263,89 @@ pub fn check_packed8(data: &[u8], scales: &[u8], n: usize, k: usize) -> Result<(
     Ok(())
 }
 
+// ---- int8 weights for SME2 `SMOPA`, `qc8w_pNx4` ----
+//
+// `qc8w_p4x4` with blocks of `N` channels instead of 4: output channels in blocks of `N` (the
+// last block zero-padded), each block's `k` inputs in chunks of 4, `4·N` bytes per chunk, byte
+// `4·j + t` of chunk `c` holding `w[N·b + j][4·c + t]`. Blocks follow each other, `N·k` bytes
+// apart. With `N = 2S` (`S = SVL / 32`) one chunk is the right operands of two 4-way
+// `SMOPA`s (channels `0..S` and `S..2S` of the block, one vector each): the SME2 tile reads
+// each chunk with half of a 4-vector load (`sme::gemm_smopa_2x2za_qc8w_pnx4`).
+
+/// Bytes of an `n × k` filter packed `qc8w_pNx4` with blocks of `nb` (`None` on overflow or
+/// `nb == 0`).
+pub fn packed_n_len(n: usize, k: usize, nb: usize) -> Option<usize> {
+    if nb == 0 {
+        return None;
+    }
+    n.div_ceil(nb).checked_mul(nb)?.checked_mul(k)
+}
+
+/// Packs the row-major int8 `[n, k]` filter `rows` into `out` (`packed_n_len(n, k, nb)`
+/// bytes) in blocks of `nb` channels (a multiple of 4); `k` must be a multiple of 16.
+pub fn pack_qc8w_pnx4(
+    rows: &[u8],
+    n: usize,
+    k: usize,
+    nb: usize,
+    out: &mut [u8],
+) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !k.is_multiple_of(16) {
+        return Err(bad(
+            "packed int8 weights need a depth that is a multiple of 16",
+        ));
+    }
+    if nb == 0 || !nb.is_multiple_of(4) {
+        return Err(bad(
+            "packed int8 weights: the block width is not a multiple of 4",
+        ));
+    }
+    let len = packed_n_len(n, k, nb).ok_or(bad("packed int8 weights: size overflows"))?;
+    if out.len() != len || n.checked_mul(k).is_none_or(|b| rows.len() < b) {
+        return Err(bad(
+            "packed int8 weights: buffer sizes disagree with n and k",
+        ));
+    }
+    for (i, o) in out.iter_mut().enumerate() {
+        let (b, r) = (i / (nb * k), i % (nb * k));
+        let (c, r) = (r / (4 * nb), r % (4 * nb));
+        let ch = nb * b + r / 4;
+        *o = if ch < n {
+            rows[ch * k + 4 * c + r % 4]
+        } else {
+            0
+        };
+    }
+    Ok(())
+}
+
+/// Weight `(j, t)` of a filter packed `qc8w_pNx4` with blocks of `nb`.
+pub fn packed_n_weight(data: &[u8], k: usize, nb: usize, j: usize, t: usize) -> i32 {
+    data[(j / nb) * nb * k + (t / 4) * 4 * nb + 4 * (j % nb) + t % 4] as i8 as i32
+}
+
+/// Checks the sizes of a `qc8w_pNx4` filter (blocks of `nb`) and its `[N]` fp32 scales.
+pub fn check_packed_n(
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    k: usize,
+    nb: usize,
+) -> Result<(), KernelError> {
+    let bad = |detail| KernelError::Value { arg: 0, detail };
+    if !k.is_multiple_of(16) || !nb.is_multiple_of(4) || packed_n_len(n, k, nb) != Some(data.len())
+    {
+        return Err(bad("packed int8 weights: size disagrees with n and k"));
+    }
+    if n.checked_mul(4).is_none_or(|b| scales.len() < b) {
+        return Err(bad(
+            "packed int8 weights: fewer scales than output channels",
+        ));
+    }
+    Ok(())
+}
+
 /// How a filter's int8 rows are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Int8Layout {
@@ -295,6 +355,8 @@ pub enum Int8Layout {
     P4x4,
     /// `qc8w_p8x8`, for `SMMLA`.
     P8x8,
+    /// `qc8w_pNx4` with blocks of the given width, for SME2 `SMOPA` (`2S` channels).
+    PNx4(usize),
 }
 
 impl Int8Layout {
@@ -305,6 +367,7 @@ impl Int8Layout {
             Int8Layout::RowMajor => n.checked_mul(k),
             Int8Layout::P4x4 => packed_len(n, k),
             Int8Layout::P8x8 => packed8_len(n, k),
+            Int8Layout::PNx4(nb) => packed_n_len(n, k, nb),
         }
     }
 }

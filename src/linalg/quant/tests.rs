@@ -431,6 +431,104 @@ fn packed_int8_products_match_the_reference_exactly() {
     assert!(packed::pack_qc8w_p8x8(&[0; 20], 1, 20, &mut [0; 160]).is_err());
 }
 
+/// `qc8w_pNx4` for SME2 `SMOPA`: packed with the CPU's tile width (its tile runs: `-cpu max`
+/// in the aarch64 matrix) and with other widths (the portable loop), against the reference
+/// bit for bit: row blocks whole and partial, depths with and without the 4-chunk tail,
+/// column tiles whole and partial, with and without bias and clamp.
+#[test]
+fn smopa_products_match_the_reference_exactly() {
+    let mut rng = Rng(57);
+    let tile = gemm::smopa_width();
+    let f = crate::linalg::cpu::features();
+    assert_eq!(
+        tile > 0,
+        f.sme2 && f.sme_i8i32,
+        "the SME2 tile is taken where it exists"
+    );
+    let mut widths = vec![4, 8, 32];
+    if tile > 0 {
+        widths.insert(0, tile);
+    }
+    for &(m, k, n) in &[
+        (1, 16, 1),
+        (3, 64, 5),
+        (17, 32, 3),
+        (16, 48, 16),
+        (40, 160, 33),
+        (129, 16, 17),
+        (8, 96, 40),
+        (33, 64, 64),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let rows: Vec<u8> = (0..n * k)
+            .map(|_| (rng.below(256) as i32 - 128) as i8 as u8)
+            .collect();
+        let scales: Vec<u8> = rng
+            .f32s(n, 0.001, 0.05)
+            .iter()
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
+        let bias = rng.vec(n);
+        let w = QWeights::Qc8w {
+            data: &rows,
+            scales: &scales,
+        };
+        let mut sums = vec![0f32; n];
+        gemm::column_sums(&w, n, k, &mut sums).unwrap();
+        for (bias, clamp) in [(Some(&bias[..]), Some((-0.4f32, 0.6f32))), (None, None)] {
+            let mut want = vec![0f32; m * n];
+            gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, bias, &mut want, clamp);
+            for &nb in &widths {
+                let mut packed = vec![0u8; packed::packed_n_len(n, k, nb).unwrap()];
+                packed::pack_qc8w_pnx4(&rows, n, k, nb, &mut packed).unwrap();
+                for j in 0..n {
+                    for t in 0..k {
+                        assert_eq!(
+                            packed::packed_n_weight(&packed, k, nb, j, t),
+                            rows[j * k + t] as i8 as i32
+                        );
+                    }
+                }
+                let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(k, nb)];
+                for kern in kernels() {
+                    let mut got = vec![f32::NAN; m * n];
+                    gemm::gemm_qd8_f32_pnx4(
+                        kern,
+                        &a,
+                        &ap,
+                        m,
+                        k,
+                        (&packed, nb),
+                        &scales,
+                        n,
+                        bias,
+                        &sums,
+                        &mut got,
+                        clamp,
+                        &mut scratch,
+                    )
+                    .unwrap();
+                    assert_eq!(
+                        got,
+                        want,
+                        "{kern:?} nb={nb} (tile {tile}) m={m} k={k} n={n} bias {}",
+                        bias.is_some()
+                    );
+                }
+            }
+        }
+    }
+    // `qc8w_p4x4` is `qc8w_pNx4` with blocks of 4.
+    let rows: Vec<u8> = (0..5 * 32).map(|i| (i * 7 % 251) as u8).collect();
+    let (mut p4, mut pn) = (vec![0u8; 8 * 32], vec![0u8; 8 * 32]);
+    packed::pack_qc8w_p4x4(&rows, 5, 32, &mut p4).unwrap();
+    packed::pack_qc8w_pnx4(&rows, 5, 32, 4, &mut pn).unwrap();
+    assert_eq!(p4, pn);
+    // Widths that are not multiples of 4 and short scratch are refused or fall back.
+    assert!(packed::pack_qc8w_pnx4(&rows, 5, 32, 6, &mut [0; 192]).is_err());
+    assert!(packed::packed_n_len(5, 32, 0).is_none());
+}
+
 #[test]
 fn packed_qb4w_products_match_the_row_major_kernel() {
     let mut rng = Rng(33);

@@ -60,7 +60,7 @@ macro_rules! streaming_asm {
         )
     };
 }
-pub(super) use streaming_asm;
+pub(crate) use streaming_asm;
 
 /// Streaming vector length in bytes (`rdsvl`, legal outside streaming mode).
 pub fn svl_bytes() -> usize {
