@@ -219,7 +219,7 @@ impl Default for Options {
 }
 
 /// How `--quantize` lays out this weight's int8 rows: packed for the target's integer tile
-/// (`qc8w_p8x8` for `SMMLA`, else `qc8w_p4x4` for lane-indexed `SDOT`) where the depth allows.
+/// (`stock_int8_layout`) where the depth allows.
 fn int8_layout(target: &Target, scheme: quantize::Scheme, k: usize) -> Int8Layout {
     if scheme != quantize::Scheme::Int8 || !k.is_multiple_of(16) {
         Int8Layout::RowMajor
@@ -237,6 +237,7 @@ fn pack_int8(rows: &[u8], n: usize, k: usize, layout: Int8Layout) -> Result<Vec<
     let mut out = vec![0u8; len];
     match layout {
         Int8Layout::P8x8 => qp::pack_qc8w_p8x8(rows, n, k, &mut out),
+        Int8Layout::PNx4(nb) => qp::pack_qc8w_pnx4(rows, n, k, nb, &mut out),
         _ => qp::pack_qc8w_p4x4(rows, n, k, &mut out),
     }
     .map_err(|e| e.to_string())?;
@@ -245,6 +246,15 @@ fn pack_int8(rows: &[u8], n: usize, k: usize, layout: Int8Layout) -> Result<Vec<
 
 /// The layout stock int8 filters (depth a multiple of 16) are repacked into.
 fn stock_int8_layout(target: &Target) -> Int8Layout {
+    match target.smopa_width() {
+        Some(nb) => Int8Layout::PNx4(nb),
+        None => stock_int4_layout(target),
+    }
+}
+
+/// The packing of group-wise 4-bit rows for `target`'s integer tile (`P4x4` / `P8x8` stand
+/// for `qb4w_p4x4` / `qb4w_p8x8`): `SMMLA` where the target has it, else lane-indexed `SDOT`.
+fn stock_int4_layout(target: &Target) -> Int8Layout {
     if target.i8mm() {
         Int8Layout::P8x8
     } else {
@@ -832,6 +842,7 @@ fn lower_stage(
         let tag = match layout {
             Int8Layout::P4x4 => format!("{tag}p4x4"),
             Int8Layout::P8x8 => format!("{tag}p8x8"),
+            Int8Layout::PNx4(nb) => format!("{tag}p{nb}x4"),
             Int8Layout::RowMajor => tag,
         };
         let base = match &src {
@@ -893,9 +904,9 @@ fn lower_stage(
                 group: f.group,
             };
             q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
-            // SMMLA targets take 8 channels per block, the others 4 (lane-indexed SDOT), as
-            // for int8 (`stock_int8_layout`, which the region's layout is written from).
-            let mmla = stock_int8_layout(target) == Int8Layout::P8x8;
+            // SMMLA targets take 8 channels per block, the others 4 (lane-indexed SDOT)
+            // (`stock_int4_layout`, which the region's layout is written from).
+            let mmla = stock_int4_layout(target) == Int8Layout::P8x8;
             let (len, slen) = if mmla {
                 (
                     qp::packed4x8_len(f.n, f.k),
@@ -935,10 +946,10 @@ fn lower_stage(
             let packed = pack_int8(rows, f.n, f.k, layout)
                 .map_err(|e| LowerError(format!("{what}: {e}")))?;
             packed_bytes += packed.len() + sums.len() * 4;
-            let tag = if layout == Int8Layout::P8x8 {
-                "q8p8x8"
-            } else {
-                "q8p4x4"
+            let tag = match layout {
+                Int8Layout::P8x8 => "q8p8x8".to_string(),
+                Int8Layout::PNx4(nb) => format!("q8p{nb}x4"),
+                _ => "q8p4x4".to_string(),
             };
             let base = format!("ptera/{tag}/{}", f.key);
             segments.push(Seg::Bytes(packed));
@@ -1032,10 +1043,13 @@ fn lower_stage(
                 filters.push((f.value, key.as_str(), nr));
             }
             for f in &r.stock {
-                // 4-bit rows: `P4x4` / `P8x8` stand for `qb4w_p4x4` / `qb4w_p8x8`, chosen
-                // like the int8 ones.
+                // 4-bit rows: `P4x4` / `P8x8` stand for `qb4w_p4x4` / `qb4w_p8x8`.
                 let group = (f.group > 0).then_some(f.group);
-                let layout = stock_int8_layout(target);
+                let layout = if group.is_some() {
+                    stock_int4_layout(target)
+                } else {
+                    stock_int8_layout(target)
+                };
                 qfilters.push((f.value, &stock_keys[&f.key], group, layout));
             }
             segments.push(Seg::Bytes(payload::xnn_region(

@@ -25,18 +25,28 @@ pub enum WeightSource<'k> {
     },
 }
 
-/// The schema's layout of quantized rows: int8 (`group` none) row-major, `qc8w_p4x4` or
-/// `qc8w_p8x8`; 4-bit row-major, `qb4w_p4x4` or `qb4w_p8x8` (the same names: 4 or 8
-/// channels per block), whose scales are then the packed fp32 group scales.
-fn quant_layout(group: Option<usize>, packed: Int8Layout) -> rf::WeightLayout {
-    match (group, packed) {
+/// The schema's layout of quantized rows and its `nr` field: int8 (`group` none) row-major,
+/// `qc8w_p4x4`, `qc8w_p8x8` or `qc8w_pNx4` (`nr` = N); 4-bit row-major, `qb4w_p4x4` or
+/// `qb4w_p8x8` (the same names: 4 or 8 channels per block), whose scales are then the packed
+/// fp32 group scales.
+fn quant_layout(group: Option<usize>, packed: Int8Layout) -> (rf::WeightLayout, u32) {
+    let layout = match (group, packed) {
         (Some(_), Int8Layout::RowMajor) => rf::WeightLayout::Int4,
         (Some(_), Int8Layout::P4x4) => rf::WeightLayout::Int4Packed,
         (Some(_), Int8Layout::P8x8) => rf::WeightLayout::Int4Packed8,
+        (Some(_), Int8Layout::PNx4(_)) => {
+            unreachable!("4-bit rows are never packed qc8w_pNx4 (`stock_int4_layout`)")
+        }
         (None, Int8Layout::RowMajor) => rf::WeightLayout::Int8,
         (None, Int8Layout::P4x4) => rf::WeightLayout::Int8Packed,
         (None, Int8Layout::P8x8) => rf::WeightLayout::Int8Packed8,
-    }
+        (None, Int8Layout::PNx4(_)) => rf::WeightLayout::Int8PackedN,
+    };
+    let nr = match packed {
+        Int8Layout::PNx4(nb) => nb as u32,
+        _ => 0,
+    };
+    (layout, nr)
 }
 
 /// A one-operation region for `c`. Argument positions: input 0, then the bias (if any), then
@@ -67,7 +77,8 @@ pub fn linear_region(
             scales_key = Some(b.create_string(scales));
             sums_key = Some(b.create_string(sums));
             group = g.unwrap_or(0) as u32;
-            (quant_layout(g, packed), Some(b.create_string(rows)), 0, -1)
+            let (layout, nr) = quant_layout(g, packed);
+            (layout, Some(b.create_string(rows)), nr, -1)
         }
         WeightSource::Arg(a) => (
             match c.orient {
@@ -157,13 +168,14 @@ pub fn xnn_region(
         let key = b.create_string(&keys[0]);
         let scales_key = b.create_string(&keys[1]);
         let sums_key = b.create_string(&keys[2]);
+        let (layout, nr) = quant_layout(group, packed);
         filters.push(rf::PackedFilter::create(
             &mut b,
             &rf::PackedFilterArgs {
                 value,
                 key: Some(key),
-                nr: 0,
-                layout: quant_layout(group, packed),
+                nr,
+                layout,
                 scales_key: Some(scales_key),
                 sums_key: Some(sums_key),
                 group: group.unwrap_or(0) as u32,

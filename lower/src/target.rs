@@ -142,6 +142,12 @@ impl Target {
         matches!(self.isa, Isa::Sve2 | Isa::Sme | Isa::Sme2)
     }
 
+    /// The tile width `2S` (`SVL / 16` channels) of the SME2 `SMOPA` int8 tile, for SME2
+    /// targets; their int8 weights are packed `qc8w_pNx4` with blocks of that width.
+    pub fn smopa_width(&self) -> Option<usize> {
+        (self.isa == Isa::Sme2 && self.vector_bits >= 128).then_some(self.vector_bits as usize / 16)
+    }
+
     /// The panel width weights with `n` columns are packed for, read by products of at most
     /// `m` rows (0: unknown).
     pub fn nr(&self, m: usize, n: usize) -> usize {

@@ -65,6 +65,15 @@ fn quantized_weights_stay_within_half_a_step() {
 
 /// Lowers `case` with `scheme`, runs it, and returns (max |got - want| / max |want|, whether
 /// the top token is kept, whether it moved only within fp32's margin).
+/// The key tag of int8 rows packed for `target`'s integer tile.
+fn int8_tag(target: &Target) -> Vec<u8> {
+    match target.smopa_width() {
+        Some(nb) => format!("q8p{nb}x4").into_bytes(),
+        None if target.i8mm() => b"q8p8x8".to_vec(),
+        None => b"q8p4x4".to_vec(),
+    }
+}
+
 fn run_quantized(case: &str, scheme: Scheme, target: &str) -> (f64, bool, bool) {
     let opts = Options {
         quantize: Some(scheme),
@@ -92,12 +101,12 @@ fn run_quantized(case: &str, scheme: Scheme, target: &str) -> (f64, bool, bool) 
         .sum();
     assert!(quantized >= 4, "{case}: {quantized} weights quantized");
     // int8 rows are packed for the target's tile (depths here are multiples of 16): lane-
-    // indexed SDOT on Neon, SMMLA on Armv9 targets; in ptera's own regions and in converted
-    // XNNPACK ones.
+    // indexed SDOT on Neon, SMMLA on Armv9 targets, SMOPA on SME2 ones; in ptera's own regions
+    // and in converted XNNPACK ones.
     if scheme == Scheme::Int8 {
-        let tag: &[u8] = if target.i8mm() { b"q8p8x8" } else { b"q8p4x4" };
+        let tag = int8_tag(&target);
         assert!(
-            out.bytes.windows(6).any(|w| w == tag),
+            out.bytes.windows(tag.len()).any(|w| w == tag),
             "{case}: int8 rows not packed for {}",
             target.spec
         );
@@ -142,7 +151,10 @@ const LMS: [&str; 7] = [
 
 #[test]
 fn int8_language_models_keep_the_top_token() {
-    for (case, target) in LMS.iter().flat_map(|c| [(*c, "neon"), (*c, "sve2")]) {
+    for (case, target) in LMS
+        .iter()
+        .flat_map(|c| [(*c, "neon"), (*c, "sve2"), (*c, "sme2:256")])
+    {
         let (rel, same, _) = run_quantized(case, Scheme::Int8, target);
         assert!(
             rel < 0.03,
@@ -169,13 +181,20 @@ fn int4_language_models_stay_close() {
 }
 
 /// Stock int8 (`qcint8`) fully-connected filters of XNNPACK programs are repacked by every
-/// lowering, for lane-indexed SDOT (Neon targets) or SMMLA (Armv9 targets); the outputs still
-/// match ExecuTorch's within 1e-4.
+/// lowering, for lane-indexed SDOT (Neon targets), SMMLA (Armv9 targets) or SMOPA (SME2
+/// targets, blocks of SVL / 16 channels); the outputs still match ExecuTorch's within 1e-4.
 #[test]
 fn stock_int8_filters_are_repacked() {
     for (case, spec) in ["opt_qd8", "gpt2_qd8", "llama_qd8", "mlp_qd8"]
         .iter()
-        .flat_map(|c| [(*c, "neon"), (*c, "sve2")])
+        .flat_map(|c| {
+            [
+                (*c, "neon"),
+                (*c, "sve2"),
+                (*c, "sme2:256"),
+                (*c, "sme2:512"),
+            ]
+        })
     {
         let target = Target::parse(spec).unwrap();
         let out = lower_with(
@@ -193,8 +212,11 @@ fn stock_int8_filters_are_repacked() {
             .map(|c| c.repacked_int8_filters)
             .sum();
         assert!(repacked >= 4, "{case}: {repacked} int8 filters repacked");
-        let tag: &[u8] = if target.i8mm() { b"q8p8x8" } else { b"q8p4x4" };
-        assert!(out.bytes.windows(6).any(|w| w == tag), "{case} {spec}");
+        let tag = int8_tag(&target);
+        assert!(
+            out.bytes.windows(tag.len()).any(|w| w == tag),
+            "{case} {spec}"
+        );
         let got = run_program(&out.bytes, case, &Registry::standard())
             .unwrap_or_else(|e| panic!("{case} lowered: {e}"));
         check_outputs(&format!("{case} lowered"), &got, case);
@@ -205,7 +227,7 @@ fn stock_int8_filters_are_repacked() {
 fn stock_group_wise_4_bit_filters_are_repacked() {
     for (case, spec) in ["opt_8da4w", "gpt2_8da4w", "llama_8da4w", "mlp_8da4w"]
         .iter()
-        .flat_map(|c| [(*c, "neon"), (*c, "sve2")])
+        .flat_map(|c| [(*c, "neon"), (*c, "sve2"), (*c, "sme2:512")])
     {
         let target = Target::parse(spec).unwrap();
         let out = lower_with(
