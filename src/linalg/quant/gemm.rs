@@ -841,6 +841,93 @@ pub fn gemm_qd8_f32_pnx4(
     Ok(())
 }
 
+/// [`gemm_qd8_f32_qb4w_p4x4`] for 4-bit group-wise weights packed `qb4w_pNx4` with blocks of
+/// `nb` channels ([`super::packed`]): `scales` its packed fp32 group scales (bytes). Where the
+/// CPU's SME2 tile is `nb` wide ([`smopa_width`]), `kernel` is not `Portable` and `scratch`
+/// holds [`pnx4_scratch_f32`] floats, the `SMOPA` tile runs (bit for bit the Neon 4-bit
+/// tiles' results); otherwise the portable loop (rounding like its portable path).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_qd8_f32_qb4w_pnx4(
+    kernel: QuantKernel,
+    a: &[i8],
+    ap: &[QParams],
+    m: usize,
+    k: usize,
+    (data, nb): (&[u8], usize),
+    scales: &[u8],
+    n: usize,
+    group: usize,
+    bias: Option<&[f32]>,
+    sums: &[f32],
+    out: &mut [f32],
+    clamp: Option<(f32, f32)>,
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    use super::packed::{check_packed4n, packed4n_weight};
+    check_packed4n(data, scales, n, k, group, nb)?;
+    let mn = packed_operands(a, ap, m, k, n, sums, bias, out)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    #[cfg(target_arch = "aarch64")]
+    if kernel != QuantKernel::Portable
+        && nb == smopa_width()
+        && scratch.len() >= pnx4_scratch_f32(k, nb)
+    {
+        let c = super::arm::Packed4Columns {
+            sums: sums.as_ptr(),
+            scales: scales.as_ptr(),
+            bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
+            n,
+            group,
+            lo,
+            hi,
+        };
+        // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to portable);
+        // the group rule (group % 16 == 0, k % group == 0) and the packed sizes (whole tiles
+        // of S·k weight bytes and 2S·k / group scales) were checked (`check_packed4n`),
+        // 0 < k ≤ 65536 and the operand lengths by `packed_operands`; `scratch` holds the
+        // scratch bytes (checked above), is f32-aligned and ours alone; the output is m·n
+        // floats with `ldo = n`.
+        unsafe {
+            super::sme::gemm_qd8_f32_smopa_qb4w(
+                nb,
+                a.as_ptr(),
+                ap.as_ptr(),
+                m,
+                k,
+                data.as_ptr(),
+                &c,
+                0..n.div_ceil(nb),
+                out.as_mut_ptr(),
+                n,
+                scratch.as_mut_ptr() as *mut u8,
+            )
+        };
+        return Ok(());
+    }
+    let _ = (kernel, scratch);
+    let groups = k / group;
+    let scale = |j: usize, g: usize| {
+        let i = 4 * ((j / nb * groups + g) * nb + j % nb);
+        f32::from_le_bytes([scales[i], scales[i + 1], scales[i + 2], scales[i + 3]])
+    };
+    let w = |j: usize, t: usize| packed4n_weight(data, k, nb, j, t);
+    portable_qb4w(
+        a,
+        ap,
+        (m, k, n, group),
+        &w,
+        &scale,
+        sums,
+        bias,
+        &mut out[..mn],
+        (lo, hi),
+    );
+    Ok(())
+}
+
 /// Checks a packed product's depth and operand lengths (`m·k` activations, `m` row
 /// parameters, `m·n` outputs, `n` column sums and biases); returns `m·n`.
 #[allow(clippy::too_many_arguments)]

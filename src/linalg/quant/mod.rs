@@ -15,10 +15,10 @@
 //! - [`mod@reference`]: the scalar definition every kernel is tested against;
 //! - [`packed`]: weights packed at lower time so that a tile needs no horizontal reduction:
 //!   int8 `qc8w_p4x4` and group-wise 4-bit `qb4w_p4x4` for lane-indexed `SDOT`, int8
-//!   `qc8w_p8x8` and 4-bit `qb4w_p8x8` for `SMMLA`, int8 `qc8w_pNx4` (blocks of `2S`
-//!   channels) for SME2 `SMOPA`; their drivers [`gemm_qd8_f32_p4x4`],
+//!   `qc8w_p8x8` and 4-bit `qb4w_p8x8` for `SMMLA`, int8 `qc8w_pNx4` and 4-bit `qb4w_pNx4`
+//!   (blocks of `2S` channels) for SME2 `SMOPA`; their drivers [`gemm_qd8_f32_p4x4`],
 //!   [`gemm_qd8_f32_qb4w_p4x4`], [`gemm_qd8_f32_p8x8`], [`gemm_qd8_f32_qb4w_p8x8`],
-//!   [`gemm_qd8_f32_pnx4`];
+//!   [`gemm_qd8_f32_pnx4`], [`gemm_qd8_f32_qb4w_pnx4`];
 //! - `arm`: the Neon `SDOT` (FEAT_DotProd) and `SMMLA` (FEAT_I8MM) tiles, chosen at run time;
 //! - `sme`: the SME2 `SMOPA` tile (4-way int8 outer products into ZA).
 
@@ -36,7 +36,8 @@ pub mod sme;
 pub use dynamic::{qd8_params, quantize_row_qd8, quantize_rows_qd8, QParams};
 pub use gemm::{
     column_sums, gemm_qd8_f32, gemm_qd8_f32_p4x4, gemm_qd8_f32_p8x8, gemm_qd8_f32_pnx4,
-    gemm_qd8_f32_qb4w_p4x4, gemm_qd8_f32_qb4w_p8x8, pnx4_scratch_f32, smopa_width, QuantKernel,
+    gemm_qd8_f32_qb4w_p4x4, gemm_qd8_f32_qb4w_p8x8, gemm_qd8_f32_qb4w_pnx4, pnx4_scratch_f32,
+    smopa_width, QuantKernel,
 };
 pub use weights::QWeights;
 

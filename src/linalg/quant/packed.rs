@@ -455,3 +455,107 @@ pub fn check_packed4x8(
     let sizes = (packed4x8_len(n, k), packed4x8_scales_len(n, k, group));
     check_packed4_sizes(data, scales, k, group, sizes)
 }
+
+// ---- 4-bit group-wise weights for SME2 `SMOPA`, `qb4w_pNx4` ----
+//
+// Output channels in blocks of `N` (the last block zero-padded), each block's `k` inputs in
+// chunks of 4, `2·N` bytes per chunk: byte `4·j + t` (`j < N / 2`) holds
+// `w[N·b + j][4·c + t]` in its low nibble and `w[N·b + N/2 + j][4·c + t]` in its high nibble,
+// both as signed nibbles. Blocks follow each other, `N·k / 2` bytes apart. With `N = 2S` one
+// chunk is one vector: `LSL #4` gives the `SMOPA` operand of channels `0..S` (as `16·w`),
+// `AND 0xF0` the one of channels `S..2S`. The group scales are fp32 `[blocks][k / group][N]`,
+// divided by 16.
+
+/// Bytes of an `n × k` filter packed `qb4w_pNx4` with blocks of `nb` (`None` on overflow).
+pub fn packed4n_len(n: usize, k: usize, nb: usize) -> Option<usize> {
+    packed_n_len(n, k, nb).map(|b| b / 2)
+}
+
+/// Number of fp32 group scales of an `n × k` filter packed `qb4w_pNx4` (blocks of `nb`).
+pub fn packed4n_scales_len(n: usize, k: usize, group: usize, nb: usize) -> Option<usize> {
+    if nb == 0 {
+        return None;
+    }
+    n.div_ceil(nb)
+        .checked_mul(nb)?
+        .checked_mul(k.checked_div(group)?)
+}
+
+/// Packs stock 4-bit rows (`[n, k / 2]`, low nibble first, stored `q + 8`) and their bf16
+/// group scales (`[n, k / group]`) as `qb4w_pNx4` with blocks of `nb` (a multiple of 8):
+/// `out` [`packed4n_len`] bytes, `out_scales` [`packed4n_scales_len`] floats.
+#[allow(clippy::too_many_arguments)]
+pub fn pack_qb4w_pnx4(
+    rows: &[u8],
+    scales_bf16: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+    nb: usize,
+    out: &mut [u8],
+    out_scales: &mut [f32],
+) -> Result<(), KernelError> {
+    if nb == 0 || !nb.is_multiple_of(8) {
+        return Err(KernelError::Value {
+            arg: 0,
+            detail: "packed 4-bit weights: the block width is not a multiple of 8",
+        });
+    }
+    let sizes = (packed4n_len(n, k, nb), packed4n_scales_len(n, k, group, nb));
+    let groups = check_stock4(rows, scales_bf16, n, k, group, sizes, out, out_scales)?;
+    let q = |ch: usize, t: usize| {
+        if ch < n {
+            signed_nibble(rows, k, ch, t)
+        } else {
+            0
+        }
+    };
+    let half = nb / 2;
+    for (i, o) in out.iter_mut().enumerate() {
+        let (b, r) = (i / (half * k), i % (half * k));
+        let (c, r) = (r / (4 * half), r % (4 * half));
+        let (ch, t) = (nb * b + r / 4, 4 * c + r % 4);
+        *o = q(ch, t) | (q(ch + half, t) << 4);
+    }
+    for (i, o) in out_scales.iter_mut().enumerate() {
+        let (b, r) = (i / (nb * groups), i % (nb * groups));
+        let (g, j) = (r / nb, r % nb);
+        let ch = nb * b + j;
+        *o = if ch < n {
+            let at = 2 * (ch * groups + g);
+            let bits = u16::from_le_bytes([scales_bf16[at], scales_bf16[at + 1]]);
+            f32::from_bits((bits as u32) << 16) / 16.0
+        } else {
+            0.0
+        };
+    }
+    Ok(())
+}
+
+/// Weight `(j, t)` of a filter packed `qb4w_pNx4` with blocks of `nb` (the integer).
+pub fn packed4n_weight(data: &[u8], k: usize, nb: usize, j: usize, t: usize) -> i32 {
+    let (half, jj) = (nb / 2, j % nb);
+    let b = data[(j / nb) * half * k + (t / 4) * 4 * half + 4 * (jj % half) + t % 4];
+    let nib = if jj < half { b << 4 } else { b & 0xF0 };
+    (nib as i8 as i32) >> 4
+}
+
+/// Checks the sizes of a `qb4w_pNx4` filter (blocks of `nb`) and its fp32 group scales (as
+/// bytes).
+pub fn check_packed4n(
+    data: &[u8],
+    scales: &[u8],
+    n: usize,
+    k: usize,
+    group: usize,
+    nb: usize,
+) -> Result<(), KernelError> {
+    if nb == 0 || !nb.is_multiple_of(8) {
+        return Err(KernelError::Value {
+            arg: 0,
+            detail: "packed 4-bit weights: the block width is not a multiple of 8",
+        });
+    }
+    let sizes = (packed4n_len(n, k, nb), packed4n_scales_len(n, k, group, nb));
+    check_packed4_sizes(data, scales, k, group, sizes)
+}

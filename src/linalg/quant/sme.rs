@@ -27,7 +27,7 @@
 use core::ops::Range;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::arm::PackedColumns;
+use super::arm::{Packed4Columns, PackedColumns};
 use super::dynamic::QParams;
 use crate::linalg::gemm::arm::sme::{pack_za2, streaming_asm, svl_bytes};
 
@@ -50,10 +50,59 @@ pub fn smopa_width() -> usize {
     }
 }
 
-/// Scratch bytes [`gemm_qd8_f32_smopa`] needs for depth `k` and tile width `w2 = 2S`: one
-/// packed row block and a copy of a partial one.
+/// Scratch bytes [`gemm_qd8_f32_smopa`] and [`gemm_qd8_f32_smopa_qb4w`] need for depth `k`
+/// and tile width `w2 = 2S`: one packed row block, a copy of a partial one, and one tile of
+/// fp32 partial sums (the 4-bit tile's groups).
 pub fn smopa_scratch_bytes(k: usize, w2: usize) -> Option<usize> {
-    w2.checked_mul(k)?.checked_mul(2)
+    w2.checked_mul(k)?
+        .checked_mul(2)?
+        .checked_add(w2.checked_mul(w2)?.checked_mul(4)?)
+}
+
+/// The row blocks of `2S` rows of `a` (`[m, k]`, parameters `ap`), each packed into
+/// `scratch` through ZA, then handed to `tile(packed block, its parameters padded to a
+/// multiple of 4, rows in the block, first row, fp32 tile scratch)`.
+///
+/// # Safety
+/// As [`gemm_qd8_f32_smopa`] for `a`, `ap`, `m`, `k`, `w2` and `scratch`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn row_blocks(
+    w2: usize,
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    scratch: *mut u8,
+    mut tile: impl FnMut(*const u8, *const QParams, usize, usize, *mut f32),
+) {
+    let block = w2 * k;
+    let (packed, copy) = (scratch, scratch.wrapping_add(block));
+    let fbuf = scratch.wrapping_add(2 * block) as *mut f32;
+    let mut i0 = 0;
+    while i0 < m {
+        let rows = (m - i0).min(w2);
+        // SAFETY: (whole body) the row block's `rows·k` activation bytes and `rows`
+        // parameters are inside `a`/`ap` (i0 + rows ≤ m); the packer reads `w2` rows of `k`
+        // bytes from `src` (the block itself when whole, else the copy: `block` bytes in
+        // the scratch's second part, its first `rows·k` copied from `a`, the rest whatever
+        // the scratch held: those rows' outputs are never stored) and writes `block` bytes
+        // to the scratch's first part; the fp32 tile scratch (w2² floats, 4-byte aligned:
+        // 2·block is a multiple of 32) follows.
+        unsafe {
+            let mut src = a.add(i0 * k) as *const u8;
+            if rows < w2 {
+                core::ptr::copy_nonoverlapping(src, copy, rows * k);
+                src = copy;
+            }
+            pack_za2(src as *const f32, k / 4, w2, w2, k / 4, packed as *mut f32);
+            // Parameters of the block, padded to a multiple of 4 rows (the epilogue reads
+            // them four rows at a time).
+            let mut params = [QParams::default(); 128];
+            core::ptr::copy_nonoverlapping(ap.add(i0), params.as_mut_ptr(), rows);
+            tile(packed, params.as_ptr(), rows, i0, fbuf);
+        }
+        i0 += w2;
+    }
 }
 
 /// All `m` quantized rows `a` (`[m, k]`, parameters `ap`) times the column tiles `tiles`
@@ -82,41 +131,23 @@ pub unsafe fn gemm_qd8_f32_smopa(
     ldo: usize,
     scratch: *mut u8,
 ) {
-    let block = w2 * k;
-    let (packed, copy) = (scratch, scratch.wrapping_add(block));
-    let mut i0 = 0;
-    while i0 < m {
-        let rows = (m - i0).min(w2);
-        // SAFETY: (whole body) the row block's `rows·k` activation bytes and `rows`
-        // parameters are inside `a`/`ap` (i0 + rows ≤ m); the packer reads `w2` rows of `k`
-        // bytes from `src` (the block itself when whole, else the copy: `block` bytes in
-        // the scratch's second half, its first `rows·k` copied from `a`, the rest whatever
-        // the scratch held: those rows' outputs are never stored) and writes `block` bytes
-        // to the scratch's first half; the kernel's extents are the caller's.
-        unsafe {
-            let mut src = a.add(i0 * k) as *const u8;
-            if rows < w2 {
-                core::ptr::copy_nonoverlapping(src, copy, rows * k);
-                src = copy;
-            }
-            pack_za2(src as *const f32, k / 4, w2, w2, k / 4, packed as *mut f32);
-            // Parameters of the block, padded to a multiple of 4 rows (the epilogue reads
-            // them four rows at a time).
-            let mut params = [QParams::default(); 128];
-            core::ptr::copy_nonoverlapping(ap.add(i0), params.as_mut_ptr(), rows);
+    // SAFETY: the caller's extents (see `row_blocks` and the kernel's contract); `tiles`
+    // starts at tile `tiles.start` of `w`, 2S·k bytes per tile; row block `i0` writes rows
+    // i0..i0 + rows of `out`.
+    unsafe {
+        row_blocks(w2, a, ap, m, k, scratch, |packed, params, rows, i0, _| {
             gemm_smopa_2x2za_qc8w_pnx4(
                 packed,
-                params.as_ptr(),
+                params,
                 rows,
                 k,
-                w.add(tiles.start * block),
+                w.add(tiles.start * w2 * k),
                 c,
                 tiles.clone(),
                 out.add(i0 * ldo),
                 ldo,
-            );
-        }
-        i0 += w2;
+            )
+        })
     }
 }
 
@@ -372,6 +403,357 @@ pub unsafe fn gemm_smopa_2x2za_qc8w_pnx4(
             xa = out(reg) _,
             xw = out(reg) _,
             cnt = out(reg) _,
+            t = out(reg) _,
+            o = out(reg) _,
+            q = out(reg) _,
+            rv = out(reg) _,
+            out("x12") _,
+        );
+    }
+}
+
+/// All `m` quantized rows `a` times the column tiles `tiles` of a group-wise 4-bit filter
+/// packed `qb4w_pNx4` with `N = 2S`: [`gemm_qd8_f32_smopa`]'s row blocks through
+/// [`gemm_smopa_2x2za_qb4w_pnx4`]. `c.scales` are the packed fp32 group scales.
+///
+/// # Safety
+/// As [`gemm_qd8_f32_smopa`], with `w` holding `S·k` bytes per tile, `c.scales` `8S·k /
+/// group` bytes per tile, `c.group % 16 == 0` and `k % c.group == 0`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_qd8_f32_smopa_qb4w(
+    w2: usize,
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &Packed4Columns,
+    tiles: Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+    scratch: *mut u8,
+) {
+    // SAFETY: as `gemm_qd8_f32_smopa`; the tiles start at tile `tiles.start` of `w` (S·k
+    // bytes per tile) and of the scales (2S·k / group floats per tile).
+    unsafe {
+        row_blocks(
+            w2,
+            a,
+            ap,
+            m,
+            k,
+            scratch,
+            |packed, params, rows, i0, fbuf| {
+                let skip = tiles.start * w2;
+                let c = Packed4Columns {
+                    scales: c.scales.add(4 * skip * (k / c.group)),
+                    ..*c
+                };
+                gemm_smopa_2x2za_qb4w_pnx4(
+                    packed,
+                    params,
+                    rows,
+                    k,
+                    w.add(skip * k / 2),
+                    &c,
+                    tiles.clone(),
+                    out.add(i0 * ldo),
+                    ldo,
+                    fbuf,
+                )
+            },
+        )
+    }
+}
+
+/// Loads of 4-bit chunk pair `$q` (A at `4·$q` vectors, packed weights at `2·$q`), the
+/// nibbles widened to `16·w` (`LSL #4`: channels `0..S`, `AND 0xF0`: `S..2S`), and the
+/// pair's eight `SMOPA`s.
+macro_rules! pair4 {
+    ($qa:literal, $qw:literal) => {
+        concat!(
+            "ld1b {{z0.b-z3.b}}, pn8/z, [{xa}, #",
+            $qa,
+            ", mul vl]\n",
+            "ld1b {{z14.b-z15.b}}, pn8/z, [{xw}, #",
+            $qw,
+            ", mul vl]\n",
+            "lsl z4.b, z14.b, #4\n",
+            "and z5.d, z14.d, z30.d\n",
+            "lsl z6.b, z15.b, #4\n",
+            "and z7.d, z15.d, z30.d\n",
+            smopa8!(),
+        )
+    };
+}
+
+/// Partial sums of four rows (`{z16-z19}`, `{z24-z27}`: the two halves) `+=` the four ZA
+/// rows (`$t0`/`$t1` slices `w12..w12 + 4`) times the group's scales (`z20`, `z21`); the
+/// partial sums zeroed first in the tile's first group (`{g} == 1`), else loaded from `{fb}`.
+macro_rules! accumulate4 {
+    ($t0:literal, $t1:literal) => {
+        concat!(
+            "mova {{z0.s-z3.s}}, ",
+            $t0,
+            ".s[w12, 0:3]\n",
+            "mova {{z8.s-z11.s}}, ",
+            $t1,
+            ".s[w12, 0:3]\n",
+            "scvtf {{z0.s-z3.s}}, {{z0.s-z3.s}}\n",
+            "scvtf {{z8.s-z11.s}}, {{z8.s-z11.s}}\n",
+            "cmp {g}, #1\n",
+            "b.ne 41f\n",
+            "dup z16.s, #0\n",
+            "dup z17.s, #0\n",
+            "dup z18.s, #0\n",
+            "dup z19.s, #0\n",
+            "dup z24.s, #0\n",
+            "dup z25.s, #0\n",
+            "dup z26.s, #0\n",
+            "dup z27.s, #0\n",
+            "b 42f\n",
+            "41:\n",
+            "ld1w {{z16.s, z24.s}}, pn8/z, [{fb}]\n",
+            "ld1w {{z17.s, z25.s}}, pn8/z, [{fb}, #2, mul vl]\n",
+            "ld1w {{z18.s, z26.s}}, pn8/z, [{fb}, #4, mul vl]\n",
+            "ld1w {{z19.s, z27.s}}, pn8/z, [{fb}, #6, mul vl]\n",
+            "42:\n",
+            "fmla z16.s, p0/m, z0.s, z20.s\n",
+            "fmla z17.s, p0/m, z1.s, z20.s\n",
+            "fmla z18.s, p0/m, z2.s, z20.s\n",
+            "fmla z19.s, p0/m, z3.s, z20.s\n",
+            "fmla z24.s, p0/m, z8.s, z21.s\n",
+            "fmla z25.s, p0/m, z9.s, z21.s\n",
+            "fmla z26.s, p0/m, z10.s, z21.s\n",
+            "fmla z27.s, p0/m, z11.s, z21.s\n",
+        )
+    };
+}
+
+/// A middle group's epilogue of one tile half: its `S` rows' partial sums to `{fb}`.
+macro_rules! middle_half {
+    ($t0:literal, $t1:literal, $l:literal) => {
+        concat!(
+            "mov w12, #0\n",
+            $l,
+            ":\n",
+            accumulate4!($t0, $t1),
+            "st1w {{z16.s, z24.s}}, pn8, [{fb}]\n",
+            "st1w {{z17.s, z25.s}}, pn8, [{fb}, #2, mul vl]\n",
+            "st1w {{z18.s, z26.s}}, pn8, [{fb}, #4, mul vl]\n",
+            "st1w {{z19.s, z27.s}}, pn8, [{fb}, #6, mul vl]\n",
+            "addvl {fb}, {fb}, #8\n",
+            "add w12, w12, #4\n",
+            "cmp w12, {s:w}\n",
+            "b.lo ",
+            $l,
+            "b\n",
+        )
+    };
+}
+
+/// `v = bias + (f - Σw·zp)·row_scale` (fused, as the Neon tiles) for rows `r` of the four
+/// (`$zp`: the row pair's parameters converted, lane 1 / 3 the zero point; `$p`/`$l`: their
+/// raw parameters, lane `$l` the scale) on both halves.
+macro_rules! final_row {
+    ($lo:literal, $hi:literal, $zp:literal, $p:literal, $lz:literal, $ls:literal) => {
+        concat!(
+            "fmls ", $lo, ".s, z22.s, ", $zp, ".s[", $lz, "]\n",
+            "fmls ", $hi, ".s, z23.s, ", $zp, ".s[", $lz, "]\n",
+            "dup z14.s, ", $p, ".s[", $ls, "]\n",
+            "fmad ", $lo, ".s, p0/m, z14.s, z28.s\n",
+            "fmad ", $hi, ".s, p0/m, z14.s, z29.s\n",
+        )
+    };
+}
+
+/// The last group's epilogue of one tile half: `{rv}` rows from `{o}` (parameters at `{q}`),
+/// partial sums from `{fb}`; `$l`/`$exit` local labels.
+macro_rules! last_half {
+    ($t0:literal, $t1:literal, $l:literal, $exit:literal) => {
+        concat!(
+            "mov w12, #0\n",
+            $l,
+            ":\n",
+            accumulate4!($t0, $t1),
+            "ld1rqw {{z4.s}}, p0/z, [{q}]\n",
+            "ld1rqw {{z5.s}}, p0/z, [{q}, #16]\n",
+            "scvtf z6.s, p0/m, z4.s\n",
+            "scvtf z7.s, p0/m, z5.s\n",
+            final_row!("z16", "z24", "z6", "z4", "1", "0"),
+            final_row!("z17", "z25", "z6", "z4", "3", "2"),
+            final_row!("z18", "z26", "z7", "z5", "1", "0"),
+            final_row!("z19", "z27", "z7", "z5", "3", "2"),
+            "cbz {clampf}, 47f\n",
+            "fmax {{z16.s-z19.s}}, {{z16.s-z19.s}}, z12.s\n",
+            "fmax {{z24.s-z27.s}}, {{z24.s-z27.s}}, z12.s\n",
+            "fmin {{z16.s-z19.s}}, {{z16.s-z19.s}}, z13.s\n",
+            "fmin {{z24.s-z27.s}}, {{z24.s-z27.s}}, z13.s\n",
+            "47:\n",
+            store_row!("z16", "z24", $exit),
+            store_row!("z17", "z25", $exit),
+            store_row!("z18", "z26", $exit),
+            store_row!("z19", "z27", $exit),
+            "addvl {fb}, {fb}, #8\n",
+            "add {q}, {q}, #32\n",
+            "add w12, w12, #4\n",
+            "b ",
+            $l,
+            "b\n",
+        )
+    };
+}
+
+/// [`gemm_smopa_2x2za_qc8w_pnx4`] for group-wise 4-bit weights packed `qb4w_pNx4` with
+/// `N = 2S` ([`super::packed`]): per group, `SMOPA`s of the group's chunks into a zeroed ZA
+/// (per chunk pair one 4-vector load of A, one 2-vector load of packed weights, 4 bit
+/// operations, 8 `SMOPA`s), then each output's partial sum `f += f32(16·dot) · (scale / 16)`
+/// (fused, `fmla`), kept in `fbuf` between groups; after the last group
+/// `out = bias + (f - Σw·zp) · row_scale` (fused, `fmls` / `fmad`) and the clamp, the
+/// arithmetic of the Neon 4-bit tiles (bit for bit).
+///
+/// # Safety
+/// SME2 with `I8I32`, not in streaming mode; `c.group % 16 == 0`, `k % c.group == 0`,
+/// `k > 0`; `pa` readable for `2S·k` bytes; `ap` for `rows` rounded up to a multiple of 4
+/// parameters; `w` (the first tile, `tiles.start`) for `S·k` bytes per tile; `c.scales` (the
+/// first tile's) for `8S·k / group` bytes per tile, `c.sums`/`c.bias` for `c.n` floats
+/// (4-byte aligned) with `2S·(tiles.end - 1) < c.n`; `out` writable at columns
+/// `2S·tiles.start..min(c.n, 2S·tiles.end)` of `rows` rows; `fbuf` writable for `4S²`
+/// floats, 4-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_smopa_2x2za_qb4w_pnx4(
+    pa: *const u8,
+    ap: *const QParams,
+    rows: usize,
+    k: usize,
+    w: *const u8,
+    c: &Packed4Columns,
+    tiles: Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+    fbuf: *mut f32,
+) {
+    if tiles.is_empty() || rows == 0 {
+        return;
+    }
+    let w2 = smopa_width();
+    let j0 = tiles.start * w2;
+    let jend = (tiles.end * w2).min(c.n);
+    let clampf = (c.lo != f32::NEG_INFINITY || c.hi != f32::INFINITY) as usize;
+    let groups = k / c.group;
+    // SAFETY: loads read, per tile, chunks 0..k/4 of `pa` (8S bytes each, within 2S·k), the
+    // tile's packed weights (4S bytes per chunk, S·k per tile, `xw` walking them in order
+    // across tiles) and its group scales (8S bytes per group, `xs` walking them in order);
+    // the column sums and biases of columns j0..min(j0 + 2S, jend) (pn9) from `c`'s arrays
+    // of c.n ≥ jend floats; the parameters of the row groups up to `rows` rounded up to 4;
+    // `fbuf` (4S² floats: 2S rows of 2S). Stores write `fbuf` and columns
+    // j0..min(j0 + 2S, jend) (pn9) of rows 0..rows of `out`. Streaming mode and ZA are
+    // entered and left inside the block; every vector and predicate register, x12 and the
+    // flags are declared clobbered; the caller guarantees SME2 with I8I32.
+    unsafe {
+        streaming_asm!(
+            ".arch_extension sme2",
+            "smstart",
+            "ptrue p0.b",
+            "ptrue pn8.b",
+            "cntw {s}",
+            "dup z12.s, {lo:w}",
+            "dup z13.s, {hi:w}",
+            "dup z30.b, #-16",              // 0xF0
+            "lsl {ldo4}, {ldo4}, #2",
+            "ldr {xs}, [{c}, #{off_scales}]",
+            "mov {xw}, {w}",
+            "1:",
+            "whilelt pn9.s, {j0}, {jend}, vlx2",
+            "lsl {t}, {j0}, #2",
+            "ldr {o}, [{c}, #{off_sums}]",
+            "add {o}, {o}, {t}",
+            "ld1w {{z22.s-z23.s}}, pn9/z, [{o}]",
+            "dup z28.s, #0",
+            "dup z29.s, #0",
+            "ldr {o}, [{c}, #{off_bias}]",
+            "cbz {o}, 5f",
+            "add {o}, {o}, {t}",
+            "ld1w {{z28.s-z29.s}}, pn9/z, [{o}]",
+            "5:",
+            "mov {xa}, {pa}",
+            "mov {g}, #0",
+            // Group loop.
+            "10:",
+            "zero {{za}}",
+            "lsr {cnt}, {group}, #5",
+            "cbz {cnt}, 12f",
+            "11:",
+            pair4!("0", "0"),
+            pair4!("4", "2"),
+            pair4!("8", "4"),
+            pair4!("12", "6"),
+            "addvl {xa}, {xa}, #16",
+            "addvl {xw}, {xw}, #8",
+            "subs {cnt}, {cnt}, #1",
+            "b.ne 11b",
+            "12:",
+            "tbz {group}, #4, 13f",
+            pair4!("0", "0"),
+            pair4!("4", "2"),
+            "addvl {xa}, {xa}, #8",
+            "addvl {xw}, {xw}, #4",
+            "13:",
+            "ld1w {{z20.s-z21.s}}, pn8/z, [{xs}]",
+            "addvl {xs}, {xs}, #2",
+            "add {g}, {g}, #1",
+            "mov {fb}, {fbuf}",
+            "cmp {g}, {groups}",
+            "b.eq 14f",
+            middle_half!("za0h", "za1h", "20"),
+            middle_half!("za2h", "za3h", "21"),
+            "b 10b",
+            // The last group: the outputs.
+            "14:",
+            "add {o}, {out}, {t}",
+            "mov {q}, {ap}",
+            "cmp {rows}, {s}",
+            "csel {rv}, {rows}, {s}, lo",
+            last_half!("za0h", "za1h", "30", "39f"),
+            "39:",
+            "subs {rv}, {rows}, {s}",
+            "b.ls 49f",
+            "add {o}, {out}, {t}",
+            "madd {o}, {s}, {ldo4}, {o}",
+            "add {q}, {ap}, {s}, lsl #3",
+            "mul {fb}, {s}, {s}",           // row S of the partial sums: S·8S bytes on
+            "add {fb}, {fbuf}, {fb}, lsl #3",
+            last_half!("za2h", "za3h", "40", "49f"),
+            "49:",
+            "add {j0}, {j0}, {s}, lsl #1",
+            "cmp {j0}, {jend}",
+            "b.lo 1b",
+            "smstop",
+            pa = in(reg) pa,
+            ap = in(reg) ap,
+            rows = in(reg) rows,
+            group = in(reg) c.group,
+            groups = in(reg) groups,
+            w = in(reg) w,
+            c = in(reg) c as *const Packed4Columns,
+            j0 = inout(reg) j0 => _,
+            jend = in(reg) jend,
+            out = in(reg) out,
+            ldo4 = inout(reg) ldo => _,
+            fbuf = in(reg) fbuf,
+            lo = in(reg) c.lo.to_bits(),
+            hi = in(reg) c.hi.to_bits(),
+            clampf = in(reg) clampf,
+            off_sums = const core::mem::offset_of!(Packed4Columns, sums),
+            off_scales = const core::mem::offset_of!(Packed4Columns, scales),
+            off_bias = const core::mem::offset_of!(Packed4Columns, bias),
+            s = out(reg) _,
+            xs = out(reg) _,
+            xa = out(reg) _,
+            xw = out(reg) _,
+            cnt = out(reg) _,
+            g = out(reg) _,
+            fb = out(reg) _,
             t = out(reg) _,
             o = out(reg) _,
             q = out(reg) _,

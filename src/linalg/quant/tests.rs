@@ -529,6 +529,120 @@ fn smopa_products_match_the_reference_exactly() {
     assert!(packed::packed_n_len(5, 32, 0).is_none());
 }
 
+/// `qb4w_pNx4` for SME2 `SMOPA`: with the CPU's tile width its tile runs and must give the
+/// Neon 4-bit tiles' bits (the row-major tile, groups that are multiples of 32); every width
+/// stays within rounding of the reference (the portable loop elsewhere).
+#[test]
+fn smopa_qb4w_products_match_the_neon_tiles() {
+    let mut rng = Rng(71);
+    let tile = gemm::smopa_width();
+    let mut widths = vec![8, 32];
+    if tile > 0 {
+        widths.insert(0, tile);
+    }
+    for &(m, k, n, g) in &[
+        (1, 32, 1, 32),
+        (3, 64, 5, 32),
+        (17, 128, 3, 64),
+        (40, 256, 33, 128),
+        (16, 96, 16, 32),
+        (33, 64, 40, 16),
+        (2, 48, 17, 16),
+        (20, 64, 64, 64),
+    ] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let data = four_bit(&mut rng, n, k);
+        let scales: Vec<u8> = rng
+            .f32s(n * k / g, 0.01, 0.2)
+            .iter()
+            .flat_map(|s| ((s.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        let w = QWeights::Qb4w {
+            data: &data,
+            scales: &scales,
+            group: g,
+        };
+        let bias = rng.vec(n);
+        let mut sums = vec![0f32; n];
+        gemm::column_sums(&w, n, k, &mut sums).unwrap();
+        for (bias, clamp) in [(Some(&bias[..]), Some((-4.0f32, 4.5f32))), (None, None)] {
+            let mut want = vec![0f32; m * n];
+            gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, bias, &mut want, clamp);
+            let mut row_major = vec![f32::NAN; m * n];
+            gemm_qd8_f32(
+                QuantKernel::select(),
+                &a,
+                &ap,
+                m,
+                k,
+                &w,
+                n,
+                bias,
+                Some(&sums),
+                &mut row_major,
+                clamp,
+            )
+            .unwrap();
+            for &nb in &widths {
+                let mut packed = vec![0u8; packed::packed4n_len(n, k, nb).unwrap()];
+                let mut pscales = vec![0f32; packed::packed4n_scales_len(n, k, g, nb).unwrap()];
+                packed::pack_qb4w_pnx4(&data, &scales, n, k, g, nb, &mut packed, &mut pscales)
+                    .unwrap();
+                for j in 0..n {
+                    for t in 0..k {
+                        assert_eq!(
+                            packed::packed4n_weight(&packed, k, nb, j, t),
+                            reference::weight(&w, k, j, t),
+                            "nb={nb} ({j}, {t})"
+                        );
+                    }
+                }
+                let pbytes: Vec<u8> = pscales.iter().flat_map(|s| s.to_le_bytes()).collect();
+                let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(k, nb)];
+                for kern in kernels() {
+                    let mut got = vec![f32::NAN; m * n];
+                    gemm::gemm_qd8_f32_qb4w_pnx4(
+                        kern,
+                        &a,
+                        &ap,
+                        m,
+                        k,
+                        (&packed, nb),
+                        &pbytes,
+                        n,
+                        g,
+                        bias,
+                        &sums,
+                        &mut got,
+                        clamp,
+                        &mut scratch,
+                    )
+                    .unwrap();
+                    let what = format!("{kern:?} nb={nb} (tile {tile}) m={m} k={k} n={n} g={g}");
+                    if nb == tile && kern != QuantKernel::Portable && g % 32 == 0 {
+                        assert_eq!(got, row_major, "{what}");
+                    }
+                    for (i, (&x, &y)) in got.iter().zip(&want).enumerate() {
+                        let tol = 1e-5 * (1.0 + y.abs()) * (k as f32 / g as f32).max(1.0) * 8.0;
+                        assert!((x - y).abs() <= tol, "{what} [{i}]: {x} vs {y}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(packed::pack_qb4w_pnx4(
+        &[0; 16],
+        &[0; 2],
+        1,
+        32,
+        32,
+        12,
+        &mut [0; 96],
+        &mut [0.0; 12]
+    )
+    .is_err());
+}
+
 #[test]
 fn packed_qb4w_products_match_the_row_major_kernel() {
     let mut rng = Rng(33);
