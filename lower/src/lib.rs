@@ -248,13 +248,23 @@ fn pack_int8(rows: &[u8], n: usize, k: usize, layout: Int8Layout) -> Result<Vec<
 fn stock_int8_layout(target: &Target) -> Int8Layout {
     match target.smopa_width() {
         Some(nb) => Int8Layout::PNx4(nb),
-        None => stock_int4_layout(target),
+        None => int8_tile_layout(target),
     }
 }
 
-/// The packing of group-wise 4-bit rows for `target`'s integer tile (`P4x4` / `P8x8` stand
-/// for `qb4w_p4x4` / `qb4w_p8x8`): `SMMLA` where the target has it, else lane-indexed `SDOT`.
+/// The packing of group-wise 4-bit rows for `target`'s integer tile (`P4x4` / `P8x8` /
+/// `PNx4` stand for `qb4w_p4x4` / `qb4w_p8x8` / `qb4w_pNx4`): SME2 `SMOPA`, else `SMMLA` where
+/// the target has it, else lane-indexed `SDOT`.
 fn stock_int4_layout(target: &Target) -> Int8Layout {
+    match target.smopa_width() {
+        Some(nb) => Int8Layout::PNx4(nb),
+        None => int8_tile_layout(target),
+    }
+}
+
+/// The Neon integer tiles' packing for `target`: `SMMLA` where it has it, else lane-indexed
+/// `SDOT`.
+fn int8_tile_layout(target: &Target) -> Int8Layout {
     if target.i8mm() {
         Int8Layout::P8x8
     } else {
@@ -904,30 +914,39 @@ fn lower_stage(
                 group: f.group,
             };
             q::column_sums(&qw, f.n, f.k, &mut sums).map_err(e)?;
-            // SMMLA targets take 8 channels per block, the others 4 (lane-indexed SDOT)
-            // (`stock_int4_layout`, which the region's layout is written from).
-            let mmla = stock_int4_layout(target) == Int8Layout::P8x8;
-            let (len, slen) = if mmla {
-                (
+            // SME2 targets take blocks of 2S channels, SMMLA targets 8, the others 4
+            // (lane-indexed SDOT) (`stock_int4_layout`, which the region's layout is written
+            // from).
+            let layout = stock_int4_layout(target);
+            let (len, slen) = match layout {
+                Int8Layout::PNx4(nb) => (
+                    qp::packed4n_len(f.n, f.k, nb),
+                    qp::packed4n_scales_len(f.n, f.k, f.group, nb),
+                ),
+                Int8Layout::P8x8 => (
                     qp::packed4x8_len(f.n, f.k),
                     qp::packed4x8_scales_len(f.n, f.k, f.group),
-                )
-            } else {
-                (
+                ),
+                _ => (
                     qp::packed4_len(f.n, f.k),
                     qp::packed4_scales_len(f.n, f.k, f.group),
-                )
+                ),
             };
             let mut packed = vec![0u8; len.ok_or_else(overflow)?];
             let mut pscales = vec![0f32; slen.ok_or_else(overflow)?];
-            let pack = if mmla {
-                qp::pack_qb4w_p8x8
-            } else {
-                qp::pack_qb4w_p4x4
-            };
-            pack(rows, scales, f.n, f.k, f.group, &mut packed, &mut pscales).map_err(e)?;
+            let (p, s, n, k, g) = (&mut packed, &mut pscales, f.n, f.k, f.group);
+            match layout {
+                Int8Layout::PNx4(nb) => qp::pack_qb4w_pnx4(rows, scales, n, k, g, nb, p, s),
+                Int8Layout::P8x8 => qp::pack_qb4w_p8x8(rows, scales, n, k, g, p, s),
+                _ => qp::pack_qb4w_p4x4(rows, scales, n, k, g, p, s),
+            }
+            .map_err(e)?;
             packed_bytes += packed.len() + 4 * (pscales.len() + sums.len());
-            let tag = if mmla { "q4p8x8" } else { "q4p4x4" };
+            let tag = match layout {
+                Int8Layout::PNx4(nb) => format!("q4p{nb}x4"),
+                Int8Layout::P8x8 => "q4p8x8".to_string(),
+                _ => "q4p4x4".to_string(),
+            };
             let base = format!("ptera/{tag}/{}", f.key);
             segments.push(Seg::Bytes(packed));
             new_named.push((base.clone(), (segments.len() - 1) as u32));

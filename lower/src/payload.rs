@@ -26,17 +26,15 @@ pub enum WeightSource<'k> {
 }
 
 /// The schema's layout of quantized rows and its `nr` field: int8 (`group` none) row-major,
-/// `qc8w_p4x4`, `qc8w_p8x8` or `qc8w_pNx4` (`nr` = N); 4-bit row-major, `qb4w_p4x4` or
-/// `qb4w_p8x8` (the same names: 4 or 8 channels per block), whose scales are then the packed
-/// fp32 group scales.
+/// `qc8w_p4x4`, `qc8w_p8x8` or `qc8w_pNx4` (`nr` = N); 4-bit row-major, `qb4w_p4x4`,
+/// `qb4w_p8x8` or `qb4w_pNx4` (the same names: 4, 8 or N channels per block), whose scales are
+/// then the packed fp32 group scales.
 fn quant_layout(group: Option<usize>, packed: Int8Layout) -> (rf::WeightLayout, u32) {
     let layout = match (group, packed) {
         (Some(_), Int8Layout::RowMajor) => rf::WeightLayout::Int4,
         (Some(_), Int8Layout::P4x4) => rf::WeightLayout::Int4Packed,
         (Some(_), Int8Layout::P8x8) => rf::WeightLayout::Int4Packed8,
-        (Some(_), Int8Layout::PNx4(_)) => {
-            unreachable!("4-bit rows are never packed qc8w_pNx4 (`stock_int4_layout`)")
-        }
+        (Some(_), Int8Layout::PNx4(_)) => rf::WeightLayout::Int4PackedN,
         (None, Int8Layout::RowMajor) => rf::WeightLayout::Int8,
         (None, Int8Layout::P4x4) => rf::WeightLayout::Int8Packed,
         (None, Int8Layout::P8x8) => rf::WeightLayout::Int8Packed8,

@@ -227,7 +227,14 @@ fn stock_int8_filters_are_repacked() {
 fn stock_group_wise_4_bit_filters_are_repacked() {
     for (case, spec) in ["opt_8da4w", "gpt2_8da4w", "llama_8da4w", "mlp_8da4w"]
         .iter()
-        .flat_map(|c| [(*c, "neon"), (*c, "sve2"), (*c, "sme2:512")])
+        .flat_map(|c| {
+            [
+                (*c, "neon"),
+                (*c, "sve2"),
+                (*c, "sme2:256"),
+                (*c, "sme2:512"),
+            ]
+        })
     {
         let target = Target::parse(spec).unwrap();
         let out = lower_with(
@@ -245,8 +252,15 @@ fn stock_group_wise_4_bit_filters_are_repacked() {
             .map(|c| c.repacked_int4_filters)
             .sum();
         assert!(repacked >= 2, "{case}: {repacked} 4-bit filters repacked");
-        let tag: &[u8] = if target.i8mm() { b"q4p8x8" } else { b"q4p4x4" };
-        assert!(out.bytes.windows(6).any(|w| w == tag), "{case} {spec}");
+        let tag = match target.smopa_width() {
+            Some(nb) => format!("q4p{nb}x4").into_bytes(),
+            None if target.i8mm() => b"q4p8x8".to_vec(),
+            None => b"q4p4x4".to_vec(),
+        };
+        assert!(
+            out.bytes.windows(tag.len()).any(|w| w == tag),
+            "{case} {spec}"
+        );
         let got = run_program(&out.bytes, case, &Registry::standard())
             .unwrap_or_else(|e| panic!("{case} lowered: {e}"));
         check_outputs(&format!("{case} lowered"), &got, case);

@@ -91,6 +91,7 @@ fn xnn_parts<'p>(
                 | rf::WeightLayout::Int8Packed8
                 | rf::WeightLayout::Int4Packed8
                 | rf::WeightLayout::Int8PackedN
+                | rf::WeightLayout::Int4PackedN
         ) {
             let blob = |k: Option<&str>| {
                 k.and_then(|k| init.program.named_data(k))
@@ -105,6 +106,7 @@ fn xnn_parts<'p>(
                 rf::WeightLayout::Int4
                     | rf::WeightLayout::Int4Packed
                     | rf::WeightLayout::Int4Packed8
+                    | rf::WeightLayout::Int4PackedN
             );
             let group = if four { pf.group() } else { 0 };
             if !(base as u64 + sums.0).is_multiple_of(4) || (four && group == 0) {
@@ -129,7 +131,9 @@ fn xnn_parts<'p>(
                             rf::WeightLayout::Int8Packed8 | rf::WeightLayout::Int4Packed8 => {
                                 Int8Layout::P8x8
                             }
-                            rf::WeightLayout::Int8PackedN => Int8Layout::PNx4(pf.nr() as usize),
+                            rf::WeightLayout::Int8PackedN | rf::WeightLayout::Int4PackedN => {
+                                Int8Layout::PNx4(pf.nr() as usize)
+                            }
                             _ => Int8Layout::RowMajor,
                         },
                     }),

@@ -373,6 +373,11 @@ pub fn execute_plan(
                                 quant::packed::packed4x8_scales_len(n, k, group)
                                     .and_then(|s| s.checked_mul(4)),
                             ),
+                            (true, Int8Layout::PNx4(nb)) => (
+                                quant::packed::packed4n_len(n, k, nb),
+                                quant::packed::packed4n_scales_len(n, k, group, nb)
+                                    .and_then(|s| s.checked_mul(4)),
+                            ),
                             (true, _) => (
                                 quant::packed::packed4_len(n, k),
                                 quant::packed::packed4_scales_len(n, k, group)
@@ -402,6 +407,24 @@ pub fn execute_plan(
                                 quant::gemm_qd8_f32_qb4w_p8x8(
                                     qkernel, a, ap, m, k, data, scales, n, group, b, wsums, o,
                                     clamp,
+                                )
+                            }
+                            (Some((data, scales)), Int8Layout::PNx4(nb)) if group > 0 => {
+                                quant::gemm_qd8_f32_qb4w_pnx4(
+                                    qkernel,
+                                    a,
+                                    ap,
+                                    m,
+                                    k,
+                                    (data, nb),
+                                    scales,
+                                    n,
+                                    group,
+                                    b,
+                                    wsums,
+                                    o,
+                                    clamp,
+                                    work,
                                 )
                             }
                             (Some((data, scales)), _) if group > 0 => {

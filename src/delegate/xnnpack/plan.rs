@@ -92,8 +92,8 @@ pub(super) const PACKED_IN_STATE: u32 = 8;
 /// With [`QUANT_PACKED`]: rows packed for `SMMLA` (`qc8w_p8x8`, `qb4w_p8x8`) instead of
 /// `qc8w_p4x4` / `qb4w_p4x4`.
 pub(super) const QUANT_MMLA: u32 = 16;
-/// With [`QUANT_PACKED`]: int8 rows packed for SME2 `SMOPA` (`qc8w_pNx4`), the block width in
-/// bits 8..16 of the flags.
+/// With [`QUANT_PACKED`]: rows packed for SME2 `SMOPA` (int8 `qc8w_pNx4`, 4-bit `qb4w_pNx4`),
+/// the block width in bits 8..16 of the flags.
 pub(super) const QUANT_ZA: u32 = 32;
 
 /// [`Loc::flags`] bits of a quantized filter's layout.
@@ -275,6 +275,10 @@ impl QuantFilter {
                         (qp::packed4x8_len(n, k), qp::packed4x8_scales_len(n, k, g))
                     }
                     Int8Layout::P4x4 => (qp::packed4_len(n, k), qp::packed4_scales_len(n, k, g)),
+                    Int8Layout::PNx4(nb) if nb % 8 == 0 && nb <= 255 => (
+                        qp::packed4n_len(n, k, nb),
+                        qp::packed4n_scales_len(n, k, g, nb),
+                    ),
                     _ => (None, None),
                 };
                 (

@@ -102,10 +102,10 @@ impl ::flatbuffers::SimpleToVerifyInSlice for Activation {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_WEIGHT_LAYOUT: i8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 9;
+pub const ENUM_MAX_WEIGHT_LAYOUT: i8 = 10;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 10] = [
+pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 11] = [
   WeightLayout::Packed,
   WeightLayout::KxN,
   WeightLayout::NxK,
@@ -116,6 +116,7 @@ pub const ENUM_VALUES_WEIGHT_LAYOUT: [WeightLayout; 10] = [
   WeightLayout::Int8Packed8,
   WeightLayout::Int4Packed8,
   WeightLayout::Int8PackedN,
+  WeightLayout::Int4PackedN,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -133,9 +134,10 @@ impl WeightLayout {
   pub const Int8Packed8: Self = Self(7);
   pub const Int4Packed8: Self = Self(8);
   pub const Int8PackedN: Self = Self(9);
+  pub const Int4PackedN: Self = Self(10);
 
   pub const ENUM_MIN: i8 = 0;
-  pub const ENUM_MAX: i8 = 9;
+  pub const ENUM_MAX: i8 = 10;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::Packed,
     Self::KxN,
@@ -147,6 +149,7 @@ impl WeightLayout {
     Self::Int8Packed8,
     Self::Int4Packed8,
     Self::Int8PackedN,
+    Self::Int4PackedN,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -161,6 +164,7 @@ impl WeightLayout {
       Self::Int8Packed8 => Some("Int8Packed8"),
       Self::Int4Packed8 => Some("Int4Packed8"),
       Self::Int8PackedN => Some("Int8PackedN"),
+      Self::Int4PackedN => Some("Int4PackedN"),
       _ => None,
     }
   }
