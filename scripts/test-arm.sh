@@ -40,10 +40,11 @@ matrix() {
     [[ "$multicore" != - ]] || multicore=
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -L $SYSROOT -cpu $cpu"
     # Every kernel's unit tests where the whole matrix runs (the multicore configurations, one
-    # per QEMU); elsewhere the ones that read the vector lengths: GEMM, convolution, detection
-    # (vecmath, the integer kernels and the operators read none).
+    # per QEMU); elsewhere the ones that read the vector lengths: GEMM, convolution, detection,
+    # the integer kernels (SME2's tile is SVL/16 channels wide; vecmath and the operators read
+    # none).
     local units="linalg:: kernels::"
-    [[ -n "$multicore" ]] || units="linalg::gemm linalg::conv linalg::cpu"
+    [[ -n "$multicore" ]] || units="linalg::gemm linalg::conv linalg::cpu linalg::quant"
     echo "== -cpu $cpu: kernel unit tests (all supported ISAs): $units $(stamp)"
     # shellcheck disable=SC2086
     nice cargo test --quiet --target "$T" --lib -- $units --nocapture 2>&1 \
@@ -110,8 +111,21 @@ if [[ -x "$QEMU11" ]] && "$QEMU11" --version | grep -qE "version (1[1-9]|10\.[1-
     echo "== SME2 with $("$QEMU11" --version | head -1) $(stamp)"
     matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" multicore 256 512  # SVL 512
     matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128
+    # `max` at qemu's default SVL (256), the `max` lowering target: the integer SMOPA tiles
+    # and programs quantized and repacked for sme2:256 and sme2:512.
+    echo "== -cpu max (SVL 256): integer kernels, programs lowered for SME2 $(stamp)"
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$QEMU11 -L $SYSROOT -cpu max,sme-default-vector-length=32"
+    nice cargo test --quiet --target "$T" --lib linalg::quant 2>&1 | grep -E "test result|panicked|FAILED"
+    nice cargo test --quiet --target "$T" -p ptera-lower --test quantize 2>&1 \
+        | grep -E "test result|panicked|FAILED"
 else
     echo "== SME2 SKIPPED: needs qemu-aarch64 >= 10.1 at $QEMU11 (run scripts/fetch-qemu11.sh," \
         "or scripts/test-arm.sh --fetch-qemu11); $($QEMU --version | head -1) has SME1 only"
 fi
+# A core without the dot product (Cortex-A72: Raspberry Pi 4): the base-Neon integer tiles.
+echo "== -cpu cortex-a72: integer kernels, quantized programs $(stamp)"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$QEMU -L $SYSROOT -cpu cortex-a72"
+nice cargo test --quiet --target "$T" --lib linalg::quant 2>&1 | grep -E "test result|panicked|FAILED"
+nice cargo test --quiet --target "$T" -p ptera-lower --test quantize 2>&1 \
+    | grep -E "test result|panicked|FAILED"
 echo "== test-arm: all passed in $(( $(date +%s) - start )) s"

@@ -269,6 +269,76 @@ unsafe fn sdot_lane<const L: i32>(acc: int32x4_t, w: int8x16_t, a: int8x16_t) ->
     r
 }
 
+/// How a `qc8w_p4x4` / `qb4w_p4x4` tile forms, per channel lane `j` of a 4-channel chunk `w`,
+/// `Σ_{t<4} w[4·j + t] · a[4·L + t]` into its accumulator: one lane-indexed `SDOT`
+/// ([`Sdot`], FEAT_DotProd), or, on cores without it (Cortex-A53, A57, A72, A73),
+/// [`Mull`]: the 4 activations broadcast, two widening `SMULL`s and two pairwise `SADALP`s.
+/// Both give the same `i32` sums.
+pub trait Lanes {
+    type Acc: Copy;
+    fn zero() -> Self::Acc;
+    /// # Safety
+    /// The CPU has the instructions of the strategy.
+    unsafe fn lane<const L: i32>(acc: Self::Acc, w: int8x16_t, a: int8x16_t) -> Self::Acc;
+    /// The 4 channels' sums.
+    fn sums(acc: Self::Acc) -> int32x4_t;
+}
+
+/// [`Lanes`] by `SDOT` by element (FEAT_DotProd).
+pub struct Sdot;
+
+impl Lanes for Sdot {
+    type Acc = int32x4_t;
+    #[inline(always)]
+    fn zero() -> int32x4_t {
+        // SAFETY: Neon is part of the AArch64 baseline.
+        unsafe { vdupq_n_s32(0) }
+    }
+    #[inline(always)]
+    unsafe fn lane<const L: i32>(acc: int32x4_t, w: int8x16_t, a: int8x16_t) -> int32x4_t {
+        // SAFETY: the caller guarantees FEAT_DotProd.
+        unsafe { sdot_lane::<L>(acc, w, a) }
+    }
+    #[inline(always)]
+    fn sums(acc: int32x4_t) -> int32x4_t {
+        acc
+    }
+}
+
+/// [`Lanes`] in base Neon (Armv8.0): the chunk's products are at most `128 · 128` in
+/// magnitude, so each fits an `i16` lane of `SMULL`; `SADALP` adds neighbouring products into
+/// `i32` pairs, channels 0 and 1 in the first accumulator, 2 and 3 in the second, and `ADDP`
+/// joins the pairs at the end.
+pub struct Mull;
+
+impl Lanes for Mull {
+    type Acc = (int32x4_t, int32x4_t);
+    #[inline(always)]
+    fn zero() -> (int32x4_t, int32x4_t) {
+        // SAFETY: Neon is part of the AArch64 baseline.
+        unsafe { (vdupq_n_s32(0), vdupq_n_s32(0)) }
+    }
+    #[inline(always)]
+    unsafe fn lane<const L: i32>(
+        acc: (int32x4_t, int32x4_t),
+        w: int8x16_t,
+        a: int8x16_t,
+    ) -> (int32x4_t, int32x4_t) {
+        // SAFETY: base Neon only.
+        unsafe {
+            let d = vreinterpretq_s8_s32(vdupq_laneq_s32::<L>(vreinterpretq_s32_s8(a)));
+            let lo = vmull_s8(vget_low_s8(w), vget_low_s8(d));
+            let hi = vmull_high_s8(w, d);
+            (vpadalq_s16(acc.0, lo), vpadalq_s16(acc.1, hi))
+        }
+    }
+    #[inline(always)]
+    fn sums(acc: (int32x4_t, int32x4_t)) -> int32x4_t {
+        // SAFETY: base Neon only.
+        unsafe { vpaddq_s32(acc.0, acc.1) }
+    }
+}
+
 /// The per-channel constants of a filter packed `qc8w_p4x4`, for [`gemm_p4x4`]: `n` column
 /// sums (fp32, integers), `n` fp32 scales (little-endian bytes, any alignment), `n` biases
 /// or null, and the clamp.
@@ -343,13 +413,54 @@ pub unsafe fn gemm_p4x4(
     out: *mut f32,
     ldo: usize,
 ) {
+    // SAFETY: the caller's contract; FEAT_DotProd (caller).
+    unsafe { gemm_p4x4_with::<Sdot>(a, ap, m, k, w, c, blocks, out, ldo) }
+}
+
+/// [`gemm_p4x4`] in base Neon ([`Mull`]), for cores without the dot product.
+///
+/// # Safety
+/// As [`gemm_p4x4`], without FEAT_DotProd.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_p4x4_mull(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &PackedColumns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
+    // SAFETY: the caller's contract; base Neon only.
+    unsafe { gemm_p4x4_with::<Mull>(a, ap, m, k, w, c, blocks, out, ldo) }
+}
+
+/// [`gemm_p4x4`]'s block loop over the tile of strategy `D`.
+///
+/// # Safety
+/// As [`gemm_p4x4`], with the instructions of `D`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn gemm_p4x4_with<D: Lanes>(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &PackedColumns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
     let ncols = |b: usize| (c.n - 4 * b).min(4);
     let mut b = blocks.start;
     // SAFETY: the caller's extents, block by block.
     unsafe {
         while b < blocks.end {
             if b + 2 <= blocks.end {
-                tile_p4x4::<2>(
+                tile_p4x4::<D, 2>(
                     a,
                     ap,
                     m,
@@ -363,7 +474,7 @@ pub unsafe fn gemm_p4x4(
                 );
                 b += 2;
             } else {
-                tile_p4x4::<1>(
+                tile_p4x4::<D, 1>(
                     a,
                     ap,
                     m,
@@ -393,7 +504,7 @@ pub unsafe fn gemm_p4x4(
 /// each of the `m` rows (rows `ldo` apart).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn tile_p4x4<const NB: usize>(
+unsafe fn tile_p4x4<D: Lanes, const NB: usize>(
     a: *const i8,
     ap: *const QParams,
     m: usize,
@@ -415,7 +526,7 @@ unsafe fn tile_p4x4<const NB: usize>(
         while i0 < m {
             let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
             let ar = idx.map(|i| a.add(i * k));
-            let mut acc = [[vdupq_n_s32(0); 4]; NB];
+            let mut acc = [[D::zero(); 4]; NB];
             let mut t = 0;
             while t < k {
                 let va = ar.map(|p| vld1q_s8(p.add(t)));
@@ -429,10 +540,10 @@ unsafe fn tile_p4x4<const NB: usize>(
                     ];
                     for i in 0..4 {
                         let mut s = acc[b][i];
-                        s = sdot_lane::<0>(s, wv[0], va[i]);
-                        s = sdot_lane::<1>(s, wv[1], va[i]);
-                        s = sdot_lane::<2>(s, wv[2], va[i]);
-                        s = sdot_lane::<3>(s, wv[3], va[i]);
+                        s = D::lane::<0>(s, wv[0], va[i]);
+                        s = D::lane::<1>(s, wv[1], va[i]);
+                        s = D::lane::<2>(s, wv[2], va[i]);
+                        s = D::lane::<3>(s, wv[3], va[i]);
                         acc[b][i] = s;
                     }
                 }
@@ -447,7 +558,7 @@ unsafe fn tile_p4x4<const NB: usize>(
                 let o = out.add((i0 + ii) * ldo);
                 for b in 0..NB {
                     let (isum, cs, bias) = c[b];
-                    let s = vmlsq_n_s32(acc[b][ii], isum, p.zero_point);
+                    let s = vmlsq_n_s32(D::sums(acc[b][ii]), isum, p.zero_point);
                     let f = vmulq_n_f32(vcvtq_f32_s32(s), p.scale);
                     let v = vminq_f32(vmaxq_f32(vaddq_f32(vmulq_f32(f, cs), bias), lo), hi);
                     if whole {
@@ -531,6 +642,47 @@ pub unsafe fn gemm_qb4w_p4x4(
     out: *mut f32,
     ldo: usize,
 ) {
+    // SAFETY: the caller's contract; FEAT_DotProd (caller).
+    unsafe { gemm_qb4w_p4x4_with::<Sdot>(a, ap, m, k, w, c, blocks, out, ldo) }
+}
+
+/// [`gemm_qb4w_p4x4`] in base Neon ([`Mull`]), for cores without the dot product.
+///
+/// # Safety
+/// As [`gemm_qb4w_p4x4`], without FEAT_DotProd.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_qb4w_p4x4_mull(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &Packed4Columns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
+    // SAFETY: the caller's contract; base Neon only.
+    unsafe { gemm_qb4w_p4x4_with::<Mull>(a, ap, m, k, w, c, blocks, out, ldo) }
+}
+
+/// [`gemm_qb4w_p4x4`]'s block loop over the tile of strategy `D`.
+///
+/// # Safety
+/// As [`gemm_qb4w_p4x4`], with the instructions of `D`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn gemm_qb4w_p4x4_with<D: Lanes>(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: *const u8,
+    c: &Packed4Columns,
+    blocks: core::ops::Range<usize>,
+    out: *mut f32,
+    ldo: usize,
+) {
     let ncols = |b: usize| (c.n - 4 * b).min(4);
     let sc = |b: usize| 16 * (k / c.group) * b;
     let mut b = blocks.start;
@@ -538,7 +690,7 @@ pub unsafe fn gemm_qb4w_p4x4(
     unsafe {
         while b < blocks.end {
             if b + 2 <= blocks.end {
-                tile_qb4w_p4x4::<2>(
+                tile_qb4w_p4x4::<D, 2>(
                     a,
                     ap,
                     m,
@@ -554,7 +706,7 @@ pub unsafe fn gemm_qb4w_p4x4(
                 );
                 b += 2;
             } else {
-                tile_qb4w_p4x4::<1>(
+                tile_qb4w_p4x4::<D, 1>(
                     a,
                     ap,
                     m,
@@ -586,7 +738,7 @@ pub unsafe fn gemm_qb4w_p4x4(
 /// (their sums and biases); `out + 4·b` writable for `ncols[b]` floats at each row.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn tile_qb4w_p4x4<const NB: usize>(
+unsafe fn tile_qb4w_p4x4<D: Lanes, const NB: usize>(
     a: *const i8,
     ap: *const QParams,
     m: usize,
@@ -615,7 +767,7 @@ unsafe fn tile_qb4w_p4x4<const NB: usize>(
             let mut f = [[vdupq_n_f32(0.0); 4]; NB];
             let (mut g, mut t0) = (0, 0);
             while t0 < k {
-                let mut acc = [[vdupq_n_s32(0); 4]; NB];
+                let mut acc = [[D::zero(); 4]; NB];
                 let mut t = t0;
                 while t < t0 + group {
                     let va = ar.map(|p| vld1q_s8(p.add(t)));
@@ -630,10 +782,10 @@ unsafe fn tile_qb4w_p4x4<const NB: usize>(
                         ];
                         for i in 0..4 {
                             let mut x = acc[b][i];
-                            x = sdot_lane::<0>(x, wv[0], va[i]);
-                            x = sdot_lane::<1>(x, wv[1], va[i]);
-                            x = sdot_lane::<2>(x, wv[2], va[i]);
-                            x = sdot_lane::<3>(x, wv[3], va[i]);
+                            x = D::lane::<0>(x, wv[0], va[i]);
+                            x = D::lane::<1>(x, wv[1], va[i]);
+                            x = D::lane::<2>(x, wv[2], va[i]);
+                            x = D::lane::<3>(x, wv[3], va[i]);
                             acc[b][i] = x;
                         }
                     }
@@ -642,7 +794,7 @@ unsafe fn tile_qb4w_p4x4<const NB: usize>(
                 for b in 0..NB {
                     let sg = vreinterpretq_f32_u8(vld1q_u8(s[b].add(16 * g)));
                     for i in 0..4 {
-                        f[b][i] = vfmaq_f32(f[b][i], vcvtq_f32_s32(acc[b][i]), sg);
+                        f[b][i] = vfmaq_f32(f[b][i], vcvtq_f32_s32(D::sums(acc[b][i])), sg);
                     }
                 }
                 g += 1;

@@ -18,17 +18,24 @@ pub enum QuantKernel {
     Portable,
     /// Neon `SDOT` tiles (AArch64 with FEAT_DotProd).
     NeonDot,
+    /// The packed tiles in base Neon (`SMULL`/`SADALP`, `arm::Mull`) for AArch64 cores without
+    /// the dot product (Cortex-A53, A57, A72, A73); row-major weights take the portable loop.
+    NeonMull,
 }
 
 impl QuantKernel {
-    /// The kernel for this CPU: `NeonDot` where FEAT_DotProd is present and the fp32 kernel
-    /// selection is not pinned to the portable code, else `Portable`.
+    /// The kernel for this CPU: where the fp32 kernel selection is not pinned to the portable
+    /// code, `NeonDot` with FEAT_DotProd, else `NeonMull`; `Portable` off AArch64.
     pub fn select() -> QuantKernel {
         #[cfg(target_arch = "aarch64")]
         {
             use crate::linalg::gemm::{select, Isa};
-            if select::selected() != Isa::Generic && has_dotprod() {
-                return QuantKernel::NeonDot;
+            if select::selected() != Isa::Generic {
+                return if has_dotprod() {
+                    QuantKernel::NeonDot
+                } else {
+                    QuantKernel::NeonMull
+                };
             }
         }
         QuantKernel::Portable
@@ -434,9 +441,14 @@ pub fn gemm_qd8_f32_p4x4(
     }
     let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
     #[cfg(target_arch = "aarch64")]
-    if kernel == QuantKernel::NeonDot {
+    if kernel != QuantKernel::Portable {
         let blocks = n.div_ceil(4);
         let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        let tile = if kernel == QuantKernel::NeonDot {
+            super::arm::gemm_p4x4
+        } else {
+            super::arm::gemm_p4x4_mull
+        };
         // Pairs of 4-channel blocks (the pairing one core uses), split across cores.
         crate::parallel::for_units(blocks.div_ceil(2), m * k * 8, |lo_p, hi_p, _| {
             let c = super::arm::PackedColumns {
@@ -447,14 +459,15 @@ pub fn gemm_qd8_f32_p4x4(
                 lo,
                 hi,
             };
-            // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); k % 16 == 0 and the
+            // SAFETY: FEAT_DotProd was detected for `NeonDot` (`QuantKernel::select`; the
+            // `Mull` tile is base Neon); k % 16 == 0 and the
             // packed size were checked (`check_packed`), so every block up to `blocks` has
             // 4·k bytes at b·4·k; `sums`, `scales` (4 bytes each) and `bias` hold n entries
             // (checked above); `a` holds m·k bytes and `ap` m parameters; the columns of
             // blocks 2·lo_p.. of each output row (m·n floats, `ldo = n`) belong to this part
             // alone (disjoint pairs of blocks).
             unsafe {
-                super::arm::gemm_p4x4(
+                tile(
                     a.as_ptr(),
                     ap.as_ptr(),
                     m,
@@ -517,9 +530,14 @@ pub fn gemm_qd8_f32_qb4w_p4x4(
     let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
     let groups = k / group;
     #[cfg(target_arch = "aarch64")]
-    if kernel == QuantKernel::NeonDot {
+    if kernel != QuantKernel::Portable {
         let blocks = n.div_ceil(4);
         let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        let tile = if kernel == QuantKernel::NeonDot {
+            super::arm::gemm_qb4w_p4x4
+        } else {
+            super::arm::gemm_qb4w_p4x4_mull
+        };
         // Pairs of 4-channel blocks (the pairing one core uses), split across cores.
         crate::parallel::for_units(blocks.div_ceil(2), m * k * 8, |lo_p, hi_p, _| {
             let c = super::arm::Packed4Columns {
@@ -531,14 +549,15 @@ pub fn gemm_qd8_f32_qb4w_p4x4(
                 lo,
                 hi,
             };
-            // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); the group rule and
+            // SAFETY: FEAT_DotProd was detected for `NeonDot` (`QuantKernel::select`; the
+            // `Mull` tile is base Neon); the group rule and
             // the packed sizes were checked (`check_packed4`), so every block has 2·k weight
             // bytes at b·2·k and 16·groups scale bytes at b·16·groups; `sums` and `bias` hold
             // n entries (checked above); `a` holds m·k bytes and `ap` m parameters; the
             // columns of blocks 2·lo_p.. of each output row (m·n floats, `ldo = n`) belong to
             // this part alone (disjoint pairs of blocks).
             unsafe {
-                super::arm::gemm_qb4w_p4x4(
+                tile(
                     a.as_ptr(),
                     ap.as_ptr(),
                     m,

@@ -59,10 +59,15 @@ fn random_case(rng: &mut Rng, m: usize, k: usize) -> (Vec<i8>, Vec<QParams>) {
     (a, ap)
 }
 
+/// The portable code, this CPU's kernel, and on AArch64 the base-Neon tiles (`NeonMull`)
+/// wherever they are not already the CPU's.
 fn kernels() -> Vec<QuantKernel> {
     let mut v = vec![QuantKernel::Portable];
     if QuantKernel::select() != QuantKernel::Portable {
         v.push(QuantKernel::select());
+    }
+    if cfg!(target_arch = "aarch64") && !v.contains(&QuantKernel::NeonMull) {
+        v.push(QuantKernel::NeonMull);
     }
     v
 }
@@ -700,6 +705,7 @@ fn packed_qb4w_products_match_the_row_major_kernel() {
         let pscale8_bytes: Vec<u8> = pscales8.iter().flat_map(|s| s.to_le_bytes()).collect();
         let mut want = vec![0f32; m * n];
         gemm_qd8_f32_ref(&a, &ap, m, k, &w, n, Some(&bias), &mut want, clamp);
+        let mut neon_tile: Option<Vec<f32>> = None;
         for kern in kernels() {
             let mut row_major = vec![f32::NAN; m * n];
             gemm_qd8_f32(
@@ -750,10 +756,17 @@ fn packed_qb4w_products_match_the_row_major_kernel() {
                 clamp,
             )
             .unwrap();
-            if kern != QuantKernel::Portable && g % 32 == 0 {
+            if kern == QuantKernel::NeonDot && g % 32 == 0 {
                 // The same sums, scales and fused multiply-adds in the same order (the
                 // row-major Neon tile takes groups that are multiples of 32).
                 assert_eq!(got, row_major, "{kern:?} m={m} k={k} n={n} g={g}");
+            }
+            if kern != QuantKernel::Portable {
+                // The SDOT and base-Neon tiles: the same integers, the same fp32 steps.
+                if let Some(prev) = &neon_tile {
+                    assert_eq!(&got, prev, "{kern:?} m={m} k={k} n={n} g={g}");
+                }
+                neon_tile = Some(got.clone());
             }
             if kern != QuantKernel::Portable {
                 // The SMMLA tile (where the CPU has FEAT_I8MM, else the portable loop) does
