@@ -70,6 +70,12 @@ pub struct GemmArgs {
     /// weights stored packed by `xtask lower`); default: row-major B read in place (`sgemm`).
     #[arg(long)]
     prepacked_b: bool,
+    /// Instead of an fp32 GEMM, one dynamically quantized int8 product through an integer tile
+    /// (benches/gemm-count `qgemm-count`, trace method): `sdot` (`qc8w_p4x4`), `mull` (the
+    /// same packing in base Neon), `smmla` (`qc8w_p8x8`) or `smopa` (SME2, `qc8w_pNx4`).
+    /// Density = multiply-adds / (multiply-adds per MAC instruction) / instructions.
+    #[arg(long)]
+    quant: Option<String>,
     /// Testing (icount): the firmware damages one entry of C after the call; the run must fail.
     #[arg(long, hide = true)]
     corrupt_c: bool,
@@ -249,6 +255,9 @@ impl TraceCounter {
 }
 
 pub fn bench_gemm(args: GemmArgs) -> Result<()> {
+    if let Some(tile) = &args.quant {
+        return bench_quant(&args, tile);
+    }
     let isa = args.isa.to_ascii_lowercase();
     if !["generic", "neon", "sve2", "sme", "sme2", "neon32"].contains(&isa.as_str()) {
         bail!("--isa must be one of generic, neon, sve2, sme, sme2, neon32");
@@ -407,6 +416,76 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         println!(
             "{isa} {}x{}x{} at {bits} bits, B {}: {} instructions ({} blocks), ideal FMA {}, density {:.4}",
             args.m, args.k, args.n, if args.prepacked_b { "prepacked" } else { "in place" }, tc.count, tc.blocks, ideal, density
+        );
+        print_top(&tc);
+    }
+    Ok(())
+}
+
+/// `--quant TILE`: one int8 product through `qgemm-count` under the exec trace.
+fn bench_quant(args: &GemmArgs, tile: &str) -> Result<()> {
+    if !["sdot", "mull", "smmla", "smopa"].contains(&tile) {
+        bail!("--quant must be one of sdot, mull, smmla, smopa");
+    }
+    if args.m == 0 || args.k == 0 || args.n == 0 || args.k % 16 != 0 {
+        bail!("--m, --k and --n are required (> 0, K a multiple of 16) with --quant");
+    }
+    if args.method.as_deref().is_some_and(|m| m != "trace") || args.pte.is_some() {
+        bail!("--quant is measured with --method trace, one product");
+    }
+    let dir = build_bench()?;
+    let qemu = match &args.qemu {
+        Some(q) => q.clone(),
+        None if tile == "smopa" => {
+            let q = root().join("target/qemu11/usr/bin/qemu-aarch64");
+            if !q.exists() {
+                bail!("smopa needs qemu-aarch64 >= 10.1: run scripts/fetch-qemu11.sh (or --qemu)");
+            }
+            q
+        }
+        None => PathBuf::from("qemu-aarch64"),
+    };
+    let mut cpu = String::from("max");
+    if let Some(vl) = args.vl {
+        cpu += &format!(
+            ",sve-default-vector-length={0},sme-default-vector-length={0}",
+            vl / 8
+        );
+    }
+    let program: Vec<std::ffi::OsString> = vec![
+        dir.join("qgemm-count").into_os_string(),
+        tile.into(),
+        args.m.to_string().into(),
+        args.k.to_string().into(),
+        args.n.to_string().into(),
+    ];
+    let (tc, out) = run_traced(&qemu, &cpu, &program, None)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| -> Result<u128> {
+        Ok(stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .with_context(|| format!("no {k} from qgemm-count"))?
+            .trim()
+            .parse()?)
+    };
+    let (per, bits) = (field("macs_per_instruction=")?, field("vector_bits=")?);
+    let macs = (args.m * args.k * args.n) as u128;
+    let ideal = macs.div_ceil(per.max(1));
+    let density = ideal as f64 / tc.count as f64;
+    if args.json {
+        let v = serde_json::json!({
+            "quant": tile, "m": args.m, "k": args.k, "n": args.n, "vector_bits": bits as u64,
+            "instructions": tc.count, "mac_instructions_ideal": ideal as u64,
+            "macs_per_instruction": per as u64,
+            "density": (density * 10000.0).round() / 10000.0,
+            "method": "qemu-user exec trace",
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "int8 {tile} {}x{}x{} at {bits} bits: {} instructions, ideal MAC instructions {ideal} ({per} multiply-adds each), density {density:.4}",
+            args.m, args.k, args.n, tc.count
         );
         print_top(&tc);
     }
