@@ -427,7 +427,7 @@ fn bench_quant(args: &GemmArgs, tile: &str) -> Result<()> {
     if !["sdot", "mull", "smmla", "smopa"].contains(&tile) {
         bail!("--quant must be one of sdot, mull, smmla, smopa");
     }
-    if args.m == 0 || args.k == 0 || args.n == 0 || args.k % 16 != 0 {
+    if args.m == 0 || args.k == 0 || args.n == 0 || !args.k.is_multiple_of(16) {
         bail!("--m, --k and --n are required (> 0, K a multiple of 16) with --quant");
     }
     if args.method.as_deref().is_some_and(|m| m != "trace") || args.pte.is_some() {
