@@ -471,7 +471,7 @@ fn quant_ranges(
 /// for weights packed `qc8w_pNx4`.
 fn quant_scratch_f32(m: usize, k: usize, layout: Int8Layout) -> Option<usize> {
     let za = match layout {
-        Int8Layout::PNx4(nb) => quant::pnx4_scratch_f32(k, nb),
+        Int8Layout::PNx4(nb) => quant::pnx4_scratch_f32(m, k, nb),
         _ => 0,
     };
     m.checked_mul(2)?

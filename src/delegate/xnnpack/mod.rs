@@ -698,7 +698,9 @@ fn analyze(
                     }) => {
                         let wd = dims_tab[w as usize].dims();
                         let k = if transpose_w { wd.first() } else { wd.get(1) };
-                        quant::pnx4_scratch_f32(k.copied().unwrap_or(0), nb).saturating_add(16)
+                        let k = k.copied().unwrap_or(0);
+                        let rows = dims_tab[x as usize].numel() / k.max(1);
+                        quant::pnx4_scratch_f32(rows, k, nb).saturating_add(16)
                     }
                     _ => 0,
                 };

@@ -767,15 +767,44 @@ pub fn smopa_width() -> usize {
     0
 }
 
-/// Scratch floats [`gemm_qd8_f32_pnx4`] needs for depth `k` to run its SME2 tile with
-/// filters packed in blocks of `nb` (0 where the tile would not run).
-pub fn pnx4_scratch_f32(k: usize, nb: usize) -> usize {
+/// Scratch floats [`gemm_qd8_f32_pnx4`] and [`gemm_qd8_f32_qb4w_pnx4`] need for `m` rows of
+/// depth `k` to run their SME2 tiles with filters packed in blocks of `nb` (0 where the
+/// tiles would not run).
+pub fn pnx4_scratch_f32(m: usize, k: usize, nb: usize) -> usize {
     #[cfg(target_arch = "aarch64")]
     if nb > 0 && nb == smopa_width() {
-        return super::sme::smopa_scratch_bytes(k, nb).map_or(usize::MAX, |b| b.div_ceil(4));
+        return super::sme::smopa_scratch_bytes(m, k, nb).map_or(usize::MAX, |b| b.div_ceil(4));
     }
-    let _ = (k, nb);
+    let _ = (m, k, nb);
     0
+}
+
+/// Packs the rows for the SME2 tiles into `scratch` ([`super::sme::pack_rows_za`]) and
+/// returns the packed rows and, behind them, the rest of the scratch as floats (its
+/// partial-block copy area first).
+///
+/// # Safety
+/// SME2 with tile width `nb` ([`smopa_width`]); `k % 16 == 0`; `a` holds `m·k` bytes;
+/// `scratch` holds [`pnx4_scratch_f32`]`(m, k, nb)` floats.
+#[cfg(target_arch = "aarch64")]
+unsafe fn packed_rows<'s>(
+    nb: usize,
+    a: &[i8],
+    m: usize,
+    k: usize,
+    scratch: &'s mut [f32],
+) -> (&'s [u8], &'s mut [f32]) {
+    let base = scratch.as_mut_ptr() as *mut u8;
+    // SAFETY: the caller's contract; the packed bytes (a multiple of 16) are the scratch's
+    // first part, and the floats handed back start behind them, disjoint.
+    unsafe {
+        let len = super::sme::pack_rows_za(nb, a.as_ptr(), m, k, base);
+        let (head, rest) = scratch.split_at_mut(len / 4);
+        (
+            core::slice::from_raw_parts(head.as_ptr() as *const u8, len),
+            rest,
+        )
+    }
 }
 
 /// [`gemm_qd8_f32`] for int8 per-channel weights packed `qc8w_pNx4` with blocks of `nb`
@@ -810,36 +839,42 @@ pub fn gemm_qd8_f32_pnx4(
     if kernel != QuantKernel::Portable
         && nb > 0
         && nb == smopa_width()
-        && scratch.len() >= pnx4_scratch_f32(k, nb)
+        && scratch.len() >= pnx4_scratch_f32(m, k, nb)
     {
-        let c = super::arm::PackedColumns {
-            sums: sums.as_ptr(),
-            scales: scales.as_ptr(),
-            bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
-            n,
-            lo,
-            hi,
-        };
-        // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to portable);
-        // k % 16 == 0, the packed size (whole tiles of nb·k bytes) and the scales were
-        // checked (`check_packed_n`), 0 < k ≤ 65536 and the operand lengths by
-        // `packed_operands`; `scratch` holds the scratch bytes (checked above), is f32-aligned
-        // and ours alone; the output is m·n floats with `ldo = n`.
-        unsafe {
-            super::sme::gemm_qd8_f32_smopa(
-                nb,
-                a.as_ptr(),
-                ap.as_ptr(),
-                m,
-                k,
-                data.as_ptr(),
-                &c,
-                0..n.div_ceil(nb),
-                out.as_mut_ptr(),
+        // SAFETY: SME2 of tile width nb (`smopa_width`); k % 16 == 0 (`check_packed_n`);
+        // `a` holds m·k bytes (`packed_operands`); the scratch size was checked above.
+        let (packed, _) = unsafe { packed_rows(nb, a, m, k, scratch) };
+        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        // Column tiles split across cores; every core reads the same packed rows.
+        crate::parallel::for_units(n.div_ceil(nb), m * k * nb, |t0, t1, _| {
+            let c = super::arm::PackedColumns {
+                sums: sums.as_ptr(),
+                scales: scales.as_ptr(),
+                bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
                 n,
-                scratch.as_mut_ptr() as *mut u8,
-            )
-        };
+                lo,
+                hi,
+            };
+            // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to
+            // portable); k % 16 == 0, the packed size (whole tiles of nb·k bytes) and the
+            // scales were checked (`check_packed_n`), 0 < k ≤ 65536 and the operand lengths
+            // by `packed_operands`; `packed` holds the m rows packed; the columns of tiles
+            // t0..t1 of each output row (m·n floats, `ldo = n`) belong to this part alone.
+            unsafe {
+                super::sme::gemm_qd8_f32_smopa(
+                    nb,
+                    packed.as_ptr(),
+                    ap.as_ptr(),
+                    m,
+                    k,
+                    data.as_ptr(),
+                    &c,
+                    t0..t1,
+                    shared.as_mut_ptr(),
+                    n,
+                )
+            };
+        });
         return Ok(());
     }
     let _ = (kernel, scratch);
@@ -892,38 +927,65 @@ pub fn gemm_qd8_f32_qb4w_pnx4(
     #[cfg(target_arch = "aarch64")]
     if kernel != QuantKernel::Portable
         && nb == smopa_width()
-        && scratch.len() >= pnx4_scratch_f32(k, nb)
+        && scratch.len() >= pnx4_scratch_f32(m, k, nb)
     {
-        let c = super::arm::Packed4Columns {
-            sums: sums.as_ptr(),
-            scales: scales.as_ptr(),
-            bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
-            n,
-            group,
-            lo,
-            hi,
-        };
-        // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to portable);
-        // the group rule (group % 16 == 0, k % group == 0) and the packed sizes (whole tiles
-        // of S·k weight bytes and 2S·k / group scales) were checked (`check_packed4n`),
-        // 0 < k ≤ 65536 and the operand lengths by `packed_operands`; `scratch` holds the
-        // scratch bytes (checked above), is f32-aligned and ours alone; the output is m·n
-        // floats with `ldo = n`.
-        unsafe {
-            super::sme::gemm_qd8_f32_smopa_qb4w(
-                nb,
-                a.as_ptr(),
-                ap.as_ptr(),
-                m,
-                k,
-                data.as_ptr(),
-                &c,
-                0..n.div_ceil(nb),
-                out.as_mut_ptr(),
+        // SAFETY: SME2 of tile width nb (`smopa_width`); k % 16 == 0 (`check_packed4n`);
+        // `a` holds m·k bytes (`packed_operands`); the scratch size was checked above.
+        let (packed, rest) = unsafe { packed_rows(nb, a, m, k, scratch) };
+        // The tile's partial sums: this core's behind the copy area; a core of a split its
+        // own scratch's (every core of a team has the same, checked before splitting).
+        let tile = nb * nb;
+        let fbuf = &mut rest[nb * k / 4..][..tile];
+        let run = |t0: usize, t1: usize, fb: *mut f32| {
+            let c = super::arm::Packed4Columns {
+                sums: sums.as_ptr(),
+                scales: scales.as_ptr(),
+                bias: bias.map_or(core::ptr::null(), |b| b.as_ptr()),
                 n,
-                scratch.as_mut_ptr() as *mut u8,
-            )
+                group,
+                lo,
+                hi,
+            };
+            (c, t0..t1, fb)
         };
+        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        let go = |(c, tiles, fb): (
+            super::arm::Packed4Columns,
+            core::ops::Range<usize>,
+            *mut f32,
+        )| {
+            // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to
+            // portable); the group rule (group % 16 == 0, k % group == 0) and the packed
+            // sizes (whole tiles of S·k weight bytes and 2S·k / group scales) were checked
+            // (`check_packed4n`), 0 < k ≤ 65536 and the operand lengths by
+            // `packed_operands`; `packed` holds the m rows packed; `fb` holds nb² floats
+            // this part alone uses; the columns of `tiles` of each output row (m·n floats,
+            // `ldo = n`) belong to this part alone.
+            unsafe {
+                super::sme::gemm_qd8_f32_smopa_qb4w(
+                    nb,
+                    packed.as_ptr(),
+                    ap.as_ptr(),
+                    m,
+                    k,
+                    data.as_ptr(),
+                    &c,
+                    tiles,
+                    shared.as_mut_ptr(),
+                    n,
+                    fb,
+                )
+            }
+        };
+        let ntiles = n.div_ceil(nb);
+        let team_fits = crate::parallel::with_team(|t| t.is_some_and(|t| t.scratch_f32() >= tile));
+        if !(team_fits
+            && crate::parallel::try_split(ntiles, m * k * nb, |t0, t1, own| {
+                go(run(t0, t1, own.as_mut_ptr()))
+            }))
+        {
+            go(run(0, ntiles, fbuf.as_mut_ptr()));
+        }
         return Ok(());
     }
     let _ = (kernel, scratch);

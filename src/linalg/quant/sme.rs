@@ -50,77 +50,83 @@ pub fn smopa_width() -> usize {
     }
 }
 
-/// Scratch bytes [`gemm_qd8_f32_smopa`] and [`gemm_qd8_f32_smopa_qb4w`] need for depth `k`
-/// and tile width `w2 = 2S`: one packed row block, a copy of a partial one, and one tile of
-/// fp32 partial sums (the 4-bit tile's groups).
-pub fn smopa_scratch_bytes(k: usize, w2: usize) -> Option<usize> {
-    w2.checked_mul(k)?
-        .checked_mul(2)?
+/// Scratch bytes the `SMOPA` products need for `m` rows of depth `k` with tile width
+/// `w2 = 2S`: every row block packed ([`pack_rows_za`]), a copy of a partial block, and one
+/// tile of fp32 partial sums (the 4-bit tile's groups, one core).
+pub fn smopa_scratch_bytes(m: usize, k: usize, w2: usize) -> Option<usize> {
+    let block = w2.checked_mul(k)?;
+    m.div_ceil(w2.max(1))
+        .checked_add(1)?
+        .checked_mul(block)?
         .checked_add(w2.checked_mul(w2)?.checked_mul(4)?)
 }
 
-/// The row blocks of `2S` rows of `a` (`[m, k]`, parameters `ap`), each packed into
-/// `scratch` through ZA, then handed to `tile(packed block, its parameters padded to a
-/// multiple of 4, rows in the block, first row, fp32 tile scratch)`.
+/// Packs the `m` quantized rows `a` (`[m, k]`) for the `SMOPA` tiles: row blocks of `2S`
+/// rows, block `b` at `scratch + b·2S·k` (`k / 4` chunks of `2S` words, word `i` holding row
+/// `i`'s 4 bytes of the chunk), each a transpose of 32-bit words through ZA
+/// ([`pack_za2`]). A partial last block is first copied behind the packed blocks so that the
+/// packer reads whole rows; its missing rows are whatever the scratch held (their outputs
+/// are never stored). Returns the packed bytes' length.
 ///
 /// # Safety
-/// As [`gemm_qd8_f32_smopa`] for `a`, `ap`, `m`, `k`, `w2` and `scratch`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn row_blocks(
-    w2: usize,
-    a: *const i8,
-    ap: *const QParams,
-    m: usize,
-    k: usize,
-    scratch: *mut u8,
-    mut tile: impl FnMut(*const u8, *const QParams, usize, usize, *mut f32),
-) {
+/// SME2 (`w2 ==` [`smopa_width`] `> 0`), not in streaming mode; `k % 16 == 0`; `a` valid for
+/// `m·k` reads; `scratch` writable for `(ceil(m / w2) + 1)·w2·k` bytes, 4-byte aligned,
+/// disjoint from `a`.
+pub unsafe fn pack_rows_za(w2: usize, a: *const i8, m: usize, k: usize, scratch: *mut u8) -> usize {
     let block = w2 * k;
-    let (packed, copy) = (scratch, scratch.wrapping_add(block));
-    let fbuf = scratch.wrapping_add(2 * block) as *mut f32;
-    let mut i0 = 0;
-    while i0 < m {
-        let rows = (m - i0).min(w2);
-        // SAFETY: (whole body) the row block's `rows·k` activation bytes and `rows`
-        // parameters are inside `a`/`ap` (i0 + rows ≤ m); the packer reads `w2` rows of `k`
-        // bytes from `src` (the block itself when whole, else the copy: `block` bytes in
-        // the scratch's second part, its first `rows·k` copied from `a`, the rest whatever
-        // the scratch held: those rows' outputs are never stored) and writes `block` bytes
-        // to the scratch's first part; the fp32 tile scratch (w2² floats, 4-byte aligned:
-        // 2·block is a multiple of 32) follows.
+    let blocks = m.div_ceil(w2);
+    let copy = scratch.wrapping_add(blocks * block);
+    for b in 0..blocks {
+        let (i0, rows) = (b * w2, (m - b * w2).min(w2));
+        // SAFETY: block b's rows·k activation bytes are inside `a` (i0 + rows ≤ m); the copy
+        // area (`block` bytes behind the packed blocks) holds a partial block's rows; the
+        // packer reads w2 rows of k bytes from `src` and writes `block` bytes at b·block.
         unsafe {
             let mut src = a.add(i0 * k) as *const u8;
             if rows < w2 {
                 core::ptr::copy_nonoverlapping(src, copy, rows * k);
                 src = copy;
             }
-            pack_za2(src as *const f32, k / 4, w2, w2, k / 4, packed as *mut f32);
-            // Parameters of the block, padded to a multiple of 4 rows (the epilogue reads
-            // them four rows at a time).
-            let mut params = [QParams::default(); 128];
-            core::ptr::copy_nonoverlapping(ap.add(i0), params.as_mut_ptr(), rows);
-            tile(packed, params.as_ptr(), rows, i0, fbuf);
+            pack_za2(
+                src as *const f32,
+                k / 4,
+                w2,
+                w2,
+                k / 4,
+                scratch.add(b * block) as *mut f32,
+            );
         }
-        i0 += w2;
     }
+    blocks * block
 }
 
-/// All `m` quantized rows `a` (`[m, k]`, parameters `ap`) times the column tiles `tiles`
-/// (`2S` channels each) of a filter packed `qc8w_pNx4` with `N = 2S` ([`smopa_width`]): row
-/// blocks of `2S` packed into `scratch` through ZA (a partial block first copied behind it, so
-/// that the packer reads whole rows), then [`gemm_smopa_2x2za_qc8w_pnx4`]. `out` is the
-/// output's column 0, rows `ldo` apart.
+/// The parameters of rows `i0..i0 + rows` (`rows ≤ 128`), padded to a multiple of 4 (the
+/// epilogues read them four rows at a time).
+///
+/// # Safety
+/// `ap` valid for `i0 + rows` reads.
+unsafe fn block_params(ap: *const QParams, i0: usize, rows: usize) -> [QParams; 128] {
+    let mut params = [QParams::default(); 128];
+    // SAFETY: rows ≤ 128 and `ap` holds i0 + rows parameters (caller).
+    unsafe { core::ptr::copy_nonoverlapping(ap.add(i0), params.as_mut_ptr(), rows.min(128)) };
+    params
+}
+
+/// All `m` rows, packed by [`pack_rows_za`] at `packed`, times the column tiles `tiles`
+/// (`2S` channels each) of a filter packed `qc8w_pNx4` with `N = 2S`: every row block
+/// through [`gemm_smopa_2x2za_qc8w_pnx4`]. `w` is the filter's first tile, `out` the output's
+/// column 0, rows `ldo` apart.
 ///
 /// # Safety
 /// SME2 with `I8I32` ([`smopa_width`] `== w2 > 0`), not in streaming mode; `k % 16 == 0`,
-/// `0 < k ≤ 65536`; `a` valid for `m·k` reads, `ap` for `m`; `w` for `2S·k` bytes per tile up
-/// to `tiles.end`, `c` as [`PackedColumns`] with `2S·(tiles.end - 1) < c.n`; `out` writable
-/// at columns `2S·tiles.start..min(c.n, 2S·tiles.end)` of each of the `m` rows; `scratch`
-/// writable for [`smopa_scratch_bytes`] bytes, 16-byte aligned, disjoint from the rest.
+/// `0 < k ≤ 65536`; `packed` as [`pack_rows_za`] wrote it for these `m` rows; `ap` valid for
+/// `m` reads; `w` for `2S·k` bytes per tile up to `tiles.end`; `c` as [`PackedColumns`] with
+/// `2S·(tiles.end - 1) < c.n`; `out` writable at columns `2S·tiles.start..min(c.n,
+/// 2S·tiles.end)` of each of the `m` rows.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gemm_qd8_f32_smopa(
     w2: usize,
-    a: *const i8,
+    packed: *const u8,
     ap: *const QParams,
     m: usize,
     k: usize,
@@ -129,25 +135,25 @@ pub unsafe fn gemm_qd8_f32_smopa(
     tiles: Range<usize>,
     out: *mut f32,
     ldo: usize,
-    scratch: *mut u8,
 ) {
-    // SAFETY: the caller's extents (see `row_blocks` and the kernel's contract); `tiles`
-    // starts at tile `tiles.start` of `w`, 2S·k bytes per tile; row block `i0` writes rows
-    // i0..i0 + rows of `out`.
-    unsafe {
-        row_blocks(w2, a, ap, m, k, scratch, |packed, params, rows, i0, _| {
+    let block = w2 * k;
+    for b in 0..m.div_ceil(w2) {
+        let (i0, rows) = (b * w2, (m - b * w2).min(w2));
+        // SAFETY: the caller's extents; block b of `packed`, rows i0..i0 + rows of `out`.
+        unsafe {
+            let params = block_params(ap, i0, rows);
             gemm_smopa_2x2za_qc8w_pnx4(
-                packed,
-                params,
+                packed.add(b * block),
+                params.as_ptr(),
                 rows,
                 k,
-                w.add(tiles.start * w2 * k),
+                w.add(tiles.start * block),
                 c,
                 tiles.clone(),
                 out.add(i0 * ldo),
                 ldo,
-            )
-        })
+            );
+        }
     }
 }
 
@@ -412,17 +418,18 @@ pub unsafe fn gemm_smopa_2x2za_qc8w_pnx4(
     }
 }
 
-/// All `m` quantized rows `a` times the column tiles `tiles` of a group-wise 4-bit filter
-/// packed `qb4w_pNx4` with `N = 2S`: [`gemm_qd8_f32_smopa`]'s row blocks through
-/// [`gemm_smopa_2x2za_qb4w_pnx4`]. `c.scales` are the packed fp32 group scales.
+/// [`gemm_qd8_f32_smopa`] for a group-wise 4-bit filter packed `qb4w_pNx4` with `N = 2S`,
+/// through [`gemm_smopa_2x2za_qb4w_pnx4`]; `c.scales` are the packed fp32 group scales,
+/// `fbuf` the tile's partial sums.
 ///
 /// # Safety
 /// As [`gemm_qd8_f32_smopa`], with `w` holding `S·k` bytes per tile, `c.scales` `8S·k /
-/// group` bytes per tile, `c.group % 16 == 0` and `k % c.group == 0`.
+/// group` bytes per tile, `c.group % 16 == 0`, `k % c.group == 0`, and `fbuf` writable for
+/// `4S²` floats, 4-byte aligned, this call's alone.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gemm_qd8_f32_smopa_qb4w(
     w2: usize,
-    a: *const i8,
+    packed: *const u8,
     ap: *const QParams,
     m: usize,
     k: usize,
@@ -431,38 +438,35 @@ pub unsafe fn gemm_qd8_f32_smopa_qb4w(
     tiles: Range<usize>,
     out: *mut f32,
     ldo: usize,
-    scratch: *mut u8,
+    fbuf: *mut f32,
 ) {
-    // SAFETY: as `gemm_qd8_f32_smopa`; the tiles start at tile `tiles.start` of `w` (S·k
-    // bytes per tile) and of the scales (2S·k / group floats per tile).
-    unsafe {
-        row_blocks(
-            w2,
-            a,
-            ap,
-            m,
-            k,
-            scratch,
-            |packed, params, rows, i0, fbuf| {
-                let skip = tiles.start * w2;
-                let c = Packed4Columns {
-                    scales: c.scales.add(4 * skip * (k / c.group)),
-                    ..*c
-                };
-                gemm_smopa_2x2za_qb4w_pnx4(
-                    packed,
-                    params,
-                    rows,
-                    k,
-                    w.add(skip * k / 2),
-                    &c,
-                    tiles.clone(),
-                    out.add(i0 * ldo),
-                    ldo,
-                    fbuf,
-                )
-            },
-        )
+    let skip = tiles.start * w2;
+    // SAFETY: the tiles start at tile `tiles.start` of `w` (S·k bytes per tile) and of the
+    // scales (2S·k / group floats per tile); the rest is the caller's.
+    let c = unsafe {
+        Packed4Columns {
+            scales: c.scales.add(4 * skip * (k / c.group)),
+            ..*c
+        }
+    };
+    for b in 0..m.div_ceil(w2) {
+        let (i0, rows) = (b * w2, (m - b * w2).min(w2));
+        // SAFETY: the caller's extents; block b of `packed`, rows i0..i0 + rows of `out`.
+        unsafe {
+            let params = block_params(ap, i0, rows);
+            gemm_smopa_2x2za_qb4w_pnx4(
+                packed.add(b * w2 * k),
+                params.as_ptr(),
+                rows,
+                k,
+                w.add(skip * k / 2),
+                &c,
+                tiles.clone(),
+                out.add(i0 * ldo),
+                ldo,
+                fbuf,
+            );
+        }
     }
 }
 

@@ -494,7 +494,7 @@ fn smopa_products_match_the_reference_exactly() {
                         );
                     }
                 }
-                let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(k, nb)];
+                let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(m, k, nb)];
                 for kern in kernels() {
                     let mut got = vec![f32::NAN; m * n];
                     gemm::gemm_qd8_f32_pnx4(
@@ -603,7 +603,7 @@ fn smopa_qb4w_products_match_the_neon_tiles() {
                     }
                 }
                 let pbytes: Vec<u8> = pscales.iter().flat_map(|s| s.to_le_bytes()).collect();
-                let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(k, nb)];
+                let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(m, k, nb)];
                 for kern in kernels() {
                     let mut got = vec![f32::NAN; m * n];
                     gemm::gemm_qd8_f32_qb4w_pnx4(
@@ -796,4 +796,102 @@ fn packed_qb4w_products_match_the_row_major_kernel() {
     // Groups that are not a multiple of 16 cannot be packed.
     let mut s = [0f32; 4];
     assert!(packed::pack_qb4w_p4x4(&[0; 4], &[0; 2], 1, 8, 8, &mut [0; 16], &mut s).is_err());
+}
+
+/// The SME2 tiles split their column tiles across cores (every core reading the same packed
+/// rows; the 4-bit tile's partial sums in each core's own scratch): the same bits as one core,
+/// and the split really happens where the tile runs.
+#[test]
+fn smopa_products_split_across_cores_bit_identically() {
+    use crate::parallel::{scoped, Team};
+    use crate::testing::CountingTeam;
+    let tile = gemm::smopa_width();
+    let nb = if tile > 0 { tile } else { 16 };
+    let mut rng = Rng(83);
+    let teams: Vec<CountingTeam> = [2, 4].iter().map(|&c| CountingTeam::new(c)).collect();
+    for &(m, k, n, g) in &[(20, 64, 100, 32), (3, 128, 33, 64), (40, 96, 70, 32)] {
+        let (a, ap) = random_case(&mut rng, m, k);
+        let rows: Vec<u8> = (0..n * k)
+            .map(|_| (rng.below(255) as i32 - 127) as i8 as u8)
+            .collect();
+        let scales: Vec<u8> = rng
+            .f32s(n, 0.001, 0.05)
+            .iter()
+            .flat_map(|s| s.to_le_bytes())
+            .collect();
+        let w8 = QWeights::Qc8w {
+            data: &rows,
+            scales: &scales,
+        };
+        let data4 = four_bit(&mut rng, n, k);
+        let scales4: Vec<u8> = rng
+            .f32s(n * k / g, 0.01, 0.2)
+            .iter()
+            .flat_map(|s| ((s.to_bits() >> 16) as u16).to_le_bytes())
+            .collect();
+        let w4 = QWeights::Qb4w {
+            data: &data4,
+            scales: &scales4,
+            group: g,
+        };
+        let bias = rng.vec(n);
+        let (mut sums8, mut sums4) = (vec![0f32; n], vec![0f32; n]);
+        gemm::column_sums(&w8, n, k, &mut sums8).unwrap();
+        gemm::column_sums(&w4, n, k, &mut sums4).unwrap();
+        let mut p8 = vec![0u8; packed::packed_n_len(n, k, nb).unwrap()];
+        packed::pack_qc8w_pnx4(&rows, n, k, nb, &mut p8).unwrap();
+        let mut p4 = vec![0u8; packed::packed4n_len(n, k, nb).unwrap()];
+        let mut s4 = vec![0f32; packed::packed4n_scales_len(n, k, g, nb).unwrap()];
+        packed::pack_qb4w_pnx4(&data4, &scales4, n, k, g, nb, &mut p4, &mut s4).unwrap();
+        let s4: Vec<u8> = s4.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let products = || {
+            let kern = QuantKernel::select();
+            let mut scratch = vec![0f32; gemm::pnx4_scratch_f32(m, k, nb)];
+            let (mut o8, mut o4) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
+            let clamp = Some((-3.0, 3.5));
+            gemm::gemm_qd8_f32_pnx4(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                (&p8, nb),
+                &scales,
+                n,
+                Some(&bias),
+                &sums8,
+                &mut o8,
+                clamp,
+                &mut scratch,
+            )
+            .unwrap();
+            gemm::gemm_qd8_f32_qb4w_pnx4(
+                kern,
+                &a,
+                &ap,
+                m,
+                k,
+                (&p4, nb),
+                &s4,
+                n,
+                g,
+                Some(&bias),
+                &sums4,
+                &mut o4,
+                clamp,
+                &mut scratch,
+            )
+            .unwrap();
+            [o8, o4].map(|o| o.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())
+        };
+        let one = products();
+        for team in &teams {
+            let before = team.splits();
+            let many = scoped(team, products);
+            assert!(one == many, "m={m} k={k} n={n} on {} cores", team.cores());
+            if tile > 0 && n.div_ceil(nb) > 1 {
+                assert_eq!(team.splits() - before, 2, "m={m} k={k} n={n}");
+            }
+        }
+    }
 }
