@@ -466,6 +466,17 @@ pub fn check_packed4x8(
 // `AND 0xF0` the one of channels `S..2S`. The group scales are fp32 `[blocks][k / group][N]`,
 // divided by 16.
 
+/// `qb4w_pNx4` blocks hold two halves of whole 4-channel groups: `nb` a non-zero multiple of 8.
+fn check_block4(nb: usize) -> Result<(), KernelError> {
+    if nb == 0 || !nb.is_multiple_of(8) {
+        return Err(KernelError::Value {
+            arg: 0,
+            detail: "packed 4-bit weights: the block width is not a multiple of 8",
+        });
+    }
+    Ok(())
+}
+
 /// Bytes of an `n × k` filter packed `qb4w_pNx4` with blocks of `nb` (`None` on overflow).
 pub fn packed4n_len(n: usize, k: usize, nb: usize) -> Option<usize> {
     packed_n_len(n, k, nb).map(|b| b / 2)
@@ -495,12 +506,7 @@ pub fn pack_qb4w_pnx4(
     out: &mut [u8],
     out_scales: &mut [f32],
 ) -> Result<(), KernelError> {
-    if nb == 0 || !nb.is_multiple_of(8) {
-        return Err(KernelError::Value {
-            arg: 0,
-            detail: "packed 4-bit weights: the block width is not a multiple of 8",
-        });
-    }
+    check_block4(nb)?;
     let sizes = (packed4n_len(n, k, nb), packed4n_scales_len(n, k, group, nb));
     let groups = check_stock4(rows, scales_bf16, n, k, group, sizes, out, out_scales)?;
     let q = |ch: usize, t: usize| {
@@ -550,12 +556,7 @@ pub fn check_packed4n(
     group: usize,
     nb: usize,
 ) -> Result<(), KernelError> {
-    if nb == 0 || !nb.is_multiple_of(8) {
-        return Err(KernelError::Value {
-            arg: 0,
-            detail: "packed 4-bit weights: the block width is not a multiple of 8",
-        });
-    }
+    check_block4(nb)?;
     let sizes = (packed4n_len(n, k, nb), packed4n_scales_len(n, k, group, nb));
     check_packed4_sizes(data, scales, k, group, sizes)
 }

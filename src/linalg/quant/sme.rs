@@ -208,6 +208,66 @@ macro_rules! store_row {
     };
 }
 
+/// Four finished rows, `$a` (channels `0..S`) and `$b` (`S..2S`), each four consecutive
+/// registers: clamped into `[z12, z13]` when `{clampf}` (multi-vector `FMAX`/`FMIN`; `$l` a
+/// local label), then stored row by row, leaving for `$exit` after the half's last row.
+macro_rules! clamp_store4 {
+    (
+        $l:literal,
+        [$a0:literal, $a1:literal, $a2:literal, $a3:literal],
+        [$b0:literal, $b1:literal, $b2:literal, $b3:literal],
+        $exit:literal
+    ) => {
+        concat!(
+            "cbz {clampf}, ",
+            $l,
+            "f\n",
+            "fmax {{",
+            $a0,
+            ".s-",
+            $a3,
+            ".s}}, {{",
+            $a0,
+            ".s-",
+            $a3,
+            ".s}}, z12.s\n",
+            "fmax {{",
+            $b0,
+            ".s-",
+            $b3,
+            ".s}}, {{",
+            $b0,
+            ".s-",
+            $b3,
+            ".s}}, z12.s\n",
+            "fmin {{",
+            $a0,
+            ".s-",
+            $a3,
+            ".s}}, {{",
+            $a0,
+            ".s-",
+            $a3,
+            ".s}}, z13.s\n",
+            "fmin {{",
+            $b0,
+            ".s-",
+            $b3,
+            ".s}}, {{",
+            $b0,
+            ".s-",
+            $b3,
+            ".s}}, z13.s\n",
+            $l,
+            ":\n",
+            store_row!($a0, $b0, $exit),
+            store_row!($a1, $b1, $exit),
+            store_row!($a2, $b2, $exit),
+            store_row!($a3, $b3, $exit),
+        )
+    };
+}
+
 /// The epilogue of one tile half (`$t0`/`$t1`: its two ZA tiles' horizontal slices), `{rv}`
 /// rows from `{o}` with parameters from `{q}`; `$l`/`$exit` local labels.
 macro_rules! half {
@@ -261,16 +321,12 @@ macro_rules! half {
             "fadd z9.s, z9.s, z21.s\n",
             "fadd z10.s, z10.s, z21.s\n",
             "fadd z11.s, z11.s, z21.s\n",
-            "cbz {clampf}, 7f\n",
-            "fmax {{z0.s-z3.s}}, {{z0.s-z3.s}}, z12.s\n",
-            "fmax {{z8.s-z11.s}}, {{z8.s-z11.s}}, z12.s\n",
-            "fmin {{z0.s-z3.s}}, {{z0.s-z3.s}}, z13.s\n",
-            "fmin {{z8.s-z11.s}}, {{z8.s-z11.s}}, z13.s\n",
-            "7:\n",
-            store_row!("z0", "z8", $exit),
-            store_row!("z1", "z9", $exit),
-            store_row!("z2", "z10", $exit),
-            store_row!("z3", "z11", $exit),
+            clamp_store4!(
+                "7",
+                ["z0", "z1", "z2", "z3"],
+                ["z8", "z9", "z10", "z11"],
+                $exit
+            ),
             "add {q}, {q}, #32\n",
             "add w12, w12, #4\n",
             "b ",
@@ -588,16 +644,12 @@ macro_rules! last_half {
             final_row!("z17", "z25", "z6", "z4", "3", "2"),
             final_row!("z18", "z26", "z7", "z5", "1", "0"),
             final_row!("z19", "z27", "z7", "z5", "3", "2"),
-            "cbz {clampf}, 47f\n",
-            "fmax {{z16.s-z19.s}}, {{z16.s-z19.s}}, z12.s\n",
-            "fmax {{z24.s-z27.s}}, {{z24.s-z27.s}}, z12.s\n",
-            "fmin {{z16.s-z19.s}}, {{z16.s-z19.s}}, z13.s\n",
-            "fmin {{z24.s-z27.s}}, {{z24.s-z27.s}}, z13.s\n",
-            "47:\n",
-            store_row!("z16", "z24", $exit),
-            store_row!("z17", "z25", $exit),
-            store_row!("z18", "z26", $exit),
-            store_row!("z19", "z27", $exit),
+            clamp_store4!(
+                "47",
+                ["z16", "z17", "z18", "z19"],
+                ["z24", "z25", "z26", "z27"],
+                $exit
+            ),
             "addvl {fb}, {fb}, #8\n",
             "add {q}, {q}, #32\n",
             "add w12, w12, #4\n",

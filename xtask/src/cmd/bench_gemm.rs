@@ -302,24 +302,7 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
         return bench_icount(&args, &isa);
     }
     let dir = build_bench()?;
-    let qemu = match &args.qemu {
-        Some(q) => q.clone(),
-        None if isa == "sme2" => {
-            let q = root().join("target/qemu11/usr/bin/qemu-aarch64");
-            if !q.exists() {
-                bail!("sme2 needs qemu-aarch64 >= 10.1: run scripts/fetch-qemu11.sh (or --qemu)");
-            }
-            q
-        }
-        None => PathBuf::from("qemu-aarch64"),
-    };
-    let mut cpu = String::from("max");
-    if let Some(vl) = args.vl {
-        cpu += &format!(
-            ",sve-default-vector-length={0},sme-default-vector-length={0}",
-            vl / 8
-        );
-    }
+    let (qemu, cpu) = (user_qemu(&args, isa == "sme2", &isa)?, user_cpu(&args));
     let program: Vec<std::ffi::OsString> = match (&args.pte, &conv) {
         (None, Some(c)) => {
             let mut v = vec![dir.join("conv-count").into_os_string(), isa.clone().into()];
@@ -422,6 +405,34 @@ pub fn bench_gemm(args: GemmArgs) -> Result<()> {
     Ok(())
 }
 
+/// The qemu-user to trace with: `--qemu`, else qemu 11 (`scripts/fetch-qemu11.sh`) where
+/// `what` needs SME2, else the system's `qemu-aarch64`.
+fn user_qemu(args: &GemmArgs, sme2: bool, what: &str) -> Result<PathBuf> {
+    Ok(match &args.qemu {
+        Some(q) => q.clone(),
+        None if sme2 => {
+            let q = root().join("target/qemu11/usr/bin/qemu-aarch64");
+            if !q.exists() {
+                bail!("{what} needs qemu-aarch64 >= 10.1: run scripts/fetch-qemu11.sh (or --qemu)");
+            }
+            q
+        }
+        None => PathBuf::from("qemu-aarch64"),
+    })
+}
+
+/// qemu-user's `-cpu`: `max`, with `--vl` as both the SVE and the SME vector length.
+fn user_cpu(args: &GemmArgs) -> String {
+    let mut cpu = String::from("max");
+    if let Some(vl) = args.vl {
+        cpu += &format!(
+            ",sve-default-vector-length={0},sme-default-vector-length={0}",
+            vl / 8
+        );
+    }
+    cpu
+}
+
 /// `--quant TILE`: one int8 product through `qgemm-count` under the exec trace.
 fn bench_quant(args: &GemmArgs, tile: &str) -> Result<()> {
     if !["sdot", "mull", "smmla", "smopa"].contains(&tile) {
@@ -434,24 +445,7 @@ fn bench_quant(args: &GemmArgs, tile: &str) -> Result<()> {
         bail!("--quant is measured with --method trace, one product");
     }
     let dir = build_bench()?;
-    let qemu = match &args.qemu {
-        Some(q) => q.clone(),
-        None if tile == "smopa" => {
-            let q = root().join("target/qemu11/usr/bin/qemu-aarch64");
-            if !q.exists() {
-                bail!("smopa needs qemu-aarch64 >= 10.1: run scripts/fetch-qemu11.sh (or --qemu)");
-            }
-            q
-        }
-        None => PathBuf::from("qemu-aarch64"),
-    };
-    let mut cpu = String::from("max");
-    if let Some(vl) = args.vl {
-        cpu += &format!(
-            ",sve-default-vector-length={0},sme-default-vector-length={0}",
-            vl / 8
-        );
-    }
+    let (qemu, cpu) = (user_qemu(args, tile == "smopa", tile)?, user_cpu(args));
     let program: Vec<std::ffi::OsString> = vec![
         dir.join("qgemm-count").into_os_string(),
         tile.into(),
