@@ -157,6 +157,30 @@ pub unsafe fn gemm_qd8_f32_smopa(
     }
 }
 
+/// The first and one-past-last output column of the tiles `tiles` of an `n`-column output,
+/// and whether the clamp `(lo, hi)` does anything (1) or not (0).
+fn columns(tiles: &Range<usize>, n: usize, (lo, hi): (f32, f32)) -> (usize, usize, usize) {
+    let w2 = smopa_width();
+    let clampf = lo != f32::NEG_INFINITY || hi != f32::INFINITY;
+    (tiles.start * w2, (tiles.end * w2).min(n), clampf as usize)
+}
+
+/// The tiles' common entry, as asm text: streaming mode and ZA on, all-true `p0` and `pn8`,
+/// `{s}` = S, the clamp bounds in `z12`/`z13`, the output's row stride in bytes in `{ldo4}`.
+macro_rules! enter {
+    () => {
+        concat!(
+            "smstart\n",
+            "ptrue p0.b\n",
+            "ptrue pn8.b\n",
+            "cntw {s}\n",
+            "dup z12.s, {lo:w}\n",
+            "dup z13.s, {hi:w}\n",
+            "lsl {ldo4}, {ldo4}, #2\n",
+        )
+    };
+}
+
 /// Eight `SMOPA`s of one chunk pair: A chunks in `z0`–`z3` (chunk 0 rows `0..S`, `S..2S`,
 /// chunk 1 the same), weight chunks in `z4`–`z7`.
 macro_rules! smopa8 {
@@ -361,10 +385,7 @@ pub unsafe fn gemm_smopa_2x2za_qc8w_pnx4(
     if tiles.is_empty() || rows == 0 {
         return;
     }
-    let w2 = smopa_width();
-    let j0 = tiles.start * w2;
-    let jend = (tiles.end * w2).min(c.n);
-    let clampf = (c.lo != f32::NEG_INFINITY || c.hi != f32::INFINITY) as usize;
+    let (j0, jend, clampf) = columns(&tiles, c.n, (c.lo, c.hi));
     // SAFETY: loads read, per tile, chunks 0..k/4 of `pa` (8S bytes each, within 2S·k) and
     // of the tile's weights (2S·k bytes from `w`, advanced by 2S·k per tile); the constants
     // of columns j0..min(j0 + 2S, jend) (predicated by pn9/pn10) from `c`'s arrays, whose
@@ -376,13 +397,7 @@ pub unsafe fn gemm_smopa_2x2za_qc8w_pnx4(
     unsafe {
         streaming_asm!(
             ".arch_extension sme2",
-            "smstart",
-            "ptrue p0.b",
-            "ptrue pn8.b",
-            "cntw {s}",
-            "dup z12.s, {lo:w}",
-            "dup z13.s, {hi:w}",
-            "lsl {ldo4}, {ldo4}, #2",
+            enter!(),
             "mul {tb}, {s}, {k}",
             "lsl {tb}, {tb}, #1",           // bytes per column tile: 2S·k
             "1:",
@@ -692,10 +707,7 @@ pub unsafe fn gemm_smopa_2x2za_qb4w_pnx4(
     if tiles.is_empty() || rows == 0 {
         return;
     }
-    let w2 = smopa_width();
-    let j0 = tiles.start * w2;
-    let jend = (tiles.end * w2).min(c.n);
-    let clampf = (c.lo != f32::NEG_INFINITY || c.hi != f32::INFINITY) as usize;
+    let (j0, jend, clampf) = columns(&tiles, c.n, (c.lo, c.hi));
     let groups = k / c.group;
     // SAFETY: loads read, per tile, chunks 0..k/4 of `pa` (8S bytes each, within 2S·k), the
     // tile's packed weights (4S bytes per chunk, S·k per tile, `xw` walking them in order
@@ -709,14 +721,8 @@ pub unsafe fn gemm_smopa_2x2za_qb4w_pnx4(
     unsafe {
         streaming_asm!(
             ".arch_extension sme2",
-            "smstart",
-            "ptrue p0.b",
-            "ptrue pn8.b",
-            "cntw {s}",
-            "dup z12.s, {lo:w}",
-            "dup z13.s, {hi:w}",
+            enter!(),
             "dup z30.b, #-16",              // 0xF0
-            "lsl {ldo4}, {ldo4}, #2",
             "ldr {xs}, [{c}, #{off_scales}]",
             "mov {xw}, {w}",
             "1:",
