@@ -56,7 +56,7 @@ fn lanes(r: [int32x4_t; 4]) -> [[i32; 4]; 4] {
 #[target_feature(enable = "dotprod")]
 pub unsafe fn dot_i8_4x4(a: &[*const i8; 4], w: &[*const i8; 4], len: usize) -> [[i32; 4]; 4] {
     // SAFETY: as the caller guarantees (the same extents as `run_i8` needs).
-    lanes(unsafe { run_i8(a, &w.map(|p| p as *const u8), len) })
+    lanes(unsafe { run_i8::<Sdot>(a, &w.map(|p| p as *const u8), len) })
 }
 
 /// int8 × 4-bit tile: `out[i][j] = Σ_{t<len} a[i][t] · (nibble(w[j], t) - 8)`.
@@ -67,7 +67,7 @@ pub unsafe fn dot_i8_4x4(a: &[*const i8; 4], w: &[*const i8; 4], len: usize) -> 
 pub unsafe fn dot_q4_4x4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [[i32; 4]; 4] {
     // SAFETY: as the caller guarantees (the same extents as `run_q4` needs). Every product
     // was 16 · a · w: the shift is exact.
-    lanes(unsafe { run_q4(a, w, len) }).map(|r| r.map(|v| v >> 4))
+    lanes(unsafe { run_q4::<Sdot>(a, w, len) }).map(|r| r.map(|v| v >> 4))
 }
 
 /// Constants of one block of 4 output channels: weight sums (`Σ w`, exact integers, for
@@ -106,9 +106,9 @@ fn rows_of(acc: [[int32x4_t; 4]; 4]) -> [int32x4_t; 4] {
 /// int8 run sums (`len % 16 == 0`), rows × columns.
 ///
 /// # Safety
-/// FEAT_DotProd; each row pointer valid for `len` bytes.
+/// The instructions of `D`; each row pointer valid for `len` bytes.
 #[inline(always)]
-unsafe fn run_i8(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4_t; 4] {
+unsafe fn run_i8<D: Lanes>(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4_t; 4] {
     // SAFETY: (whole body) as the caller guarantees.
     unsafe {
         let mut acc = [[vdupq_n_s32(0); 4]; 4];
@@ -118,7 +118,7 @@ unsafe fn run_i8(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4
             let vw = w.map(|p| vld1q_s8(p.add(t) as *const i8));
             for i in 0..4 {
                 for j in 0..4 {
-                    acc[i][j] = sdot(acc[i][j], va[i], vw[j]);
+                    acc[i][j] = D::dot(acc[i][j], va[i], vw[j]);
                 }
             }
             t += 16;
@@ -130,9 +130,9 @@ unsafe fn run_i8(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4
 /// 4-bit run sums times 16 (`len % 32 == 0`; weight pointers at the run's first byte).
 ///
 /// # Safety
-/// FEAT_DotProd; activation rows valid for `len` bytes, weight rows for `len / 2`.
+/// The instructions of `D`; activation rows valid for `len` bytes, weight rows for `len / 2`.
 #[inline(always)]
-unsafe fn run_q4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4_t; 4] {
+unsafe fn run_q4<D: Lanes>(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4_t; 4] {
     // SAFETY: (whole body) as the caller guarantees.
     unsafe {
         let mut acc = [[vdupq_n_s32(0); 4]; 4];
@@ -146,8 +146,8 @@ unsafe fn run_q4(a: &[*const i8; 4], w: &[*const u8; 4], len: usize) -> [int32x4
                 let even = vreinterpretq_s8_u8(vshlq_n_u8::<4>(b));
                 let odd = vreinterpretq_s8_u8(vandq_u8(b, hi_mask));
                 for i in 0..4 {
-                    acc[i][j] = sdot(acc[i][j], va[i].0, even);
-                    acc[i][j] = sdot(acc[i][j], va[i].1, odd);
+                    acc[i][j] = D::dot(acc[i][j], va[i].0, even);
+                    acc[i][j] = D::dot(acc[i][j], va[i].1, odd);
                 }
             }
             t += 32;
@@ -181,6 +181,49 @@ pub unsafe fn block(
     ldo: usize,
     ncols: usize,
 ) {
+    // SAFETY: the caller's contract; FEAT_DotProd (caller).
+    unsafe { block_with::<Sdot>(a, ap, m, k, w, rows, c, out, ldo, ncols) }
+}
+
+/// [`block`] in base Neon ([`Mull`]), for cores without the dot product: the same integers.
+///
+/// # Safety
+/// As [`block`], without FEAT_DotProd.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn block_mull(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: &[*const u8; 4],
+    rows: Rows,
+    c: &Columns,
+    out: *mut f32,
+    ldo: usize,
+    ncols: usize,
+) {
+    // SAFETY: the caller's contract; base Neon only.
+    unsafe { block_with::<Mull>(a, ap, m, k, w, rows, c, out, ldo, ncols) }
+}
+
+/// [`block`] over the sums of strategy `D`.
+///
+/// # Safety
+/// As [`block`], with the instructions of `D`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn block_with<D: Lanes>(
+    a: *const i8,
+    ap: *const QParams,
+    m: usize,
+    k: usize,
+    w: &[*const u8; 4],
+    rows: Rows,
+    c: &Columns,
+    out: *mut f32,
+    ldo: usize,
+    ncols: usize,
+) {
     // SAFETY: (whole body) every pointer stays within the extents the caller guarantees:
     // row indices are clamped to `m - 1`, only the first `min(4, m - i0)` rows and `ncols`
     // columns are stored.
@@ -199,9 +242,9 @@ pub unsafe fn block(
             match rows {
                 Rows::I8 | Rows::Q4 => {
                     let s = if matches!(rows, Rows::Q4) {
-                        run_q4(&ar, w, k).map(|v| vshrq_n_s32::<4>(v))
+                        run_q4::<D>(&ar, w, k).map(|v| vshrq_n_s32::<4>(v))
                     } else {
-                        run_i8(&ar, w, k)
+                        run_i8::<D>(&ar, w, k)
                     };
                     for i in 0..4 {
                         let acc = vmlsq_n_s32(s[i], isum, p[i].zero_point);
@@ -215,7 +258,7 @@ pub unsafe fn block(
                     while t < k {
                         let ag = ar.map(|q| q.add(t));
                         let wg = w.map(|q| q.add(t / 2));
-                        let s = run_q4(&ag, &wg, group);
+                        let s = run_q4::<D>(&ag, &wg, group);
                         // bf16 → f32 of the four columns' scales, / 16 (exact) for the nibble
                         // encoding.
                         let bits: [u32; 4] = core::array::from_fn(|j| {
@@ -282,6 +325,12 @@ pub trait Lanes {
     unsafe fn lane<const L: i32>(acc: Self::Acc, w: int8x16_t, a: int8x16_t) -> Self::Acc;
     /// The 4 channels' sums.
     fn sums(acc: Self::Acc) -> int32x4_t;
+    /// `acc` plus the products `a[t] · w[t]` of two 16-byte vectors, in lanes whose total is
+    /// what matters (the row-major tiles add every lane of an accumulator at the end).
+    ///
+    /// # Safety
+    /// The CPU has the instructions of the strategy.
+    unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t;
 }
 
 /// [`Lanes`] by `SDOT` by element (FEAT_DotProd).
@@ -302,6 +351,11 @@ impl Lanes for Sdot {
     #[inline(always)]
     fn sums(acc: int32x4_t) -> int32x4_t {
         acc
+    }
+    #[inline(always)]
+    unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t {
+        // SAFETY: the caller guarantees FEAT_DotProd.
+        unsafe { sdot(acc, a, w) }
     }
 }
 
@@ -336,6 +390,14 @@ impl Lanes for Mull {
     fn sums(acc: (int32x4_t, int32x4_t)) -> int32x4_t {
         // SAFETY: base Neon only.
         unsafe { vpaddq_s32(acc.0, acc.1) }
+    }
+    #[inline(always)]
+    unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t {
+        // SAFETY: base Neon only; each product is at most 128 · 128 in magnitude.
+        unsafe {
+            let lo = vmull_s8(vget_low_s8(a), vget_low_s8(w));
+            vpadalq_s16(vpadalq_s16(acc, lo), vmull_high_s8(a, w))
+        }
     }
 }
 

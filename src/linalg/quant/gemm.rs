@@ -18,8 +18,8 @@ pub enum QuantKernel {
     Portable,
     /// Neon `SDOT` tiles (AArch64 with FEAT_DotProd).
     NeonDot,
-    /// The packed tiles in base Neon (`SMULL`/`SADALP`, `arm::Mull`) for AArch64 cores without
-    /// the dot product (Cortex-A53, A57, A72, A73); row-major weights take the portable loop.
+    /// The Neon tiles in base Neon (`SMULL`/`SADALP`, `arm::Mull`) for AArch64 cores without
+    /// the dot product (Cortex-A53, A57, A72, A73): the same integers as `NeonDot`.
     NeonMull,
 }
 
@@ -315,7 +315,7 @@ pub fn gemm_qd8_f32(
             }
         }
         #[cfg(target_arch = "aarch64")]
-        if kernel == QuantKernel::NeonDot {
+        if kernel != QuantKernel::Portable {
             let data = w.data();
             let rb = w.row_bytes(k);
             let rows = match *w {
@@ -342,7 +342,13 @@ pub fn gemm_qd8_f32(
                     hi: hi_c,
                 };
                 let wp = cols.map(|j| data[j * rb..].as_ptr());
-                // SAFETY: FEAT_DotProd was detected (`QuantKernel::select`); `rows` was chosen
+                let block = if kernel == QuantKernel::NeonDot {
+                    super::arm::block
+                } else {
+                    super::arm::block_mull
+                };
+                // SAFETY: FEAT_DotProd was detected for `NeonDot` (`QuantKernel::select`; the
+                // `Mull` block is base Neon); `rows` was chosen
                 // only where `k` (or the group) meets the block's depth rule; `a` holds m·k
                 // bytes, `ap` m parameters, `out` m·n floats (checked above), every weight row
                 // `rb` bytes from its pointer and every column's group scales `2·groups`
@@ -350,7 +356,7 @@ pub fn gemm_qd8_f32(
                 // `min(4, n - j0)` floats and `ldo = n`; those columns of every row belong
                 // to this block alone (blocks split across cores are disjoint).
                 unsafe {
-                    super::arm::block(
+                    block(
                         a.as_ptr(),
                         ap.as_ptr(),
                         m,
