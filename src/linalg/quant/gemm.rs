@@ -18,7 +18,7 @@ pub enum QuantKernel {
     Portable,
     /// Neon `SDOT` tiles (AArch64 with FEAT_DotProd).
     NeonDot,
-    /// The Neon tiles in base Neon (`SMULL`/`SADALP`, `arm::Mull`) for AArch64 cores without
+    /// The Neon tiles in base Neon (`SMULL`/`SADALP`, `lanes::Mull`) for AArch64 cores without
     /// the dot product (Cortex-A53, A57, A72, A73): the same integers as `NeonDot`.
     NeonMull,
 }

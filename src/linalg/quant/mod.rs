@@ -19,7 +19,8 @@
 //!   (blocks of `2S` channels) for SME2 `SMOPA`; their drivers [`gemm_qd8_f32_p4x4`],
 //!   [`gemm_qd8_f32_qb4w_p4x4`], [`gemm_qd8_f32_p8x8`], [`gemm_qd8_f32_qb4w_p8x8`],
 //!   [`gemm_qd8_f32_pnx4`], [`gemm_qd8_f32_qb4w_pnx4`];
-//! - `arm`: the Neon `SDOT` (FEAT_DotProd) and `SMMLA` (FEAT_I8MM) tiles, chosen at run time;
+//! - `arm`: the Neon `SDOT` (FEAT_DotProd) and `SMMLA` (FEAT_I8MM) tiles, chosen at run time,
+//!   the `SDOT` ones also in base Neon for cores without the dot product (`lanes`);
 //! - `sme`: the SME2 `SMOPA` tile (4-way int8 outer products into ZA).
 
 pub mod dynamic;
@@ -30,6 +31,8 @@ pub mod weights;
 
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
+#[cfg(target_arch = "aarch64")]
+pub mod lanes;
 #[cfg(target_arch = "aarch64")]
 pub mod sme;
 
