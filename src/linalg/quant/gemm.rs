@@ -942,7 +942,8 @@ pub fn gemm_qd8_f32_qb4w_pnx4(
         // own scratch's (every core of a team has the same, checked before splitting).
         let tile = nb * nb;
         let fbuf = &mut rest[nb * k / 4..][..tile];
-        let run = |t0: usize, t1: usize, fb: *mut f32| {
+        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        let go = |t0: usize, t1: usize, fb: *mut f32| {
             let c = super::arm::Packed4Columns {
                 sums: sums.as_ptr(),
                 scales: scales.as_ptr(),
@@ -952,21 +953,13 @@ pub fn gemm_qd8_f32_qb4w_pnx4(
                 lo,
                 hi,
             };
-            (c, t0..t1, fb)
-        };
-        let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
-        let go = |(c, tiles, fb): (
-            super::arm::Packed4Columns,
-            core::ops::Range<usize>,
-            *mut f32,
-        )| {
             // SAFETY: SME2 with I8I32 of tile width nb (`smopa_width`, not pinned to
             // portable); the group rule (group % 16 == 0, k % group == 0) and the packed
             // sizes (whole tiles of S·k weight bytes and 2S·k / group scales) were checked
             // (`check_packed4n`), 0 < k ≤ 65536 and the operand lengths by
             // `packed_operands`; `packed` holds the m rows packed; `fb` holds nb² floats
-            // this part alone uses; the columns of `tiles` of each output row (m·n floats,
-            // `ldo = n`) belong to this part alone.
+            // this part alone uses; the columns of tiles t0..t1 of each output row (m·n
+            // floats, `ldo = n`) belong to this part alone.
             unsafe {
                 super::sme::gemm_qd8_f32_smopa_qb4w(
                     nb,
@@ -976,7 +969,7 @@ pub fn gemm_qd8_f32_qb4w_pnx4(
                     k,
                     data.as_ptr(),
                     &c,
-                    tiles,
+                    t0..t1,
                     shared.as_mut_ptr(),
                     n,
                     fb,
@@ -987,10 +980,10 @@ pub fn gemm_qd8_f32_qb4w_pnx4(
         let team_fits = crate::parallel::with_team(|t| t.is_some_and(|t| t.scratch_f32() >= tile));
         if !(team_fits
             && crate::parallel::try_split(ntiles, m * k * nb, |t0, t1, own| {
-                go(run(t0, t1, own.as_mut_ptr()))
+                go(t0, t1, own.as_mut_ptr())
             }))
         {
-            go(run(0, ntiles, fbuf.as_mut_ptr()));
+            go(0, ntiles, fbuf.as_mut_ptr());
         }
         return Ok(());
     }
