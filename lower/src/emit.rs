@@ -32,7 +32,7 @@ pub struct PlanEdit {
     pub new_values: Vec<NewValue>,
     /// Kernel calls inserted before instruction `pc` of chain 0 (in this order).
     pub inserted: BTreeMap<usize, Vec<NewCall>>,
-    /// New argument lists of kept kernel calls of chain 0.
+    /// New argument lists of kept kernel and delegate calls of chain 0.
     pub args: BTreeMap<usize, Vec<i32>>,
     /// Instructions of chain 0 replaced by another kernel call.
     pub calls: BTreeMap<usize, NewCall>,
@@ -377,7 +377,10 @@ fn instruction<'b>(
         }
         I::DelegateCall => {
             let d = ins.instr_args_as_delegate_call();
-            let args = ints(b, d.and_then(|d| d.args()));
+            let args = match new_args {
+                Some(a) => Some(b.create_vector(a)),
+                None => ints(b, d.and_then(|d| d.args())),
+            };
             let delegate_index = d.map_or(0, |d| d.delegate_index());
             (
                 I::DelegateCall,

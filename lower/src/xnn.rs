@@ -316,3 +316,130 @@ pub fn regions(
     }
     Ok(out)
 }
+
+/// An XNNPACK region that computes every row of its one output from the same row of its one
+/// input: its nodes are fully-connected products (constant filter and bias), unary and
+/// binary elementwise operators (constants broadcast along the rows) and dynamic row
+/// quantizations, and every other value it names has the same `rows` (leading dimensions 1).
+/// A language model's head is one: `Convert` + `FullyConnected`, or the product alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowRegion {
+    /// Delegate-call argument positions of the input and of the output.
+    pub input: usize,
+    pub output: usize,
+    pub rows: usize,
+}
+
+/// A value's tensor (plain, or the tensor of a quantized value).
+fn any_tensor<'a>(v: xf::XValue<'a>) -> Option<xf::XNNTensorValue<'a>> {
+    v.xvalue_union_as_xnntensor_value().or_else(|| {
+        v.xvalue_union_as_xnnquantized_tensor_value()
+            .and_then(|q| q.tensor_value())
+    })
+}
+
+/// Rows of a non-constant value: `dims[rank - 2]` when every dimension before it is 1.
+fn value_rows(dims: &[usize]) -> Option<usize> {
+    let r = dims.len();
+    (r >= 2 && dims[..r - 2].iter().all(|&d| d == 1)).then(|| dims[r - 2])
+}
+
+/// The region of `payload` as a [`RowRegion`], if it is one.
+pub fn row_region(payload: &[u8]) -> Option<RowRegion> {
+    let (g, _, _) = graph_of(payload).ok()?;
+    let values = g.xvalues()?;
+    let tensor = |id: u32| {
+        let i = id as usize;
+        (i < values.len())
+            .then(|| values.get(i))
+            .and_then(any_tensor)
+    };
+    let dims = |t: &xf::XNNTensorValue<'_>| -> Vec<usize> {
+        t.dims()
+            .map(|d| d.iter().map(|x| x as usize).collect())
+            .unwrap_or_default()
+    };
+    let (mut input, mut output) = (None, None);
+    for v in values.iter() {
+        let Some(t) = any_tensor(v) else { continue };
+        if t.constant_buffer_idx() != 0 {
+            continue;
+        }
+        let slot = match t.flags() & 3 {
+            0 => continue,
+            1 => &mut input,
+            2 => &mut output,
+            _ => return None,
+        };
+        if slot.replace((t.external_id() as usize, dims(&t))).is_some() {
+            return None;
+        }
+    }
+    let ((input, in_dims), (output, _)) = (input?, output?);
+    let rows = value_rows(&in_dims).filter(|&r| r >= 2)?;
+    // Every non-constant value a node names has those rows; constants are filters, biases,
+    // or broadcast along the rows.
+    let row_value = |id: u32| -> bool {
+        tensor(id)
+            .is_some_and(|t| t.constant_buffer_idx() == 0 && value_rows(&dims(&t)) == Some(rows))
+    };
+    let constant = |id: u32| tensor(id).is_some_and(|t| t.constant_buffer_idx() != 0);
+    let broadcast = |id: u32| {
+        tensor(id).is_some_and(|t| {
+            let d = dims(&t);
+            t.constant_buffer_idx() != 0 && d.iter().rev().skip(1).all(|&x| x == 1)
+        })
+    };
+    for node in g.xnodes()?.iter() {
+        let (op, _) = graph::decode(node).ok()?;
+        let ok = match op {
+            Op::FullyConnected {
+                x, w, bias, out, ..
+            } => {
+                row_value(x)
+                    && row_value(out)
+                    && constant(w)
+                    && (bias == graph::INVALID_ID || constant(bias))
+            }
+            Op::Unary { x, out, .. } => row_value(x) && row_value(out),
+            Op::Binary { a, b, out, .. } => {
+                (row_value(a) || broadcast(a)) && (row_value(b) || broadcast(b)) && row_value(out)
+            }
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    Some(RowRegion {
+        input,
+        output,
+        rows,
+    })
+}
+
+/// A copy of the [`RowRegion`] `payload` computing `to` rows instead of its `from`: the row
+/// dimension of every non-constant value is rewritten in place (the flatbuffer keeps its
+/// layout and size).
+pub fn narrow_rows(payload: &[u8], from: usize, to: usize) -> Result<Vec<u8>, String> {
+    let (g, _, _) = graph_of(payload).map_err(|e| e.to_string())?;
+    let to = u32::try_from(to).map_err(|_| format!("{to} rows do not fit a dimension"))?;
+    let mut out = payload.to_vec();
+    let base = payload.as_ptr() as usize;
+    for v in g.xvalues().into_iter().flatten() {
+        let Some(t) = any_tensor(v).filter(|t| t.constant_buffer_idx() == 0) else {
+            continue;
+        };
+        let Some(d) = t.dims() else { continue };
+        let dv: Vec<usize> = d.iter().map(|x| x as usize).collect();
+        if value_rows(&dv) != Some(from) {
+            continue;
+        }
+        // The dims vector's elements lie inside `payload` (the graph borrows from it).
+        let at = d.bytes().as_ptr() as usize - base + 4 * (dv.len() - 2);
+        out.get_mut(at..at + 4)
+            .ok_or_else(|| format!("dims of a value at byte {at} outside the payload"))?
+            .copy_from_slice(&to.to_le_bytes());
+    }
+    Ok(out)
+}

@@ -236,10 +236,11 @@ fn lowered_xnnpack_language_models_shrink() {
     }
 }
 
-/// The language models' LM heads compute one row: rewritten at lower time on the portable
-/// programs (the product's input is sliced first; no load-time proof needed), and, when that
-/// rewrite is off or the head is inside an XNNPACK region, still proven at load time
-/// (`exec::demand`) after the re-plan.
+/// The language models' LM heads compute one row: rewritten at lower time (the product's
+/// input is sliced first; no load-time proof needed), on the portable programs and on an
+/// XNNPACK head region (its payload narrowed to one row: the `[T, vocab]` logits leave the
+/// arena), and, when that rewrite is off, still proven at load time (`exec::demand`) after
+/// the re-plan.
 #[test]
 fn lowered_language_models_compute_one_logits_row() {
     use ptera::host::AlignedBuf;
@@ -278,11 +279,48 @@ fn lowered_language_models_compute_one_logits_row() {
             "{case}: no row demand without the rewrite"
         );
     }
-    let out = lower(pte("gpt2_xnnpack").as_slice(), &neon, &mut |_, _| {}).unwrap();
-    assert!(out.report.plans[0].kept_because.is_none());
-    assert_eq!(
-        demands(&out.bytes),
-        1,
-        "gpt2_xnnpack: no row demand after lowering"
-    );
+    for case in ["gpt2_xnnpack", "gpt2_8da4w", "opt_qd8"] {
+        let out = lower(pte(case).as_slice(), &neon, &mut |_, _| {}).unwrap();
+        let r = &out.report;
+        assert!(r.plans[0].kept_because.is_none());
+        let heads = &r.rewrites.methods[0].lm_heads;
+        assert_eq!(heads.len(), 1, "{case}: the XNNPACK head region");
+        assert_eq!(heads[0].operator, "XNNPACK region");
+        assert_eq!(demands(&out.bytes), 0, "{case}: nothing left to prove");
+        // No planned tensor holds more than one row of logits any more (T = 16 before).
+        let vocab = *outputs(case)[0].shape.last().unwrap();
+        let planned_logits = |bytes: &[u8]| {
+            let buf = AlignedBuf::from_bytes(bytes);
+            let program = Program::load(buf.as_slice()).unwrap();
+            let plan = program.methods().next().unwrap();
+            ptera_lower::partition::PlanView::new(plan)
+                .tensors
+                .iter()
+                .flatten()
+                .filter(|t| t.alloc.is_some() && t.sizes.last() == Some(&vocab))
+                .map(|t| t.sizes.iter().product::<usize>() / vocab)
+                .max()
+                .unwrap_or(0)
+        };
+        assert_eq!(planned_logits(pte(case).as_slice()), 16, "{case}: input");
+        assert_eq!(planned_logits(&out.bytes), 1, "{case}: lowered");
+        let (before, after) = (&r.plans[0].before, &r.plans[0].after);
+        assert!(
+            after[1] < before[1],
+            "{case}: arena {before:?} -> {after:?}"
+        );
+        let opts = Options {
+            rewrites: Rewrites {
+                lm_head: false,
+                ..Rewrites::ALL
+            },
+            ..Options::default()
+        };
+        let out = lower_with(pte(case).as_slice(), &neon, opts, &mut |_, _| {}).unwrap();
+        assert_eq!(
+            demands(&out.bytes),
+            1,
+            "{case}: proven at load without the rewrite"
+        );
+    }
 }

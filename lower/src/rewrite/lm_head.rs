@@ -8,13 +8,16 @@
 //! out = select_copy(X', -2, i)   ; X' views X   out = mm(A1, W)                       ; [1, vocab]
 //! ```
 //!
-//! `mm`, `addmm` and `linear` are matched. The select's output moves to fresh bytes (the
+//! `mm`, `addmm` and `linear` are matched, and XNNPACK regions that compute each output row
+//! from the same input row ([`crate::xnn::RowRegion`]: a quantized head's `Convert` and
+//! `FullyConnected`), whose payload is then narrowed to one row. The select's output moves to fresh bytes (the
 //! re-plan packs it): the product now writes it, earlier than the select did, and ExecuTorch's
 //! plan may have put it over the product's inputs. The `[T, vocab]` product leaves the memory plan, and
 //! with it most of a language model's activation memory (GPT-2 at T = 128: 25.7 MB).
 //! `exec::demand` proves the same pattern at load time for programs not lowered.
 
-use super::graph::{Graph, Source};
+use super::graph::{Graph, Kind, Source};
+use crate::xnn::RowRegion;
 
 /// One LM head to rewrite.
 #[derive(Clone, Debug)]
@@ -36,6 +39,8 @@ pub struct Match {
     pub out: usize,
     /// Shape the product writes for one row.
     pub y_sizes: Vec<usize>,
+    /// The product is this XNNPACK region (its payload computes `rows` rows).
+    pub region: Option<RowRegion>,
 }
 
 /// Argument positions of `A` and of the output in a product call.
@@ -48,8 +53,9 @@ fn positions(key: &str) -> Option<(usize, usize)> {
     }
 }
 
-/// Finds the LM heads of a method that can be rewritten.
-pub fn find(g: &Graph<'_>) -> Vec<Match> {
+/// Finds the LM heads of a method that can be rewritten; `region(pc)` tells whether
+/// delegate call `pc` is a [`RowRegion`] whose payload may be narrowed.
+pub fn find(g: &Graph<'_>, region: &dyn Fn(usize) -> Option<RowRegion>) -> Vec<Match> {
     let n = g.ins.len();
     let mut out = Vec::new();
     for s in 0..n {
@@ -57,14 +63,14 @@ pub fn find(g: &Graph<'_>) -> Vec<Match> {
         if i.removed || i.key != "aten::select_copy.int_out" || i.args.len() < 4 {
             continue;
         }
-        if let Some(m) = match_at(g, s) {
+        if let Some(m) = match_at(g, s, region) {
             out.push(m);
         }
     }
     out
 }
 
-fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
+fn match_at(g: &Graph<'_>, s: usize, region: &dyn Fn(usize) -> Option<RowRegion>) -> Option<Match> {
     let n = g.ins.len();
     let arg = |pc: usize, k: usize| g.ins[pc].args.get(k).and_then(|&a| usize::try_from(a).ok());
     let (xv, dim_v, idx_v, out) = (arg(s, 0)?, arg(s, 1)?, arg(s, 2)?, arg(s, 3)?);
@@ -93,7 +99,14 @@ fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
     let [Source::Ins(p)] = src.iter().copied().collect::<Vec<_>>()[..] else {
         return None;
     };
-    let (a_pos, x_pos) = positions(&g.ins[p].key)?;
+    let xr = match g.ins[p].kind {
+        Kind::Delegate => Some(region(p).filter(|r| r.rows == rows)?),
+        _ => None,
+    };
+    let (a_pos, x_pos) = match xr {
+        Some(r) => (r.input, r.output),
+        None => positions(&g.ins[p].key)?,
+    };
     let (a, x) = (arg(p, a_pos)?, arg(p, x_pos)?);
     if g.alloc[x] != g.alloc[xv] || g.outputs.contains(&x) {
         return None;
@@ -143,6 +156,15 @@ fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
     let mut a_row_sizes = ta.sizes.clone();
     a_row_sizes[ar - 2] = 1;
     let y_sizes = match g.ins[p].key.as_str() {
+        _ if xr.is_some() => {
+            let mut y = txx.sizes.clone();
+            let r = y.len();
+            if r < 2 || y[r - 1] != cols {
+                return None;
+            }
+            y[r - 2] = 1;
+            y
+        }
         "aten::linear.out" => {
             let mut y = a_row_sizes.clone();
             y[ar - 1] = cols;
@@ -153,7 +175,10 @@ fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
     Some(Match {
         select: s,
         product: p,
-        operator: g.ins[p].key.clone(),
+        operator: match xr {
+            Some(_) => "XNNPACK region".into(),
+            None => g.ins[p].key.clone(),
+        },
         a,
         a_dim: ar - 2,
         a_row_sizes,
@@ -162,5 +187,6 @@ fn match_at(g: &Graph<'_>, s: usize) -> Option<Match> {
         x,
         out,
         y_sizes,
+        region: xr,
     })
 }

@@ -130,6 +130,20 @@ pub fn rewrite(
         );
     }
     let plans: Vec<_> = program.methods().collect();
+    // Delegates naming each segment: a payload is narrowed only where it has one reader.
+    let mut seg_users: BTreeMap<u32, usize> = BTreeMap::new();
+    for plan in &plans {
+        for del in plan.delegates().unwrap_or_default().iter() {
+            if let Some(r) = del
+                .processed()
+                .filter(|r| r.location() == fb::DataLocation::SEGMENT)
+            {
+                *seg_users.entry(r.index()).or_default() += 1;
+            }
+        }
+    }
+    // XNNPACK payloads narrowed by the LM-head rewrite: segment → new bytes.
+    let mut patches: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
     let mut report = RewriteReport::default();
     let mut edits: Vec<PlanEdit> = Vec::new();
     // New constant buffers (bytes) and the values that take them: (plan, value, buffer k).
@@ -240,7 +254,39 @@ pub fn rewrite(
         let arena_before = arena.clone();
         let mut seeds = Vec::new();
         if which.lm_head {
-            for m in lm_head::find(&g) {
+            // Delegate calls of chain 0 that are row regions: (region, payload segment).
+            let chain = plan
+                .chains()
+                .and_then(|c| (!c.is_empty()).then(|| c.get(0)))
+                .and_then(|c| c.instructions())
+                .unwrap_or_default();
+            let region_at = |pc: usize| -> Option<(crate::xnn::RowRegion, usize)> {
+                let call = (pc < chain.len())
+                    .then(|| chain.get(pc))?
+                    .instr_args_as_delegate_call()?;
+                let d = usize::try_from(call.delegate_index()).ok()?;
+                let del = (d < dels.len()).then(|| dels.get(d))?;
+                if del.id() != Some(ptera::delegate::xnnpack::ID) {
+                    return None;
+                }
+                let r = del
+                    .processed()
+                    .filter(|r| r.location() == fb::DataLocation::SEGMENT)?;
+                if seg_users.get(&r.index()) != Some(&1) {
+                    return None;
+                }
+                let si = r.index() as usize;
+                Some((crate::xnn::row_region(segments.get(si)?)?, si))
+            };
+            for m in lm_head::find(&g, &|pc| region_at(pc).map(|r| r.0)) {
+                if m.region.is_some() {
+                    let Some((r, si)) = region_at(m.product) else {
+                        continue;
+                    };
+                    let narrowed = crate::xnn::narrow_rows(segments[si], r.rows, 1)
+                        .map_err(|e| format!("method `{name}`, instruction {}: {e}", m.product))?;
+                    patches.insert(si, narrowed);
+                }
                 seeds.push(apply_lm_head(&mut g, &m, &mut edit, &mut arena, nvalues));
                 rep.lm_heads.push(LmHeadReport {
                     product: m.product,
@@ -335,6 +381,9 @@ pub fn rewrite(
     pe.buffer_map = rebuilt.map.clone();
     pe.constant_offsets = Some(rebuilt.offsets.clone());
     let mut parts: Vec<Vec<&[u8]>> = segments.iter().map(|s| vec![*s]).collect();
+    for (&si, bytes) in &patches {
+        parts[si] = vec![bytes.as_slice()];
+    }
     if index < seg_count {
         parts[index] = rebuilt.parts.clone();
     } else {

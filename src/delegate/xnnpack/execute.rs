@@ -161,6 +161,9 @@ pub fn execute_plan(
             got: slen,
         });
     }
+    // The chunk of rows the nodes are running on (`Head::chunks`).
+    let chunks = (head.chunks as usize).max(1);
+    let chunk = core::cell::Cell::new(0usize);
     // Raw location of value `id`: (pointer, elements).
     let locate = |id: u32| -> Result<(*mut f32, usize), KernelError> {
         let l = locs.get(id as usize).ok_or(bad("value id out of range"))?;
@@ -168,6 +171,12 @@ pub fn execute_plan(
             return Err(bad("quantized value read as fp32"));
         }
         let n = l.numel as usize;
+        // A chunked external: this chunk's part of the tensor (`skip` elements in).
+        let (n, skip) = if l.flags & ROW_CHUNKED != 0 {
+            (n / chunks, n / chunks * chunk.get())
+        } else {
+            (n, 0)
+        };
         Ok(match l.kind {
             // Bound above, with their lengths (an argument no table entry bound has none).
             KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT => {
@@ -182,10 +191,15 @@ pub fn execute_plan(
                     // SAFETY: as above.
                     unsafe { ext_out[e].assume_init() }
                 };
-                if n > len {
+                if skip + n > len {
                     return Err(bad("external value larger than its argument"));
                 }
-                (p, n)
+                if skip == 0 {
+                    (p, n)
+                } else {
+                    // SAFETY: skip + n ≤ len, the elements of the bound argument.
+                    (unsafe { p.add(skip) }, n)
+                }
             }
             KIND_CONSTANT => {
                 let end = l.offset as usize + n * 4;
@@ -249,11 +263,16 @@ pub fn execute_plan(
     // Rows of an external output the program reads (`exec::demand`), e.g. only the last
     // position of a language-model head: the fully-connected node writing that output
     // ([`ROWS_LOCAL`], found at init) computes only those rows.
+    // (A region run in chunks computes every row.)
     let demanded = bound()
         .filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT && l.flags & ROWS_LOCAL != 0)
+        .filter(|_| chunks == 1)
         .find_map(|(id, l)| ctx.demanded_rows(l.ext as usize).map(|r| (id, r)));
     let qkernel = quant::QuantKernel::select();
-    for (index, step) in steps.iter().enumerate() {
+    // Every node on the first chunk of rows, then on the next, ...
+    let runs = (0..chunks).flat_map(|c| steps.iter().enumerate().map(move |s| (c, s)));
+    for (c, (index, step)) in runs {
+        chunk.set(c);
         let (op, clamp) = step.op()?;
         // A view planned onto its input's storage (see `analyze`: reshapes of intermediates,
         // inputs and constants, and repeated converts) has nothing to do.

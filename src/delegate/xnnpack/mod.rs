@@ -10,6 +10,7 @@
 //! copied or repacked into RAM. The translated plan (one [`Loc`] per value) lives in the
 //! method's metadata buffer.
 
+mod chunk;
 mod execute;
 mod fold;
 pub mod graph;
@@ -436,6 +437,8 @@ fn analyze(
         let _ = kinds.push((kind, ext, offset));
         let _ = qinfo.push(qi);
     }
+    // A row-by-row region with large intermediates runs in chunks of rows (`chunk`).
+    let chunks = chunk::plan(&nodes, &mut kinds, &mut dims_tab, &qinfo)?;
     let folds = fold::scale_folds(&nodes, &kinds, &qinfo, &dims_tab)?;
     let repeats = fold::repeated_converts(&nodes, &kinds, &qinfo, &dims_tab)?;
     // Pass 2: nodes (decode, ids, shapes) and lifetimes of internal values.
@@ -785,7 +788,7 @@ fn analyze(
         n_values: nv as u32,
         num_externs: num_externs as u32,
         n_steps: nodes.len() as u32,
-        _pad: 0,
+        chunks: chunks.count as u32,
         gemm_off: gemm_off as u64,
         n_sums: 0,
     };
@@ -876,6 +879,10 @@ fn analyze(
                 rank: d.rank() as u32,
                 dims,
                 flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 }
+                    | match kind {
+                        KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT if chunks.is_chunked(i) => ROW_CHUNKED,
+                        _ => 0,
+                    }
                     | if qinfo[i].3 { QUANT_AHEAD } else { 0 }
                     | match packed
                         .iter()
@@ -889,7 +896,13 @@ fn analyze(
                 group: qinfo[i].1,
                 aux: qinfo[i].2,
                 sums: sums_at,
-                numel: d.numel() as u64,
+                // An external's whole tensor (its dims are one chunk's).
+                numel: match kind {
+                    KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT if chunks.is_chunked(i) => {
+                        d.numel().saturating_mul(chunks.count) as u64
+                    }
+                    _ => d.numel() as u64,
+                },
             };
             sums_at += sums_of(i);
         }

@@ -96,6 +96,10 @@ pub(super) const QUANT_MMLA: u32 = 16;
 /// the block width in bits 8..16 of the flags.
 pub(super) const QUANT_ZA: u32 = 32;
 
+/// [`Loc::flags`]: an external value whose dims are one chunk's rows ([`Head::chunks`]);
+/// `numel` is the whole tensor's, each chunk reads or writes its own part.
+pub(super) const ROW_CHUNKED: u32 = 1 << 16;
+
 /// [`Loc::flags`] bits of a quantized filter's layout.
 pub(super) fn layout_flags(layout: Int8Layout) -> u32 {
     match layout {
@@ -134,7 +138,9 @@ pub(super) struct Head {
     pub(super) num_externs: u32,
     /// Nodes, each a [`Step`] behind the value table.
     pub(super) n_steps: u32,
-    pub(super) _pad: u32,
+    /// The nodes run this many times, on consecutive chunks of rows ([`super::chunk`]; 1:
+    /// once, on all rows).
+    pub(super) chunks: u32,
     /// Scratch offset of the GEMM packing area (f32-aligned).
     pub(super) gemm_off: u64,
     /// Entries of the column-sums table behind the value table (one f32 per output channel of

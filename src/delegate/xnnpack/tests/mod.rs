@@ -392,6 +392,8 @@ fn close(got: &[f32], want: &[f32]) {
 
 use xf::XNodeUnion as U;
 
+mod chunks;
+
 #[test]
 fn binary_broadcast_and_clamp() {
     let mut g = Graph::default();
