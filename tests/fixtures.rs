@@ -85,6 +85,21 @@ fn quantized_fixtures_match_executorch() {
     }
 }
 
+/// The wide quantized GPT-2 (`gpt2w_8da4w`: T = 128, MLP width 1,024) runs its GELU region in
+/// chunks of rows (`delegate::xnnpack`'s row chunks): three of its seven `[128, 1024]` fp32
+/// intermediates are alive at once, 1.5 MiB of scratch; a chunk of 32 rows needs a quarter of
+/// that. Its outputs match ExecuTorch above; here the method's kernel scratch (the largest
+/// region's: attention, 0.75 MiB) stays under 1 MiB.
+#[test]
+fn wide_row_regions_run_in_chunks_of_rows() {
+    let registry = Registry::standard();
+    let file = pte("gpt2w_8da4w");
+    let program = Program::load(file.as_slice()).unwrap();
+    let meta = MethodMeta::new(&program, "forward", &registry).unwrap();
+    let scratch = meta.kernel_scratch_bytes();
+    assert!(scratch < 1 << 20, "kernel scratch {scratch} bytes");
+}
+
 /// The registry that packs the XNNPACK regions' fp32 filters at load gives the same outputs,
 /// and does pack: the metadata buffer of every fp32 XNNPACK fixture grows by at least its
 /// fully-connected and convolution filters.
