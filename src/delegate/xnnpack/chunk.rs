@@ -19,6 +19,9 @@
 //! holds its row, so the outputs are the same bits: the chunk rows are a divisor of `rows`
 //! and every chunk of every value is a multiple of 64 elements, which keeps each element in
 //! the same part (vector body or tail) of the elementwise kernels' loops.
+//!
+//! An output whose rows the program reads only in part (`exec::demand`) is computed whole in a
+//! chunked region, and a profile (ETDump, observers) sees each node once per chunk.
 
 use super::graph::{self, Op};
 use super::plan::*;
