@@ -256,6 +256,16 @@ fn lowered_language_models_compute_one_logits_row() {
         method.row_demands().len()
     };
     let neon = Target::parse("neon").unwrap();
+    let without_head_rewrite = |case: &str| {
+        let opts = Options {
+            rewrites: Rewrites {
+                lm_head: false,
+                ..Rewrites::ALL
+            },
+            ..Options::default()
+        };
+        lower_with(pte(case).as_slice(), &neon, opts, &mut |_, _| {}).unwrap()
+    };
     for case in ["gpt2_portable", "opt_portable", "optb_portable"] {
         let out = lower(pte(case).as_slice(), &neon, &mut |_, _| {}).unwrap();
         let r = &out.report;
@@ -264,14 +274,7 @@ fn lowered_language_models_compute_one_logits_row() {
         let head = r.methods[0].regions.last().unwrap();
         assert_eq!(head.max_m, 1, "{case}: the LM head region computes one row");
         assert_eq!(demands(&out.bytes), 0, "{case}: nothing left to prove");
-        let opts = Options {
-            rewrites: Rewrites {
-                lm_head: false,
-                ..Rewrites::ALL
-            },
-            ..Options::default()
-        };
-        let out = lower_with(pte(case).as_slice(), &neon, opts, &mut |_, _| {}).unwrap();
+        let out = without_head_rewrite(case);
         assert!(out.report.rewrites.methods[0].lm_heads.is_empty());
         assert_eq!(
             demands(&out.bytes),
@@ -309,14 +312,7 @@ fn lowered_language_models_compute_one_logits_row() {
             after[1] < before[1],
             "{case}: arena {before:?} -> {after:?}"
         );
-        let opts = Options {
-            rewrites: Rewrites {
-                lm_head: false,
-                ..Rewrites::ALL
-            },
-            ..Options::default()
-        };
-        let out = lower_with(pte(case).as_slice(), &neon, opts, &mut |_, _| {}).unwrap();
+        let out = without_head_rewrite(case);
         assert_eq!(
             demands(&out.bytes),
             1,
