@@ -334,8 +334,8 @@ unsafe fn block_constants(c: &PackedColumns, b: usize) -> (int32x4_t, float32x4_
 }
 
 /// Blocks `blocks` (4 output channels each) of an int8 filter packed `qc8w_p4x4` (see
-/// [`super::packed`]) times all `m` quantized rows: pairs of blocks through
-/// [`tile_p4x4`], a last single block alone. `out` is the output's column 0, rows `ldo` apart.
+/// [`super::packed`]) times all `m` quantized rows: groups of 4 blocks (16 channels; `SDOT`)
+/// or pairs ([`Mull`]) through [`tile_p4x4`], the last blocks in smaller groups. `out` is the output's column 0, rows `ldo` apart.
 ///
 /// # Safety
 /// FEAT_DotProd; `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads, `ap` for `m`; `w` for
@@ -401,7 +401,21 @@ unsafe fn gemm_p4x4_with<D: Lanes>(
     // SAFETY: the caller's extents, block by block.
     unsafe {
         while b < blocks.end {
-            if b + 2 <= blocks.end {
+            if D::BLOCKS >= 4 && b + 4 <= blocks.end {
+                tile_p4x4::<D, 4>(
+                    a,
+                    ap,
+                    m,
+                    k,
+                    core::array::from_fn(|i| w.add(4 * (b + i) * k)),
+                    core::array::from_fn(|i| block_constants(c, b + i)),
+                    (c.lo, c.hi),
+                    out.add(4 * b),
+                    ldo,
+                    core::array::from_fn(|i| ncols(b + i)),
+                );
+                b += 4;
+            } else if b + 2 <= blocks.end {
                 tile_p4x4::<D, 2>(
                     a,
                     ap,
@@ -436,7 +450,8 @@ unsafe fn gemm_p4x4_with<D: Lanes>(
 
 /// `NB` blocks of 4 output channels of packed int8 weights, all `m` rows, 4 at a time: per 16
 /// depth steps 4 activation loads, 4 weight vectors per block and 16 `SDOT`s by element per
-/// block; the sums land one channel per lane, so the epilogue is the per-channel one of
+/// block ([`sums_p4x4`]; 4 blocks by [`Lanes::sums_4x16`], for `SDOT` the assembly loop of
+/// [`super::sdot16`]: 64 `SDOT`s to 8 loads); the sums land one channel per lane, so the epilogue is the per-channel one of
 /// [`block`] without a reduction. The column constants (`c`: sums, scales, biases) stay in
 /// registers for the whole call, and a 4-row group is stored straight from its accumulators.
 ///
@@ -468,29 +483,12 @@ unsafe fn tile_p4x4<D: Lanes, const NB: usize>(
         while i0 < m {
             let idx: [usize; 4] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
             let ar = idx.map(|i| a.add(i * k));
-            let mut acc = [[D::zero(); 4]; NB];
-            let mut t = 0;
-            while t < k {
-                let va = ar.map(|p| vld1q_s8(p.add(t)));
-                for b in 0..NB {
-                    let wp = w[b].add(4 * t) as *const i8;
-                    let wv = [
-                        vld1q_s8(wp),
-                        vld1q_s8(wp.add(16)),
-                        vld1q_s8(wp.add(32)),
-                        vld1q_s8(wp.add(48)),
-                    ];
-                    for i in 0..4 {
-                        let mut s = acc[b][i];
-                        s = D::lane::<0>(s, wv[0], va[i]);
-                        s = D::lane::<1>(s, wv[1], va[i]);
-                        s = D::lane::<2>(s, wv[2], va[i]);
-                        s = D::lane::<3>(s, wv[3], va[i]);
-                        acc[b][i] = s;
-                    }
-                }
-                t += 16;
-            }
+            let sums: [[int32x4_t; 4]; NB] = if NB == 4 {
+                let r = D::sums_4x16(ar, core::array::from_fn(|b| w[b.min(NB - 1)]), k);
+                core::array::from_fn(|b| r[b.min(3)])
+            } else {
+                sums_p4x4::<D, NB>(ar, w, k)
+            };
             let here = (m - i0).min(4);
             for ii in 0..4 {
                 if ii >= here {
@@ -500,7 +498,7 @@ unsafe fn tile_p4x4<D: Lanes, const NB: usize>(
                 let o = out.add((i0 + ii) * ldo);
                 for b in 0..NB {
                     let (isum, cs, bias) = c[b];
-                    let s = vmlsq_n_s32(D::sums(acc[b][ii]), isum, p.zero_point);
+                    let s = vmlsq_n_s32(sums[b][ii], isum, p.zero_point);
                     let f = vmulq_n_f32(vcvtq_f32_s32(s), p.scale);
                     let v = vminq_f32(vmaxq_f32(vaddq_f32(vmulq_f32(f, cs), bias), lo), hi);
                     if whole {
@@ -514,6 +512,48 @@ unsafe fn tile_p4x4<D: Lanes, const NB: usize>(
             }
             i0 += 4;
         }
+    }
+}
+
+/// The sums of rows `ar` with `NB` blocks of a `qc8w_p4x4` filter over the whole depth
+/// (`sums[b][i]`, channel `j` of block `b` in lane `j`): per 16 depth steps 4 activation
+/// loads, 4 weight vectors per block, 16 lane products per block.
+///
+/// # Safety
+/// The instructions of `D`; `k % 16 == 0`; each `ar[i]` valid for `k` reads, each `w[b]` for
+/// `4·k`.
+#[inline(always)]
+pub(super) unsafe fn sums_p4x4<D: Lanes, const NB: usize>(
+    ar: [*const i8; 4],
+    w: [*const u8; NB],
+    k: usize,
+) -> [[int32x4_t; 4]; NB] {
+    // SAFETY: reads at `t < k` of each row and `4·t + 64 ≤ 4·k` of each block.
+    unsafe {
+        let mut acc = [[D::zero(); 4]; NB];
+        let mut t = 0;
+        while t < k {
+            let va = ar.map(|p| vld1q_s8(p.add(t)));
+            for b in 0..NB {
+                let wp = w[b].add(4 * t) as *const i8;
+                let wv = [
+                    vld1q_s8(wp),
+                    vld1q_s8(wp.add(16)),
+                    vld1q_s8(wp.add(32)),
+                    vld1q_s8(wp.add(48)),
+                ];
+                for i in 0..4 {
+                    let mut s = acc[b][i];
+                    s = D::lane::<0>(s, wv[0], va[i]);
+                    s = D::lane::<1>(s, wv[1], va[i]);
+                    s = D::lane::<2>(s, wv[2], va[i]);
+                    s = D::lane::<3>(s, wv[3], va[i]);
+                    acc[b][i] = s;
+                }
+            }
+            t += 16;
+        }
+        acc.map(|blk| blk.map(D::sums))
     }
 }
 

@@ -46,12 +46,22 @@ unsafe fn sdot_lane<const L: i32>(acc: int32x4_t, w: int8x16_t, a: int8x16_t) ->
 /// Both give the same `i32` sums.
 pub trait Lanes {
     type Acc: Copy;
+    /// Most 4-channel blocks one `qc8w_p4x4` tile holds in registers (its 4 rows' accumulators,
+    /// the 4 rows' activations and one block's weights within the 32 vector registers).
+    const BLOCKS: usize;
     fn zero() -> Self::Acc;
     /// # Safety
     /// The CPU has the instructions of the strategy.
     unsafe fn lane<const L: i32>(acc: Self::Acc, w: int8x16_t, a: int8x16_t) -> Self::Acc;
     /// The 4 channels' sums.
     fn sums(acc: Self::Acc) -> int32x4_t;
+    /// The sums of 4 rows with 4 consecutive `qc8w_p4x4` blocks over the whole depth
+    /// (`sums[b][i]`, channel `j` of block `b` in lane `j`), for tiles of [`Self::BLOCKS`] = 4.
+    ///
+    /// # Safety
+    /// The CPU has the instructions of the strategy; `k % 16 == 0`; each `a[i]` valid for
+    /// `k` reads, each `w[b]` for `4·k`.
+    unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4];
     /// `acc` plus the products `a[t] · w[t]` of two 16-byte vectors, in lanes whose total is
     /// what matters (the row-major tiles add every lane of an accumulator at the end).
     ///
@@ -65,6 +75,7 @@ pub struct Sdot;
 
 impl Lanes for Sdot {
     type Acc = int32x4_t;
+    const BLOCKS: usize = 4;
     #[inline(always)]
     fn zero() -> int32x4_t {
         // SAFETY: Neon is part of the AArch64 baseline.
@@ -78,6 +89,11 @@ impl Lanes for Sdot {
     #[inline(always)]
     fn sums(acc: int32x4_t) -> int32x4_t {
         acc
+    }
+    #[inline(always)]
+    unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4] {
+        // SAFETY: the caller's guarantees are the kernel's.
+        unsafe { super::sdot16::neon_sdot_4x16_qc8w_p4x4(a, w, k) }
     }
     #[inline(always)]
     unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t {
@@ -94,6 +110,7 @@ pub struct Mull;
 
 impl Lanes for Mull {
     type Acc = (int32x4_t, int32x4_t);
+    const BLOCKS: usize = 2;
     #[inline(always)]
     fn zero() -> (int32x4_t, int32x4_t) {
         // SAFETY: Neon is part of the AArch64 baseline.
@@ -117,6 +134,11 @@ impl Lanes for Mull {
     fn sums(acc: (int32x4_t, int32x4_t)) -> int32x4_t {
         // SAFETY: base Neon only.
         unsafe { vpaddq_s32(acc.0, acc.1) }
+    }
+    #[inline(always)]
+    unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4] {
+        // SAFETY: the caller's guarantees are the loop's.
+        unsafe { super::arm::sums_p4x4::<Mull, 4>(a, w, k) }
     }
     #[inline(always)]
     unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t {

@@ -34,6 +34,8 @@ pub mod arm;
 #[cfg(target_arch = "aarch64")]
 pub mod lanes;
 #[cfg(target_arch = "aarch64")]
+pub mod sdot16;
+#[cfg(target_arch = "aarch64")]
 pub mod sme;
 
 pub use dynamic::{qd8_params, quantize_row_qd8, quantize_rows_qd8, QParams};
