@@ -436,7 +436,10 @@ pub fn narrow_rows(payload: &[u8], from: usize, to: usize) -> Result<Vec<u8>, St
             continue;
         }
         // The dims vector's elements lie inside `payload` (the graph borrows from it).
-        let at = d.bytes().as_ptr() as usize - base + 4 * (dv.len() - 2);
+        let at = (d.bytes().as_ptr() as usize)
+            .checked_sub(base)
+            .map(|o| o + 4 * (dv.len() - 2))
+            .ok_or_else(|| "dims of a value outside the payload".to_string())?;
         out.get_mut(at..at + 4)
             .ok_or_else(|| format!("dims of a value at byte {at} outside the payload"))?
             .copy_from_slice(&to.to_le_bytes());

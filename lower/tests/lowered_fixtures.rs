@@ -320,3 +320,91 @@ fn lowered_language_models_compute_one_logits_row() {
         );
     }
 }
+
+/// Which XNNPACK regions are row regions (each output row from the same input row), and a
+/// head region narrowed to one row is one of one row.
+#[test]
+fn xnnpack_row_regions_are_the_row_by_row_ones() {
+    use ptera::format::fb;
+    use ptera::host::AlignedBuf;
+    use ptera::Program;
+    use ptera_lower::xnn::{narrow_rows, row_region};
+    let buf: AlignedBuf = pte("gpt2_8da4w");
+    let program = Program::load(buf.as_slice()).unwrap();
+    let plan = program.methods().next().unwrap();
+    let (mut rows, mut others) = (0, 0);
+    let mut last = None;
+    for del in plan.delegates().unwrap().iter() {
+        let processed = del.processed().unwrap();
+        assert_eq!(processed.location(), fb::DataLocation::SEGMENT);
+        let payload = program.delegate_data(processed).unwrap();
+        let (g, _, _) = ptera::delegate::xnnpack::graph_of(payload).unwrap();
+        let kinds: Vec<_> = g
+            .xnodes()
+            .unwrap()
+            .iter()
+            .map(|n| ptera::delegate::xnnpack::graph::node_name(n.xnode_union_type()))
+            .collect();
+        let r = row_region(payload);
+        // Products over rows, softmax-free: row regions exactly when no node mixes rows.
+        let mixes = kinds.iter().any(|k| {
+            matches!(
+                *k,
+                "XNNBatchMatrixMultiply" | "XNNStaticTranspose" | "XNNStaticReshape" | "XNNSoftmax"
+            )
+        });
+        match r {
+            Some(r) => {
+                assert!(!mixes, "{kinds:?}");
+                assert_eq!(r.rows, 16, "{kinds:?}");
+                rows += 1;
+                last = Some((payload.to_vec(), r));
+            }
+            None => others += 1,
+        }
+    }
+    assert!(
+        rows >= 5 && others >= 4,
+        "{rows} row regions, {others} others"
+    );
+    // The last one is the LM head: narrowed, the same region over one row, same size.
+    let (payload, r) = last.unwrap();
+    let narrowed = narrow_rows(&payload, r.rows, 1).unwrap();
+    assert_eq!(narrowed.len(), payload.len());
+    assert!(
+        row_region(&narrowed).is_none(),
+        "one row: nothing to narrow"
+    );
+    // Every non-constant value now has one row; the constants kept their dims.
+    let dims = |p: &[u8]| -> Vec<(bool, Vec<u32>)> {
+        let (g, _, _) = ptera::delegate::xnnpack::graph_of(p).unwrap();
+        g.xvalues()
+            .unwrap()
+            .iter()
+            .filter_map(|v| {
+                v.xvalue_union_as_xnntensor_value().or_else(|| {
+                    v.xvalue_union_as_xnnquantized_tensor_value()
+                        .and_then(|q| q.tensor_value())
+                })
+            })
+            .map(|t| {
+                (
+                    t.constant_buffer_idx() != 0,
+                    t.dims().unwrap().iter().collect(),
+                )
+            })
+            .collect()
+    };
+    let (before, after) = (dims(&payload), dims(&narrowed));
+    assert_eq!(before.len(), after.len());
+    for ((konst, b), (_, a)) in before.iter().zip(&after) {
+        if *konst {
+            assert_eq!(a, b);
+        } else {
+            let r = b.len();
+            assert_eq!(b[r - 2], 16);
+            assert_eq!(a[..r - 2], b[..r - 2]);
+            assert_eq!((a[r - 2], a[r - 1]), (1, b[r - 1]), "{b:?} -> {a:?}");
+        }
+    }
+}
