@@ -21,7 +21,7 @@ use core::arch::aarch64::*;
 use core::arch::asm;
 
 use super::dynamic::QParams;
-use super::lanes::{Lanes, Mull, Sdot};
+use super::lanes::{sums_p4x4, Lanes, Mull, Sdot};
 
 /// The lanes of `rows_of`'s row vectors as integers.
 #[inline(always)]
@@ -512,48 +512,6 @@ unsafe fn tile_p4x4<D: Lanes, const NB: usize>(
             }
             i0 += 4;
         }
-    }
-}
-
-/// The sums of rows `ar` with `NB` blocks of a `qc8w_p4x4` filter over the whole depth
-/// (`sums[b][i]`, channel `j` of block `b` in lane `j`): per 16 depth steps 4 activation
-/// loads, 4 weight vectors per block, 16 lane products per block.
-///
-/// # Safety
-/// The instructions of `D`; `k % 16 == 0`; each `ar[i]` valid for `k` reads, each `w[b]` for
-/// `4·k`.
-#[inline(always)]
-pub(super) unsafe fn sums_p4x4<D: Lanes, const NB: usize>(
-    ar: [*const i8; 4],
-    w: [*const u8; NB],
-    k: usize,
-) -> [[int32x4_t; 4]; NB] {
-    // SAFETY: reads at `t < k` of each row and `4·t + 64 ≤ 4·k` of each block.
-    unsafe {
-        let mut acc = [[D::zero(); 4]; NB];
-        let mut t = 0;
-        while t < k {
-            let va = ar.map(|p| vld1q_s8(p.add(t)));
-            for b in 0..NB {
-                let wp = w[b].add(4 * t) as *const i8;
-                let wv = [
-                    vld1q_s8(wp),
-                    vld1q_s8(wp.add(16)),
-                    vld1q_s8(wp.add(32)),
-                    vld1q_s8(wp.add(48)),
-                ];
-                for i in 0..4 {
-                    let mut s = acc[b][i];
-                    s = D::lane::<0>(s, wv[0], va[i]);
-                    s = D::lane::<1>(s, wv[1], va[i]);
-                    s = D::lane::<2>(s, wv[2], va[i]);
-                    s = D::lane::<3>(s, wv[3], va[i]);
-                    acc[b][i] = s;
-                }
-            }
-            t += 16;
-        }
-        acc.map(|blk| blk.map(D::sums))
     }
 }
 

@@ -138,7 +138,7 @@ impl Lanes for Mull {
     #[inline(always)]
     unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4] {
         // SAFETY: the caller's guarantees are the loop's.
-        unsafe { super::arm::sums_p4x4::<Mull, 4>(a, w, k) }
+        unsafe { sums_p4x4::<Mull, 4>(a, w, k) }
     }
     #[inline(always)]
     unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t {
@@ -147,5 +147,47 @@ impl Lanes for Mull {
             let lo = vmull_s8(vget_low_s8(a), vget_low_s8(w));
             vpadalq_s16(vpadalq_s16(acc, lo), vmull_high_s8(a, w))
         }
+    }
+}
+
+/// The sums of rows `ar` with `NB` blocks of a `qc8w_p4x4` filter over the whole depth
+/// (`sums[b][i]`, channel `j` of block `b` in lane `j`): per 16 depth steps 4 activation
+/// loads, 4 weight vectors per block, 16 lane products per block.
+///
+/// # Safety
+/// The instructions of `D`; `k % 16 == 0`; each `ar[i]` valid for `k` reads, each `w[b]` for
+/// `4·k`.
+#[inline(always)]
+pub(super) unsafe fn sums_p4x4<D: Lanes, const NB: usize>(
+    ar: [*const i8; 4],
+    w: [*const u8; NB],
+    k: usize,
+) -> [[int32x4_t; 4]; NB] {
+    // SAFETY: reads at `t < k` of each row and `4·t + 64 ≤ 4·k` of each block.
+    unsafe {
+        let mut acc = [[D::zero(); 4]; NB];
+        let mut t = 0;
+        while t < k {
+            let va = ar.map(|p| vld1q_s8(p.add(t)));
+            for b in 0..NB {
+                let wp = w[b].add(4 * t) as *const i8;
+                let wv = [
+                    vld1q_s8(wp),
+                    vld1q_s8(wp.add(16)),
+                    vld1q_s8(wp.add(32)),
+                    vld1q_s8(wp.add(48)),
+                ];
+                for i in 0..4 {
+                    let mut s = acc[b][i];
+                    s = D::lane::<0>(s, wv[0], va[i]);
+                    s = D::lane::<1>(s, wv[1], va[i]);
+                    s = D::lane::<2>(s, wv[2], va[i]);
+                    s = D::lane::<3>(s, wv[3], va[i]);
+                    acc[b][i] = s;
+                }
+            }
+            t += 16;
+        }
+        acc.map(|blk| blk.map(D::sums))
     }
 }
