@@ -254,35 +254,39 @@ pub fn rewrite(
         let arena_before = arena.clone();
         let mut seeds = Vec::new();
         if which.lm_head {
-            // Delegate calls of chain 0 that are row regions: (region, payload segment).
+            // Delegate calls of chain 0 that are row regions: pc → (region, payload segment).
+            let mut regions: BTreeMap<usize, (crate::xnn::RowRegion, usize)> = BTreeMap::new();
             let chain = plan
                 .chains()
                 .and_then(|c| (!c.is_empty()).then(|| c.get(0)))
                 .and_then(|c| c.instructions())
                 .unwrap_or_default();
-            let region_at = |pc: usize| -> Option<(crate::xnn::RowRegion, usize)> {
-                let call = (pc < chain.len())
-                    .then(|| chain.get(pc))?
-                    .instr_args_as_delegate_call()?;
-                let d = usize::try_from(call.delegate_index()).ok()?;
-                let del = (d < dels.len()).then(|| dels.get(d))?;
-                if del.id() != Some(ptera::delegate::xnnpack::ID) {
-                    return None;
-                }
-                let r = del
+            for (pc, ins) in chain.iter().enumerate() {
+                let Some(call) = ins.instr_args_as_delegate_call() else {
+                    continue;
+                };
+                let Some(del) = usize::try_from(call.delegate_index())
+                    .ok()
+                    .filter(|&d| d < dels.len())
+                    .map(|d| dels.get(d))
+                    .filter(|del| del.id() == Some(ptera::delegate::xnnpack::ID))
+                else {
+                    continue;
+                };
+                let Some(r) = del
                     .processed()
-                    .filter(|r| r.location() == fb::DataLocation::SEGMENT)?;
-                if seg_users.get(&r.index()) != Some(&1) {
-                    return None;
-                }
+                    .filter(|r| r.location() == fb::DataLocation::SEGMENT)
+                    .filter(|r| seg_users.get(&r.index()) == Some(&1))
+                else {
+                    continue;
+                };
                 let si = r.index() as usize;
-                Some((crate::xnn::row_region(segments.get(si)?)?, si))
-            };
-            for m in lm_head::find(&g, &|pc| region_at(pc).map(|r| r.0)) {
-                if m.region.is_some() {
-                    let Some((r, si)) = region_at(m.product) else {
-                        continue;
-                    };
+                if let Some(rr) = segments.get(si).and_then(|p| crate::xnn::row_region(p)) {
+                    regions.insert(pc, (rr, si));
+                }
+            }
+            for m in lm_head::find(&g, &|pc| regions.get(&pc).map(|r| r.0)) {
+                if let Some(&(r, si)) = m.region.and(regions.get(&m.product)) {
                     let narrowed = crate::xnn::narrow_rows(segments[si], r.rows, 1)
                         .map_err(|e| format!("method `{name}`, instruction {}: {e}", m.product))?;
                     patches.insert(si, narrowed);

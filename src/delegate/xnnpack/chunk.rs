@@ -167,8 +167,8 @@ pub(super) fn plan(
             }
             .ok_or(graph::bad("XNNPACK value size overflows"))? as u64;
         }
-        out.chunked[i / 64] |= 1 << (i % 64);
     }
+    out.chunked = is_row;
     out.count = rows / c;
     Ok(out)
 }

@@ -58,10 +58,19 @@ pub trait Lanes {
     /// The sums of 4 rows with 4 consecutive `qc8w_p4x4` blocks over the whole depth
     /// (`sums[b][i]`, channel `j` of block `b` in lane `j`), for tiles of [`Self::BLOCKS`] = 4.
     ///
+    /// Default: [`sums_p4x4`].
+    ///
     /// # Safety
     /// The CPU has the instructions of the strategy; `k % 16 == 0`; each `a[i]` valid for
     /// `k` reads, each `w[b]` for `4·k`.
-    unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4];
+    #[inline(always)]
+    unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4]
+    where
+        Self: Sized,
+    {
+        // SAFETY: the caller's guarantees are the loop's.
+        unsafe { sums_p4x4::<Self, 4>(a, w, k) }
+    }
     /// `acc` plus the products `a[t] · w[t]` of two 16-byte vectors, in lanes whose total is
     /// what matters (the row-major tiles add every lane of an accumulator at the end).
     ///
@@ -134,11 +143,6 @@ impl Lanes for Mull {
     fn sums(acc: (int32x4_t, int32x4_t)) -> int32x4_t {
         // SAFETY: base Neon only.
         unsafe { vpaddq_s32(acc.0, acc.1) }
-    }
-    #[inline(always)]
-    unsafe fn sums_4x16(a: [*const i8; 4], w: [*const u8; 4], k: usize) -> [[int32x4_t; 4]; 4] {
-        // SAFETY: the caller's guarantees are the loop's.
-        unsafe { sums_p4x4::<Mull, 4>(a, w, k) }
     }
     #[inline(always)]
     unsafe fn dot(acc: int32x4_t, a: int8x16_t, w: int8x16_t) -> int32x4_t {
