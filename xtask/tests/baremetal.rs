@@ -393,14 +393,19 @@ fn smp_on_a_board_without_secondary_start_fails_clearly() {
 fn virt_lowered_programs() {
     let dir = out_dir("lowered");
     std::fs::create_dir_all(&dir).unwrap();
-    for case in [
+    let fp32 = [
         "gpt2_portable",
         "gpt2_xnnpack",
         "llama_portable",
         "mlp_xnnpack",
         "cnn_xnnpack",
-    ] {
-        for target in ["max", "neon"] {
+    ]
+    .map(|case| (case, ["max", "neon"].as_slice()));
+    // An int8 program packed for `SMMLA` (an Armv9 target without SME2; `max` has FEAT_I8MM)
+    // and for `SMOPA`.
+    let int8 = [("opt_qd8", ["neoverse-n2", "max"].as_slice())];
+    for (case, targets) in fp32.into_iter().chain(int8) {
+        for &target in targets {
             let lowered = dir.join(format!("{case}-{target}.pte"));
             let pte = fixture(&format!("{case}.pte"));
             let o = xtask(&[

@@ -467,11 +467,12 @@ fn quant_ranges(
 }
 
 /// Floats of scratch a quantized operation needs for `m` rows: the rows' parameters (two
-/// floats each), the int8 rows (whole 64-byte lines), and the SME2 tile's packed activations
-/// for weights packed `qc8w_pNx4`.
+/// floats each), the int8 rows (whole 64-byte lines), and the packed activations of the SME2
+/// tile (weights packed `qc8w_pNx4`) or the `SMMLA` tile (`qc8w_p8x8`).
 fn quant_scratch_f32(m: usize, k: usize, layout: Int8Layout) -> Option<usize> {
     let za = match layout {
         Int8Layout::PNx4(nb) => quant::pnx4_scratch_f32(m, k, nb),
+        Int8Layout::P8x8 => quant::p8x8_scratch_f32(m, k),
         _ => 0,
     };
     m.checked_mul(2)?
@@ -957,7 +958,24 @@ fn linear_quant(
             layout,
         } => {
             let product = match *layout {
-                Int8Layout::P8x8 => quant::gemm_qd8_f32_p8x8,
+                Int8Layout::P8x8 => {
+                    quant::gemm_qd8_f32_p8x8(
+                        kernel,
+                        q,
+                        params,
+                        rows,
+                        k,
+                        data,
+                        scales,
+                        n,
+                        direct_bias,
+                        sums,
+                        c,
+                        None,
+                        work,
+                    )?;
+                    return finish(l, bias, c);
+                }
                 Int8Layout::PNx4(nb) => {
                     quant::gemm_qd8_f32_pnx4(
                         kernel,

@@ -453,7 +453,7 @@ pub fn execute_plan(
                                 )
                             }
                             (Some((data, scales)), Int8Layout::P8x8) => quant::gemm_qd8_f32_p8x8(
-                                qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp,
+                                qkernel, a, ap, m, k, data, scales, n, b, wsums, o, clamp, work,
                             ),
                             (Some((data, scales)), Int8Layout::PNx4(nb)) => {
                                 quant::gemm_qd8_f32_pnx4(

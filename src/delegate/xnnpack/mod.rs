@@ -692,18 +692,22 @@ fn analyze(
             } => {
                 let fp = dt_of(out) == DT_F32 && dt_of(bias) == DT_F32;
                 let ahead = qinfo.get(w as usize).is_some_and(|q| q.3);
-                // Filters packed for the SME2 `SMOPA` tile pack their activations in the
-                // work area (behind the quantized rows of a filter quantized ahead).
+                // Filters packed for the SME2 `SMOPA` tile or the int8 `SMMLA` tile pack their
+                // activations in the work area (behind the quantized rows of a filter
+                // quantized ahead).
                 let za = match packed.iter().find(|p| p.value == w).and_then(|p| p.quant) {
-                    Some(QuantFilter {
-                        layout: Int8Layout::PNx4(nb),
-                        ..
-                    }) => {
+                    Some(QuantFilter { layout, .. })
+                        if matches!(layout, Int8Layout::PNx4(_) | Int8Layout::P8x8) =>
+                    {
                         let wd = dims_tab[w as usize].dims();
                         let k = if transpose_w { wd.first() } else { wd.get(1) };
                         let k = k.copied().unwrap_or(0);
                         let rows = dims_tab[x as usize].numel() / k.max(1);
-                        quant::pnx4_scratch_f32(rows, k, nb).saturating_add(16)
+                        match layout {
+                            Int8Layout::PNx4(nb) => quant::pnx4_scratch_f32(rows, k, nb),
+                            _ => quant::p8x8_scratch_f32(rows, k),
+                        }
+                        .saturating_add(16)
                     }
                     _ => 0,
                 };

@@ -1,8 +1,9 @@
 //! Neon int8 tiles: dot products (FEAT_DotProd `SDOT`) of 4 rows of quantized activations
 //! with 4 weight rows, `i32` sums over a run of the depth; lane-indexed `SDOT` tiles over
 //! weights packed `qc8w_p4x4` / `qb4w_p4x4` ([`gemm_p4x4`], [`gemm_qb4w_p4x4`]); and `SMMLA`
-//! (FEAT_I8MM) tiles over weights packed `qc8w_p8x8` / `qb4w_p8x8` ([`gemm_p8x8`],
-//! [`gemm_qb4w_p8x8`]), whose `2 × 8` activation operands are two rows zipped on the fly.
+//! (FEAT_I8MM) tiles over weights packed `qc8w_p8x8` / `qb4w_p8x8` ([`gemm_p8x8`] through
+//! the assembly tile of [`super::smmla8`] over rows packed in pairs once per product;
+//! [`gemm_qb4w_p8x8`], whose `2 × 8` activation operands are two rows zipped on the fly).
 //! The layout contracts below are those of the row-major tiles; the packed ones are in
 //! [`super::packed`].
 //!
@@ -22,6 +23,7 @@ use core::arch::asm;
 
 use super::dynamic::QParams;
 use super::lanes::{sums_p4x4, Lanes, Mull, Sdot};
+use super::smmla8::{neon_smmla_8x8_qc8w_p8x8, BlockVectors};
 
 /// The lanes of `rows_of`'s row vectors as integers.
 #[inline(always)]
@@ -783,19 +785,20 @@ unsafe fn smmla(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
 }
 
 /// Blocks `blocks` (8 output channels each) of an int8 filter packed `qc8w_p8x8` (see
-/// [`super::packed`]) times all `m` quantized rows, through [`tile_p8x8`]. `out` is the
-/// output's column 0, rows `ldo` apart. The column constants are [`PackedColumns`].
+/// [`super::packed`]) times all `m` rows packed by [`super::smmla8::pack_rows_p8x8`] at `packed`, 8 × 8
+/// tiles through [`neon_smmla_8x8_qc8w_p8x8`]. `out` is the output's column 0, rows `ldo`
+/// apart. The column constants are [`PackedColumns`]. Partial tiles (the last rows, the last
+/// channels) are stored through an 8 × 8 buffer.
 ///
 /// # Safety
-/// FEAT_I8MM; `m ≥ 1`; `k % 16 == 0`; `a` valid for `m·k` reads, `ap` for `m`; `w` for `8·k`
-/// bytes per block up to `blocks.end`; `c` as [`block_constants`] with `8·(blocks.end - 1) <
-/// c.n`; `out` writable at columns `8·blocks.start..min(c.n, 8·blocks.end)` of each of the
-/// `m` rows.
+/// FEAT_I8MM; `m ≥ 1`; `k % 16 == 0`; `packed` as [`super::smmla8::pack_rows_p8x8`] wrote it for
+/// these `m` rows; `w` valid for `8·k` bytes per block up to `blocks.end`; `c` as
+/// [`block_constants`] with `8·(blocks.end - 1) < c.n`; `out` writable at columns
+/// `8·blocks.start..min(c.n, 8·blocks.end)` of each of the `m` rows.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "i8mm")]
 pub unsafe fn gemm_p8x8(
-    a: *const i8,
-    ap: *const QParams,
+    packed: *const u8,
     m: usize,
     k: usize,
     w: *const u8,
@@ -804,148 +807,46 @@ pub unsafe fn gemm_p8x8(
     out: *mut f32,
     ldo: usize,
 ) {
-    // SAFETY: the caller's extents, block by block (block b's second half of channels is
-    // block 2b + 1 of 4 channels, present when 8·b + 4 < n).
-    unsafe {
-        for b in blocks {
-            let ncols = [(c.n - 8 * b).min(4), (c.n - 8 * b).saturating_sub(4).min(4)];
-            tile_p8x8(
-                a,
-                ap,
-                m,
-                k,
-                w.add(8 * b * k),
-                [
-                    block_constants(c, 2 * b),
-                    block_constants_or_zero(c, 2 * b + 1),
-                ],
-                (c.lo, c.hi),
-                out.add(8 * b),
-                ldo,
-                ncols,
-            );
-        }
-    }
-}
-
-/// [`block_constants`] of block `b`, zeros when the block starts at or past `n`.
-///
-/// # Safety
-/// As [`block_constants`].
-#[inline(always)]
-unsafe fn block_constants_or_zero(
-    c: &PackedColumns,
-    b: usize,
-) -> (int32x4_t, float32x4_t, float32x4_t) {
-    // SAFETY: Neon is part of the AArch64 baseline; 4·b < n where `block_constants` runs.
-    unsafe {
-        if 4 * b >= c.n {
-            return (vdupq_n_s32(0), vdupq_n_f32(0.0), vdupq_n_f32(0.0));
-        }
-        block_constants(c, b)
-    }
-}
-
-/// 8 output channels of packed int8 weights (`qc8w_p8x8`), all `m` rows, 8 at a time: per 16
-/// depth steps 2 four-vector weight loads (the 4 channel pairs' two chunks), per row pair 2
-/// row loads and a `ZIP1`/`ZIP2` into the two `2 × 8` left operands, and 8 `SMMLA`s (32 in
-/// all, 1,024 multiply-adds). The `2 × 2` accumulators are unzipped into rows
-/// (`ZIP1`/`ZIP2` on 64-bit lanes), then the per-channel epilogue of [`tile_p4x4`] runs on
-/// each row's two groups of 4 channels.
-///
-/// # Safety
-/// FEAT_I8MM; as [`gemm_p8x8`] for the one block `w`; `out + 4·h` writable for `ncols[h] ≤ 4`
-/// floats at each of the `m` rows.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-unsafe fn tile_p8x8(
-    a: *const i8,
-    ap: *const QParams,
-    m: usize,
-    k: usize,
-    w: *const u8,
-    c: [(int32x4_t, float32x4_t, float32x4_t); 2],
-    clamp: (f32, f32),
-    out: *mut f32,
-    ldo: usize,
-    ncols: [usize; 2],
-) {
-    // SAFETY: (whole body) every pointer stays within the extents the caller guarantees: row
-    // indices are clamped to `m - 1`; weight reads are at `8·t + 16·q < 8·k`; only the first
-    // `min(8, m - i0)` rows and `ncols[h]` columns of each half are stored.
-    unsafe {
-        let (lo, hi) = (vdupq_n_f32(clamp.0), vdupq_n_f32(clamp.1));
-        let whole = ncols[0] >= 4 && ncols[1] >= 4;
-        let mut i0 = 0;
-        while i0 < m {
-            let idx: [usize; 8] = core::array::from_fn(|ii| (i0 + ii).min(m - 1));
-            let ar = idx.map(|i| a.add(i * k));
-            // acc[rp][cp]: rows 2·rp, 2·rp + 1 × channels 2·cp, 2·cp + 1.
-            let mut acc = [[vdupq_n_s32(0); 4]; 4];
-            let mut t = 0;
-            while t < k {
-                let wp = w.add(8 * t) as *const i8;
-                let b0 = vld1q_s8_x4(wp);
-                let b1 = vld1q_s8_x4(wp.add(64));
-                let b0 = [b0.0, b0.1, b0.2, b0.3];
-                let b1 = [b1.0, b1.1, b1.2, b1.3];
-                for (rp, accr) in acc.iter_mut().enumerate() {
-                    let r0 = vreinterpretq_s64_s8(vld1q_s8(ar[2 * rp].add(t)));
-                    let r1 = vreinterpretq_s64_s8(vld1q_s8(ar[2 * rp + 1].add(t)));
-                    let lo8 = vreinterpretq_s8_s64(vzip1q_s64(r0, r1));
-                    let hi8 = vreinterpretq_s8_s64(vzip2q_s64(r0, r1));
-                    for cp in 0..4 {
-                        accr[cp] = smmla(accr[cp], lo8, b0[cp]);
-                        accr[cp] = smmla(accr[cp], hi8, b1[cp]);
-                    }
+    let panel = 8 * k + 128;
+    for b in blocks {
+        let j0 = 8 * b;
+        let cols = (c.n - j0).min(8);
+        // SAFETY: channels j0..j0 + cols < n of `sums`, `scales` (4 bytes each) and `bias`.
+        let v = unsafe {
+            let mut sums = [0i32; 8];
+            let (mut scales, mut bias) = ([0f32; 8], [0f32; 8]);
+            for j in 0..cols {
+                // exact: per-channel sums are integers below 2^24
+                sums[j] = *c.sums.add(j0 + j) as i32;
+                scales[j] = f32::from_le_bytes(*(c.scales.add(4 * (j0 + j)) as *const [u8; 4]));
+                if !c.bias.is_null() {
+                    bias[j] = *c.bias.add(j0 + j);
                 }
-                t += 16;
             }
-            let here = (m - i0).min(8);
-            // Row `2·rp + r` of the tile, channels `4·h..4·h + 4`.
-            let row = |rp: usize, h: usize, r: usize| {
-                let (x, y) = (
-                    vreinterpretq_s64_s32(acc[rp][2 * h]),
-                    vreinterpretq_s64_s32(acc[rp][2 * h + 1]),
-                );
-                vreinterpretq_s32_s64(if r == 0 {
-                    vzip1q_s64(x, y)
+            BlockVectors::new(sums, scales, bias, (c.lo, c.hi))
+        };
+        for p in 0..m.div_ceil(8) {
+            let rows = (m - 8 * p).min(8);
+            // SAFETY: panel p and block b lie within the caller's extents; whole tiles store
+            // 8 floats at rows 8p..8p + 8 < m from column j0 (cols == 8: inside the
+            // caller's columns); partial ones store to `tmp`, then copy their rows × cols.
+            unsafe {
+                let o = out.add(8 * p * ldo + j0);
+                let (pp, wb) = (packed.add(p * panel), w.add(b * 8 * k));
+                if rows == 8 && cols == 8 {
+                    neon_smmla_8x8_qc8w_p8x8(pp, wb, k, &v, o, 4 * ldo);
                 } else {
-                    vzip2q_s64(x, y)
-                })
-            };
-            let value = |v: int32x4_t, p: QParams, h: usize| {
-                let (isum, cs, bias) = c[h];
-                let s = vmlsq_n_s32(v, isum, p.zero_point);
-                let f = vmulq_n_f32(vcvtq_f32_s32(s), p.scale);
-                vminq_f32(vmaxq_f32(vaddq_f32(vmulq_f32(f, cs), bias), lo), hi)
-            };
-            if here == 8 && whole {
-                // Straight-line stores of the whole 8 × 8 tile.
-                for rp in 0..4 {
-                    for r in 0..2 {
-                        let ii = 2 * rp + r;
-                        let p = *ap.add(idx[ii]);
-                        let o = out.add((i0 + ii) * ldo);
-                        vst1q_f32(o, value(row(rp, 0, r), p, 0));
-                        vst1q_f32(o.add(4), value(row(rp, 1, r), p, 1));
-                    }
-                }
-            } else {
-                for (ii, &i) in idx.iter().enumerate().take(here) {
-                    let p = *ap.add(i);
-                    let o = out.add((i0 + ii) * ldo);
-                    for (h, &nc) in ncols.iter().enumerate() {
-                        if nc == 0 {
-                            continue;
-                        }
-                        let mut tmp = [0f32; 4];
-                        vst1q_f32(tmp.as_mut_ptr(), value(row(ii / 2, h, ii % 2), p, h));
-                        core::ptr::copy_nonoverlapping(tmp.as_ptr(), o.add(4 * h), nc.min(4));
+                    let mut tmp = [0f32; 64];
+                    neon_smmla_8x8_qc8w_p8x8(pp, wb, k, &v, tmp.as_mut_ptr(), 32);
+                    for r in 0..rows {
+                        core::ptr::copy_nonoverlapping(
+                            tmp.as_ptr().add(8 * r),
+                            o.add(r * ldo),
+                            cols,
+                        );
                     }
                 }
             }
-            i0 += 8;
         }
     }
 }

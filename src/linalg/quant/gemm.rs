@@ -598,10 +598,23 @@ pub fn gemm_qd8_f32_qb4w_p4x4(
     Ok(())
 }
 
+/// Scratch floats [`gemm_qd8_f32_p8x8`] needs for `m` rows of depth `k` to run its `SMMLA`
+/// tile: the rows packed in pairs with their parameters (0 where the tile would not run).
+pub fn p8x8_scratch_f32(m: usize, k: usize) -> usize {
+    #[cfg(target_arch = "aarch64")]
+    if has_i8mm() {
+        return super::smmla8::packed_rows_len(m, k).map_or(usize::MAX, |b| b.div_ceil(4));
+    }
+    let _ = (m, k);
+    0
+}
+
 /// [`gemm_qd8_f32`] for int8 per-channel weights packed `qc8w_p8x8` ([`super::packed`]) for
 /// `SMMLA`: `data` the packed filter, `scales` its fp32 `[N]` scales, `sums` its column sums.
-/// Agrees bit for bit with the reference on the row-major filter. `kernel` other than
-/// `Portable` runs the `SMMLA` tile where the CPU has FEAT_I8MM (else the portable loop).
+/// Agrees bit for bit with the reference on the row-major filter. Where `kernel` is not
+/// `Portable`, the CPU has FEAT_I8MM and `scratch` holds [`p8x8_scratch_f32`] floats, the
+/// rows are packed in pairs into `scratch` and the `SMMLA` tile runs; otherwise the portable
+/// loop.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_qd8_f32_p8x8(
     kernel: QuantKernel,
@@ -616,6 +629,7 @@ pub fn gemm_qd8_f32_p8x8(
     sums: &[f32],
     out: &mut [f32],
     clamp: Option<(f32, f32)>,
+    scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     use super::packed::{check_packed8, packed8_weight};
     check_packed8(data, scales, n, k)?;
@@ -625,9 +639,16 @@ pub fn gemm_qd8_f32_p8x8(
     }
     let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
     #[cfg(target_arch = "aarch64")]
-    if kernel != QuantKernel::Portable && has_i8mm() {
+    if kernel != QuantKernel::Portable && has_i8mm() && scratch.len() >= p8x8_scratch_f32(m, k) {
+        let dst = scratch.as_mut_ptr() as *mut u8;
+        // SAFETY: FEAT_I8MM (`has_i8mm`); m ≥ 1, k % 16 == 0 (`check_packed8`); `a` holds
+        // m·k bytes and `ap` m parameters (`packed_operands`); the scratch holds the packed
+        // length (checked above) and is disjoint from them.
+        unsafe { super::smmla8::pack_rows_p8x8(a.as_ptr(), ap.as_ptr(), m, k, dst) };
+        let packed: &[f32] = scratch;
         let blocks = n.div_ceil(8);
         let shared = crate::parallel::SharedSlice::new(&mut out[..mn]);
+        // Column blocks split across cores; every core reads the same packed rows.
         crate::parallel::for_units(blocks, m * k * 8, |lo_b, hi_b, _| {
             let c = super::arm::PackedColumns {
                 sums: sums.as_ptr(),
@@ -637,15 +658,15 @@ pub fn gemm_qd8_f32_p8x8(
                 lo,
                 hi,
             };
-            // SAFETY: FEAT_I8MM was detected (`has_i8mm`); k % 16 == 0 and the packed size
-            // were checked (`check_packed8`), so every block has 8·k bytes at b·8·k; `sums`,
-            // `scales` (4 bytes each) and `bias` hold n entries (checked above); `a` holds m·k
-            // bytes and `ap` m parameters; the columns of blocks lo_b..hi_b of each output row
-            // (m·n floats, `ldo = n`) belong to this part alone.
+            // SAFETY: FEAT_I8MM was detected (`has_i8mm`); k % 16 == 0 and the packed
+            // size were checked (`check_packed8`), so every block has 8·k bytes at b·8·k;
+            // `sums`, `scales` (4 bytes each) and `bias` hold n entries (checked above);
+            // `packed` holds the m rows as `pack_rows_p8x8` wrote them; the columns of
+            // blocks lo_b..hi_b of each output row (m·n floats, `ldo = n`) belong to this
+            // part alone.
             unsafe {
                 super::arm::gemm_p8x8(
-                    a.as_ptr(),
-                    ap.as_ptr(),
+                    packed.as_ptr() as *const u8,
                     m,
                     k,
                     data.as_ptr(),
@@ -658,7 +679,7 @@ pub fn gemm_qd8_f32_p8x8(
         });
         return Ok(());
     }
-    let _ = kernel;
+    let _ = (kernel, scratch);
     let w = |j: usize, t: usize| packed8_weight(data, k, j, t);
     portable_int8(
         a,

@@ -20,7 +20,8 @@
 //!   [`gemm_qd8_f32_qb4w_p4x4`], [`gemm_qd8_f32_p8x8`], [`gemm_qd8_f32_qb4w_p8x8`],
 //!   [`gemm_qd8_f32_pnx4`], [`gemm_qd8_f32_qb4w_pnx4`];
 //! - `arm`: the Neon `SDOT` (FEAT_DotProd) and `SMMLA` (FEAT_I8MM) tiles, chosen at run time,
-//!   the `SDOT` ones also in base Neon for cores without the dot product (`lanes`);
+//!   the `SDOT` ones also in base Neon for cores without the dot product (`lanes`); the
+//!   assembly depth loops of the widest ones in `sdot16` (4 × 16) and `smmla8` (8 × 8);
 //! - `sme`: the SME2 `SMOPA` tile (4-way int8 outer products into ZA).
 
 pub mod dynamic;
@@ -37,12 +38,14 @@ pub mod lanes;
 pub mod sdot16;
 #[cfg(target_arch = "aarch64")]
 pub mod sme;
+#[cfg(target_arch = "aarch64")]
+pub mod smmla8;
 
 pub use dynamic::{qd8_params, quantize_row_qd8, quantize_rows_qd8, QParams};
 pub use gemm::{
     column_sums, gemm_qd8_f32, gemm_qd8_f32_p4x4, gemm_qd8_f32_p8x8, gemm_qd8_f32_pnx4,
-    gemm_qd8_f32_qb4w_p4x4, gemm_qd8_f32_qb4w_p8x8, gemm_qd8_f32_qb4w_pnx4, pnx4_scratch_f32,
-    smopa_width, QuantKernel,
+    gemm_qd8_f32_qb4w_p4x4, gemm_qd8_f32_qb4w_p8x8, gemm_qd8_f32_qb4w_pnx4, p8x8_scratch_f32,
+    pnx4_scratch_f32, smopa_width, QuantKernel,
 };
 pub use weights::QWeights;
 

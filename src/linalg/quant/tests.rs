@@ -352,6 +352,10 @@ fn packed_int8_products_match_the_reference_exactly() {
         (9, 16, 4),
         (5, 32, 12),
         (8, 64, 9),
+        // Depths past one pass of the SMMLA tile's 128-step loop, with and without a rest.
+        (8, 256, 16),
+        (17, 272, 129),
+        (3, 144, 1),
     ] {
         let (a, ap) = random_case(&mut rng, m, k);
         let rows: Vec<u8> = (0..n * k)
@@ -411,24 +415,32 @@ fn packed_int8_products_match_the_reference_exactly() {
             )
             .unwrap();
             assert_eq!(got, want, "{kern:?} m={m} k={k} n={n}");
-            // The SMMLA layout (its tile where the CPU has FEAT_I8MM).
-            let mut got = vec![f32::NAN; m * n];
-            gemm::gemm_qd8_f32_p8x8(
-                kern,
-                &a,
-                &ap,
-                m,
-                k,
-                &packed8,
-                &scales,
-                n,
-                Some(&bias),
-                &sums,
-                &mut got,
-                Some((-0.4, 0.6)),
-            )
-            .unwrap();
-            assert_eq!(got, want, "p8x8 {kern:?} m={m} k={k} n={n}");
+            // The SMMLA layout: its tile where the CPU has FEAT_I8MM and the scratch holds the
+            // rows packed in pairs, else the portable loop (no scratch).
+            for scratch_f32 in [gemm::p8x8_scratch_f32(m, k), 0] {
+                let mut got = vec![f32::NAN; m * n];
+                let mut scratch = vec![f32::NAN; scratch_f32];
+                gemm::gemm_qd8_f32_p8x8(
+                    kern,
+                    &a,
+                    &ap,
+                    m,
+                    k,
+                    &packed8,
+                    &scales,
+                    n,
+                    Some(&bias),
+                    &sums,
+                    &mut got,
+                    Some((-0.4, 0.6)),
+                    &mut scratch,
+                )
+                .unwrap();
+                assert_eq!(
+                    got, want,
+                    "p8x8 {kern:?} m={m} k={k} n={n} scratch {scratch_f32}"
+                );
+            }
         }
     }
     // A depth that is not a multiple of 16 cannot be packed.

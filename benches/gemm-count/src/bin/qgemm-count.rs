@@ -5,7 +5,8 @@
 //! is the product alone. TILE:
 //! - `sdot`: `qc8w_p4x4`, lane-indexed `SDOT` (FEAT_DotProd), 16 multiply-adds per `SDOT`;
 //! - `mull`: `qc8w_p4x4` in base Neon (`SMULL`/`SADALP`), 8 products per `SMULL`;
-//! - `smmla`: `qc8w_p8x8`, `SMMLA` (FEAT_I8MM), 32 per `SMMLA`;
+//! - `smmla`: `qc8w_p8x8`, `SMMLA` (FEAT_I8MM), 32 per `SMMLA` (the count includes packing
+//!   the rows in pairs);
 //! - `smopa`: `qc8w_pNx4` with `N = 2S`, SME2 `SMOPA`, `4·S²` per `SMOPA` (`S = SVL / 32`).
 //!
 //! Prints `macs_per_instruction=<n>` and `vector_bits=<bits>`, then checks three rows of the
@@ -87,7 +88,10 @@ fn main() {
     } else {
         QuantKernel::select()
     };
-    let mut scratch = vec![0f32; quant::pnx4_scratch_f32(m, k, w2)];
+    let mut scratch = vec![
+        0f32;
+        quant::pnx4_scratch_f32(m, k, w2).max(quant::p8x8_scratch_f32(m, k))
+    ];
     let mut out = vec![0f32; m * n];
     let clamp = Some((-50.0, 50.0));
     ptera_bench_mark_begin();
@@ -105,6 +109,7 @@ fn main() {
             &sums,
             &mut out,
             clamp,
+            &mut scratch,
         ),
         packed::Int8Layout::PNx4(nb) => quant::gemm_qd8_f32_pnx4(
             kernel,
