@@ -14,7 +14,7 @@ use ptera::{Error, MethodMeta, OwnedArenas, Program, Shape};
 
 /// Cases whose program holds XNNPACK regions (fp32 or quantized).
 fn delegated(case: &str) -> bool {
-    ["_xnnpack", "_qd8", "_8da4w"]
+    ["_xnnpack", "_qd8", "_8da4w", "_qs8"]
         .iter()
         .any(|k| case.ends_with(k))
 }
@@ -62,11 +62,12 @@ fn xnnpack_fixtures_match_executorch() {
 fn quantized_fixtures_match_executorch() {
     let cases: Vec<String> = cases()
         .into_iter()
-        .filter(|c| c.ends_with("_qd8") || c.ends_with("_8da4w"))
+        .filter(|c| c.ends_with("_qd8") || c.ends_with("_8da4w") || c.ends_with("_qs8"))
         .collect();
     assert!(
-        cases.len() >= 8,
-        "expected qd8 and 8da4w fixtures of the MLP and the language models"
+        cases.len() >= 10,
+        "expected qd8 and 8da4w fixtures of the MLP and the language models, qs8 of the MLP \
+         and the CNN"
     );
     for case in &cases {
         check_case(case, &Registry::standard());

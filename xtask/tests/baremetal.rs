@@ -178,6 +178,8 @@ virt_fixture_tests! {
     virt_llama_qd8 => "llama_qd8",
     virt_llama_8da4w => "llama_8da4w",
     virt_mlp_qs8p => "mlp_qs8p",
+    virt_mlp_qs8 => "mlp_qs8",
+    virt_cnn_qs8 => "cnn_qs8",
     virt_cnn_qs8p => "cnn_qs8p",
     virt_mlp_qd8p => "mlp_qd8p",
     virt_gpt2w_8da4w => "gpt2w_8da4w",

@@ -282,6 +282,23 @@ pub fn execute_plan(
                 continue;
             }
         }
+        if super::qs8::involved(&op, &|id| locs.get(id as usize).map_or(DT_F32, |l| l.dt)) {
+            // Static int8: converts at the graph's edges, int8 products and pooling.
+            if ctx.observed() {
+                let od = dims(op.output());
+                let m = macs(&op, &|id| dims(id), &od);
+                ctx.region_op(index, graph::node_name(step.node()), od.numel(), m);
+            }
+            let values = super::qs8::Values {
+                locs,
+                program,
+                f32s: &locate,
+                scratch: sp,
+                gemm_off: head.gemm_off as usize,
+            };
+            super::qs8::run(&op, clamp, &values)?;
+            continue;
+        }
         if locs
             .get(op.output() as usize)
             .is_some_and(|l| l.dt == DT_QD8)

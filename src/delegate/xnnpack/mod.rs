@@ -16,6 +16,7 @@ mod fold;
 pub mod graph;
 pub mod header;
 mod plan;
+mod qs8;
 pub mod run;
 mod step;
 
@@ -23,7 +24,7 @@ pub use execute::execute_plan;
 use plan::*;
 pub use plan::{Loc, MAX_EXTERNS, MAX_NODES, MAX_VALUES};
 
-use core::mem::{align_of, size_of};
+use core::mem::size_of;
 
 use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
@@ -245,13 +246,15 @@ fn analyze(
             (Dt::xnn_datatype_qcint8, true) => DT_QC8W,
             (Dt::xnn_datatype_qcint4, true) => DT_QC4W,
             (Dt::xnn_datatype_qbint4, true) => DT_QB4W,
+            (Dt::xnn_datatype_qint8, true) => DT_QS8,
+            (Dt::xnn_datatype_qint32 | Dt::xnn_datatype_qcint32, true) => DT_QI32,
             (Dt::xnn_datatype_fp32, true) => {
                 return Err(bad("fp32 value with quantization parameters"))
             }
             _ => {
                 return Err(KernelError::Unsupported {
-                    detail:
-                        "XNNPACK value dtype other than fp32, qdint8, qcint8, qcint4 and qbint4",
+                    detail: "XNNPACK value dtype other than fp32, qdint8, qint8, qint32, qcint8, \
+                             qcint4 and qbint4",
                 })
             }
         };
@@ -272,7 +275,8 @@ fn analyze(
         }
         let overflow = || bad("XNNPACK value size overflows");
         let nbytes = match dt {
-            DT_F32 => numel.checked_mul(4).ok_or_else(overflow)?,
+            DT_F32 | DT_QI32 => numel.checked_mul(4).ok_or_else(overflow)?,
+            DT_QS8 => numel,
             DT_QD8 => {
                 let rows = numel.checked_div(last_dim(&d)).unwrap_or(0);
                 qd8_bytes(numel, rows).ok_or_else(overflow)?
@@ -287,7 +291,9 @@ fn analyze(
         // with their scales in named data (or inline in the graph).
         let mut qi = (dt, 0u32, 0u64, false);
         if let Some(q) = q {
-            if dt == DT_QD8 {
+            if matches!(dt, DT_QS8 | DT_QI32) {
+                qi.2 = qs8::value(&t, &q)?;
+            } else if dt == DT_QD8 {
                 let per_row = q
                     .quant_params_as_per_token_dynamic_quant()
                     .is_some_and(|p| p.num_nonbatch_dims() == 1);
@@ -297,8 +303,10 @@ fn analyze(
                     });
                 }
             } else {
-                if d.rank() != 2 || t.constant_buffer_idx() == 0 || t.flags() != 0 {
-                    return Err(bad("quantized weights must be 2-D constants"));
+                // (4-D: an int8 convolution filter, OHWI.)
+                let rank_ok = d.rank() == 2 || dt == DT_QC8W && d.rank() == 4;
+                if !rank_ok || t.constant_buffer_idx() == 0 || t.flags() != 0 {
+                    return Err(bad("quantized weights must be 2-D (or 4-D int8) constants"));
                 }
                 let n = d.dims()[0];
                 let scale_at = |idx: u32, inline: Option<&[u8]>, bytes: usize| {
@@ -406,7 +414,7 @@ fn analyze(
                     constants,
                     t.constant_buffer_idx(),
                     nbytes,
-                    if dt == DT_F32 { align_of::<f32>() } else { 1 },
+                    if matches!(dt, DT_F32 | DT_QI32) { 4 } else { 1 },
                 )?,
             )
         } else if flags != 0 {
@@ -669,6 +677,7 @@ fn analyze(
         }
         let dt_of = |id: u32| qinfo.get(id as usize).map_or(DT_F32, |q| q.0);
         let dtypes_ok = match op {
+            _ if qs8::involved(&op, &dt_of) => qs8::node_ok(&op, &dt_of, &dims_tab),
             Op::Unary {
                 op: graph::Unary::Copy,
                 x,
@@ -1071,7 +1080,9 @@ fn init_with(
             continue;
         }
         let d = l.dims();
-        let (rows, k) = (d.dims()[0], d.dims()[1]); // quantized filters are 2-D (checked)
+        let &[rows, k] = d.dims() else {
+            continue; // a 4-D int8 convolution filter: no sums (its products are QS8)
+        };
         let qw = execute::quant_weights(program, &l, rows, k)?;
         // SAFETY: the sums table lies inside the checked `req.state` bytes (which cover
         // state_bytes(n, ns, ne, head.n_sums)); its entries for this filter, [sums, sums + rows),

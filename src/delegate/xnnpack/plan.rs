@@ -8,6 +8,7 @@ use super::graph::{bad, MAX_DIMS};
 use super::step::Step;
 use crate::error::KernelError;
 use crate::linalg::quant::packed::Int8Layout;
+use crate::linalg::quant::qs8::Qs8;
 use crate::linalg::quant::QParams;
 use crate::shape::Shape;
 
@@ -70,6 +71,24 @@ pub(super) const DT_QC8W: u32 = 2;
 pub(super) const DT_QC4W: u32 = 3;
 /// 4-bit weights, bf16 scales per group of inputs (`qbint4`).
 pub(super) const DT_QB4W: u32 = 4;
+/// Statically quantized int8 (`qint8`, one scale and zero point per value, [`qs8_aux`] in
+/// `Loc::aux`): internal values only, one byte per element.
+pub(super) const DT_QS8: u32 = 5;
+/// int32 biases of statically quantized products (`qint32` / `qcint32`): constants.
+pub(super) const DT_QI32: u32 = 6;
+
+/// `Loc::aux` of a [`DT_QS8`] value: the scale's bits, the zero point in the high half.
+pub(super) fn qs8_aux(q: Qs8) -> u64 {
+    q.scale.to_bits() as u64 | (q.zero_point as u32 as u64) << 32
+}
+
+/// The quantization [`qs8_aux`] stored.
+pub(super) fn aux_qs8(aux: u64) -> Qs8 {
+    Qs8 {
+        scale: f32::from_bits(aux as u32),
+        zero_point: (aux >> 32) as u32 as i32,
+    }
+}
 
 /// Bytes of a [`DT_QD8`] value: the int8 elements (rounded up to 16), then `rows` parameters.
 pub(super) fn qd8_bytes(numel: usize, rows: usize) -> Option<usize> {

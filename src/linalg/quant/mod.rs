@@ -22,11 +22,13 @@
 //! - `arm`: the Neon `SDOT` (FEAT_DotProd) and `SMMLA` (FEAT_I8MM) tiles, chosen at run time,
 //!   the `SDOT` ones also in base Neon for cores without the dot product (`lanes`); the
 //!   assembly depth loops of the widest ones in `sdot16` (4 × 16) and `smmla8` (8 × 8);
-//! - `sme`: the SME2 `SMOPA` tile (4-way int8 outer products into ZA).
+//! - `sme`: the SME2 `SMOPA` tile (4-way int8 outer products into ZA);
+//! - [`qs8`]: statically quantized int8 (per-tensor activations, XNNPACK's requantization).
 
 pub mod dynamic;
 pub mod gemm;
 pub mod packed;
+pub mod qs8;
 pub mod reference;
 pub mod weights;
 

@@ -1,0 +1,392 @@
+//! Statically quantized int8 (XNNPACK's QS8): per-tensor int8 activations (one scale and zero
+//! point per value, fixed at export), per-channel int8 weights (QC8W, symmetric), int32
+//! biases (scale `input_scale · weight_scale[c]`), and XNNPACK's "fp32" requantization of the
+//! int32 sums into the next int8 value:
+//!
+//! `q_out = clamp(round_even(float(acc) · s[c]) + zp_out, q_min, q_max)`, with
+//! `acc = bias[c] + Σ (q_in - zp_in) · w[c]` (exact, `i32`) and
+//! `s[c] = (input_scale · weight_scale[c]) / output_scale` in `f32`, in that order.
+//!
+//! Converts: fp32 → QS8 `clamp(round_even(x · (1 / scale)), -128 - zp, 127 - zp) + zp`;
+//! QS8 → fp32 `(q - zp) · scale`. A fused activation's float bounds become int8 bounds as
+//! `round_even(clamp(bound / scale + zp, -128, 127))`.
+//!
+//! Every function here is the scalar definition: the same integers as XNNPACK's
+//! microkernels, which only reorder exact integer sums.
+
+use super::dynamic::round_ties_even;
+use crate::linalg::conv::Conv2d;
+
+/// Per-tensor quantization of a QS8 value: `x ≈ (q - zero_point) · scale`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Qs8 {
+    pub scale: f32,
+    pub zero_point: i32,
+}
+
+impl Qs8 {
+    /// The int8 bound of a float clamp bound (`±inf` gives -128 / 127).
+    pub fn bound(&self, v: f32) -> i8 {
+        let q = (v / self.scale + self.zero_point as f32).clamp(-128.0, 127.0);
+        round_ties_even(q) as i8
+    }
+
+    /// The int8 range of a node's output clamp (`None`: the whole int8 range).
+    pub fn range(&self, clamp: Option<(f32, f32)>) -> (i8, i8) {
+        match clamp {
+            Some((lo, hi)) => (self.bound(lo), self.bound(hi)),
+            None => (-128, 127),
+        }
+    }
+}
+
+/// fp32 → QS8.
+pub fn quantize(x: &[f32], q: Qs8, out: &mut [i8]) {
+    let inv = 1.0 / q.scale;
+    let (lo, hi) = ((-128 - q.zero_point) as f32, (127 - q.zero_point) as f32);
+    for (o, &v) in out.iter_mut().zip(x) {
+        let r = round_ties_even((v * inv).max(lo).min(hi));
+        *o = (r as i32 + q.zero_point) as i8;
+    }
+}
+
+/// QS8 → fp32.
+pub fn dequantize(x: &[i8], q: Qs8, out: &mut [f32]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v as i32 - q.zero_point) as f32 * q.scale;
+    }
+}
+
+/// The requantization scale of channel `j`: `(input_scale · weight_scale[j]) /
+/// output_scale` (`weight_scales` little-endian fp32).
+#[inline]
+fn requant_scale(input: Qs8, weight_scales: &[u8], j: usize, output: Qs8) -> f32 {
+    let s = &weight_scales[4 * j..4 * j + 4];
+    input.scale * f32::from_le_bytes([s[0], s[1], s[2], s[3]]) / output.scale
+}
+
+/// One output: the requantized `acc` for channel scale `s`.
+#[inline]
+fn requantize(acc: i32, s: f32, zp: i32, (lo, hi): (i8, i8)) -> i8 {
+    let v = (acc as f32 * s)
+        .max((lo as i32 - zp) as f32)
+        .min((hi as i32 - zp) as f32);
+    (round_ties_even(v) as i32 + zp) as i8
+}
+
+/// Fully connected: `out[i, j]` (`[m, n]`, quantization `qo`, float clamp `clamp`) from rows
+/// `a` (`[m, k]`, quantization `qa`), weights `w(j, t)` (channel `j`, input `t`) with fp32
+/// scales `w_scales` (`n`, little-endian bytes), int32 `bias` (`n`).
+#[allow(clippy::too_many_arguments)]
+pub fn fully_connected(
+    a: &[i8],
+    qa: Qs8,
+    m: usize,
+    k: usize,
+    w: &dyn Fn(usize, usize) -> i32,
+    n: usize,
+    bias: Option<&[i32]>,
+    w_scales: &[u8],
+    qo: Qs8,
+    clamp: Option<(f32, f32)>,
+    out: &mut [i8],
+) {
+    let range = qo.range(clamp);
+    for i in 0..m {
+        let row = &a[i * k..(i + 1) * k];
+        for j in 0..n {
+            let mut acc = bias.map_or(0, |b| b[j]);
+            for (t, &x) in row.iter().enumerate() {
+                acc = acc.wrapping_add((x as i32 - qa.zero_point).wrapping_mul(w(j, t)));
+            }
+            let s = requant_scale(qa, w_scales, j, qo);
+            out[i * n + j] = requantize(acc, s, qo.zero_point, range);
+        }
+    }
+}
+
+/// NHWC convolution of QS8 input `x` (quantization `qx`) with an OHWI int8 filter `w`
+/// (`[OC, KH, KW, IC / groups]`, fp32 scales `w_scales`), int32 `bias`, into QS8 `out`
+/// (`qo`, float clamp `clamp`): taps outside the input count as the input's zero point (they
+/// add nothing).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_nhwc(
+    p: &Conv2d,
+    x: &[i8],
+    qx: Qs8,
+    w: &[i8],
+    bias: Option<&[i32]>,
+    w_scales: &[u8],
+    qo: Qs8,
+    clamp: Option<(f32, f32)>,
+    out: &mut [i8],
+) {
+    let (icg, ocg) = (p.icg(), p.ocg());
+    let (x_zp, range) = (qx.zero_point, qo.range(clamp));
+    for b in 0..p.batch {
+        for oy in 0..p.out_h {
+            for ox in 0..p.out_w {
+                let obase = ((b * p.out_h + oy) * p.out_w + ox) * p.out_c;
+                for oc in 0..p.out_c {
+                    let g = oc / ocg.max(1);
+                    let mut acc = bias.map_or(0, |v| v[oc]);
+                    for ky in 0..p.kh {
+                        let iy = (oy * p.stride_h + ky * p.dil_h) as isize - p.pad_top as isize;
+                        if iy < 0 || iy as usize >= p.in_h {
+                            continue;
+                        }
+                        for kx in 0..p.kw {
+                            let ix =
+                                (ox * p.stride_w + kx * p.dil_w) as isize - p.pad_left as isize;
+                            if ix < 0 || ix as usize >= p.in_w {
+                                continue;
+                            }
+                            let ib = ((b * p.in_h + iy as usize) * p.in_w + ix as usize) * p.in_c
+                                + g * icg;
+                            let wb = ((oc * p.kh + ky) * p.kw + kx) * icg;
+                            for c in 0..icg {
+                                let d = (x[ib + c] as i32 - x_zp).wrapping_mul(w[wb + c] as i32);
+                                acc = acc.wrapping_add(d);
+                            }
+                        }
+                    }
+                    let s = requant_scale(qx, w_scales, oc, qo);
+                    out[obase + oc] = requantize(acc, s, qo.zero_point, range);
+                }
+            }
+        }
+    }
+}
+
+/// The geometry of an NHWC pooling: input `[n, h, w, c]`, output `[n, oh, ow, c]`, window,
+/// strides, dilations and the top / left padding.
+#[derive(Clone, Copy, Debug)]
+pub struct Pool {
+    pub input: (usize, usize, usize, usize),
+    pub output: (usize, usize),
+    pub window: (usize, usize),
+    pub stride: (usize, usize),
+    pub dilation: (usize, usize),
+    pub pad: (usize, usize),
+}
+
+/// NHWC max pooling of QS8 values (same quantization in and out), clamped to `range`; taps
+/// outside the input are skipped.
+pub fn max_pool_nhwc(x: &[i8], p: &Pool, range: (i8, i8), out: &mut [i8]) {
+    let (n, h, w, c) = p.input;
+    let (oh, ow) = p.output;
+    for b in 0..n {
+        for y in 0..oh {
+            for xo in 0..ow {
+                let o = &mut out[((b * oh + y) * ow + xo) * c..][..c];
+                o.fill(i8::MIN);
+                for ky in 0..p.window.0 {
+                    let iy = (y * p.stride.0 + ky * p.dilation.0) as isize - p.pad.0 as isize;
+                    if iy < 0 || iy as usize >= h {
+                        continue;
+                    }
+                    for kx in 0..p.window.1 {
+                        let ix = (xo * p.stride.1 + kx * p.dilation.1) as isize - p.pad.1 as isize;
+                        if ix < 0 || ix as usize >= w {
+                            continue;
+                        }
+                        let i = &x[((b * h + iy as usize) * w + ix as usize) * c..][..c];
+                        for (ov, &iv) in o.iter_mut().zip(i) {
+                            *ov = (*ov).max(iv);
+                        }
+                    }
+                }
+                o.iter_mut().for_each(|v| *v = (*v).clamp(range.0, range.1));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    const Q: Qs8 = Qs8 {
+        scale: 0.5,
+        zero_point: -3,
+    };
+
+    #[test]
+    fn clamp_bounds_round_half_to_even_and_saturate() {
+        assert_eq!(Q.bound(0.0), -3);
+        assert_eq!(Q.bound(0.75), -2); // -1.5 → -2
+        assert_eq!(Q.bound(1.25), -0); // -0.5 → 0
+        assert_eq!(Q.bound(f32::NEG_INFINITY), -128);
+        assert_eq!(Q.bound(f32::INFINITY), 127);
+        assert_eq!(Q.range(None), (-128, 127));
+        assert_eq!(Q.range(Some((0.0, 6.0))), (-3, 9));
+    }
+
+    #[test]
+    fn converts_round_half_to_even_and_saturate() {
+        let x = [0.25, 0.75, -0.25, 1000.0, -1000.0, 2.0];
+        let mut q = [0i8; 6];
+        quantize(&x, Q, &mut q);
+        // x / 0.5: 0.5 → 0, 1.5 → 2, -0.5 → 0, saturated, saturated, 4; then + zp.
+        assert_eq!(q, [-3, -1, -3, 127, -128, 1]);
+        let mut back = [0f32; 6];
+        dequantize(&q, Q, &mut back);
+        assert_eq!(back, [0.0, 1.0, 0.0, 65.0, -62.5, 2.0]);
+    }
+
+    fn scales(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|s| s.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn fully_connected_requantizes_each_channel() {
+        // Rows [1, 2] and [3, -1] (zero point 1), two channels, biases 5 and -2.
+        let qa = Qs8 {
+            scale: 1.0,
+            zero_point: 1,
+        };
+        let qo = Qs8 {
+            scale: 4.0,
+            zero_point: 7,
+        };
+        let w = [[3, -4], [2, 1]];
+        let ws = scales(&[2.0, 6.0]);
+        let mut out = [0i8; 4];
+        let weight = |j: usize, t: usize| w[j][t];
+        fully_connected(
+            &[1, 2, 3, -1],
+            qa,
+            2,
+            2,
+            &weight,
+            2,
+            Some(&[5, -2]),
+            &ws,
+            qo,
+            None,
+            &mut out,
+        );
+        // Sums: 5 + 0·3 + 1·(-4) = 1, -2 + 0·2 + 1·1 = -1, 5 + 2·3 - 2·(-4) = 19,
+        // -2 + 2·2 - 2·1 = 0; scales 1·2/4 = 0.5 and 1·6/4 = 1.5:
+        // 0.5 → 0, -1.5 → -2, 9.5 → 10, 0 → 0; plus 7.
+        assert_eq!(out, [7, 5, 17, 7]);
+        // A ReLU (float 0 ↦ the zero point) raises the negative one.
+        fully_connected(
+            &[1, 2, 3, -1],
+            qa,
+            2,
+            2,
+            &weight,
+            2,
+            Some(&[5, -2]),
+            &ws,
+            qo,
+            Some((0.0, f32::INFINITY)),
+            &mut out,
+        );
+        assert_eq!(out, [7, 7, 17, 7]);
+    }
+
+    #[test]
+    fn convolution_is_the_product_over_each_window_and_padding_adds_nothing() {
+        let mut rng = 12345u32;
+        let mut next = || {
+            rng = rng.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (rng >> 16) as i8
+        };
+        let (h, w, c, oc) = (5, 4, 3, 2);
+        let qx = Qs8 {
+            scale: 0.02,
+            zero_point: 5,
+        };
+        let qo = Qs8 {
+            scale: 0.7,
+            zero_point: -9,
+        };
+        let x: Vec<i8> = (0..h * w * c).map(|_| next()).collect();
+        let filt: Vec<i8> = (0..oc * 9 * c).map(|_| next()).collect();
+        let ws = scales(&[0.03, 0.05]);
+        let p = Conv2d {
+            batch: 1,
+            in_h: h,
+            in_w: w,
+            in_c: c,
+            out_h: h,
+            out_w: w,
+            out_c: oc,
+            kh: 3,
+            kw: 3,
+            stride_h: 1,
+            stride_w: 1,
+            dil_h: 1,
+            dil_w: 1,
+            pad_top: 1,
+            pad_left: 1,
+            groups: 1,
+        };
+        let mut got = vec![0i8; h * w * oc];
+        conv2d_nhwc(
+            &p,
+            &x,
+            qx,
+            &filt,
+            Some(&[100, -50]),
+            &ws,
+            qo,
+            None,
+            &mut got,
+        );
+        // Each output as a one-row product over its window, the outside taps given the
+        // input's zero point.
+        for oy in 0..h {
+            for ox in 0..w {
+                let mut row = vec![qx.zero_point as i8; 9 * c];
+                for ky in 0..3 {
+                    for kx in 0..3 {
+                        let (iy, ix) =
+                            (oy as isize + ky as isize - 1, ox as isize + kx as isize - 1);
+                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                            let i = (iy as usize * w + ix as usize) * c;
+                            row[(ky * 3 + kx) * c..][..c].copy_from_slice(&x[i..i + c]);
+                        }
+                    }
+                }
+                let weight = |j: usize, t: usize| filt[j * 9 * c + t] as i32;
+                let mut want = [0i8; 2];
+                fully_connected(
+                    &row,
+                    qx,
+                    1,
+                    9 * c,
+                    &weight,
+                    oc,
+                    Some(&[100, -50]),
+                    &ws,
+                    qo,
+                    None,
+                    &mut want,
+                );
+                assert_eq!(&got[(oy * w + ox) * oc..][..oc], &want, "({oy}, {ox})");
+            }
+        }
+    }
+
+    #[test]
+    fn max_pooling_skips_padding_and_clamps() {
+        // 1 × 2 × 2 × 1 input, 2 × 2 window, stride 1, padding 1 on top and left: 3 × 3.
+        let x = [-100i8, 20, 7, -128];
+        let p = Pool {
+            input: (1, 2, 2, 1),
+            output: (3, 3),
+            window: (2, 2),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: (1, 1),
+        };
+        let mut out = [0i8; 9];
+        max_pool_nhwc(&x, &p, (-50, 10), &mut out);
+        assert_eq!(out, [-50, 10, 10, 7, 10, 10, 7, 7, -50]);
+    }
+}
