@@ -86,6 +86,20 @@ fn quantized_fixtures_match_executorch() {
     }
 }
 
+/// A static int8 program whose output is an int8 value converted to fp32 (the CNN's last
+/// product): ptera's integers are ExecuTorch's (XNNPACK's requantization, its rounding of
+/// ties to even, its order of `(input_scale · weight_scale) / output_scale`), so the output
+/// is the same bits, not merely close.
+#[test]
+fn static_int8_outputs_are_executorch_bits() {
+    let got = run_case("cnn_qs8", &Registry::standard()).unwrap();
+    let want = outputs("cnn_qs8");
+    assert_eq!(got.len(), want.len());
+    for ((_, _, g), w) in got.iter().zip(&want) {
+        assert_eq!(g, &w.f64(), "cnn_qs8 output");
+    }
+}
+
 /// The wide quantized GPT-2 (`gpt2w_8da4w`: T = 128, MLP width 1,024) runs its GELU region in
 /// chunks of rows (`delegate::xnnpack`'s row chunks): three of its seven `[128, 1024]` fp32
 /// intermediates are alive at once, 1.5 MiB of scratch; a chunk of 32 rows needs a quarter of

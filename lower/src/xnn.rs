@@ -139,6 +139,14 @@ pub fn regions(
                 _ => 0,
             }
         };
+        let is_qint8 = |id: u32| {
+            let i = id as usize;
+            (i < values.len())
+                .then(|| values.get(i))
+                .and_then(|v| v.xvalue_union_as_xnnquantized_tensor_value())
+                .and_then(|q| q.tensor_value())
+                .is_some_and(|t| t.datatype() == xf::XNNDatatype::xnn_datatype_qint8)
+        };
         let mut other_use: Vec<u32> = Vec::new();
         let mut nodes: BTreeMap<&'static str, usize> = BTreeMap::new();
         let (mut fc_nodes, mut conv_nodes) = (0, 0);
@@ -151,6 +159,12 @@ pub fn regions(
             // Filters read as a GEMM's B: fully-connected (either way) and one-group,
             // non-depthwise convolutions (`[OC, KH, KW, C]`, B = its `[OC, K]` view transposed).
             let filter = match op {
+                // A statically quantized product (int8 input) reads its int8 filter row-major
+                // (as any other reader: never repacked).
+                Op::FullyConnected { x, .. } if is_qint8(x) => {
+                    fc_nodes += 1;
+                    None
+                }
                 Op::FullyConnected {
                     x, w, transpose_w, ..
                 } => {

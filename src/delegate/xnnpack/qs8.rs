@@ -10,8 +10,8 @@ use super::graph::{bad, Op, Unary, INVALID_ID};
 use super::plan::*;
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
-use crate::linalg::quant::packed;
 use crate::linalg::quant::qs8::{self as kernels, Qs8};
+use crate::linalg::quant::{packed, QuantKernel};
 use crate::shape::Shape;
 
 /// `Loc::aux` of a `qint8` value (its per-tensor scale and zero point) or of an int32 bias
@@ -158,6 +158,28 @@ impl Values<'_> {
         Ok(Some(ints))
     }
 
+    /// The row-major int8 filter `w` (`[n, k]`, or OHWI with `k = KH·KW·C`) and its fp32
+    /// scales.
+    fn row_major(&self, w: u32, n: usize, k: usize) -> Result<(&[u8], &[u8]), KernelError> {
+        let l = self.loc(w)?;
+        let len = n.checked_mul(k).ok_or(bad("int8 filter size overflows"))?;
+        let data = self
+            .program
+            .get(l.offset as usize..)
+            .and_then(|d| d.get(..len))
+            .filter(|_| flags_layout(l.flags) == packed::Int8Layout::RowMajor)
+            .ok_or(bad("int8 filter outside the program or repacked"))?;
+        Ok((data, self.scales(l, n)?))
+    }
+
+    /// The `n` fp32 scales of an int8 filter (little-endian bytes).
+    fn scales(&self, l: &Loc, n: usize) -> Result<&[u8], KernelError> {
+        self.program
+            .get(l.aux as usize..)
+            .and_then(|s| s.get(..n.checked_mul(4)?))
+            .ok_or(bad("int8 filter scales outside the program"))
+    }
+
     /// The int8 filter `w` of `n` channels of `k` inputs: its weight accessor (row-major or
     /// repacked for an integer tile by the lowering) and its fp32 scales.
     fn filter(
@@ -174,11 +196,7 @@ impl Values<'_> {
             .get(l.offset as usize..)
             .and_then(|d| d.get(..len))
             .ok_or(bad("int8 filter outside the program"))?;
-        let scales = self
-            .program
-            .get(l.aux as usize..)
-            .and_then(|s| s.get(..n.checked_mul(4)?))
-            .ok_or(bad("int8 filter scales outside the program"))?;
+        let scales = self.scales(l, n)?;
         let weight = move |j: usize, t: usize| match layout {
             packed::Int8Layout::RowMajor => data[j * k + t] as i8 as i32,
             packed::Int8Layout::P4x4 => packed::packed_weight(data, k, j, t),
@@ -242,9 +260,18 @@ pub(super) fn run(op: &Op, clamp: Option<(f32, f32)>, v: &Values<'_>) -> Result<
             if m * k != a.len() || m * n != o.len() {
                 return Err(sizes());
             }
-            let (weight, scales) = v.filter(w, n, k)?;
+            let l = v.loc(w)?;
             let b = v.bias(bias, n)?;
-            kernels::fully_connected(a, qa, m, k, &weight, n, b, scales, qo, clamp, o);
+            if flags_layout(l.flags) == packed::Int8Layout::RowMajor {
+                let (rows, scales) = v.row_major(w, n, k)?;
+                let kernel = QuantKernel::select();
+                kernels::fully_connected_rows(
+                    kernel, a, qa, m, k, rows, n, b, scales, qo, clamp, o,
+                );
+            } else {
+                let (weight, scales) = v.filter(w, n, k)?;
+                kernels::fully_connected(a, qa, m, k, &weight, n, b, scales, qo, clamp, o);
+            }
         }
         Op::Conv {
             x,
@@ -269,20 +296,12 @@ pub(super) fn run(op: &Op, clamp: Option<(f32, f32)>, v: &Values<'_>) -> Result<
             if !ok {
                 return Err(sizes());
             }
-            let l = v.loc(w)?;
-            let filt = v
-                .program
-                .get(l.offset as usize..)
-                .and_then(|d| d.get(..n * k))
-                .filter(|_| flags_layout(l.flags) == packed::Int8Layout::RowMajor)
-                .ok_or(bad(
-                    "int8 convolution filter outside the program or repacked",
-                ))?;
+            let (filt, scales) = v.row_major(w, n, k)?;
             // SAFETY: bytes reinterpreted as int8, same size and alignment.
             let filt = unsafe { core::slice::from_raw_parts(filt.as_ptr() as *const i8, n * k) };
-            let (_, scales) = v.filter(w, n, k)?;
             let b = v.bias(bias, n)?;
-            kernels::conv2d_nhwc(&p, xs, qx, filt, b, scales, qo, clamp, o);
+            let kernel = QuantKernel::select();
+            kernels::conv2d_nhwc_rows(kernel, &p, xs, qx, filt, b, scales, qo, clamp, o);
         }
         Op::Pool { x, out, win, .. } => {
             let (xd, od) = (dims(x)?, dims(out)?);

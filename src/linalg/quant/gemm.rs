@@ -75,8 +75,8 @@ fn has_i8mm() -> bool {
         && select::selected() != Isa::Generic
 }
 
-const MR: usize = 4;
-const NR: usize = 4;
+pub(super) const MR: usize = 4;
+pub(super) const NR: usize = 4;
 
 fn bad(detail: &'static str) -> KernelError {
     KernelError::Value { arg: 0, detail }
@@ -168,7 +168,7 @@ fn row_sum(w: &QWeights<'_>, k: usize, j: usize, lo: usize, hi: usize) -> i32 {
 /// Integer sums of one tile over `[lo, hi)`: the vector tile on the largest aligned run, the
 /// portable tile on the rest.
 #[allow(clippy::too_many_arguments)]
-fn tile_sums(
+pub(super) fn tile_sums(
     kernel: QuantKernel,
     a: &[i8],
     k: usize,

@@ -15,6 +15,8 @@
 //! microkernels, which only reorder exact integer sums.
 
 use super::dynamic::round_ties_even;
+use super::gemm::{tile_sums, QuantKernel, MR, NR};
+use super::weights::QWeights;
 use crate::linalg::conv::Conv2d;
 
 /// Per-tensor quantization of a QS8 value: `x ≈ (q - zero_point) · scale`.
@@ -101,6 +103,194 @@ pub fn fully_connected(
             }
             let s = requant_scale(qa, w_scales, j, qo);
             out[i * n + j] = requantize(acc, s, qo.zero_point, range);
+        }
+    }
+}
+
+/// Output channels per block of [`Channels`].
+const CH: usize = 64;
+
+/// The per-channel constants of up to [`CH`] consecutive output channels of a row-major
+/// int8 filter: `Σ w`, the requantization scale and the bias.
+struct Channels {
+    j0: usize,
+    count: usize,
+    wsum: [i32; CH],
+    scale: [f32; CH],
+    bias: [i32; CH],
+}
+
+impl Channels {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        j0: usize,
+        n: usize,
+        w: &[u8],
+        k: usize,
+        qa: Qs8,
+        ws: &[u8],
+        qo: Qs8,
+        bias: Option<&[i32]>,
+    ) -> Self {
+        let count = (n - j0).min(CH);
+        let mut c = Channels {
+            j0,
+            count,
+            wsum: [0; CH],
+            scale: [0.0; CH],
+            bias: [0; CH],
+        };
+        for jj in 0..count {
+            let j = j0 + jj;
+            c.wsum[jj] = w[j * k..(j + 1) * k].iter().map(|&b| b as i8 as i32).sum();
+            c.scale[jj] = requant_scale(qa, ws, j, qo);
+            c.bias[jj] = bias.map_or(0, |b| b[j]);
+        }
+        c
+    }
+
+    /// Rows `a` (`[m, k]`) times these channels into `out` (rows `n` apart, column `j0`
+    /// first), 4 rows × 4 channels at a time through [`tile_sums`].
+    #[allow(clippy::too_many_arguments)]
+    fn rows(
+        &self,
+        kernel: QuantKernel,
+        a: &[i8],
+        qa: Qs8,
+        m: usize,
+        k: usize,
+        qw: &QWeights<'_>,
+        n: usize,
+        qo: Qs8,
+        range: (i8, i8),
+        out: &mut [i8],
+    ) {
+        let last = self.j0 + self.count - 1;
+        for c0 in (0..self.count).step_by(NR) {
+            let cols: [usize; NR] = core::array::from_fn(|c| (self.j0 + c0 + c).min(last));
+            for i0 in (0..m).step_by(MR) {
+                let rows: [usize; MR] = core::array::from_fn(|r| (i0 + r).min(m - 1));
+                let s = tile_sums(kernel, a, k, &rows, qw, &cols, 0, k);
+                for (r, sr) in s.iter().enumerate().take((m - i0).min(MR)) {
+                    for (c, &sc) in sr.iter().enumerate().take((self.count - c0).min(NR)) {
+                        let jj = c0 + c;
+                        let acc = self.bias[jj]
+                            .wrapping_add(sc)
+                            .wrapping_sub(qa.zero_point.wrapping_mul(self.wsum[jj]));
+                        out[(i0 + r) * n + self.j0 + jj] =
+                            requantize(acc, self.scale[jj], qo.zero_point, range);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`fully_connected`] over a row-major int8 filter `w` (`[n, k]` bytes), 4 rows × 4
+/// channels at a time through the integer tiles of [`super::gemm`] (`SDOT` where `kernel` is
+/// `NeonDot`): `bias + Σ a·w - zp·Σ w`, the same integers in another order.
+#[allow(clippy::too_many_arguments)]
+pub fn fully_connected_rows(
+    kernel: QuantKernel,
+    a: &[i8],
+    qa: Qs8,
+    m: usize,
+    k: usize,
+    w: &[u8],
+    n: usize,
+    bias: Option<&[i32]>,
+    w_scales: &[u8],
+    qo: Qs8,
+    clamp: Option<(f32, f32)>,
+    out: &mut [i8],
+) {
+    if m == 0 {
+        return;
+    }
+    let qw = QWeights::Qc8w {
+        data: w,
+        scales: w_scales,
+    };
+    let range = qo.range(clamp);
+    for j0 in (0..n).step_by(CH) {
+        let c = Channels::new(j0, n, w, k, qa, w_scales, qo, bias);
+        c.rows(kernel, a, qa, m, k, &qw, n, qo, range, out);
+    }
+}
+
+/// Bytes of the 4-row patch buffer [`conv2d_nhwc_rows`] keeps on the stack.
+const PATCH: usize = 8192;
+
+/// [`conv2d_nhwc`] for one group: 4 output pixels' input patches (`KH·KW·C` bytes each, taps
+/// outside the input given the zero point) gathered on the stack, times the OHWI filter as
+/// a row-major `[OC, KH·KW·C]` matrix through [`fully_connected_rows`]'s tiles; the same
+/// integers. Falls back to [`conv2d_nhwc`] for several groups or patches over 2,048 bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_nhwc_rows(
+    kernel: QuantKernel,
+    p: &Conv2d,
+    x: &[i8],
+    qx: Qs8,
+    w: &[i8],
+    bias: Option<&[i32]>,
+    w_scales: &[u8],
+    qo: Qs8,
+    clamp: Option<(f32, f32)>,
+    out: &mut [i8],
+) {
+    let k = p.kh * p.kw * p.in_c;
+    if p.groups != 1 || k == 0 || MR * k > PATCH {
+        return conv2d_nhwc(p, x, qx, w, bias, w_scales, qo, clamp, out);
+    }
+    let n = p.out_c;
+    // SAFETY: i8 and u8 have the same size and alignment.
+    let wb = unsafe { core::slice::from_raw_parts(w.as_ptr() as *const u8, w.len()) };
+    let qw = QWeights::Qc8w {
+        data: wb,
+        scales: w_scales,
+    };
+    let range = qo.range(clamp);
+    let pixels = p.batch * p.out_h * p.out_w;
+    let mut patch = [0i8; PATCH];
+    for j0 in (0..n).step_by(CH) {
+        let c = Channels::new(j0, n, wb, k, qx, w_scales, qo, bias);
+        for p0 in (0..pixels).step_by(MR) {
+            let here = (pixels - p0).min(MR);
+            for r in 0..here {
+                let px = p0 + r;
+                let (b, oy, ox) = (
+                    px / (p.out_h * p.out_w),
+                    px / p.out_w % p.out_h,
+                    px % p.out_w,
+                );
+                let row = &mut patch[r * k..(r + 1) * k];
+                for ky in 0..p.kh {
+                    let iy = (oy * p.stride_h + ky * p.dil_h) as isize - p.pad_top as isize;
+                    for kx in 0..p.kw {
+                        let ix = (ox * p.stride_w + kx * p.dil_w) as isize - p.pad_left as isize;
+                        let dst = &mut row[(ky * p.kw + kx) * p.in_c..][..p.in_c];
+                        if iy < 0 || iy as usize >= p.in_h || ix < 0 || ix as usize >= p.in_w {
+                            dst.fill(qx.zero_point as i8);
+                        } else {
+                            let i = ((b * p.in_h + iy as usize) * p.in_w + ix as usize) * p.in_c;
+                            dst.copy_from_slice(&x[i..i + p.in_c]);
+                        }
+                    }
+                }
+            }
+            let o = &mut out[p0 * n..(p0 + here) * n];
+            c.rows(
+                kernel,
+                &patch[..here * k],
+                qx,
+                here,
+                k,
+                &qw,
+                n,
+                qo,
+                range,
+                o,
+            );
         }
     }
 }
@@ -388,5 +578,156 @@ mod tests {
         let mut out = [0i8; 9];
         max_pool_nhwc(&x, &p, (-50, 10), &mut out);
         assert_eq!(out, [-50, 10, 10, 7, 10, 10, 7, 7, -50]);
+    }
+
+    /// A small deterministic generator of int8 values.
+    fn bytes(seed: u32, n: usize) -> Vec<i8> {
+        let mut r = seed;
+        (0..n)
+            .map(|_| {
+                r = r.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (r >> 16) as i8
+            })
+            .collect()
+    }
+
+    fn kernels() -> Vec<QuantKernel> {
+        let mut k = vec![QuantKernel::Portable, QuantKernel::select()];
+        k.dedup();
+        k
+    }
+
+    #[test]
+    fn tiled_products_are_the_scalar_definition() {
+        let qa = Qs8 {
+            scale: 0.03,
+            zero_point: -7,
+        };
+        let qo = Qs8 {
+            scale: 0.9,
+            zero_point: 11,
+        };
+        for &(m, k, n) in &[
+            (1, 16, 1),
+            (3, 48, 17),
+            (17, 32, 3),
+            (5, 129, 129),
+            (4, 272, 8),
+        ] {
+            let a = bytes(m as u32, m * k);
+            let w: Vec<u8> = bytes(k as u32, n * k).iter().map(|&v| v as u8).collect();
+            let ws = scales(&(0..n).map(|j| 0.002 + j as f32 * 1e-4).collect::<Vec<_>>());
+            let bias: Vec<i32> = (0..n as i32).map(|j| j * 37 - 500).collect();
+            let clamp = Some((-3.0, 40.0));
+            let mut want = vec![0i8; m * n];
+            let weight = |j: usize, t: usize| w[j * k + t] as i8 as i32;
+            fully_connected(
+                &a,
+                qa,
+                m,
+                k,
+                &weight,
+                n,
+                Some(&bias),
+                &ws,
+                qo,
+                clamp,
+                &mut want,
+            );
+            for kern in kernels() {
+                let mut got = vec![0i8; m * n];
+                fully_connected_rows(
+                    kern,
+                    &a,
+                    qa,
+                    m,
+                    k,
+                    &w,
+                    n,
+                    Some(&bias),
+                    &ws,
+                    qo,
+                    clamp,
+                    &mut got,
+                );
+                assert_eq!(got, want, "{kern:?} {m}x{k}x{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn tiled_convolutions_are_the_scalar_definition() {
+        let qx = Qs8 {
+            scale: 0.05,
+            zero_point: 3,
+        };
+        let qo = Qs8 {
+            scale: 0.4,
+            zero_point: -20,
+        };
+        // (h, w, c, oc, k, stride, pad): a 3-channel stem (depth 27), odd sizes, stride 2.
+        for &(h, w, c, oc, kk, st, pad) in &[
+            (16, 16, 3, 8, 3, 1, 1),
+            (9, 7, 5, 17, 3, 2, 1),
+            (5, 5, 16, 3, 1, 1, 0),
+            (6, 4, 2, 65, 5, 2, 2),
+        ] {
+            let out_h = (h + 2 * pad - kk) / st + 1;
+            let out_w = (w + 2 * pad - kk) / st + 1;
+            let p = Conv2d {
+                batch: 2,
+                in_h: h,
+                in_w: w,
+                in_c: c,
+                out_h,
+                out_w,
+                out_c: oc,
+                kh: kk,
+                kw: kk,
+                stride_h: st,
+                stride_w: st,
+                dil_h: 1,
+                dil_w: 1,
+                pad_top: pad,
+                pad_left: pad,
+                groups: 1,
+            };
+            let x = bytes(7, 2 * h * w * c);
+            let filt = bytes(9, oc * kk * kk * c);
+            let ws = scales(&(0..oc).map(|j| 0.01 + j as f32 * 1e-3).collect::<Vec<_>>());
+            let bias: Vec<i32> = (0..oc as i32).map(|j| 100 - j * 13).collect();
+            let mut want = vec![0i8; 2 * out_h * out_w * oc];
+            conv2d_nhwc(
+                &p,
+                &x,
+                qx,
+                &filt,
+                Some(&bias),
+                &ws,
+                qo,
+                Some((0.0, 6.0)),
+                &mut want,
+            );
+            for kern in kernels() {
+                let mut got = vec![0i8; want.len()];
+                let b = Some(bias.as_slice());
+                conv2d_nhwc_rows(
+                    kern,
+                    &p,
+                    &x,
+                    qx,
+                    &filt,
+                    b,
+                    &ws,
+                    qo,
+                    Some((0.0, 6.0)),
+                    &mut got,
+                );
+                assert_eq!(
+                    got, want,
+                    "{kern:?} {h}x{w}x{c} -> {oc}, k {kk}, stride {st}"
+                );
+            }
+        }
     }
 }

@@ -88,10 +88,8 @@ fn main() {
     } else {
         QuantKernel::select()
     };
-    let mut scratch = vec![
-        0f32;
-        quant::pnx4_scratch_f32(m, k, w2).max(quant::p8x8_scratch_f32(m, k))
-    ];
+    let mut scratch =
+        vec![0f32; quant::pnx4_scratch_f32(m, k, w2).max(quant::p8x8_scratch_f32(m, k))];
     let mut out = vec![0f32; m * n];
     let clamp = Some((-50.0, 50.0));
     ptera_bench_mark_begin();
