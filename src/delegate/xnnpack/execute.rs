@@ -282,7 +282,11 @@ pub fn execute_plan(
                 continue;
             }
         }
-        if super::qs8::involved(&op, &|id| locs.get(id as usize).map_or(DT_F32, |l| l.dt)) {
+        let dt = |id: u32| locs.get(id as usize).map_or(DT_F32, |l| l.dt);
+        let out_dt = dt(op.output());
+        // Every static int8 node writes an int8 value but the convert back to fp32.
+        let int8_in = |op: &Op| matches!(*op, Op::Unary { x, .. } if dt(x) == DT_QS8);
+        if out_dt == DT_QS8 || int8_in(&op) {
             // Static int8: converts at the graph's edges, int8 products and pooling.
             if ctx.observed() {
                 let od = dims(op.output());
@@ -299,10 +303,7 @@ pub fn execute_plan(
             super::qs8::run(&op, clamp, &values)?;
             continue;
         }
-        if locs
-            .get(op.output() as usize)
-            .is_some_and(|l| l.dt == DT_QD8)
-        {
+        if out_dt == DT_QD8 {
             // fp32 rows → int8 rows and their parameters (a convert node, checked at load).
             let Op::Unary { x, .. } = op else {
                 return Err(bad("quantized output of a node other than a convert"));
