@@ -102,6 +102,27 @@ fn every_delegated_fixture_lowered_for_every_target_matches_executorch() {
     );
 }
 
+/// Static int8 regions (`_qs8`: int8 activations, `qcint8` filters) are converted like the
+/// others, but their filters stay row-major: the static products read them so (`--target`s
+/// with every integer tile: lane-indexed `SDOT`, `SMMLA`, `SMOPA`). Their outputs are checked
+/// by the tests above.
+#[test]
+fn static_int8_filters_stay_row_major() {
+    for case in ["mlp_qs8", "cnn_qs8"] {
+        let input = pte(case);
+        for t in ["neon", "sve2:256", "sme2:512"] {
+            let out = lower(input.as_slice(), &Target::parse(t).unwrap(), &mut |_, _| {}).unwrap();
+            for m in &out.report.methods {
+                assert!(!m.converted.is_empty(), "{case} ({t}): no region converted");
+                for c in &m.converted {
+                    let repacked = c.repacked_int8_filters + c.packed_filters;
+                    assert_eq!(repacked, 0, "{case} ({t}): an int8 filter repacked");
+                }
+            }
+        }
+    }
+}
+
 /// `--backend none`: only the rewrites and the re-plan. Every fixture keeps standard kernel
 /// calls (no PteraBackend delegate appears, XNNPACK regions stay XNNPACK's) and still matches
 /// ExecuTorch; over the fixtures the rewrites fold, remove copies and rewrite LM heads.

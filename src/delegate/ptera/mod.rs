@@ -957,59 +957,53 @@ fn linear_quant(
             scales,
             layout,
         } => {
-            let product = match *layout {
-                Int8Layout::P8x8 => {
-                    quant::gemm_qd8_f32_p8x8(
-                        kernel,
-                        q,
-                        params,
-                        rows,
-                        k,
-                        data,
-                        scales,
-                        n,
-                        direct_bias,
-                        sums,
-                        c,
-                        None,
-                        work,
-                    )?;
-                    return finish(l, bias, c);
-                }
-                Int8Layout::PNx4(nb) => {
-                    quant::gemm_qd8_f32_pnx4(
-                        kernel,
-                        q,
-                        params,
-                        rows,
-                        k,
-                        (data, nb),
-                        scales,
-                        n,
-                        direct_bias,
-                        sums,
-                        c,
-                        None,
-                        work,
-                    )?;
-                    return finish(l, bias, c);
-                }
-                _ => quant::gemm_qd8_f32_p4x4,
-            };
-            product(
-                kernel,
-                q,
-                params,
-                rows,
-                k,
-                data,
-                scales,
-                n,
-                direct_bias,
-                sums,
-                c,
-                None,
-            )?
+            // The SMMLA and SME2 tiles pack the rows in `work`.
+            match *layout {
+                Int8Layout::P8x8 => quant::gemm_qd8_f32_p8x8(
+                    kernel,
+                    q,
+                    params,
+                    rows,
+                    k,
+                    data,
+                    scales,
+                    n,
+                    direct_bias,
+                    sums,
+                    c,
+                    None,
+                    work,
+                )?,
+                Int8Layout::PNx4(nb) => quant::gemm_qd8_f32_pnx4(
+                    kernel,
+                    q,
+                    params,
+                    rows,
+                    k,
+                    (data, nb),
+                    scales,
+                    n,
+                    direct_bias,
+                    sums,
+                    c,
+                    None,
+                    work,
+                )?,
+                _ => quant::gemm_qd8_f32_p4x4(
+                    kernel,
+                    q,
+                    params,
+                    rows,
+                    k,
+                    data,
+                    scales,
+                    n,
+                    direct_bias,
+                    sums,
+                    c,
+                    None,
+                )?,
+            }
         }
     }
     finish(l, bias, c)

@@ -443,40 +443,19 @@ mod tests {
         };
         let w = [[3, -4], [2, 1]];
         let ws = scales(&[2.0, 6.0]);
-        let mut out = [0i8; 4];
         let weight = |j: usize, t: usize| w[j][t];
-        fully_connected(
-            &[1, 2, 3, -1],
-            qa,
-            2,
-            2,
-            &weight,
-            2,
-            Some(&[5, -2]),
-            &ws,
-            qo,
-            None,
-            &mut out,
-        );
+        let run = |clamp| {
+            let mut out = [0i8; 4];
+            let (a, b) = ([1, 2, 3, -1], Some(&[5, -2][..]));
+            fully_connected(&a, qa, 2, 2, &weight, 2, b, &ws, qo, clamp, &mut out);
+            out
+        };
         // Sums: 5 + 0·3 + 1·(-4) = 1, -2 + 0·2 + 1·1 = -1, 5 + 2·3 - 2·(-4) = 19,
         // -2 + 2·2 - 2·1 = 0; scales 1·2/4 = 0.5 and 1·6/4 = 1.5:
         // 0.5 → 0, -1.5 → -2, 9.5 → 10, 0 → 0; plus 7.
-        assert_eq!(out, [7, 5, 17, 7]);
+        assert_eq!(run(None), [7, 5, 17, 7]);
         // A ReLU (float 0 ↦ the zero point) raises the negative one.
-        fully_connected(
-            &[1, 2, 3, -1],
-            qa,
-            2,
-            2,
-            &weight,
-            2,
-            Some(&[5, -2]),
-            &ws,
-            qo,
-            Some((0.0, f32::INFINITY)),
-            &mut out,
-        );
-        assert_eq!(out, [7, 7, 17, 7]);
+        assert_eq!(run(Some((0.0, f32::INFINITY))), [7, 7, 17, 7]);
     }
 
     #[test]
