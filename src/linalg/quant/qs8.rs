@@ -149,6 +149,18 @@ impl Channels {
         c
     }
 
+    /// The last `k % 16` weights of each of these channels, zero-padded to 16, channel after
+    /// channel into `tails` (16·[`CH`] bytes); nothing when `k % 16 == 0`.
+    fn tails(&self, w: &[u8], k: usize, tails: &mut [u8; 16 * CH]) {
+        let run = k / 16 * 16;
+        if run < k {
+            for jj in 0..self.count {
+                let j = self.j0 + jj;
+                tails[16 * jj..16 * jj + k - run].copy_from_slice(&w[j * k + run..(j + 1) * k]);
+            }
+        }
+    }
+
     /// Rows `a` (`[m, k]`) times these channels into `out` (rows `n` apart, column `j0`
     /// first), 4 rows × 4 channels at a time through [`tile_sums`].
     #[allow(clippy::too_many_arguments)]
@@ -160,17 +172,41 @@ impl Channels {
         m: usize,
         k: usize,
         qw: &QWeights<'_>,
+        tails: &[u8],
         n: usize,
         qo: Qs8,
         range: (i8, i8),
         out: &mut [i8],
     ) {
         let last = self.j0 + self.count - 1;
+        // The depth's rest (`k % 16`) goes through a 16-deep tile too: the channels' last
+        // weights (`tails`, see [`Channels::tails`]) and the 4 rows' last inputs, zero-padded
+        // to 16.
+        let run = k / 16 * 16;
+        let all: [usize; MR] = core::array::from_fn(|r| r);
+        let tails = QWeights::Qc8w {
+            data: tails,
+            scales: &[],
+        };
         for c0 in (0..self.count).step_by(NR) {
             let cols: [usize; NR] = core::array::from_fn(|c| (self.j0 + c0 + c).min(last));
+            let local = cols.map(|j| j - self.j0);
             for i0 in (0..m).step_by(MR) {
                 let rows: [usize; MR] = core::array::from_fn(|r| (i0 + r).min(m - 1));
-                let s = tile_sums(kernel, a, k, &rows, qw, &cols, 0, k);
+                let mut s = tile_sums(kernel, a, k, &rows, qw, &cols, 0, run);
+                if run < k {
+                    // The rows' rests, zero-padded to 16, times the channels' tails.
+                    let mut at = [0i8; 16 * MR];
+                    for (r, &i) in rows.iter().enumerate() {
+                        at[16 * r..16 * r + k - run].copy_from_slice(&a[i * k + run..(i + 1) * k]);
+                    }
+                    let rest = tile_sums(kernel, &at, 16, &all, &tails, &local, 0, 16);
+                    for (sr, rr) in s.iter_mut().zip(rest) {
+                        for (sc, rc) in sr.iter_mut().zip(rr) {
+                            *sc = sc.wrapping_add(rc);
+                        }
+                    }
+                }
                 for (r, sr) in s.iter().enumerate().take((m - i0).min(MR)) {
                     for (c, &sc) in sr.iter().enumerate().take((self.count - c0).min(NR)) {
                         let jj = c0 + c;
@@ -212,9 +248,11 @@ pub fn fully_connected_rows(
         scales: w_scales,
     };
     let range = qo.range(clamp);
+    let mut tails = [0u8; 16 * CH];
     for j0 in (0..n).step_by(CH) {
         let c = Channels::new(j0, n, w, k, qa, w_scales, qo, bias);
-        c.rows(kernel, a, qa, m, k, &qw, n, qo, range, out);
+        c.tails(w, k, &mut tails);
+        c.rows(kernel, a, qa, m, k, &qw, &tails, n, qo, range, out);
     }
 }
 
@@ -252,8 +290,10 @@ pub fn conv2d_nhwc_rows(
     let range = qo.range(clamp);
     let pixels = p.batch * p.out_h * p.out_w;
     let mut patch = [0i8; PATCH];
+    let mut tails = [0u8; 16 * CH];
     for j0 in (0..n).step_by(CH) {
         let c = Channels::new(j0, n, wb, k, qx, w_scales, qo, bias);
+        c.tails(wb, k, &mut tails);
         for p0 in (0..pixels).step_by(MR) {
             let here = (pixels - p0).min(MR);
             for r in 0..here {
@@ -266,14 +306,25 @@ pub fn conv2d_nhwc_rows(
                 let row = &mut patch[r * k..(r + 1) * k];
                 for ky in 0..p.kh {
                     let iy = (oy * p.stride_h + ky * p.dil_h) as isize - p.pad_top as isize;
-                    for kx in 0..p.kw {
-                        let ix = (ox * p.stride_w + kx * p.dil_w) as isize - p.pad_left as isize;
-                        let dst = &mut row[(ky * p.kw + kx) * p.in_c..][..p.in_c];
-                        if iy < 0 || iy as usize >= p.in_h || ix < 0 || ix as usize >= p.in_w {
-                            dst.fill(qx.zero_point as i8);
-                        } else {
-                            let i = ((b * p.in_h + iy as usize) * p.in_w + ix as usize) * p.in_c;
-                            dst.copy_from_slice(&x[i..i + p.in_c]);
+                    let ix0 = (ox * p.stride_w) as isize - p.pad_left as isize;
+                    let taps = &mut row[ky * p.kw * p.in_c..][..p.kw * p.in_c];
+                    let inside = |ix: isize| ix >= 0 && (ix as usize) < p.in_w;
+                    if iy < 0 || iy as usize >= p.in_h {
+                        taps.fill(qx.zero_point as i8);
+                    } else if p.dil_w == 1 && inside(ix0) && inside(ix0 + p.kw as isize - 1) {
+                        // The row's taps are adjacent in the input: one copy.
+                        let i = ((b * p.in_h + iy as usize) * p.in_w + ix0 as usize) * p.in_c;
+                        taps.copy_from_slice(&x[i..i + taps.len()]);
+                    } else {
+                        for (kx, dst) in taps.chunks_exact_mut(p.in_c).enumerate() {
+                            let ix = ix0 + (kx * p.dil_w) as isize;
+                            if inside(ix) {
+                                let i =
+                                    ((b * p.in_h + iy as usize) * p.in_w + ix as usize) * p.in_c;
+                                dst.copy_from_slice(&x[i..i + p.in_c]);
+                            } else {
+                                dst.fill(qx.zero_point as i8);
+                            }
                         }
                     }
                 }
@@ -286,6 +337,7 @@ pub fn conv2d_nhwc_rows(
                 here,
                 k,
                 &qw,
+                &tails,
                 n,
                 qo,
                 range,
