@@ -222,12 +222,23 @@ pub(super) fn run(op: &Op, clamp: Option<(f32, f32)>, v: &Values<'_>) -> Result<
         // SAFETY: see above; `p` holds n bytes, the node's output alone.
         Ok((unsafe { core::slice::from_raw_parts_mut(p, n) }, q))
     };
-    let f32s = |id: u32| -> Result<&mut [f32], KernelError> {
+    // fp32 values: read (the input may be a constant, in the program) or written.
+    let f32_in = |id: u32| -> Result<&[f32], KernelError> {
+        let (p, n) = (v.f32s)(id)?;
+        Ok(if n == 0 {
+            &[]
+        } else {
+            // SAFETY: see above; `p` holds n floats, 4-byte aligned.
+            unsafe { core::slice::from_raw_parts(p as *const f32, n) }
+        })
+    };
+    let f32_out = |id: u32| -> Result<&mut [f32], KernelError> {
         let (p, n) = (v.f32s)(id)?;
         Ok(if n == 0 {
             &mut []
         } else {
-            // SAFETY: see above; `p` holds n floats, 4-byte aligned.
+            // SAFETY: see above; `p` holds n floats, 4-byte aligned, the node's output alone
+            // (never a constant: outputs are internal or external values).
             unsafe { core::slice::from_raw_parts_mut(p, n) }
         })
     };
@@ -235,14 +246,14 @@ pub(super) fn run(op: &Op, clamp: Option<(f32, f32)>, v: &Values<'_>) -> Result<
     let sizes = || bad("int8 node: value sizes disagree with its dims");
     match *op {
         Op::Unary { x, out, .. } if v.loc(out)?.dt == DT_QS8 => {
-            let (xs, (o, q)) = (f32s(x)?, q_out(out)?);
+            let (xs, (o, q)) = (f32_in(x)?, q_out(out)?);
             if xs.len() != o.len() {
                 return Err(sizes());
             }
             kernels::quantize(xs, q, o);
         }
         Op::Unary { x, out, .. } => {
-            let ((xs, q), o) = (q_in(x)?, f32s(out)?);
+            let ((xs, q), o) = (q_in(x)?, f32_out(out)?);
             if xs.len() != o.len() {
                 return Err(sizes());
             }
