@@ -68,6 +68,16 @@ pub fn parts_for(team: &dyn Team, units: usize, work: usize) -> usize {
     team.cores().min(units).min(by_work).max(1)
 }
 
+/// The parts [`try_split`] would cut `units` pieces of `work_per_unit` each into on the
+/// installed team right now: 1 without a team, inside a job, or for too little work.
+pub fn parts(units: usize, work_per_unit: usize) -> usize {
+    with_team(|team| {
+        team.map_or(1, |t| {
+            parts_for(t, units, units.saturating_mul(work_per_unit))
+        })
+    })
+}
+
 /// Units `lo..hi` of part `i` when `units` are cut into `parts` nearly equal parts.
 pub fn part_range(units: usize, parts: usize, i: usize) -> (usize, usize) {
     let parts = parts.max(1);

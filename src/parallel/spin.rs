@@ -23,7 +23,7 @@ use super::{Core, Job, Team, MAX_CORES};
 
 /// Default [`Team::min_work`] of a spin team: waking the cores and the final barrier cost a few
 /// hundred instructions, so a part of 4 K multiply-adds (about 1 K Neon instructions) pays.
-pub const SPIN_MIN_WORK: usize = 4 * 1024;
+pub const SPIN_MIN_WORK: usize = 512;
 
 /// Low bits of the ticket that hold the part count.
 const PARTS_BITS: u32 = 8;

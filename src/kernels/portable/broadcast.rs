@@ -26,6 +26,8 @@ struct Bcast<const N: usize> {
     /// Per input, its offset step when the outer index advances at each dim
     /// ([`NdIndex::jumps`] of its strides).
     jumps: [[usize; MAX_RANK]; N],
+    /// Per input, its element stride along each outer dim.
+    strides: [[usize; MAX_RANK]; N],
     /// Length of each run.
     inner: usize,
     /// Per input, 0 or 1: its stride along the run.
@@ -89,6 +91,7 @@ impl<const N: usize> Bcast<N> {
             outer: m,
             dims,
             jumps: core::array::from_fn(|k| walk.jumps(&strides[k][..m])),
+            strides,
             inner,
             step,
             empty: od.contains(&0),
@@ -119,6 +122,85 @@ impl<const N: usize> Bcast<N> {
                 *x = x.wrapping_add(j[d]);
             }
         }
+    }
+}
+
+impl<const N: usize> Bcast<N> {
+    /// [`Bcast::for_each`] across the installed team of cores, by ranges of output elements
+    /// (`work`: cost of one element for the split decision): `f` gets the runs of its range,
+    /// cut where the range starts or ends, from any core, each output element exactly once.
+    /// `false`, calling nothing, when the team would not split.
+    fn for_each_split(&self, work: usize, f: impl Fn([usize; N], usize, usize) + Sync) -> bool {
+        const PIECE: usize = 256;
+        if self.empty {
+            return false;
+        }
+        let outer = self.outer;
+        let runs: usize = self.dims[..outer].iter().product();
+        let total = runs * self.inner;
+        crate::parallel::try_split(total.div_ceil(PIECE), PIECE * work, |lo, hi, _| {
+            let (e0, e1) = (lo * PIECE, (hi * PIECE).min(total));
+            let inner = self.inner;
+            // The outer index and input offsets of the run holding e0.
+            let (mut idx, mut off) = ([0usize; MAX_RANK], [0usize; N]);
+            let mut rest = e0 / inner;
+            for d in (0..outer).rev() {
+                idx[d] = rest % self.dims[d];
+                rest /= self.dims[d];
+                for (o, st) in off.iter_mut().zip(&self.strides) {
+                    *o += idx[d] * st[d];
+                }
+            }
+            let mut d0 = e0 / inner * inner;
+            while d0 < e1 {
+                let (a, b) = (d0.max(e0), (d0 + inner).min(e1));
+                f(
+                    core::array::from_fn(|k| off[k] + (a - d0) * self.step[k]),
+                    a,
+                    b - a,
+                );
+                d0 += inner;
+                // Next run: the last outer dim with room advances, the ones after it wrap.
+                if let Some(d) = (0..outer).rev().find(|&d| idx[d] + 1 < self.dims[d]) {
+                    idx[d] += 1;
+                    for (o, st) in off.iter_mut().zip(&self.strides) {
+                        *o += st[d];
+                    }
+                    for e in d + 1..outer {
+                        for (o, st) in off.iter_mut().zip(&self.strides) {
+                            *o -= idx[e] * st[e];
+                        }
+                        idx[e] = 0;
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Work of one element of a typed elementwise loop, for the split decision.
+const ELEMENT_WORK: usize = 2;
+
+/// Runs `body(offsets, out, len)` over every run of `bc`, with `out` the run's elements of
+/// `os`: split across the installed team when that pays, else in order on this core.
+#[inline(always)]
+fn runs_into<const N: usize, T: Send>(
+    bc: &Bcast<N>,
+    os: &mut [T],
+    work: usize,
+    body: impl Fn([usize; N], &mut [T], usize) + Sync,
+) {
+    let split = {
+        let len = os.len();
+        let shared = crate::parallel::SharedSlice::new(&mut *os);
+        bc.for_each_split(work, |offs, o, n| {
+            // SAFETY: `for_each_split` hands each output element to one call only.
+            let d = unsafe { shared.range(o, (o + n).min(len)) };
+            body(offs, d, n)
+        })
+    };
+    if !split {
+        bc.for_each(|offs, o, n| body(offs, &mut os[o..o + n], n));
     }
 }
 
@@ -172,7 +254,7 @@ pub(super) fn zip2<A: Ct, B: Ct, U: Ct>(
     x: &TensorRef<'_>,
     y: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
-    f: impl Fn(A, B) -> U,
+    f: impl Fn(A, B) -> U + Sync,
 ) -> Res {
     let bc = Bcast::new(out.shape(), [x.shape(), y.shape()]).ok_or(bcast_err(y.arg()))?;
     let [sx, sy] = bc.step;
@@ -181,28 +263,25 @@ pub(super) fn zip2<A: Ct, B: Ct, U: Ct>(
         let ys = y.as_slice::<B::S>()?;
         let os = out.as_mut_slice::<U::S>()?;
         let g = |p: A::S, q: B::S| f(A::ld(p), B::ld(q)).st();
-        bc.for_each(|[ox, oy], o, n| {
-            let d = &mut os[o..o + n];
-            match (sx, sy) {
-                (1, 1) => {
-                    for ((d, &p), &q) in d.iter_mut().zip(&xs[ox..ox + n]).zip(&ys[oy..oy + n]) {
-                        *d = g(p, q);
-                    }
+        runs_into(&bc, os, ELEMENT_WORK, |[ox, oy], d, n| match (sx, sy) {
+            (1, 1) => {
+                for ((d, &p), &q) in d.iter_mut().zip(&xs[ox..ox + n]).zip(&ys[oy..oy + n]) {
+                    *d = g(p, q);
                 }
-                (1, _) => {
-                    let q = ys[oy];
-                    for (d, &p) in d.iter_mut().zip(&xs[ox..ox + n]) {
-                        *d = g(p, q);
-                    }
-                }
-                (_, 1) => {
-                    let p = xs[ox];
-                    for (d, &q) in d.iter_mut().zip(&ys[oy..oy + n]) {
-                        *d = g(p, q);
-                    }
-                }
-                _ => d.fill(g(xs[ox], ys[oy])),
             }
+            (1, _) => {
+                let q = ys[oy];
+                for (d, &p) in d.iter_mut().zip(&xs[ox..ox + n]) {
+                    *d = g(p, q);
+                }
+            }
+            (_, 1) => {
+                let p = xs[ox];
+                for (d, &q) in d.iter_mut().zip(&ys[oy..oy + n]) {
+                    *d = g(p, q);
+                }
+            }
+            _ => d.fill(g(xs[ox], ys[oy])),
         });
     } else {
         let (xd, yd, od) = (x.dtype(), y.dtype(), out.dtype());
@@ -224,7 +303,7 @@ pub(super) fn zip3<A: Ct, B: Ct, C: Ct, U: Ct>(
     y: &TensorRef<'_>,
     z: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
-    f: impl Fn(A, B, C) -> U,
+    f: impl Fn(A, B, C) -> U + Sync,
 ) -> Res {
     let bc =
         Bcast::new(out.shape(), [x.shape(), y.shape(), z.shape()]).ok_or(bcast_err(z.arg()))?;
@@ -235,8 +314,7 @@ pub(super) fn zip3<A: Ct, B: Ct, C: Ct, U: Ct>(
         let zs = z.as_slice::<C::S>()?;
         let os = out.as_mut_slice::<U::S>()?;
         let g = |p: A::S, q: B::S, r: C::S| f(A::ld(p), B::ld(q), C::ld(r)).st();
-        bc.for_each(|[ox, oy, oz], o, n| {
-            let d = &mut os[o..o + n];
+        runs_into(&bc, os, ELEMENT_WORK, |[ox, oy, oz], d, n| {
             let xr = &xs[ox..ox + if sx == 1 { n } else { 1 }];
             let yr = &ys[oy..oy + if sy == 1 { n } else { 1 }];
             let zr = &zs[oz..oz + if sz == 1 { n } else { 1 }];

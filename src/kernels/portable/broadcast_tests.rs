@@ -30,3 +30,45 @@ fn bcast_coalesces() {
     });
     assert_eq!(seen, 120);
 }
+
+#[test]
+fn split_runs_cover_every_element_once_with_the_reference_offsets() {
+    // `for_each_split` on 2- and 4-core teams: ranges cut inside runs and across outer dims;
+    // each output element is reached once, with the offsets of the reference index map.
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    use std::sync::Mutex;
+    let s = |d: &[usize]| Shape::new(d).unwrap();
+    let cases: [(&[usize], &[usize], &[usize]); 4] = [
+        (&[3, 17, 129], &[3, 17, 129], &[129]),
+        (&[2, 3, 1, 700], &[3, 1, 700], &[2, 1, 1, 1]),
+        (&[1, 4, 129, 17], &[1, 1, 129, 17], &[4, 129, 1]),
+        (&[5, 1, 300], &[], &[1, 1, 300]),
+    ];
+    for (o, a, c) in cases {
+        let bc = Bcast::new(&s(o), [&s(a), &s(c)]).unwrap();
+        let total: usize = o.iter().product();
+        for cores in [2, 4] {
+            let team = CountingTeam::new(cores);
+            let hits = Mutex::new(std::vec![0u8; total]);
+            let split = scoped(&team, || {
+                bc.for_each_split(1, |[oa, oc], off, n| {
+                    let mut h = hits.lock().unwrap();
+                    for k in 0..n {
+                        assert_eq!(oa + k * bc.step[0], broadcast_index(off + k, o, a));
+                        assert_eq!(oc + k * bc.step[1], broadcast_index(off + k, o, c));
+                        h[off + k] += 1;
+                    }
+                })
+            });
+            assert!(
+                split && team.splits() == 1,
+                "{o:?} on {cores} cores: not split"
+            );
+            assert!(
+                hits.into_inner().unwrap().iter().all(|&h| h == 1),
+                "{o:?} on {cores} cores: an element reached other than once"
+            );
+        }
+    }
+}

@@ -10,9 +10,9 @@ use core::ops::{Add, Div, Mul, Neg, Sub};
 
 /// A type kernels compute in (f32, f64, i64, bool), with its storage type and the C++-style
 /// conversions between compute types and from/to any tensor dtype.
-pub(super) trait Ct: Copy + 'static {
+pub(super) trait Ct: Copy + Send + Sync + 'static {
     /// In-memory element type of a tensor whose dtype is [`Ct::DT`].
-    type S: Element;
+    type S: Element + Send + Sync;
     const DT: DType;
     fn ld(s: Self::S) -> Self;
     fn st(self) -> Self::S;

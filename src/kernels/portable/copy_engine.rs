@@ -216,6 +216,45 @@ fn as_f32_mut(bytes: &mut [u8]) -> Option<&mut [f32]> {
 /// Tile edge of the blocked transpose.
 const TILE: usize = 16;
 
+/// Elements of one unit of [`copy_pieces`].
+const PIECE: usize = 256;
+
+/// Work of one [`PIECE`] of `N`-byte elements for the split decision: a copy moves about 8
+/// bytes per instruction.
+const fn piece_work(n: usize) -> usize {
+    PIECE * n / 8
+}
+
+/// Copies a view whose innermost stride `cs` is 1 (contiguous runs) or 0 (one element
+/// repeated) across the installed team by ranges of destination elements, cutting runs where
+/// a range ends: for views with too few outer blocks to split (a whole-tensor copy, a
+/// broadcast of one row block). `false`, copying nothing, when the team would not split it.
+fn copy_pieces<const N: usize>(src: &[u8], sv: &Simple, dst: &mut [u8]) -> bool {
+    let r = sv.rank;
+    let cols = sv.dims[r - 1];
+    let cs = sv.strides[r - 1];
+    let total = dst.len() / N;
+    let shared = parallel::SharedSlice::new(dst);
+    parallel::try_split(total.div_ceil(PIECE), piece_work(N), |lo, hi, _| {
+        let (e0, e1) = (lo * PIECE, (hi * PIECE).min(total));
+        walk_range(sv, r - 1, cols, e0 / cols, e1.div_ceil(cols), |d0, s0| {
+            let (a, b) = (d0.max(e0), (d0 + cols).min(e1));
+            // SAFETY: elements a..b lie in this part's range e0..e1, which no other part
+            // reaches.
+            let out = unsafe { shared.range(a * N, b * N) };
+            if cs == 1 {
+                let s = s0 + (a - d0);
+                out.copy_from_slice(&src[s * N..(s + b - a) * N]);
+            } else {
+                let e = &src[s0 * N..s0 * N + N];
+                for c in out.chunks_exact_mut(N) {
+                    c.copy_from_slice(e);
+                }
+            }
+        });
+    })
+}
+
 fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -> Res {
     let Some(sv) = simplify(v, src.len() / N, arg)? else {
         return Ok(());
@@ -228,6 +267,16 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
     }
     let (rows, cols) = (if r >= 2 { sv.dims[r - 2] } else { 1 }, sv.dims[r - 1]);
     let cs = sv.strides[r - 1];
+    if cs == 0 || cs == 1 {
+        // Contiguous or repeated runs in too few blocks for the paths below to split (a
+        // whole-tensor copy, one broadcast row block): split by element ranges instead.
+        let blocks: usize = sv.dims[..r.saturating_sub(2)].iter().product();
+        let block_work = (rows * cols).div_ceil(PIECE) * piece_work(N);
+        let pieces = parallel::parts((rows * cols * blocks).div_ceil(PIECE), piece_work(N));
+        if pieces > parallel::parts(blocks, block_work) && copy_pieces::<N>(src, &sv, dst) {
+            return Ok(());
+        }
+    }
     if N == 4
         && r >= 2
         && sv.strides[r - 2] == 1

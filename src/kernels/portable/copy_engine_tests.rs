@@ -128,3 +128,56 @@ fn head_split_runs_of_every_short_length() {
         assert_eq!(r.bytes, want, "{d} {dt}");
     }
 }
+
+#[test]
+fn whole_tensor_and_broadcast_copies_split_by_element_ranges() {
+    // Views with one outer block (a contiguous copy, one row block broadcast, one element
+    // repeated) split inside their runs on a team: the reference's bytes on 1, 2 and 4 cores,
+    // and the teams really split.
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    for (dims, out, dt) in [
+        (vec![1usize, 3, 129], vec![1usize, 3, 129], DType::F32),
+        (vec![1, 1, 17, 129], vec![1, 4, 17, 129], DType::F32),
+        (vec![1, 1, 1], vec![3, 17, 129], DType::F32),
+        (vec![1, 1, 700], vec![1, 5, 700], DType::U8),
+        (vec![1, 1, 257], vec![2, 3, 257], DType::F64),
+    ] {
+        let es = dt.size();
+        let n: usize = dims.iter().product();
+        let bytes: Vec<u8> = (0..n * es).map(|i| (i * 37 % 251) as u8).collect();
+        // Reference: output index → input index, size-1 input dims broadcast.
+        let total: usize = out.iter().product();
+        let mut want = Vec::with_capacity(total * es);
+        for flat in 0..total {
+            let (mut rest, mut src, mut stride) = (flat, 0, 1);
+            for (&o, &d) in out.iter().zip(&dims).rev() {
+                let i = rest % o;
+                rest /= o;
+                src += if d == 1 { 0 } else { i * stride };
+                stride *= d;
+            }
+            want.extend_from_slice(&bytes[src * es..(src + 1) * es]);
+        }
+        let size: Vec<i64> = out.iter().map(|&d| d as i64).collect();
+        let expand = || {
+            let mut t = OpTest::new("aten::expand_copy.out");
+            let a = t.input(dt, &dims, &bytes);
+            let s = t.int_list(&size);
+            let imp = t.boolean(false);
+            let o = t.output(dt, &out);
+            t.call(&[a, s, imp, o, o]);
+            run_first(&t).bytes
+        };
+        assert_eq!(expand(), want, "{dims:?} -> {out:?} {dt} on one core");
+        for cores in [2, 4] {
+            let team = CountingTeam::new(cores);
+            assert_eq!(
+                scoped(&team, expand),
+                want,
+                "{dims:?} -> {out:?} {dt} on {cores} cores"
+            );
+            assert!(team.splits() > 0, "{dims:?} -> {out:?} was not split");
+        }
+    }
+}

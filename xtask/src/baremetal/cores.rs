@@ -39,7 +39,13 @@ pub struct Marks {
     pub end: u64,
     pub fork: u64,
     pub join: u64,
+    /// Entry of the engine's per-call dispatch (`exec::run::Frame::call`), when the firmware
+    /// has it as a function of its own: each entry on core 0 starts the forward's next call.
+    pub call: u64,
 }
+
+/// Prefix of the mangled symbol of `ptera::exec::run::Frame::call`.
+const CALL_SYMBOL_PREFIX: &str = "_ZN5ptera4exec3run5Frame4call17h";
 
 impl Marks {
     /// Looks the marks up in the firmware ELF (an image that never splits work may lack the
@@ -57,11 +63,16 @@ impl Marks {
         if !distinct {
             bail!("two mark functions share an address in the firmware (folded by the linker)");
         }
+        let call = super::elf::functions(elf)?
+            .into_iter()
+            .find(|f| f.2.starts_with(CALL_SYMBOL_PREFIX))
+            .map_or(u64::MAX, |f| f.0);
         Ok(Marks {
             begin: a[0],
             end: a[1],
             fork: a[2],
             join: a[3],
+            call,
         })
     }
 }
@@ -93,6 +104,22 @@ pub struct CoreCounter {
     steps: u64,
     /// Core 0's instructions outside parallel steps, by block address.
     serial_by_pc: HashMap<u64, u64>,
+    /// Calls of the forward entered so far (entries of [`Marks::call`] on core 0).
+    calls: usize,
+    /// Per call (index 0: before the first), see [`CoreCounts::by_call`].
+    by_call: Vec<CallCount>,
+}
+
+/// What one call of the forward (one kernel or delegate call the engine dispatched) adds to
+/// the critical path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCount {
+    /// Core 0's instructions outside parallel steps.
+    pub serial: u64,
+    /// The longest core's instructions in each of its parallel steps, summed.
+    pub in_steps: u64,
+    /// Its parallel steps.
+    pub steps: u64,
 }
 
 /// The counts of one forward.
@@ -104,6 +131,9 @@ pub struct CoreCounts {
     pub steps: u64,
     /// Core 0's instructions outside parallel steps, by block start address.
     pub serial_by_pc: HashMap<u64, u64>,
+    /// Per dispatched call in execution order (entry 0: the forward's instructions before its
+    /// first call); empty when the firmware has no separate dispatch function to mark calls.
+    pub by_call: Vec<CallCount>,
 }
 
 impl CoreCounts {
@@ -217,7 +247,13 @@ impl CoreCounter {
             if sym == MARK_SYMBOLS[0] {
                 let bias = pc.wrapping_sub(self.marks.begin);
                 let m = &mut self.marks;
-                for a in [&mut m.begin, &mut m.end, &mut m.fork, &mut m.join] {
+                for a in [
+                    &mut m.begin,
+                    &mut m.end,
+                    &mut m.fork,
+                    &mut m.join,
+                    &mut m.call,
+                ] {
                     if *a != u64::MAX {
                         *a = a.wrapping_add(bias);
                     }
@@ -263,6 +299,12 @@ impl CoreCounter {
         if self.per_core.len() <= cpu {
             self.per_core.resize(cpu + 1, 0);
         }
+        if cpu == 0 && pc == m.call && self.step_start.is_none() {
+            self.calls += 1;
+        }
+        if self.by_call.len() <= self.calls {
+            self.by_call.resize(self.calls + 1, CallCount::default());
+        }
         if cpu == 0 && pc == m.fork {
             if self.step_start.is_some() {
                 bail!("a parallel step started inside another");
@@ -273,6 +315,7 @@ impl CoreCounter {
         if cpu == 0 && self.step_start.is_none() {
             self.serial += n;
             *self.serial_by_pc.entry(pc).or_default() += n;
+            self.by_call[self.calls].serial += n;
         }
         if cpu == 0 && pc == m.join {
             let start = self
@@ -288,6 +331,8 @@ impl CoreCounter {
                 .unwrap_or(0);
             self.critical_in_steps += longest;
             self.steps += 1;
+            self.by_call[self.calls].in_steps += longest;
+            self.by_call[self.calls].steps += 1;
         }
         Ok(())
     }
@@ -300,11 +345,17 @@ impl CoreCounter {
         }
         let mut per_core = self.per_core;
         per_core.resize(per_core.len().max(cores), 0);
+        let by_call = if self.marks.call == u64::MAX {
+            Vec::new()
+        } else {
+            self.by_call
+        };
         Ok(CoreCounts {
             critical_path: self.serial + self.critical_in_steps,
             per_core,
             steps: self.steps,
             serial_by_pc: self.serial_by_pc,
+            by_call,
         })
     }
 }
@@ -318,6 +369,7 @@ mod tests {
         end: 0x4000_0400,
         fork: 0x4000_0200,
         join: 0x4000_0300,
+        call: u64::MAX,
     };
 
     fn feed(lines: &[&str]) -> Result<CoreCounts> {

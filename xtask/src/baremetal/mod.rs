@@ -24,7 +24,7 @@ use ptera::{MethodMeta, Program};
 
 use crate::npy::HostTensor;
 pub use boards::{Board, Smp};
-pub use cores::{CoreCounter, CoreCounts, Marks};
+pub use cores::{CallCount, CoreCounter, CoreCounts, Marks};
 pub use gemm::{gemm_icount, GemmRequest};
 
 pub(crate) fn root() -> PathBuf {

@@ -414,6 +414,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 critical_path: insns(report.execute_ticks),
                 steps: 0,
                 serial_by_pc: Default::default(),
+                by_call: Vec::new(),
             },
         });
     }
@@ -431,6 +432,20 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 for (name, n) in c.serial_by_function(&syms).iter().take(args.serial_top) {
                     let share = *n as f64 * 100.0 / serial.max(1) as f64;
                     println!("  {n:>10}  {share:5.1} %  {name}");
+                }
+                if !c.by_call.is_empty() {
+                    let mut calls: Vec<(usize, &CallCount)> =
+                        c.by_call.iter().enumerate().collect();
+                    calls.sort_by(|a, b| b.1.serial.cmp(&a.1.serial).then(a.0.cmp(&b.0)));
+                    println!(
+                        "by call (the forward's k-th dispatched kernel or delegate call; copies elided at load are not calls; #0 is before the first): serial, in parallel steps (critical), steps"
+                    );
+                    for (k, n) in calls.iter().take(args.serial_top) {
+                        println!(
+                            "  call #{k:<4} {:>10} {:>10} {:>4}",
+                            n.serial, n.in_steps, n.steps
+                        );
+                    }
                 }
             }
         }
