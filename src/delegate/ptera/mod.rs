@@ -1012,17 +1012,26 @@ fn linear_quant(
 /// Applies the activation in place, through a small stack buffer (the vector functions take
 /// distinct input and output slices).
 fn activate(act: rf::Activation, c: &mut [f32]) -> Result<(), KernelError> {
-    let f: fn(&[f32], &mut [f32]) -> Result<(), KernelError> = match act {
-        rf::Activation::Relu => vec::relu,
-        rf::Activation::GeluErf => vec::gelu_erf,
-        rf::Activation::GeluTanh => vec::gelu_tanh,
+    const CHUNK: usize = 256;
+    // The function and its cost per chunk (for the split decision).
+    let (f, work): (fn(&[f32], &mut [f32]) -> Result<(), KernelError>, usize) = match act {
+        rf::Activation::Relu => (vec::relu, CHUNK / 2),
+        rf::Activation::GeluErf => (vec::gelu_erf, CHUNK * 16),
+        rf::Activation::GeluTanh => (vec::gelu_tanh, CHUNK * 16),
         _ => return Ok(()),
     };
-    let mut tmp = [0f32; 256];
-    for chunk in c.chunks_mut(tmp.len()) {
-        let t = &mut tmp[..chunk.len()];
-        t.copy_from_slice(chunk);
-        f(t, chunk)?;
-    }
-    Ok(())
+    // Elementwise, in chunks of whole CHUNKs per core (the same chunks on any team).
+    let errors = crate::parallel::FirstError::default();
+    crate::parallel::for_chunks(c, CHUNK, work, |_, part, _| {
+        let mut tmp = [0f32; CHUNK];
+        for chunk in part.chunks_mut(CHUNK) {
+            let t = &mut tmp[..chunk.len()];
+            t.copy_from_slice(chunk);
+            if let Err(e) = f(t, chunk) {
+                errors.put(e);
+                return;
+            }
+        }
+    });
+    errors.result()
 }

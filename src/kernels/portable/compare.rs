@@ -362,15 +362,22 @@ fn where_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         );
         let os = out.as_mut_slice::<f32>()?;
         let n = os.len();
-        let r = if xs.len() == n && ys.len() == n {
-            Some(vec::where_select(cs, xs, ys, os))
-        } else if xs.len() == 1 && ys.len() == 1 {
-            Some(vec::where_scalars(cs, xs[0], ys[0], os))
-        } else {
-            None
-        };
-        if let Some(r) = r {
-            return r.map_err(|_| bcast_err(3));
+        let same = xs.len() == n && ys.len() == n;
+        if same || (xs.len() == 1 && ys.len() == 1) {
+            // Elementwise: in chunks across the team's cores.
+            let errors = crate::parallel::FirstError::default();
+            crate::parallel::for_chunks(os, 1024, 512, |u, o, _| {
+                let (lo, hi) = (u * 1024, u * 1024 + o.len());
+                let r = match cs.get(lo..hi) {
+                    Some(c) if same => vec::where_select(c, &xs[lo..hi], &ys[lo..hi], o),
+                    Some(c) => vec::where_scalars(c, xs[0], ys[0], o),
+                    None => Err(bcast_err(3)),
+                };
+                if r.is_err() {
+                    errors.put(bcast_err(3));
+                }
+            });
+            return errors.result();
         }
     }
     with_ct!(

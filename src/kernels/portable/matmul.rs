@@ -10,6 +10,7 @@ use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
+use crate::parallel;
 use crate::tensor::TensorRef;
 
 /// Scratch bytes of every GEMM-backed kernel (packed panels plus alignment slack).
@@ -128,6 +129,30 @@ fn batched(
 ) -> Res {
     // Sizes were checked against the tensors' own shapes, so these products fit.
     let (sa, sb, sc) = (m * k, k * n, m * n);
+    // Whole batches per core when the team splits them (each product computed as one core
+    // computes it alone: the same bits), else one product after the other, each split inside
+    // the GEMM.
+    if scratch.len() >= gemm::sgemm_scratch_len(m, n, k) {
+        let errors = parallel::FirstError::default();
+        let shared = parallel::SharedSlice::new(&mut od[..nb * sc]);
+        let split = parallel::try_split(nb, m * n * k, |lo, hi, core_scratch| {
+            for i in lo..hi {
+                // SAFETY: batch i of the output belongs to this part alone.
+                let oi = unsafe { shared.range(i * sc, (i + 1) * sc) };
+                let r = MatRef::row_major(&ad[i * sa..(i + 1) * sa], m, k).and_then(|a| {
+                    let b = MatRef::row_major(&bd[i * sb..(i + 1) * sb], k, n)?;
+                    gemm::sgemm(a, b, oi, n, alpha, beta, None, core_scratch)
+                });
+                if let Err(e) = r {
+                    errors.put(e);
+                    return;
+                }
+            }
+        });
+        if split {
+            return errors.result();
+        }
+    }
     for i in 0..nb {
         let a = MatRef::row_major(&ad[i * sa..(i + 1) * sa], m, k)?;
         let b = MatRef::row_major(&bd[i * sb..(i + 1) * sb], k, n)?;
