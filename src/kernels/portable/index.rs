@@ -325,19 +325,60 @@ impl<'a> AdvIndex<'a> {
         let mut blk = 0;
         for l in 0..lead {
             for p in 0..nb {
-                let mut off = l * lead_stride;
-                for e in self.entries.iter() {
-                    if let Entry::Int { vals, dim, .. } = e {
-                        let v = vals.get(if vals.len() == 1 { 0 } else { p });
-                        let i = check_index(v, self.in_dims.dims()[*dim], true, self.arg)?;
-                        off += i * self.in_strides[*dim];
-                    }
-                }
-                f(blk, off)?;
+                f(blk, self.int_offset(l * lead_stride, p)?)?;
                 blk += 1;
             }
         }
         Ok(())
+    }
+
+    /// Input offset of the block at broadcast position `p` of the int index tensors, from
+    /// `base` (the kept leading dims' offset) ([`Self::int_walk`] cases).
+    #[inline(always)]
+    fn int_offset(&self, base: usize, p: usize) -> Result<usize, KernelError> {
+        let mut off = base;
+        for e in self.entries.iter() {
+            if let Entry::Int { vals, dim, .. } = e {
+                let v = vals.get(if vals.len() == 1 { 0 } else { p });
+                let i = check_index(v, self.in_dims.dims()[*dim], true, self.arg)?;
+                off += i * self.in_strides[*dim];
+            }
+        }
+        Ok(off)
+    }
+
+    /// [`Self::for_each_offset`] split across the installed team by ranges of blocks, for the
+    /// [`Self::int_walk`] cases (`work`: cost of one block for the split decision): `f(block,
+    /// offset)` is called once per block, from any core. `None`, calling nothing, when the
+    /// blocks are not such a walk or the team would not split them.
+    fn for_each_offset_split(
+        &self,
+        work: usize,
+        f: impl Fn(usize, usize) -> Res + Sync,
+    ) -> Option<Res> {
+        let (first, nb) = self.int_walk()?;
+        if self.inner == 0 {
+            return None;
+        }
+        let lead_stride = if first > 0 {
+            self.in_strides[first - 1]
+        } else {
+            0
+        };
+        let lead = prod(&self.in_dims.dims()[..first]);
+        let errors = crate::parallel::FirstError::default();
+        let split = crate::parallel::try_split(lead * nb, work, |b0, b1, _| {
+            for b in b0..b1 {
+                let r = self
+                    .int_offset(b / nb * lead_stride, b % nb)
+                    .and_then(|off| f(b, off));
+                if let Err(e) = r {
+                    errors.put(e);
+                    return;
+                }
+            }
+        });
+        split.then(|| errors.result())
     }
 
     /// Input element offset of the block at result coordinates `coords` (outer dims only).
@@ -437,6 +478,23 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
     let src = x.bytes();
     let dst = out.bytes_mut();
     let oob = shape_err(1, "index block outside the input");
+    let split = {
+        let len = dst.len();
+        let shared = crate::parallel::SharedSlice::new(&mut *dst);
+        ai.for_each_offset_split(blk / 8 + 16, |b, off| {
+            let s = src.get(off * es..off * es + blk).ok_or(oob)?;
+            if (b + 1) * blk > len {
+                return Err(oob);
+            }
+            // SAFETY: block b of the output is this call's alone (each block is handed out
+            // once); its range lies inside `dst` (checked above).
+            unsafe { shared.range(b * blk, (b + 1) * blk) }.copy_from_slice(s);
+            Ok(())
+        })
+    };
+    if let Some(r) = split {
+        return r;
+    }
     ai.for_each_offset(|b, off| {
         let s = src.get(off * es..off * es + blk).ok_or(oob)?;
         let d = dst.get_mut(b * blk..(b + 1) * blk).ok_or(oob)?;
@@ -694,20 +752,27 @@ fn embedding_out(ctx: &mut Ctx) -> Res {
     }
     let src = w.bytes();
     let dst = out.bytes_mut();
-    match idx {
+    // Rows gathered across the team's cores (indices checked above).
+    crate::parallel::for_chunks(dst, row, row / 8, |first, part, _| match idx {
         IdxVals::I64(s) => {
-            for (d, &v) in dst.chunks_exact_mut(row).zip(s) {
+            for (d, &v) in part
+                .chunks_exact_mut(row)
+                .zip(s.get(first..).unwrap_or(&[]))
+            {
                 let v = v as usize;
                 d.copy_from_slice(&src[v * row..(v + 1) * row]);
             }
         }
         IdxVals::I32(s) => {
-            for (d, &v) in dst.chunks_exact_mut(row).zip(s) {
+            for (d, &v) in part
+                .chunks_exact_mut(row)
+                .zip(s.get(first..).unwrap_or(&[]))
+            {
                 let v = v as usize;
                 d.copy_from_slice(&src[v * row..(v + 1) * row]);
             }
         }
-    }
+    });
     Ok(())
 }
 

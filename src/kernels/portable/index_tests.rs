@@ -545,3 +545,68 @@ fn rank0_and_dynamic_and_error_edges() {
     t.call(&[a, dm, k, sg, o, o]);
     assert_eq!(run_first(&t).f32(), vec![4.5]);
 }
+
+#[test]
+fn index_and_embedding_split_across_cores_give_the_same_bytes() {
+    // Gathers of many blocks split by ranges of blocks on 2- and 4-core teams: the reference's
+    // values, and the teams split; an index out of range is still refused on a team.
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    let d = [3usize, 129, 17];
+    let x: Vec<f32> = (0..numel(&d)).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let rows: Vec<i64> = (0..300).map(|i| (i * 37 % 129) as i64).collect();
+    // x[:, rows]: 3 × 300 blocks of 17.
+    let want: Vec<f32> = (0..3 * 300 * 17)
+        .map(|i| x[ravel(&[i / (300 * 17), rows[i / 17 % 300] as usize, i % 17], &d)])
+        .collect();
+    let gather = || {
+        index_run(
+            &d,
+            &x,
+            &[None, Some((vec![300], rows.clone()))],
+            &[3, 300, 17],
+        )
+    };
+    assert_eq!(gather().map(|r| r.f32()).ok(), Some(want.clone()));
+    let table: Vec<f32> = (0..129 * 17).map(|i| i as f32).collect();
+    let embed = |ids: &[i64]| {
+        let mut t = OpTest::new("aten::embedding.out");
+        let w = t.input_f32(&[129, 17], &table);
+        let i = t.input_i64(&[1, ids.len()], ids);
+        let (p, s, sp) = (t.int(-1), t.boolean(false), t.boolean(false));
+        let o = t.output(DType::F32, &[1, ids.len(), 17]);
+        t.call(&[w, i, p, s, sp, o, o]);
+        t.run().map(|mut v| v.remove(0).f32())
+    };
+    let want_rows: Vec<f32> = rows
+        .iter()
+        .flat_map(|&r| table[r as usize * 17..(r as usize + 1) * 17].to_vec())
+        .collect();
+    assert_eq!(embed(&rows).ok(), Some(want_rows.clone()));
+    for cores in [2, 4] {
+        let team = CountingTeam::new(cores);
+        let got = scoped(&team, gather).map(|r| r.f32()).ok();
+        assert_eq!(got, Some(want.clone()), "index on {cores} cores");
+        let splits = team.splits();
+        assert!(splits > 0, "index was not split on {cores} cores");
+        assert_eq!(scoped(&team, || embed(&rows)).ok(), Some(want_rows.clone()));
+        assert!(
+            team.splits() > splits,
+            "embedding was not split on {cores} cores"
+        );
+        let mut bad = rows.clone();
+        bad[250] = 129;
+        let refused = scoped(&team, || {
+            index_run(
+                &d,
+                &x,
+                &[None, Some((vec![300], bad.clone()))],
+                &[3, 300, 17],
+            )
+        });
+        assert!(
+            refused.is_err(),
+            "an index out of range was accepted on {cores} cores"
+        );
+    }
+}
