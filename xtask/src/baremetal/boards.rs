@@ -20,12 +20,18 @@ impl Board {
         }
     }
 
-    /// The QEMU system emulator of the board's architecture.
-    pub fn qemu_binary(&self) -> &'static str {
-        match self.arch {
-            Arch::Aarch64 => "qemu-system-aarch64",
-            Arch::Armv7 => "qemu-system-arm",
-        }
+    /// The QEMU system emulator of the board's architecture: `qemu-system-aarch64` /
+    /// `qemu-system-arm` from `PATH`, or the program `PTERA_QEMU_SYSTEM_AARCH64` /
+    /// `PTERA_QEMU_SYSTEM_ARM` names (e.g. QEMU 11 for SME2, `scripts/fetch-qemu-system11.sh`).
+    pub fn qemu_binary(&self) -> String {
+        let (var, name) = match self.arch {
+            Arch::Aarch64 => ("PTERA_QEMU_SYSTEM_AARCH64", "qemu-system-aarch64"),
+            Arch::Armv7 => ("PTERA_QEMU_SYSTEM_ARM", "qemu-system-arm"),
+        };
+        std::env::var(var)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| name.to_string())
     }
 
     /// The Rust target the firmware is built for.
