@@ -222,7 +222,7 @@ pub(super) fn bshape(a: &TensorRef<'_>, b: &TensorRef<'_>) -> Result<Shape, Kern
 pub(super) fn map1<A: Ct, U: Ct>(
     x: &TensorRef<'_>,
     out: &mut TensorMut<'_>,
-    f: impl Fn(A) -> U,
+    f: impl Fn(A) -> U + Sync,
 ) -> Res {
     let n = x.numel();
     if out.numel() != n {
@@ -232,11 +232,16 @@ pub(super) fn map1<A: Ct, U: Ct>(
         });
     }
     if x.dtype() == A::DT && out.dtype() == U::DT {
+        const UNIT: usize = 1024;
         let xs = x.as_slice::<A::S>()?;
         let os = out.as_mut_slice::<U::S>()?;
-        for (o, &v) in os.iter_mut().zip(xs) {
-            *o = f(A::ld(v)).st();
-        }
+        // Elementwise, in chunks across the team's cores.
+        crate::parallel::for_chunks(os, UNIT, UNIT * ELEMENT_WORK, |u, os, _| {
+            let xs = xs.get(u * UNIT..).unwrap_or(&[]);
+            for (o, &v) in os.iter_mut().zip(xs) {
+                *o = f(A::ld(v)).st();
+            }
+        });
     } else {
         let (xd, od) = (x.dtype(), out.dtype());
         let xb = x.bytes();

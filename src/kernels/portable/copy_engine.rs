@@ -290,6 +290,24 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
             // (bits copied unchanged, so this serves every 4-byte dtype).
             let cs = cs as usize;
             let errors = parallel::FirstError::default();
+            if r == 2 && parallel::parts(rows.div_ceil(4), 8 * cols) > 1 {
+                // One matrix (a weight's transpose): split by groups of 4 output rows.
+                let base = sv.base as usize;
+                let d32 = parallel::SharedSlice::new(d32);
+                parallel::try_split(rows.div_ceil(4), 8 * cols, |lo, hi, _| {
+                    let (i0, i1) = (lo * 4, (hi * 4).min(rows));
+                    // SAFETY: output rows i0..i1 belong to this part alone.
+                    let d = unsafe { d32.range(i0 * cols, i1 * cols) };
+                    let r = match s32.get(base + i0..) {
+                        Some(s) => vec::transpose32(s, cs, d, cols, i1 - i0, cols),
+                        None => Err(shape_err(arg, "view out of bounds")),
+                    };
+                    if r.is_err() {
+                        errors.put(shape_err(arg, "view out of bounds"));
+                    }
+                });
+                return errors.result();
+            }
             let d32 = parallel::SharedSlice::new(d32);
             walk_blocks_split(&sv, 2, rows * cols, 2, |d0, s0| {
                 // SAFETY: every block's elements belong to its call alone.

@@ -181,3 +181,45 @@ fn whole_tensor_and_broadcast_copies_split_by_element_ranges() {
         }
     }
 }
+
+#[test]
+fn one_matrix_transposes_split_by_output_rows() {
+    // A single 4-byte matrix transposed (a weight's `t`/permute) splits by groups of 4 output
+    // rows on a team, with the same bytes as one core; elementwise unary maps split too.
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    for (r, c) in [(129usize, 67usize), (64, 256), (5, 17), (4, 4)] {
+        let x: Vec<f32> = (0..r * c).map(|i| i as f32 - 100.0).collect();
+        let want: Vec<f32> = (0..r * c).map(|i| x[(i % r) * c + i / r]).collect();
+        let permute = || {
+            let mut t = OpTest::new("aten::permute_copy.out");
+            let a = t.input_f32(&[r, c], &x);
+            let p = t.int_list(&[1, 0]);
+            let o = t.output(DType::F32, &[c, r]);
+            t.call(&[a, p, o, o]);
+            run_first(&t).f32()
+        };
+        let relu = || unary_f32("aten::relu.out", &[r, c], &x, &[r, c], |_| vec![]).f32();
+        let relu_want: Vec<f32> = x.iter().map(|&v| v.max(0.0)).collect();
+        assert_eq!(permute(), want, "{r}x{c} on one core");
+        assert_eq!(relu(), relu_want, "relu {r}x{c} on one core");
+        for cores in [2, 4] {
+            let team = CountingTeam::new(cores);
+            assert_eq!(scoped(&team, permute), want, "{r}x{c} on {cores} cores");
+            assert!(
+                team.splits() > 0 || r <= 4,
+                "{r}x{c} transpose was not split"
+            );
+            let before = team.splits();
+            assert_eq!(
+                scoped(&team, relu),
+                relu_want,
+                "relu {r}x{c} on {cores} cores"
+            );
+            assert!(
+                team.splits() > before || r * c < 1024,
+                "relu {r}x{c} was not split"
+            );
+        }
+    }
+}
