@@ -294,6 +294,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// An `int[]`/`SymInt[]` argument, each item read from its Int value now.
+    #[inline(always)]
     pub fn int_list(&self, arg: usize) -> Result<IntList, KernelError> {
         let items = match self.value(arg)? {
             Value::IntList(v) => v,

@@ -71,6 +71,7 @@ struct Simple {
 
 /// Checks that every source element of `v` lies in `0..src_len` and simplifies it.
 /// `None` when the view is empty.
+#[inline(always)]
 fn simplify(v: &View, src_len: usize, arg: usize) -> Result<Option<Simple>, KernelError> {
     let n = checked_numel(&v.dims[..v.rank], arg)?;
     if n == 0 {

@@ -120,6 +120,9 @@ pub struct CallCount {
     pub in_steps: u64,
     /// Its parallel steps.
     pub steps: u64,
+    /// Every core's instructions in its parallel steps, summed (against `in_steps`: how evenly
+    /// the steps were split).
+    pub in_steps_all: u64,
 }
 
 /// The counts of one forward.
@@ -332,6 +335,12 @@ impl CoreCounter {
             self.critical_in_steps += longest;
             self.steps += 1;
             self.by_call[self.calls].in_steps += longest;
+            self.by_call[self.calls].in_steps_all += self
+                .per_core
+                .iter()
+                .enumerate()
+                .map(|(c, &now)| now - start.get(c).copied().unwrap_or(0))
+                .sum::<u64>();
             self.by_call[self.calls].steps += 1;
         }
         Ok(())
@@ -417,6 +426,62 @@ mod tests {
         assert_eq!(c.per_core, vec![3 + 1 + 3 + 1 + 3, 9]);
         assert_eq!(c.critical_path, 3 + 6 + 3);
         assert_eq!(c.steps, 1);
+    }
+
+    #[test]
+    fn attributes_serial_and_step_instructions_to_the_call_they_ran_in() {
+        let marks = Marks {
+            call: 0x4000_0600,
+            ..M
+        };
+        let t = |cpu: u32, host: u32, pc: u64| {
+            format!("Trace {cpu}: 0x{host:x} [00000000/{pc:016x}/00000000/ff000000] ")
+        };
+        let work = 0x4000_0100;
+        let lines = [
+            "IN: ptera_mark_forward_begin".to_string(),
+            "0x40000000:  d65f03c0  ret".to_string(),
+            String::new(),
+            t(0, 0x100, marks.begin),
+            "IN: call".to_string(),
+            "0x40000600:  d65f03c0  ret".to_string(),
+            t(0, 0x600, marks.call), // call 1: serial 1
+            "IN: work".to_string(),
+            "0x40000100:  d503201f  nop".to_string(),
+            "0x40000104:  d503201f  nop".to_string(),
+            "0x40000108:  d65f03c0  ret".to_string(),
+            t(0, 0x200, work), // serial 4
+            "IN: ptera_team_fork".to_string(),
+            "0x40000200:  d65f03c0  ret".to_string(),
+            t(0, 0x300, marks.fork),
+            t(0, 0x200, work),
+            t(1, 0x200, work),
+            t(1, 0x200, work),
+            "IN: ptera_team_join".to_string(),
+            "0x40000300:  d65f03c0  ret".to_string(),
+            t(0, 0x400, marks.join), // step: core 0 5, core 1 6
+            t(0, 0x600, marks.call), // call 2
+            t(0, 0x200, work),
+            "IN: ptera_mark_forward_end".to_string(),
+            "0x40000400:  d65f03c0  ret".to_string(),
+            t(0, 0x500, marks.end),
+        ];
+        let mut c = CoreCounter::new(marks);
+        for l in &lines {
+            c.line(l).unwrap();
+        }
+        let c = c.finish(2).unwrap();
+        let call = |serial, in_steps, in_steps_all, steps| CallCount {
+            serial,
+            in_steps,
+            steps,
+            in_steps_all,
+        };
+        assert_eq!(
+            c.by_call,
+            vec![call(0, 0, 0, 0), call(4, 6, 11, 1), call(4, 0, 0, 0)]
+        );
+        assert_eq!(c.critical_path, 4 + 6 + 4);
     }
 
     #[test]
