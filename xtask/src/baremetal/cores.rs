@@ -428,45 +428,48 @@ mod tests {
         assert_eq!(c.steps, 1);
     }
 
+    /// Core `cpu` executes the block at `pc` (QEMU's block pointer `host`).
+    fn exec(cpu: u32, host: u32, pc: u64) -> Vec<String> {
+        vec![format!(
+            "Trace {cpu}: 0x{host:x} [00000000/{pc:016x}/00000000/ff000000] "
+        )]
+    }
+
+    /// QEMU's listing of a block translated at `pc`: `n` instructions.
+    fn listing(name: &str, pc: u64, n: u64) -> Vec<String> {
+        let mut v = vec![format!("IN: {name}")];
+        v.extend((0..n).map(|i| format!("0x{:08x}:  d503201f  nop", pc + 4 * i)));
+        v
+    }
+
     #[test]
     fn attributes_serial_and_step_instructions_to_the_call_they_ran_in() {
-        let marks = Marks {
+        let m = Marks {
             call: 0x4000_0600,
             ..M
         };
-        let t = |cpu: u32, host: u32, pc: u64| {
-            format!("Trace {cpu}: 0x{host:x} [00000000/{pc:016x}/00000000/ff000000] ")
-        };
         let work = 0x4000_0100;
         let lines = [
-            "IN: ptera_mark_forward_begin".to_string(),
-            "0x40000000:  d65f03c0  ret".to_string(),
-            String::new(),
-            t(0, 0x100, marks.begin),
-            "IN: call".to_string(),
-            "0x40000600:  d65f03c0  ret".to_string(),
-            t(0, 0x600, marks.call), // call 1: serial 1
-            "IN: work".to_string(),
-            "0x40000100:  d503201f  nop".to_string(),
-            "0x40000104:  d503201f  nop".to_string(),
-            "0x40000108:  d65f03c0  ret".to_string(),
-            t(0, 0x200, work), // serial 4
-            "IN: ptera_team_fork".to_string(),
-            "0x40000200:  d65f03c0  ret".to_string(),
-            t(0, 0x300, marks.fork),
-            t(0, 0x200, work),
-            t(1, 0x200, work),
-            t(1, 0x200, work),
-            "IN: ptera_team_join".to_string(),
-            "0x40000300:  d65f03c0  ret".to_string(),
-            t(0, 0x400, marks.join), // step: core 0 5, core 1 6
-            t(0, 0x600, marks.call), // call 2
-            t(0, 0x200, work),
-            "IN: ptera_mark_forward_end".to_string(),
-            "0x40000400:  d65f03c0  ret".to_string(),
-            t(0, 0x500, marks.end),
-        ];
-        let mut c = CoreCounter::new(marks);
+            listing("ptera_mark_forward_begin", m.begin, 1),
+            exec(0, 0x100, m.begin),
+            listing("call", m.call, 1),
+            exec(0, 0x600, m.call), // call 1: serial 1
+            listing("work", work, 3),
+            exec(0, 0x200, work), // serial 4
+            listing("ptera_team_fork", m.fork, 1),
+            exec(0, 0x300, m.fork),
+            exec(0, 0x200, work),
+            exec(1, 0x200, work),
+            exec(1, 0x200, work),
+            listing("ptera_team_join", m.join, 1),
+            exec(0, 0x400, m.join), // step: core 0 5, core 1 6
+            exec(0, 0x600, m.call), // call 2
+            exec(0, 0x200, work),   // serial 4
+            listing("ptera_mark_forward_end", m.end, 1),
+            exec(0, 0x500, m.end),
+        ]
+        .concat();
+        let mut c = CoreCounter::new(m);
         for l in &lines {
             c.line(l).unwrap();
         }
