@@ -234,6 +234,19 @@ impl NdIndex {
         it
     }
 
+    /// The walk over `dims`, positioned at row-major index `flat` (over once `flat` is past
+    /// the last index).
+    pub fn at(dims: &[usize], flat: usize) -> NdIndex {
+        let mut it = NdIndex::new(dims);
+        let mut rest = flat;
+        for (i, &n) in it.idx[..it.rank].iter_mut().zip(&it.dims[..it.rank]).rev() {
+            *i = rest % n.max(1);
+            rest /= n.max(1);
+        }
+        it.done |= rest > 0;
+        it
+    }
+
     /// The current multi-index (one coordinate per dim).
     #[inline]
     pub fn index(&self) -> &[usize] {
@@ -284,6 +297,22 @@ impl NdIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_started_at_a_flat_index_visits_the_rest_in_order() {
+        let dims = [2, 3, 4];
+        for start in 0..=24 {
+            let mut it = NdIndex::at(&dims, start);
+            let mut seen = 0;
+            while !it.is_done() {
+                let i = it.index();
+                assert_eq!(i[0] * 12 + i[1] * 4 + i[2], start + seen);
+                seen += 1;
+                it.advance();
+            }
+            assert_eq!(start + seen, 24, "from {start}");
+        }
+    }
 
     #[test]
     fn shape_ops() {

@@ -142,14 +142,10 @@ impl<const N: usize> Bcast<N> {
             let (e0, e1) = (lo * PIECE, (hi * PIECE).min(total));
             let inner = self.inner;
             // The outer index and input offsets of the run holding e0.
-            let (mut idx, mut off) = ([0usize; MAX_RANK], [0usize; N]);
-            let mut rest = e0 / inner;
-            for d in (0..outer).rev() {
-                idx[d] = rest % self.dims[d];
-                rest /= self.dims[d];
-                for (o, st) in off.iter_mut().zip(&self.strides) {
-                    *o += idx[d] * st[d];
-                }
+            let mut idx = NdIndex::at(&self.dims[..outer], e0 / inner);
+            let mut off = [0usize; N];
+            for (o, st) in off.iter_mut().zip(&self.strides) {
+                *o = idx.index().iter().zip(st).map(|(i, s)| i * s).sum();
             }
             let mut d0 = e0 / inner * inner;
             while d0 < e1 {
@@ -160,18 +156,9 @@ impl<const N: usize> Bcast<N> {
                     b - a,
                 );
                 d0 += inner;
-                // Next run: the last outer dim with room advances, the ones after it wrap.
-                if let Some(d) = (0..outer).rev().find(|&d| idx[d] + 1 < self.dims[d]) {
-                    idx[d] += 1;
-                    for (o, st) in off.iter_mut().zip(&self.strides) {
-                        *o += st[d];
-                    }
-                    for e in d + 1..outer {
-                        for (o, st) in off.iter_mut().zip(&self.strides) {
-                            *o -= idx[e] * st[e];
-                        }
-                        idx[e] = 0;
-                    }
+                let Some(d) = idx.advance() else { break };
+                for (x, j) in off.iter_mut().zip(&self.jumps) {
+                    *x = x.wrapping_add(j[d]);
                 }
             }
         })
