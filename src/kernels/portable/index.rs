@@ -316,12 +316,7 @@ impl<'a> AdvIndex<'a> {
         if self.inner == 0 {
             return Ok(());
         }
-        let lead_stride = if first > 0 {
-            self.in_strides[first - 1]
-        } else {
-            0
-        };
-        let lead = prod(&self.in_dims.dims()[..first]);
+        let (lead, lead_stride) = self.lead(first);
         let mut blk = 0;
         for l in 0..lead {
             for p in 0..nb {
@@ -330,6 +325,17 @@ impl<'a> AdvIndex<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The kept leading dims before the first indexed dim `first` ([`Self::int_walk`]
+    /// cases): their positions, and the input stride of one position.
+    fn lead(&self, first: usize) -> (usize, usize) {
+        let stride = if first > 0 {
+            self.in_strides[first - 1]
+        } else {
+            0
+        };
+        (prod(&self.in_dims.dims()[..first]), stride)
     }
 
     /// Input offset of the block at broadcast position `p` of the int index tensors, from
@@ -360,12 +366,7 @@ impl<'a> AdvIndex<'a> {
         if self.inner == 0 {
             return None;
         }
-        let lead_stride = if first > 0 {
-            self.in_strides[first - 1]
-        } else {
-            0
-        };
-        let lead = prod(&self.in_dims.dims()[..first]);
+        let (lead, lead_stride) = self.lead(first);
         let errors = crate::parallel::FirstError::default();
         let split = crate::parallel::try_split(lead * nb, work, |b0, b1, _| {
             for b in b0..b1 {
