@@ -885,6 +885,7 @@ pub fn with_segments(flatbuffer: &[u8], segments: &[&[u8]]) -> Vec<u8> {
 pub struct CountingTeam {
     team: crate::parallel::threads::ThreadTeam,
     splits: core::sync::atomic::AtomicUsize,
+    widest: core::sync::atomic::AtomicUsize,
 }
 
 impl CountingTeam {
@@ -896,7 +897,13 @@ impl CountingTeam {
                 1,
             ),
             splits: core::sync::atomic::AtomicUsize::new(0),
+            widest: core::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// The most parts one job was split into so far.
+    pub fn widest(&self) -> usize {
+        self.widest.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// Jobs run on more than one core so far.
@@ -922,6 +929,8 @@ impl crate::parallel::Team for CountingTeam {
         if parts > 1 {
             self.splits
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            self.widest
+                .fetch_max(parts, core::sync::atomic::Ordering::Relaxed);
         }
         self.team.run(parts, job)
     }

@@ -171,6 +171,20 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         self.tables.proved.iter().filter(|p| p.elided()).count()
     }
 
+    /// The instructions `execute` dispatches to a kernel or a delegate, in order (indices
+    /// across chains, as in the plan): moves, jumps, frees and elided copies are not among
+    /// them. In a plan without jumps, the `k`-th of these is the forward's `k`-th call
+    /// (profilers attribute per-call figures this way).
+    pub fn dispatched_calls(&self) -> impl Iterator<Item = usize> + '_ {
+        self.tables
+            .decoded
+            .iter()
+            .zip(self.tables.proved.iter())
+            .enumerate()
+            .filter(|(_, (d, p))| d.kind != crate::exec::decoded::Kind::Other && !p.elided())
+            .map(|(i, _)| i)
+    }
+
     /// The output-row restrictions found at load ([`demand`]).
     pub fn row_demands(&self) -> &[RowDemand] {
         &self.demand

@@ -1024,17 +1024,60 @@ fn gemv_panels(
             gemv::panels(k, j1 - j0, b.nr, xi, bq, row, alpha, beta, bias_q)
         })
     };
-    // Panels across cores (each computed as one core computes it).
-    let split = crate::parallel::try_split(panels, m * k * b.nr, |lo, hi, _| {
-        if many(lo, hi) {
-            return;
-        }
-        for q in lo..hi {
-            if let Err(e) = one(q) {
-                return errors.put(e);
+    // Columns `c0..c1` (4-aligned `c0`) of panel `q`, every row, through the row-major GEMV.
+    let piece = |q: usize, c0: usize, c1: usize| -> Result<(), KernelError> {
+        let j0 = q * b.nr;
+        let panel = &b.data[q * k * b.nr..(q + 1) * k * b.nr];
+        let bq = MatRef::new(&panel[c0..], k, c1 - c0, b.nr, 1)?;
+        let bias_q = bias.map(|bv| &bv[j0 + c0..j0 + c1]);
+        for i in 0..m {
+            let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
+            // SAFETY: these columns of row i belong to the part that owns them.
+            let row = unsafe { shared.range(i * ldc + j0 + c0, i * ldc + j0 + c1) };
+            if !gemv::sgemv(xi, bq, row, alpha, beta, bias_q) {
+                return Err(shape_err("gemm: GEMV refused a panel it accepted"));
             }
         }
-    });
+        Ok(())
+    };
+    let split = if gemv::panels_accepted(k, b.nr) || !gemv::four_column_exact(b.nr) {
+        // Whole panels across cores (each computed as one core computes it).
+        crate::parallel::try_split(panels, m * k * b.nr, |lo, hi, _| {
+            if many(lo, hi) {
+                return;
+            }
+            for q in lo..hi {
+                if let Err(e) = one(q) {
+                    return errors.put(e);
+                }
+            }
+        })
+    } else {
+        // Panels the GEMV reads as row-major matrices, whose every column it computes the
+        // same way in any 4-aligned range: units of 4 columns, so that a product of fewer
+        // panels than cores (a 64-wide one-row product in 32-wide panels) still uses them
+        // all. A panel's last unit takes its last `w % 4` columns too.
+        let per = b.nr / 4;
+        crate::parallel::try_split(panels * per, m * k * 4, |lo, hi, _| {
+            let mut u = lo;
+            while u < hi {
+                let (q, c0) = (u / per, u % per * 4);
+                let last = ((q + 1) * per).min(hi);
+                let w = b.nr.min(n - q * b.nr);
+                let c1 = if last == (q + 1) * per {
+                    w
+                } else {
+                    (last % per * 4).min(w)
+                };
+                if c0 < c1 {
+                    if let Err(e) = piece(q, c0, c1) {
+                        return errors.put(e);
+                    }
+                }
+                u = last;
+            }
+        })
+    };
     if !split && !many(0, panels) {
         for q in 0..panels {
             one(q)?;

@@ -87,6 +87,32 @@ pub fn sgemv(
     false
 }
 
+/// Whether [`panels`] computes packed panels of width `nr` and depth `k` on this CPU.
+pub fn panels_accepted(k: usize, nr: usize) -> bool {
+    #[cfg(target_arch = "aarch64")]
+    if select::gemv_for_single_rows() {
+        return k > 0 && super::arm::gemv::panel_widths(nr);
+    }
+    let _ = (k, nr);
+    false
+}
+
+/// Whether [`sgemv`] computes every column of a row-major B of `nr` columns the same way
+/// whatever 4-aligned range of columns it is given (so a product may be split into ranges of
+/// 4 columns and stay bit-identical): its Neon paths accumulate each column alone, by fused
+/// multiply-adds in depth order; an SME2 block (whose epilogue differs) needs `nr` columns or
+/// more at once, and 32-bit Arm is not split here.
+pub fn four_column_exact(nr: usize) -> bool {
+    #[cfg(target_arch = "aarch64")]
+    if select::gemv_for_single_rows() {
+        return nr.is_multiple_of(4)
+            && nr > 0
+            && (!select::gemv_sme2() || nr < super::arm::gemv::split_unit(true, true));
+    }
+    let _ = nr;
+    false
+}
+
 /// `y = alpha·x·B + beta·y (+ bias)` for a `1 × k` row `x` and `n` columns of a packed B
 /// (panels of `nr` columns, each `k × nr` row-major, consecutive) if this CPU has a GEMV for
 /// such panels; `false`, touching nothing, otherwise (then each panel goes to [`sgemv`] as a

@@ -127,3 +127,71 @@ fn split_products_are_bit_identical() {
         }
     }
 }
+
+/// Products of at most 4 rows over pre-packed B go through the GEMV panel by panel
+/// (`sgemm_prepacked_clamped`); split across cores they give one core's bits, and where the
+/// GEMV reads panels as row-major matrices (widths without a panel kernel, e.g. the 32 and
+/// 64 of SME2 tiles) a product of fewer panels than cores is split by columns and still uses
+/// every core.
+#[test]
+fn few_row_products_over_packed_panels_split_to_every_core() {
+    let mut rng = Rng(0x6e77);
+    let teams: Vec<CountingTeam> = [2, 3, 4].iter().map(|&n| CountingTeam::new(n)).collect();
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    for nr in [8, 12, 16, 32, 64] {
+        for &(m, n, k) in &[
+            (1, 64, 64),
+            (1, 3, 17),
+            (2, 17, 129),
+            (4, 129, 3),
+            (3, 70, 1),
+        ] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let bias = rng.vec(n);
+            let bm = MatRef::row_major(&b, k, n).unwrap();
+            let mut pbd = vec![0.0f32; PackedB::len_for(k, n, nr).unwrap()];
+            pack_b_ahead(bm, nr, &mut pbd).unwrap();
+            let pb = PackedB::new(&pbd, k, n, nr).unwrap();
+            let am = MatRef::row_major(&a, m, k).unwrap();
+            let run = |scratch: &mut [f32]| {
+                let mut c: Vec<f32> = (0..m * n).map(|i| (i % 5) as f32).collect();
+                sgemm_prepacked_clamped(
+                    am,
+                    pb,
+                    &mut c,
+                    n,
+                    1.5,
+                    0.25,
+                    Some(&bias),
+                    Some((-2.0, 2.0)),
+                    scratch,
+                )
+                .unwrap();
+                c.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+            };
+            let one = run(&mut scratch);
+            for team in &teams {
+                let many = scoped(team, || run(&mut scratch));
+                assert!(
+                    one == many,
+                    "{m}x{n}x{k}, panels of {nr}, on {} cores differs from one core",
+                    team.cores()
+                );
+            }
+            let by_columns = super::select::gemv_for_single_rows()
+                && super::gemv::four_column_exact(nr)
+                && !super::gemv::panels_accepted(k, nr);
+            if by_columns && n >= 64 {
+                let four = CountingTeam::new(4);
+                let many = scoped(&four, || run(&mut scratch));
+                assert!(one == many);
+                assert!(
+                    four.widest() >= 4,
+                    "{m}x{n}x{k} in panels of {nr}: {} parts on 4 cores",
+                    four.widest()
+                );
+            }
+        }
+    }
+}

@@ -108,6 +108,8 @@ pub struct CoreCounter {
     calls: usize,
     /// Per call (index 0: before the first), see [`CoreCounts::by_call`].
     by_call: Vec<CallCount>,
+    /// `serial_by_pc` counts this call only (`None`: all of the forward).
+    only_call: Option<usize>,
 }
 
 /// What one call of the forward (one kernel or delegate call the engine dispatched) adds to
@@ -164,6 +166,12 @@ impl CoreCounter {
             marks,
             ..CoreCounter::default()
         }
+    }
+
+    /// The same counter with `serial_by_pc` restricted to call `k` (`None`: every call).
+    pub fn only_call(mut self, k: Option<usize>) -> CoreCounter {
+        self.only_call = k;
+        self
     }
 
     /// For a qemu-user trace of several threads (`-d in_asm,exec,nochain`; a thread is a CPU
@@ -317,7 +325,9 @@ impl CoreCounter {
         self.per_core[cpu] += n;
         if cpu == 0 && self.step_start.is_none() {
             self.serial += n;
-            *self.serial_by_pc.entry(pc).or_default() += n;
+            if self.only_call.is_none_or(|k| k == self.calls) {
+                *self.serial_by_pc.entry(pc).or_default() += n;
+            }
             self.by_call[self.calls].serial += n;
         }
         if cpu == 0 && pc == m.join {

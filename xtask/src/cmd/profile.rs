@@ -44,6 +44,23 @@ fn what(plan: fb::ExecutionPlan<'_>, pc: u32) -> String {
     "?".into()
 }
 
+/// What the firmware's `k`-th dispatched call is, for `k` = 1, 2, ... (index `k - 1`):
+/// "instruction PC: operator". The program is loaded on the host as the firmware loads it
+/// (weights in place), so the copies elided there are elided here too.
+pub(crate) fn call_labels(model: &Path) -> Result<Vec<String>> {
+    let file = load_file(model)?;
+    let program = Program::load(file.as_slice())?;
+    let registry = crate::firmware_registry();
+    let meta = MethodMeta::new(&program, "forward", &registry)?;
+    let plan = meta.plan();
+    let mut bufs = OwnedArenas::for_meta(&meta)?;
+    let method = bufs.load(meta, &registry)?;
+    Ok(method
+        .dispatched_calls()
+        .map(|pc| format!("instruction {pc}: {}", what(plan, pc as u32)))
+        .collect())
+}
+
 /// Where one profiled forward went: per operator group and per instruction, in the unit of
 /// the clock (nanoseconds on the host, instructions on a board under `-icount`).
 #[derive(Default)]

@@ -65,6 +65,9 @@ pub struct QemuArgs {
     /// parallel steps (what limits the speed-up).
     #[arg(long, default_value_t = 0)]
     pub serial_top: usize,
+    /// With `--serial-top`: the functions of this call only (its number in the by-call list).
+    #[arg(long)]
+    pub serial_call: Option<usize>,
     /// Seconds before QEMU is stopped and the run fails.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
@@ -214,11 +217,12 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
     } else {
         Marks::default()
     };
+    let serial_call = args.serial_call;
     let reader = trace.then(|| {
         let fifo = fifo.clone();
         std::thread::spawn(move || -> Result<CoreCounter> {
             let f = fs::File::open(&fifo).context("open the trace FIFO")?;
-            let mut counter = CoreCounter::new(marks);
+            let mut counter = CoreCounter::new(marks).only_call(serial_call);
             counter.read_all(f)?;
             Ok(counter)
         })
@@ -428,12 +432,25 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
             if args.serial_top > 0 {
                 let syms = crate::baremetal::elf::functions(&elf_bytes)?;
                 let serial: u64 = c.serial_by_pc.values().sum();
-                println!("core 0 outside parallel steps: {serial} instructions; by function:");
+                match args.serial_call {
+                    Some(k) => println!(
+                        "core 0 outside parallel steps, call #{k}: {serial} instructions; by function:"
+                    ),
+                    None => println!(
+                        "core 0 outside parallel steps: {serial} instructions; by function:"
+                    ),
+                }
                 for (name, n) in c.serial_by_function(&syms).iter().take(args.serial_top) {
                     let share = *n as f64 * 100.0 / serial.max(1) as f64;
                     println!("  {n:>10}  {share:5.1} %  {name}");
                 }
                 if !c.by_call.is_empty() {
+                    // What each call is (a program the host cannot load gets no labels).
+                    let labels = crate::cmd::profile::call_labels(&model).unwrap_or_default();
+                    let label = |k: usize| match k {
+                        0 => "before the first call".to_string(),
+                        k => labels.get(k - 1).cloned().unwrap_or_default(),
+                    };
                     let mut calls: Vec<(usize, &CallCount)> =
                         c.by_call.iter().enumerate().collect();
                     calls.sort_by(|a, b| b.1.serial.cmp(&a.1.serial).then(a.0.cmp(&b.0)));
@@ -442,8 +459,12 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                     );
                     for (k, n) in calls.iter().take(args.serial_top) {
                         println!(
-                            "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}",
-                            n.serial, n.in_steps, n.in_steps_all, n.steps
+                            "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}  {}",
+                            n.serial,
+                            n.in_steps,
+                            n.in_steps_all,
+                            n.steps,
+                            label(*k)
                         );
                     }
                     calls.sort_by(|a, b| {
@@ -455,8 +476,12 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                     println!("by call, the most uneven parallel steps (critical × cores − all cores' instructions):");
                     for (k, n) in calls.iter().take(args.serial_top) {
                         println!(
-                            "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}",
-                            n.serial, n.in_steps, n.in_steps_all, n.steps
+                            "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}  {}",
+                            n.serial,
+                            n.in_steps,
+                            n.in_steps_all,
+                            n.steps,
+                            label(*k)
                         );
                     }
                 }

@@ -568,7 +568,7 @@ pub fn panels(
     beta: f32,
     bias: Option<&[f32]>,
 ) -> bool {
-    if !matches!(nr, 8 | 12 | 16)
+    if !panel_widths(nr)
         || k == 0
         || n == 0
         || x.len() < k
@@ -618,6 +618,11 @@ pub fn panels(
         q += g;
     }
     true
+}
+
+/// The panel widths [`panels`] handles.
+pub fn panel_widths(nr: usize) -> bool {
+    matches!(nr, 8 | 12 | 16)
 }
 
 /// `y[l] = alpha·acc[l] (+ beta·y[l]) (+ bias[l])`, rounded like [`finish`] (no fused
