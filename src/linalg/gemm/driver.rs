@@ -321,9 +321,8 @@ pub fn sgemm_batch<'x>(
                 ASource::Mat(a),
                 b,
                 shared,
-                true,
-                0,
-                n.div_ceil(uk.nr),
+                None,
+                (0, n.div_ceil(uk.nr)),
                 scratch,
             )
         };
@@ -513,32 +512,63 @@ fn run_nest(
             return false;
         };
         let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(uk.nr));
+        let work = m.saturating_mul(n).saturating_mul(k);
+        let cores = team.cores();
+        // Fewer tiles than cores in either direction (a 64 × 64 product in 32 × 32 tiles):
+        // a grid of `pr` row groups by `pc` column groups, when it gives more parts.
+        let (pc, pr) = {
+            let pc = col_panels.min(cores);
+            (pc, row_tiles.min(cores / pc.max(1)))
+        };
+        if row_tiles.max(col_panels) < cores
+            && pr > 1
+            && pc > 1
+            && crate::parallel::parts_for(team, pr * pc, work) == pr * pc
+        {
+            team.run(pr * pc, &|core| {
+                let (gi, gj) = (core.index / pc, core.index % pc);
+                let rows = crate::parallel::part_range(row_tiles, pr, gi);
+                let cols = crate::parallel::part_range(col_panels, pc, gj);
+                if rows.0 < rows.1 && cols.0 < cols.1 {
+                    // SAFETY: the grid's parts get disjoint (row tiles × column panels)
+                    // rectangles of C; `shared` is C of this call, borrowed until `run` has
+                    // joined every part.
+                    unsafe { part(call, a, b, shared, Some(rows), cols, core.scratch) };
+                }
+            });
+            return true;
+        }
         // Column panels keep each core's B apart and need no A rows split; rows when the
         // product is too narrow to give every core a panel.
-        let by_cols = col_panels >= team.cores() || col_panels >= row_tiles;
+        let by_cols = col_panels >= cores || col_panels >= row_tiles;
         let units = if by_cols { col_panels } else { row_tiles };
-        let parts = crate::parallel::parts_for(team, units, m.saturating_mul(n).saturating_mul(k));
+        let parts = crate::parallel::parts_for(team, units, work);
         if parts < 2 {
             return false;
         }
         team.run(parts, &|core| {
             let (lo, hi) = crate::parallel::part_range(units, core.parts, core.index);
             if lo < hi {
+                let (rows, cols) = if by_cols {
+                    (None, (lo, hi))
+                } else {
+                    (Some((lo, hi)), (0, col_panels))
+                };
                 // SAFETY: parts of one split get disjoint unit ranges; `shared` is C of this
                 // call, borrowed until `run` has joined every part.
-                unsafe { part(call, a, b, shared, by_cols, lo, hi, core.scratch) };
+                unsafe { part(call, a, b, shared, rows, cols, core.scratch) };
             }
         });
         true
     });
     if !split {
         // SAFETY: the whole product, on this core, through the exclusive borrow of `c`.
-        unsafe { part(call, a, b, shared, true, 0, n.div_ceil(uk.nr), scratch) };
+        unsafe { part(call, a, b, shared, None, (0, n.div_ceil(uk.nr)), scratch) };
     }
     Ok(())
 }
 
-/// Computes column panels (`by_cols`) or row tiles `lo..hi` of `call` into C.
+/// Computes column panels `cols` of row tiles `rows` (`None`: every row) of `call` into C.
 ///
 /// # Safety
 /// `c` is the call's validated C (`check_call`), not accessed by anyone else but other parts
@@ -549,28 +579,32 @@ unsafe fn part(
     a: ASource<'_>,
     b: BSource<'_>,
     c: SharedC,
-    by_cols: bool,
-    lo: usize,
-    hi: usize,
+    rows: Option<(usize, usize)>,
+    cols: (usize, usize),
     scratch: &mut [f32],
 ) {
     let (uk, m, n, k, ldc) = (call.uk, call.m, call.n, call.k, call.ldc);
-    let (a, b, rows, cols, c_off, bias) = if by_cols {
-        let (j0, j1) = (lo * uk.nr, (hi * uk.nr).min(n));
-        let b = match b {
+    let (j0, j1) = (cols.0 * uk.nr, (cols.1 * uk.nr).min(n));
+    let b = if (j0, j1) == (0, n) {
+        b
+    } else {
+        match b {
             BSource::InPlace(bm) => BSource::InPlace(bm.col_range(j0, j1 - j0)),
             BSource::Strided(bm) => BSource::Strided(bm.col_range(j0, j1 - j0)),
             BSource::Prepacked(pb) => BSource::Prepacked(pb.panel_range(j0, j1 - j0)),
-        };
-        (a, b, m, j1 - j0, j0, call.bias.map(|bv| &bv[j0..]))
+        }
+    };
+    let (i0, i1) = rows.map_or((0, m), |(lo, hi)| (lo * uk.mr, (hi * uk.mr).min(m)));
+    let a = if (i0, i1) == (0, m) {
+        a
     } else {
-        let (i0, i1) = (lo * uk.mr, (hi * uk.mr).min(m));
-        let a = match a {
+        match a {
             ASource::Mat(am) => ASource::Mat(am.row_range(i0, i1 - i0)),
             ASource::Packed(pa) => ASource::Packed(pa.panel_range(i0, i1 - i0)),
-        };
-        (a, b, i1 - i0, n, i0 * ldc, call.bias)
+        }
     };
+    let (rows, cols, c_off) = (i1 - i0, j1 - j0, i0 * ldc + j0);
+    let bias = call.bias.map(|bv| &bv[j0..]);
     // SAFETY: per this function's contract; `c_off` starts row i0 / column j0 of C.
     let mut t = unsafe { Tiles::window(uk, c, c_off, ldc, call.alpha, bias, (call.lo, call.hi)) };
     // A plan made for the whole product serves a part that is the whole product.

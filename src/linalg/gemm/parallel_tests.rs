@@ -105,6 +105,9 @@ fn split_products_are_bit_identical() {
             (200, 24, 40),
             (33, 129, 300),
             (8, 40, 1500),
+            (17, 20, 5),
+            (64, 64, 64),
+            (40, 40, 17),
         ] {
             let a = rng.vec(m * k);
             let b = rng.vec(k * n);
@@ -123,6 +126,15 @@ fn split_products_are_bit_identical() {
                 if m.div_ceil(uk.mr()) > 1 || n.div_ceil(uk.nr()) > 1 {
                     assert_eq!(team.splits() - before, 4, "{m}x{n}x{k}");
                 }
+            }
+            // Fewer tiles than cores each way, two column panels and two or three row tiles:
+            // a 2 × 2 grid of parts.
+            let (rt, cp) = (m.div_ceil(uk.mr()), n.div_ceil(uk.nr()));
+            if rt.max(cp) < 4 && rt >= 2 && cp == 2 {
+                let four = CountingTeam::new(4);
+                let many = scoped(&four, || bits(&products(uk, &a, &b, &bias, (m, n, k))));
+                assert!(one == many, "{} {m}x{n}x{k} on a 2 x 2 grid", uk.name());
+                assert_eq!(four.widest(), 4, "{} {m}x{n}x{k}", uk.name());
             }
         }
     }
