@@ -330,6 +330,99 @@ pub fn sgemm_batch<'x>(
     Ok(())
 }
 
+/// Row tiles per product of an `m × n × k` batch for the kernel [`sgemm_batch`] picks: the
+/// unit [`sgemm_batch_tiles`] computes (at least 1).
+pub fn batch_row_tiles(m: usize, n: usize, k: usize) -> usize {
+    m.div_ceil(micro_kernel_for(m, n, k).mr).max(1)
+}
+
+/// Where row tile `u` of an `m × n × k` batch (the products' tiles one after another, see
+/// [`batch_row_tiles`]) starts in the batch's C.
+pub fn batch_tile_offset((m, n, k): (usize, usize, usize), u: usize) -> usize {
+    let mr = micro_kernel_for(m, n, k).mr;
+    let t = m.div_ceil(mr).max(1);
+    (u / t) * m * n + ((u % t) * mr).min(m) * n
+}
+
+/// Row tiles `lo..hi` of [`sgemm_batch`]'s products ([`batch_row_tiles`] per product,
+/// products one after another) into `c`, the batch's C from tile `lo`'s offset to tile
+/// `hi`'s ([`batch_tile_offset`]). Each tile is computed as `sgemm_batch` computes it (same
+/// kernel, same kernel calls: a run of whole tiles is a product of fewer rows, which the
+/// driver computes tile for tile as the whole one), so a batch split by tiles across cores
+/// keeps its bits. For products of more than one row and nonzero depth
+/// (`KernelError::Unsupported` otherwise: `sgemm_batch` takes the GEMV or fills zeros there).
+pub fn sgemm_batch_tiles<'x>(
+    (m, n, k): (usize, usize, usize),
+    (lo, hi): (usize, usize),
+    operands: impl Fn(usize) -> Result<(MatRef<'x>, MatRef<'x>), KernelError>,
+    c: &mut [f32],
+    scratch: &mut [f32],
+) -> Result<(), KernelError> {
+    if m <= 1 || k == 0 || n == 0 {
+        return Err(KernelError::Unsupported {
+            detail: "gemm: batch tiles of a one-row or empty product",
+        });
+    }
+    let uk = micro_kernel_for(m, n, k);
+    let t = m.div_ceil(uk.mr);
+    let at = |u: usize| batch_tile_offset((m, n, k), u);
+    if hi < lo || c.len() != at(hi) - at(lo) {
+        return Err(shape_err("gemm: C of batch tiles of another extent"));
+    }
+    scratch_need(uk, (m, n, k), scratch.len())?;
+    let base = at(lo);
+    let mut u = lo;
+    while u < hi {
+        let i = u / t;
+        let end = ((i + 1) * t).min(hi);
+        let (a, b) = operands(i)?;
+        if a.rows != m || a.cols != k || b.rows != k || b.cols != n {
+            return Err(shape_err("gemm: batch operand of another shape"));
+        }
+        // Rows i0..i1 of product i: a product of its own with the batch's kernel.
+        let (i0, i1) = ((u - i * t) * uk.mr, ((end - i * t) * uk.mr).min(m));
+        let seg = &mut c[at(u) - base..at(end) - base];
+        let call = Call {
+            uk,
+            m: i1 - i0,
+            n,
+            k,
+            ldc: n,
+            alpha: 1.0,
+            beta: 0.0,
+            bias: None,
+            lo: f32::NEG_INFINITY,
+            hi: f32::INFINITY,
+            plans: None,
+        };
+        let b = if b.cs == 1 {
+            BSource::InPlace(b)
+        } else {
+            BSource::Strided(b)
+        };
+        let shared = SharedC {
+            ptr: seg.as_mut_ptr(),
+            len: seg.len(),
+        };
+        // SAFETY: `seg` is rows i0..i1 of product i's C (`(i1 - i0) · n` floats, exclusively
+        // borrowed from `c`), the whole C of this sub-product with ldc = n; scratch checked
+        // above.
+        unsafe {
+            part(
+                &call,
+                ASource::Mat(a.row_range(i0, i1 - i0)),
+                b,
+                shared,
+                None,
+                (0, n.div_ceil(uk.nr)),
+                scratch,
+            )
+        };
+        u = end;
+    }
+    Ok(())
+}
+
 /// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
 /// `C = clamp(beta·C + bias)`). `Ok(false)` when nothing is left to compute.
 #[allow(clippy::too_many_arguments)]

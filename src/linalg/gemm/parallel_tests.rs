@@ -207,3 +207,57 @@ fn few_row_products_over_packed_panels_split_to_every_core() {
         }
     }
 }
+
+/// A batch computed by row tiles, in any grouping of tiles into ranges, gives the bits of
+/// the whole batch (`sgemm_batch`): how a batch of 6 heads is shared by 4 cores.
+#[test]
+fn batch_tiles_in_any_ranges_give_the_whole_batch() {
+    let mut rng = Rng(0xba7c);
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    for &(batch, m, n, k) in &[
+        (6, 64, 16, 64),
+        (3, 17, 5, 3),
+        (5, 33, 40, 9),
+        (2, 129, 3, 17),
+    ] {
+        let a = rng.vec(batch * m * k);
+        let b = rng.vec(batch * k * n);
+        for transposed in [false, true] {
+            let operands =
+                |i: usize| -> Result<(MatRef<'_>, MatRef<'_>), crate::error::KernelError> {
+                    let ai = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k)?;
+                    let bs = &b[i * k * n..(i + 1) * k * n];
+                    Ok(if transposed {
+                        (ai, MatRef::row_major(bs, n, k)?.t())
+                    } else {
+                        (ai, MatRef::row_major(bs, k, n)?)
+                    })
+                };
+            let mut whole = vec![f32::NAN; batch * m * n];
+            sgemm_batch((m, n, k), batch, operands, &mut whole, &mut scratch).unwrap();
+            let units = batch * batch_row_tiles(m, n, k);
+            for cuts in [
+                vec![units],
+                vec![1, units],
+                vec![units / 3, units / 2, units],
+            ] {
+                let mut c = vec![f32::NAN; batch * m * n];
+                let mut lo = 0;
+                for &hi in &cuts {
+                    let (s, e) = (
+                        batch_tile_offset((m, n, k), lo),
+                        batch_tile_offset((m, n, k), hi),
+                    );
+                    sgemm_batch_tiles((m, n, k), (lo, hi), operands, &mut c[s..e], &mut scratch)
+                        .unwrap();
+                    lo = hi;
+                }
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+                assert!(
+                    bits(&c) == bits(&whole),
+                    "batch {batch} of {m}x{n}x{k} (B transposed: {transposed}) in tile ranges {cuts:?}"
+                );
+            }
+        }
+    }
+}

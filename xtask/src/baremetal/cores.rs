@@ -108,8 +108,22 @@ pub struct CoreCounter {
     calls: usize,
     /// Per call (index 0: before the first), see [`CoreCounts::by_call`].
     by_call: Vec<CallCount>,
-    /// `serial_by_pc` counts this call only (`None`: all of the forward).
+    /// `serial_by_pc` counts this call only (`None`: all of the forward), and its steps are
+    /// kept one by one (`call_steps`).
     only_call: Option<usize>,
+    /// Core 0's last serial block addresses, newest last (what forked a step).
+    recent: Vec<u64>,
+    call_steps: Vec<StepCount>,
+}
+
+/// One parallel step of the call [`CoreCounter::only_call`] follows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepCount {
+    /// Core 0's last serial block addresses before the fork, newest last (the code that split
+    /// the work is the newest one outside the team's own functions).
+    pub before: Vec<u64>,
+    /// Each core's instructions in the step.
+    pub per_core: Vec<u64>,
 }
 
 /// What one call of the forward (one kernel or delegate call the engine dispatched) adds to
@@ -139,21 +153,26 @@ pub struct CoreCounts {
     /// Per dispatched call in execution order (entry 0: the forward's instructions before its
     /// first call); empty when the firmware has no separate dispatch function to mark calls.
     pub by_call: Vec<CallCount>,
+    /// The steps of the call followed with [`CoreCounter::only_call`], in order.
+    pub call_steps: Vec<StepCount>,
 }
 
 impl CoreCounts {
+    /// The function holding `pc` (symbols `(address, size, name)` sorted by address).
+    pub fn function_at(symbols: &[(u64, u64, String)], pc: u64) -> &str {
+        let i = symbols.partition_point(|s| s.0 <= pc);
+        i.checked_sub(1)
+            .map(|i| &symbols[i])
+            .filter(|s| pc < s.0 + s.1.max(1))
+            .map_or("?", |s| s.2.as_str())
+    }
+
     /// Core 0's serial instructions by function (symbols `(address, size, name)` sorted by
     /// address), largest first.
     pub fn serial_by_function(&self, symbols: &[(u64, u64, String)]) -> Vec<(String, u64)> {
         let mut by: HashMap<&str, u64> = HashMap::new();
         for (&pc, &n) in &self.serial_by_pc {
-            let i = symbols.partition_point(|s| s.0 <= pc);
-            let name = i
-                .checked_sub(1)
-                .map(|i| &symbols[i])
-                .filter(|s| pc < s.0 + s.1.max(1))
-                .map_or("?", |s| s.2.as_str());
-            *by.entry(name).or_default() += n;
+            *by.entry(Self::function_at(symbols, pc)).or_default() += n;
         }
         let mut v: Vec<(String, u64)> = by.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -328,6 +347,12 @@ impl CoreCounter {
             if self.only_call.is_none_or(|k| k == self.calls) {
                 *self.serial_by_pc.entry(pc).or_default() += n;
             }
+            if self.only_call == Some(self.calls) {
+                if self.recent.len() == 16 {
+                    self.recent.remove(0);
+                }
+                self.recent.push(pc);
+            }
             self.by_call[self.calls].serial += n;
         }
         if cpu == 0 && pc == m.join {
@@ -352,6 +377,17 @@ impl CoreCounter {
                 .map(|(c, &now)| now - start.get(c).copied().unwrap_or(0))
                 .sum::<u64>();
             self.by_call[self.calls].steps += 1;
+            if self.only_call == Some(self.calls) {
+                self.call_steps.push(StepCount {
+                    before: self.recent.clone(),
+                    per_core: self
+                        .per_core
+                        .iter()
+                        .enumerate()
+                        .map(|(c, &now)| now - start.get(c).copied().unwrap_or(0))
+                        .collect(),
+                });
+            }
         }
         Ok(())
     }
@@ -375,6 +411,7 @@ impl CoreCounter {
             steps: self.steps,
             serial_by_pc: self.serial_by_pc,
             by_call,
+            call_steps: self.call_steps,
         })
     }
 }

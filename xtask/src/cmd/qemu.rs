@@ -419,6 +419,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 steps: 0,
                 serial_by_pc: Default::default(),
                 by_call: Vec::new(),
+                call_steps: Vec::new(),
             },
         });
     }
@@ -443,6 +444,20 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 for (name, n) in c.serial_by_function(&syms).iter().take(args.serial_top) {
                     let share = *n as f64 * 100.0 / serial.max(1) as f64;
                     println!("  {n:>10}  {share:5.1} %  {name}");
+                }
+                if let Some(k) = args.serial_call {
+                    println!("call #{k}: its parallel steps, each core's instructions, and what split them:");
+                    for (i, st) in c.call_steps.iter().enumerate() {
+                        // The newest serial function before the fork outside the team's own.
+                        let from = st
+                            .before
+                            .iter()
+                            .rev()
+                            .map(|&pc| CoreCounts::function_at(&syms, pc))
+                            .find(|f| !f.contains("parallel") && !f.contains("ptera_team"))
+                            .unwrap_or("?");
+                        println!("  step {i:<3} {:?}  {from}", st.per_core);
+                    }
                 }
                 if !c.by_call.is_empty() {
                     // What each call is (a program the host cannot load gets no labels).
