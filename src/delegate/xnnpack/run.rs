@@ -390,33 +390,6 @@ pub fn batch_matmul(
     if scratch.len() >= need {
         let errors = parallel::FirstError::default();
         let shared = parallel::SharedSlice::new(out);
-        // Batches that do not share out evenly (6 heads on 4 cores): row tiles of the
-        // products instead, each computed as in its whole product.
-        let tiles = gemm::batch_row_tiles(m, n, k);
-        let by_batch = parallel::parts(batch, m * n * k);
-        let by_tiles = parallel::parts(batch * tiles, m * n * k / tiles);
-        if m > 1
-            && k > 0
-            && n > 0
-            && tiles > 1
-            && (!batch.is_multiple_of(by_batch) || by_tiles > by_batch)
-        {
-            let split =
-                parallel::try_split(batch * tiles, m * n * k / tiles, |lo, hi, core_scratch| {
-                    let at = |u: usize| gemm::batch_tile_offset((m, n, k), u);
-                    // SAFETY: tiles lo..hi of `out` (rows of consecutive products) belong to this
-                    // part alone.
-                    let mine = unsafe { shared.range(at(lo), at(hi)) };
-                    if let Err(e) =
-                        gemm::sgemm_batch_tiles((m, n, k), (lo, hi), operands, mine, core_scratch)
-                    {
-                        errors.put(e);
-                    }
-                });
-            if split {
-                return errors.result();
-            }
-        }
         let split = parallel::try_split(batch, m * n * k, |lo, hi, core_scratch| {
             // SAFETY: batches lo..hi of `out` belong to this part alone.
             let mine = unsafe { shared.range(lo * mn, hi * mn) };

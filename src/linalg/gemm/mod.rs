@@ -69,9 +69,8 @@ pub use contract::{
     GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    batch_row_tiles, batch_tile_offset, kernel_for_prepacked, sgemm, sgemm_batch,
-    sgemm_batch_tiles, sgemm_clamped, sgemm_packed_with, sgemm_prepacked, sgemm_prepacked_clamped,
-    sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
+    kernel_for_prepacked, sgemm, sgemm_batch, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,
+    sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
 };
 pub use gemv::sgemv;
 pub use matref::MatRef;

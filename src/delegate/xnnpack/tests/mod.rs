@@ -1171,34 +1171,3 @@ fn a_value_quantized_again_is_read_from_the_first_convert() {
         .unwrap()
         .is_empty());
 }
-
-/// A batched product whose batches do not share out evenly (6 heads on 4 cores) is split by
-/// row tiles of its products: every core takes part (3 heads: 4 parts, not 3), and the bits
-/// are one core's.
-#[test]
-fn uneven_batches_split_by_row_tiles_on_every_core() {
-    use crate::parallel::scoped;
-    use crate::testing::{CountingTeam, Rng};
-    let mut rng = Rng(0x6b61);
-    for &(batch, m, n, k, tb) in &[
-        (6, 64, 16, 64, false),
-        (6, 64, 64, 16, true),
-        (5, 17, 9, 3, false),
-        (3, 64, 16, 64, false),
-        (3, 33, 8, 5, true),
-    ] {
-        let a = rng.vec(batch * m * k);
-        let b = rng.vec(batch * k * n);
-        let run = || {
-            let mut out = std::vec![f32::NAN; batch * m * n];
-            let mut scratch = std::vec![0.0f32; crate::linalg::gemm::GEMM_SCRATCH_F32];
-            super::run::batch_matmul(&a, &b, &mut out, batch, m, k, n, tb, &mut scratch).unwrap();
-            out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
-        };
-        let one = run();
-        let team = CountingTeam::new(4);
-        let many = scoped(&team, run);
-        assert!(one == many, "batch {batch} of {m}x{n}x{k} on 4 cores");
-        assert_eq!(team.widest(), 4, "batch {batch} of {m}x{n}x{k}");
-    }
-}
