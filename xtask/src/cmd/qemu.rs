@@ -446,6 +446,13 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                     println!("  {n:>10}  {share:5.1} %  {name}");
                 }
                 if let Some(k) = args.serial_call {
+                    let mut blocks: Vec<(u64, u64)> =
+                        c.serial_by_pc.iter().map(|(&pc, &n)| (pc, n)).collect();
+                    blocks.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                    println!("call #{k}: its busiest serial blocks (start address, instructions):");
+                    for (pc, n) in blocks.iter().take(args.serial_top) {
+                        println!("  {pc:#x} {n:>8}  {}", CoreCounts::function_at(&syms, *pc));
+                    }
                     println!("call #{k}: its parallel steps, each core's instructions, and what split them:");
                     for (i, st) in c.call_steps.iter().enumerate() {
                         // The newest serial function before the fork outside the team's own.
