@@ -532,6 +532,32 @@ mod tests {
             vec![call(0, 0, 0, 0), call(4, 6, 11, 1), call(4, 0, 0, 0)]
         );
         assert_eq!(c.critical_path, 4 + 6 + 4);
+        assert!(c.call_steps.is_empty());
+
+        // Following call 1 only: its serial blocks, and its step core by core with the
+        // blocks core 0 ran before the fork.
+        let mut one = CoreCounter::new(m).only_call(Some(1));
+        for l in &lines {
+            one.line(l).unwrap();
+        }
+        let one = one.finish(2).unwrap();
+        let mut blocks: Vec<(u64, u64)> = one.serial_by_pc.into_iter().collect();
+        blocks.sort();
+        assert_eq!(blocks, vec![(work, 3), (m.call, 1)]);
+        assert_eq!(
+            one.call_steps,
+            vec![StepCount {
+                before: vec![m.call, work],
+                per_core: vec![5, 6],
+            }]
+        );
+        assert_eq!(one.by_call, c.by_call);
+        let syms = vec![
+            (work, 12, "work".to_string()),
+            (m.call, 4, "call".to_string()),
+        ];
+        assert_eq!(CoreCounts::function_at(&syms, work + 8), "work");
+        assert_eq!(CoreCounts::function_at(&syms, work + 12), "?");
     }
 
     #[test]
