@@ -235,6 +235,19 @@ fn elided_calls(bytes: &[u8]) -> usize {
     m.elided_calls()
 }
 
+/// The instructions `execute` dispatches in program `bytes` (`Method::dispatched_calls`).
+fn dispatched(bytes: &[u8]) -> Vec<usize> {
+    use ptera::host::AlignedBuf;
+    use ptera::{MethodMeta, OwnedArenas, Program, Registry};
+    let buf = AlignedBuf::from_bytes(bytes);
+    let reg = Registry::standard();
+    let p = Program::load(buf.as_slice()).unwrap();
+    let meta = MethodMeta::new(&p, "forward", &reg).unwrap();
+    let mut a = OwnedArenas::for_meta(&meta).unwrap();
+    let m = a.load(meta, &reg).unwrap();
+    m.dispatched_calls().collect()
+}
+
 /// A copy that changes nothing (`view_copy`, `squeeze_copy`, `expand_copy` to the same
 /// count, ...) is removed at load when the plan allows its output to sit on its input's
 /// bytes; the outputs are the same either way. Each refused case is a way the elision would
@@ -269,6 +282,8 @@ fn identity_copies_are_elided_at_load_where_the_plan_allows() {
         k("aten::neg.out", &[b, y, y]),
     ]);
     check(&t, 1, &[&xs]);
+    // The elided view is no dispatched call: the forward's calls are instructions 0 and 2.
+    assert_eq!(dispatched(&t.build()), vec![0, 2]);
 
     // Chained: squeeze_copy then expand_copy to the same shape, both go.
     let mut t = OpTest::new("");
