@@ -273,15 +273,15 @@ pub fn execute_plan(
     let runs = (0..chunks).flat_map(|c| steps.iter().enumerate().map(move |s| (c, s)));
     for (c, (index, step)) in runs {
         chunk.set(c);
-        let (op, clamp) = step.op()?;
         // A view planned onto its input's storage (see `analyze`: reshapes of intermediates,
         // inputs and constants, and repeated converts) has nothing to do.
-        if let Op::Reshape { x, out } = op {
+        if let Some((x, out)) = step.reshape_ids() {
             let at = |id: u32| locs.get(id as usize).map(|l| (l.kind, l.ext, l.offset));
             if at(x).is_some() && at(x) == at(out) {
                 continue;
             }
         }
+        let (op, clamp) = step.op()?;
         let dt = |id: u32| locs.get(id as usize).map_or(DT_F32, |l| l.dt);
         let out_dt = dt(op.output());
         // Every static int8 node writes an int8 value but the convert back to fp32.
@@ -342,8 +342,10 @@ pub fn execute_plan(
             // SAFETY: see the block comment above `rd`.
             unsafe { core::slice::from_raw_parts_mut(po, no) }
         };
-        let od = dims(op.output());
+        // The output's dims, built only by the nodes that read them.
+        let od = || dims(op.output());
         if ctx.observed() {
+            let od = od();
             ctx.region_op(
                 index,
                 graph::node_name(step.node()),
@@ -353,7 +355,13 @@ pub fn execute_plan(
         }
         match op {
             Op::Binary { op, a, b, .. } => {
-                run::binary(op, rd(a)?, &dims(a), rd(b)?, &dims(b), out, &od)
+                let (xa, xb) = (rd(a)?, rd(b)?);
+                if xa.len() == out.len() && xb.len() == out.len() {
+                    // Same shapes: no broadcast, no dims needed.
+                    run::zip_with(op, xa, xb, out)
+                } else {
+                    run::binary(op, xa, &dims(a), xb, &dims(b), out, &od())
+                }
             }
             Op::Unary { op, x, .. } => run::unary(op, rd(x)?, out),
             Op::Softmax { x, scale, .. } => {
@@ -364,7 +372,7 @@ pub fn execute_plan(
                         .first()
                         .ok_or(bad("softmax scale without an element"))?
                 };
-                run::softmax_rows_scaled(rd(x)?, out, last_dim(&od), s)
+                run::softmax_rows_scaled(rd(x)?, out, last_dim(&od()), s)
             }
             Op::FullyConnected {
                 x,
@@ -588,7 +596,7 @@ pub fn execute_plan(
                 let ad = dims(a);
                 let r = ad.rank();
                 let (m, k) = (ad.dims()[r - 2], ad.dims()[r - 1]);
-                let n = od.dims()[r - 1];
+                let n = od().dims()[r - 1];
                 let batch = ad.dims()[..r - 2].iter().product();
                 run::batch_matmul(
                     rd(a)?,
@@ -606,7 +614,7 @@ pub fn execute_plan(
                 run::transpose(rd(x)?, &dims(x), &perm[..rank as usize], out)
             }
             Op::Reshape { x, .. } => crate::linalg::vecmath::copy(rd(x)?, out)?,
-            Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od),
+            Op::Slice { x, offsets, .. } => run::slice(rd(x)?, &dims(x), &offsets, out, &od()),
             Op::Concat {
                 inputs, n, axis, ..
             } => {
@@ -614,9 +622,9 @@ pub fn execute_plan(
                 for &id in &inputs[..n as usize] {
                     let _ = parts.push((rd(id)?, dims(id)));
                 }
-                run::concat(&parts, axis as usize, out, &od)
+                run::concat(&parts, axis as usize, out, &od())
             }
-            Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od),
+            Op::Pad { x, pre, value, .. } => run::pad(rd(x)?, &dims(x), &pre, value, out, &od()),
             Op::Conv {
                 x,
                 w,
@@ -631,7 +639,7 @@ pub fn execute_plan(
                 } else {
                     Some(rd(bias)?)
                 };
-                let p = run::conv_geometry(&dims(x), &od, &win, groups)
+                let p = run::conv_geometry(&dims(x), &od(), &win, groups)
                     .ok_or(bad("convolution: input or output is not rank 4"))?;
                 let wl = &locs[w as usize];
                 if wl.kind == KIND_PACKED {
@@ -665,7 +673,7 @@ pub fn execute_plan(
                 } else {
                     Some(rd(bias)?)
                 };
-                let p = run::conv_transpose_geometry(&dims(x), &od, &win, groups)
+                let p = run::conv_transpose_geometry(&dims(x), &od(), &win, groups)
                     .ok_or(bad("transposed convolution: input or output is not rank 4"))?;
                 crate::linalg::conv::transposed::conv_transpose2d_nhwc(
                     &p,
@@ -678,7 +686,7 @@ pub fn execute_plan(
                 )?;
                 continue;
             }
-            Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od, &win, max),
+            Op::Pool { x, win, max, .. } => run::pool_nhwc(rd(x)?, &dims(x), out, &od(), &win, max),
             Op::GlobalAvgPool { x, .. } => run::global_avg_pool_nhwc(rd(x)?, &dims(x), out),
         }
         if let Some((lo, hi)) = clamp {

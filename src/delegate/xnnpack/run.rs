@@ -56,7 +56,7 @@ fn common<'x, 'o>(x: &'x [f32], out: &'o mut [f32]) -> (&'x [f32], &'o mut [f32]
     (&x[..n], &mut out[..n])
 }
 
-fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
+pub(super) fn zip_with(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
     let n = a.len().min(b.len()).min(out.len());
     let (a, b, out) = (&a[..n], &b[..n], &mut out[..n]);
     parallel::for_chunks(out, CHUNK, CHUNK * 2, |u, o, _| {

@@ -242,6 +242,13 @@ impl Step {
         xf::XNodeUnion(self.node as u8)
     }
 
+    /// `(x, out)` of a reshape record, read without decoding the whole operator (the run
+    /// loop skips reshapes planned as views of their input first).
+    #[inline]
+    pub fn reshape_ids(&self) -> Option<(u32, u32)> {
+        (self.kind == K_RESHAPE).then_some((self.ids[0], self.ids[1]))
+    }
+
     /// The operator and output clamp this record was made from; an error for a record that
     /// [`Step::new`] cannot have written.
     #[inline]
