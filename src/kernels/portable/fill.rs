@@ -225,6 +225,12 @@ fn arange_impl(
                 *o = ds + dp * i as f64;
             }
         }
+        DType::I64 => {
+            let (s, p) = (start.as_i64(), step.as_i64());
+            for (i, o) in out.as_mut_slice::<i64>()?.iter_mut().enumerate() {
+                *o = s.wrapping_add(p.wrapping_mul(i as i64));
+            }
+        }
         _ => {
             let (s, p) = (start.as_i64(), step.as_i64());
             let b = out.bytes_mut();
