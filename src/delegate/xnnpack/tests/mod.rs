@@ -993,7 +993,10 @@ fn transposes_against_index_arithmetic() {
     use super::run;
     use crate::shape::{NdIndex, Shape};
     let mut rng = crate::testing::Rng(0x7A_11);
-    for case in 0..300 {
+    // Alone, and on teams of 2-4 cores (whole blocks across cores).
+    let teams: Vec<crate::testing::CountingTeam> =
+        (2..=4).map(crate::testing::CountingTeam::new).collect();
+    for case in 0..400 {
         let rank = 2 + case % 3;
         let dims: Vec<usize> = (0..rank).map(|_| 1 + rng.below(17) as usize).collect();
         let mut perm: Vec<u8> = (0..rank as u8).collect();
@@ -1007,7 +1010,12 @@ fn transposes_against_index_arithmetic() {
         let x = rng.vec(xs.numel());
         let od: Vec<usize> = perm.iter().map(|&p| dims[p as usize]).collect();
         let mut got = std::vec![f32::NAN; x.len()];
-        run::transpose(&x, &xs, &perm, &mut got);
+        match case % 4 {
+            0 => run::transpose(&x, &xs, &perm, &mut got),
+            t => {
+                crate::parallel::scoped(&teams[t - 1], || run::transpose(&x, &xs, &perm, &mut got))
+            }
+        }
         let st = xs.strides();
         let mut it = NdIndex::new(&od);
         for (j, g) in got.iter().enumerate() {
