@@ -348,7 +348,13 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         }
     }
 
-    fn view(&self, slot: usize, arg: usize, any_order: bool) -> Result<TensorRef<'a>, KernelError> {
+    /// The checks of a read of slot `slot` (argument `arg`), which is then marked read.
+    fn check_read(
+        &self,
+        slot: usize,
+        arg: usize,
+        any_order: bool,
+    ) -> Result<&TensorSlot, KernelError> {
         let t = &self.tensors[slot];
         if !any_order && !t.contiguous {
             return Err(KernelError::NonContiguous { arg });
@@ -365,6 +371,11 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             }
         }
         self.read.set(self.read.get() | 1 << arg.min(63));
+        Ok(t)
+    }
+
+    fn view(&self, slot: usize, arg: usize, any_order: bool) -> Result<TensorRef<'a>, KernelError> {
+        let t = self.check_read(slot, arg, any_order)?;
         Ok(TensorRef {
             dtype: t.dtype,
             shape: t.shape,
@@ -373,6 +384,25 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             arg,
             _life: PhantomData,
         })
+    }
+
+    /// The contiguous input tensor at `arg` as `(data, bytes, dtype)`, with the checks of
+    /// [`input`](Self::input) but no view built: for a delegate binding many arguments to raw
+    /// storage. The range `data..data + bytes` is the tensor's, readable while the call runs
+    /// (and not written by any output of it: the same rules as a view).
+    pub fn input_raw(&self, arg: usize) -> Result<(*const u8, usize, DType), KernelError> {
+        let t = self.check_read(self.slot_of(arg)?, arg, false)?;
+        Ok((t.data, t.nbytes(), t.dtype))
+    }
+
+    /// The output tensor at `arg` at its current shape as `(data, bytes, dtype)`: the checks
+    /// of [`output`](Self::output) (writable, contiguous, no overlap with the call's other
+    /// arguments), no resize and no view built. The range is the caller's to write while the
+    /// call runs.
+    pub fn output_raw(&mut self, arg: usize) -> Result<(*mut u8, usize, DType), KernelError> {
+        let slot = self.slot_of(arg)?;
+        let (dtype, data, bytes) = self.bind_output(slot, arg, None)?;
+        Ok((data, bytes, dtype))
     }
 
     /// A contiguous input tensor.
@@ -484,6 +514,24 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         arg: usize,
         shape: &Shape,
     ) -> Result<TensorMut<'a>, KernelError> {
+        let (dtype, data, _) = self.bind_output(slot, arg, Some(shape))?;
+        Ok(TensorMut {
+            dtype,
+            shape: *shape,
+            data,
+            arg,
+            _life: PhantomData,
+        })
+    }
+
+    /// The checks and bookkeeping of handing out slot `slot` (argument `arg`) as an output,
+    /// resized to `shape` (`None`: its current shape): `(dtype, data, bytes)`.
+    fn bind_output(
+        &mut self,
+        slot: usize,
+        arg: usize,
+        shape: Option<&Shape>,
+    ) -> Result<(DType, *mut u8, usize), KernelError> {
         let (dtype, data, lo, hi) = {
             let t = &mut self.tensors[slot];
             if !t.writable {
@@ -492,8 +540,13 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             if !t.contiguous {
                 return Err(KernelError::NonContiguous { arg });
             }
-            let need = shape.numel().saturating_mul(t.dtype.size());
-            let same = t.shape.same_dims(shape);
+            let (need, same) = match shape {
+                Some(shape) => (
+                    shape.numel().saturating_mul(t.dtype.size()),
+                    t.shape.same_dims(shape),
+                ),
+                None => (t.nbytes(), true),
+            };
             let fits = match t.dynamism {
                 Dynamism::Static => same || need == t.nbytes(),
                 Dynamism::Bound => need <= t.capacity,
@@ -501,7 +554,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             if !fits || need > t.capacity {
                 return Err(KernelError::Resize {
                     arg,
-                    needed: *shape,
+                    needed: shape.copied().unwrap_or(t.shape),
                     capacity_bytes: t.capacity,
                     is_static: t.dynamism == Dynamism::Static,
                 });
@@ -510,7 +563,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
                 return Err(KernelError::NoData { arg });
             }
             // A static tensor keeps its shape: no 136-byte store when nothing changes.
-            if !same {
+            if let (Some(shape), false) = (shape, same) {
                 t.shape = *shape;
             }
             let lo = t.data as usize;
@@ -558,13 +611,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
                 });
             }
         }
-        Ok(TensorMut {
-            dtype,
-            shape: *shape,
-            data,
-            arg,
-            _life: PhantomData,
-        })
+        Ok((dtype, data, hi - lo))
     }
 
     /// Points the output tensor at `arg` at the data of input `src_arg` with a new shape
@@ -620,5 +667,79 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         // SAFETY: `use_` is a live, exclusively borrowed byte range of exactly 4*n bytes whose
         // start is 4-byte aligned (align_offset above); every bit pattern is a valid f32.
         Ok(unsafe { core::slice::from_raw_parts_mut(use_.as_mut_ptr() as *mut f32, n) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(data: *mut u8, dims: &[usize], writable: bool) -> TensorSlot {
+        TensorSlot {
+            dtype: DType::F32,
+            dynamism: Dynamism::Static,
+            planned: true,
+            writable,
+            contiguous: true,
+            dim_order: core::array::from_fn(|i| i as u8),
+            shape: Shape::new(dims).unwrap(),
+            data,
+            capacity: dims.iter().product::<usize>() * 4,
+        }
+    }
+
+    /// The raw bindings of a delegate keep the rules of views: the tensor's range and dtype,
+    /// no output over an argument read or another output, read-only and non-contiguous
+    /// tensors refused.
+    #[test]
+    fn raw_bindings_keep_the_rules_of_views() {
+        let mut mem = [0.0f32; 16];
+        let base = mem.as_mut_ptr() as *mut u8;
+        // SAFETY: offsets inside `mem` (16 floats = 64 bytes).
+        let at = |off: usize| unsafe { base.add(off) };
+        let mut values = [
+            Value::Tensor(0),
+            Value::Tensor(1),
+            Value::Tensor(2),
+            Value::Tensor(3),
+        ];
+        // 0: [2, 2] at 0; 1: [4] at 16 bytes; 2: [2] at 8 bytes (inside 0); 3: read-only.
+        let mut tensors = [
+            slot(at(0), &[2, 2], true),
+            slot(at(16), &[4], true),
+            slot(at(8), &[2], true),
+            slot(at(48), &[4], false),
+        ];
+        let args = [0, 1, 2, 3];
+        let mut scratch = [0u8; 0];
+        let mut ctx = KernelCtx::new(&mut values, &mut tensors, &args, &mut scratch);
+        let (p, bytes, dt) = ctx.input_raw(0).unwrap();
+        assert_eq!((p, bytes, dt), (at(0) as *const u8, 16, DType::F32));
+        let (q, bytes, _) = ctx.output_raw(1).unwrap();
+        assert_eq!((q, bytes), (at(16), 16));
+        // Inside the input read at 0, and the output handed out at 1 may not be read.
+        assert!(matches!(
+            ctx.output_raw(2),
+            Err(KernelError::Aliasing { arg: 2 })
+        ));
+        assert!(matches!(
+            ctx.input_raw(1),
+            Err(KernelError::Aliasing { arg: 1 })
+        ));
+        assert!(matches!(
+            ctx.output_raw(3),
+            Err(KernelError::ReadOnly { arg: 3 })
+        ));
+        drop(ctx);
+        tensors[1].contiguous = false;
+        let mut ctx = KernelCtx::new(&mut values, &mut tensors, &args, &mut scratch);
+        assert!(matches!(
+            ctx.input_raw(1),
+            Err(KernelError::NonContiguous { arg: 1 })
+        ));
+        assert!(matches!(
+            ctx.output_raw(1),
+            Err(KernelError::NonContiguous { arg: 1 })
+        ));
     }
 }

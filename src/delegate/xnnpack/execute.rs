@@ -113,41 +113,59 @@ pub fn execute_plan(
             .iter()
             .filter_map(|&id| Some((id, locs.get(id as usize)?)))
     };
-    for (_, l) in bound().filter(|(_, l)| l.kind == KIND_EXTERNAL_IN) {
-        let t = ctx.input(l.ext as usize)?;
-        if t.numel() as u64 != l.numel {
-            return Err(KernelError::Shape {
-                arg: l.ext as usize,
-                detail: "input size differs from the delegate graph",
+    // Bound to raw storage (no view per argument): an f32 tensor of the graph's size, f32
+    // aligned (what a typed view would check).
+    let f32s = |arg: usize, data: usize, bytes: usize, dtype: DType, numel: u64, what| {
+        if dtype != DType::F32 {
+            return Err(KernelError::DTypeMismatch {
+                arg,
+                expected: DType::F32,
+                got: dtype,
             });
         }
-        let s = t.as_slice::<f32>()?;
+        if bytes as u64 != numel * 4 {
+            return Err(KernelError::Shape { arg, detail: what });
+        }
+        if !data.is_multiple_of(4) {
+            return Err(KernelError::Misaligned { arg });
+        }
+        Ok(bytes / 4)
+    };
+    for (_, l) in bound().filter(|(_, l)| l.kind == KIND_EXTERNAL_IN) {
+        let arg = l.ext as usize;
+        let (p, bytes, dtype) = ctx.input_raw(arg)?;
+        let n = f32s(
+            arg,
+            p as usize,
+            bytes,
+            dtype,
+            l.numel,
+            "input size differs from the delegate graph",
+        )?;
         let e = ext_in[..ne]
-            .get_mut(l.ext as usize)
+            .get_mut(arg)
             .ok_or(bad("external index out of range"))?;
-        e.write((s.as_ptr(), s.len()));
+        e.write((p as *const f32, n));
     }
     for (_, l) in bound().filter(|(_, l)| l.kind == KIND_EXTERNAL_OUT) {
-        let dtype = ctx.out_dtype(l.ext as usize)?;
+        let arg = l.ext as usize;
+        let dtype = ctx.out_dtype(arg)?;
         if dtype != DType::F32 {
-            return Err(KernelError::UnsupportedDType {
-                arg: l.ext as usize,
-                dtype,
-            });
+            return Err(KernelError::UnsupportedDType { arg, dtype });
         }
-        let shape = ctx.tensor_shape(l.ext as usize)?;
-        if shape.numel() as u64 != l.numel {
-            return Err(KernelError::Shape {
-                arg: l.ext as usize,
-                detail: "output size differs from the delegate graph",
-            });
-        }
-        let mut t = ctx.output(l.ext as usize, &shape)?;
-        let s = t.as_mut_slice::<f32>()?;
+        let (p, bytes, dtype) = ctx.output_raw(arg)?;
+        let n = f32s(
+            arg,
+            p as usize,
+            bytes,
+            dtype,
+            l.numel,
+            "output size differs from the delegate graph",
+        )?;
         let e = ext_out[..ne]
-            .get_mut(l.ext as usize)
+            .get_mut(arg)
             .ok_or(bad("external index out of range"))?;
-        e.write((s.as_mut_ptr(), s.len()));
+        e.write((p as *mut f32, n));
     }
     let program = init.program.bytes();
     let (sp, slen) = {
