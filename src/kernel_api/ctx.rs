@@ -730,7 +730,6 @@ mod tests {
             ctx.output_raw(3),
             Err(KernelError::ReadOnly { arg: 3 })
         ));
-        drop(ctx);
         tensors[1].contiguous = false;
         let mut ctx = KernelCtx::new(&mut values, &mut tensors, &args, &mut scratch);
         assert!(matches!(
