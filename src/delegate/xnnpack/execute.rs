@@ -300,14 +300,16 @@ pub fn execute_plan(
             }
         }
         let (op, clamp) = step.op()?;
+        // The output's id, without a call on the decoded node.
+        let out_id = op.output();
         let dt = |id: u32| locs.get(id as usize).map_or(DT_F32, |l| l.dt);
-        let out_dt = dt(op.output());
+        let out_dt = dt(out_id);
         // Every static int8 node writes an int8 value but the convert back to fp32.
-        let int8_in = |op: &Op| matches!(*op, Op::Unary { x, .. } if dt(x) == DT_QS8);
-        if out_dt == DT_QS8 || int8_in(&op) {
+        let int8_in = matches!(op, Op::Unary { x, .. } if dt(x) == DT_QS8);
+        if out_dt == DT_QS8 || int8_in {
             // Static int8: converts at the graph's edges, int8 products and pooling.
             if ctx.observed() {
-                let od = dims(op.output());
+                let od = dims(out_id);
                 let m = macs(&op, &|id| dims(id), &od);
                 ctx.region_op(index, graph::node_name(step.node()), od.numel(), m);
             }
@@ -326,12 +328,12 @@ pub fn execute_plan(
             let Op::Unary { x, .. } = op else {
                 return Err(bad("quantized output of a node other than a convert"));
             };
-            let od = dims(op.output());
+            let od = dims(out_id);
             if ctx.observed() {
                 ctx.region_op(index, graph::node_name(step.node()), od.numel(), 0);
             }
             let xs = rd(x)?;
-            let (qp, numel, rows) = qd8(op.output())?;
+            let (qp, numel, rows) = qd8(out_id)?;
             let k = last_dim(&od);
             // SAFETY: `qd8` checked that the value's elements and, 16 bytes aligned behind
             // them, its `rows` parameters lie inside the planned scratch; the scratch base
@@ -352,7 +354,7 @@ pub fn execute_plan(
             quant::quantize_rows_qd8(xs, k, q, params);
             continue;
         }
-        let (po, no) = locate(op.output())?;
+        let (po, no) = locate(out_id)?;
         // SAFETY: see the block comment above `rd`.
         let out: &mut [f32] = if no == 0 {
             &mut []
@@ -361,7 +363,7 @@ pub fn execute_plan(
             unsafe { core::slice::from_raw_parts_mut(po, no) }
         };
         // The output's dims, built only by the nodes that read them.
-        let od = || dims(op.output());
+        let od = || dims(out_id);
         if ctx.observed() {
             let od = od();
             ctx.region_op(
@@ -418,7 +420,7 @@ pub fn execute_plan(
                         .ok_or(bad("column sums outside the state"))?;
                     let x_rows = dims(x).numel() / k.max(1);
                     let (lo, hi) = match demanded {
-                        Some((id, (lo, hi))) if id == op.output() && hi <= x_rows => (lo, hi),
+                        Some((id, (lo, hi))) if id == out_id && hi <= x_rows => (lo, hi),
                         _ => (0, x_rows),
                     };
                     if hi * n > out.len() {
@@ -588,7 +590,7 @@ pub fn execute_plan(
                     continue;
                 } else {
                     let (xs, o) = match demanded {
-                        Some((id, (lo, hi))) if id == op.output() && hi * n <= out.len() => {
+                        Some((id, (lo, hi))) if id == out_id && hi * n <= out.len() => {
                             let xs = rd(x)?;
                             if hi * k > xs.len() {
                                 return Err(bad("demanded rows outside the input"));

@@ -575,6 +575,7 @@ impl Op {
         (v, n)
     }
 
+    #[inline]
     pub fn output(&self) -> u32 {
         match *self {
             Op::Binary { out, .. }
