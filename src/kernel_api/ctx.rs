@@ -525,7 +525,9 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// The checks and bookkeeping of handing out slot `slot` (argument `arg`) as an output,
-    /// resized to `shape` (`None`: its current shape): `(dtype, data, bytes)`.
+    /// resized to `shape` (`None`: its current shape): `(dtype, data, bytes)`. Inlined into
+    /// both callers, so that each keeps only its own branch.
+    #[inline(always)]
     fn bind_output(
         &mut self,
         slot: usize,
