@@ -222,8 +222,8 @@ fn output_aliasing_is_proved_at_load_where_the_plan_allows() {
     assert_eq!(proved(&t.build()).0, 0);
 }
 
-/// Copies removed at load (`exec::elide`) in program `bytes`.
-fn elided_calls(bytes: &[u8]) -> usize {
+/// `f` of program `bytes`'s `forward`, loaded with the standard registry.
+fn with_method<R>(bytes: &[u8], f: impl FnOnce(&ptera::Method<'_, '_>) -> R) -> R {
     use ptera::host::AlignedBuf;
     use ptera::{MethodMeta, OwnedArenas, Program, Registry};
     let buf = AlignedBuf::from_bytes(bytes);
@@ -232,20 +232,17 @@ fn elided_calls(bytes: &[u8]) -> usize {
     let meta = MethodMeta::new(&p, "forward", &reg).unwrap();
     let mut a = OwnedArenas::for_meta(&meta).unwrap();
     let m = a.load(meta, &reg).unwrap();
-    m.elided_calls()
+    f(&m)
+}
+
+/// Copies removed at load (`exec::elide`) in program `bytes`.
+fn elided_calls(bytes: &[u8]) -> usize {
+    with_method(bytes, |m| m.elided_calls())
 }
 
 /// The instructions `execute` dispatches in program `bytes` (`Method::dispatched_calls`).
 fn dispatched(bytes: &[u8]) -> Vec<usize> {
-    use ptera::host::AlignedBuf;
-    use ptera::{MethodMeta, OwnedArenas, Program, Registry};
-    let buf = AlignedBuf::from_bytes(bytes);
-    let reg = Registry::standard();
-    let p = Program::load(buf.as_slice()).unwrap();
-    let meta = MethodMeta::new(&p, "forward", &reg).unwrap();
-    let mut a = OwnedArenas::for_meta(&meta).unwrap();
-    let m = a.load(meta, &reg).unwrap();
-    m.dispatched_calls().collect()
+    with_method(bytes, |m| m.dispatched_calls().collect())
 }
 
 /// A copy that changes nothing (`view_copy`, `squeeze_copy`, `expand_copy` to the same

@@ -1,8 +1,10 @@
 //! The GEMM driver: blocking plan, the in-place and packed loop nests (tiles written by
 //! [`super::tiles`]), and the entry points [`sgemm`], [`sgemm_with`] and the pre-packed-B variants.
 
+use super::checks::{check_call, clamp_rows};
 use super::contract::*;
 use super::gemv;
+use super::gemv_panels::{gemv_panels, GEMV_ROWS};
 use super::matref::{shape_err, MatRef};
 use super::pack_lhs_mr::pack_a;
 use super::pack_lhs_mr_whole_k::PackedA;
@@ -183,20 +185,6 @@ pub fn sgemm_clamped(
     with_kernel(uk, a, b, c, ldc, alpha, beta, bias, range, scratch)
 }
 
-/// Clamps rows `0..m` (columns `0..n`, row stride `ldc`) of C into `range` (the paths whose
-/// kernels do not clamp: the GEMVs, the empty product). The rows are inside `c` (validated
-/// by the caller's path).
-fn clamp_rows(c: &mut [f32], m: usize, n: usize, ldc: usize, range: Option<(f32, f32)>) {
-    let Some((lo, hi)) = range.filter(|&(lo, hi)| clamps(lo, hi)) else {
-        return;
-    };
-    for i in 0..m {
-        if let Some(row) = c.get_mut(i * ldc..i * ldc + n) {
-            row.iter_mut().for_each(|v| *v = clamp(*v, lo, hi));
-        }
-    }
-}
-
 /// [`sgemm`] with an explicit micro-kernel (always that kernel: no GEMV for `M = 1`).
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_with(
@@ -328,66 +316,6 @@ pub fn sgemm_batch<'x>(
         };
     }
     Ok(())
-}
-
-/// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
-/// `C = clamp(beta·C + bias)`). `Ok(false)` when nothing is left to compute.
-#[allow(clippy::too_many_arguments)]
-fn check_call(
-    uk: &MicroKernel,
-    m: usize,
-    n: usize,
-    k: usize,
-    c: &mut [f32],
-    ldc: usize,
-    beta: f32,
-    bias: Option<&[f32]>,
-    range: Option<(f32, f32)>,
-) -> Result<bool, KernelError> {
-    if uk.mr == 0
-        || uk.nr == 0
-        || uk.mr > MAX_MR
-        || uk.nr > MAX_NR
-        || uk.wide.is_some_and(|w| uk.mr != 8 || w.rep == 0)
-    {
-        return Err(KernelError::Unsupported {
-            detail: "gemm: micro-kernel tile exceeds MAX_MR x MAX_NR",
-        });
-    }
-    if m == 0 || n == 0 {
-        return Ok(false);
-    }
-    if ldc < n {
-        return Err(shape_err("gemm: ldc < n"));
-    }
-    let c_need = (m - 1)
-        .checked_mul(ldc)
-        .and_then(|x| x.checked_add(n))
-        .ok_or(shape_err("gemm: C extent overflows"))?;
-    if c.len() < c_need {
-        return Err(shape_err("gemm: C slice too short"));
-    }
-    if let Some(bv) = bias {
-        if bv.len() < n {
-            return Err(shape_err("gemm: bias shorter than n"));
-        }
-    }
-    if k == 0 {
-        // Empty product: C = beta·C + bias.
-        for i in 0..m {
-            let row = &mut c[i * ldc..i * ldc + n];
-            for (j, x) in row.iter_mut().enumerate() {
-                let mut v = if beta == 0.0 { 0.0 } else { beta * *x };
-                if let Some(bv) = bias {
-                    v += bv[j];
-                }
-                *x = v;
-            }
-        }
-        clamp_rows(c, m, n, ldc, range);
-        return Ok(false);
-    }
-    Ok(true)
 }
 
 /// Where the direct loop nest reads A from.
@@ -997,128 +925,6 @@ pub fn sgemm_prepacked_clamped(
         (alpha, beta, bias, range),
         scratch,
     )
-}
-
-/// Products with at most this many rows go through the GEMV, panel by panel, when B is
-/// pre-packed: a micro-kernel tile of 8 (Neon) or 2·SVL/32 (SME) rows would mostly compute
-/// padding (e.g. a language-model head reduced to its last row).
-const GEMV_ROWS: usize = 4;
-
-/// Each row of A times each whole-depth panel of B (a `k × nr` row-major matrix) with the
-/// CPU's GEMV. `Ok(false)`, touching nothing, when this CPU has no GEMV for that layout.
-fn gemv_panels(
-    a: MatRef<'_>,
-    b: PackedB<'_>,
-    c: &mut [f32],
-    ldc: usize,
-    alpha: f32,
-    beta: f32,
-    bias: Option<&[f32]>,
-) -> Result<bool, KernelError> {
-    let (m, k, n) = (a.rows, a.cols, b.n);
-    if !super::select::gemv_for_single_rows() || k == 0 {
-        return Ok(false);
-    }
-    if !check_call(&PORTABLE, m, n, k, c, ldc, beta, bias, None)? {
-        return Ok(true);
-    }
-    // Whether this CPU has a GEMV for a row-major panel: asked once, on the first panel.
-    let probe = MatRef::new(&b.data[..k * b.nr], k, b.nr.min(n), b.nr, 1)?;
-    if !gemv::accepts(a.cols, probe) {
-        return Ok(false);
-    }
-    let panels = n.div_ceil(b.nr);
-    let errors = crate::parallel::FirstError::default();
-    let shared = crate::parallel::SharedSlice::new(c);
-    let one = |q: usize| -> Result<(), KernelError> {
-        let j0 = q * b.nr;
-        let w = b.nr.min(n - j0);
-        let bq = MatRef::new(&b.data[q * k * b.nr..(q + 1) * k * b.nr], k, w, b.nr, 1)?;
-        let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
-        for i in 0..m {
-            // Row i of a validated view: 1 × k at offset i·rs, unit column stride.
-            let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
-            // SAFETY: (row i, panel q) elements of C belong to the part that owns panel q.
-            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j0 + w) };
-            if !gemv::sgemv(xi, bq, row, alpha, beta, bias_q) {
-                return Err(shape_err("gemm: GEMV refused a panel it accepted"));
-            }
-        }
-        Ok(())
-    };
-    // Panels lo..hi at once, when the CPU has a GEMV over packed panels of this width.
-    let many = |lo: usize, hi: usize| -> bool {
-        let (j0, j1) = (lo * b.nr, (hi * b.nr).min(n));
-        let bias_q = bias.map(|bv| &bv[j0..j1]);
-        let bq = &b.data[lo * k * b.nr..(hi * k * b.nr).min(b.data.len())];
-        (0..m).all(|i| {
-            let xi = &a.data[i * a.rs..(i * a.rs + k).min(a.data.len())];
-            // SAFETY: (row i, panels lo..hi) elements of C belong to the part that owns them.
-            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j1) };
-            gemv::panels(k, j1 - j0, b.nr, xi, bq, row, alpha, beta, bias_q)
-        })
-    };
-    // Columns `c0..c1` (4-aligned `c0`) of panel `q`, every row, through the row-major GEMV.
-    let piece = |q: usize, c0: usize, c1: usize| -> Result<(), KernelError> {
-        let j0 = q * b.nr;
-        let panel = &b.data[q * k * b.nr..(q + 1) * k * b.nr];
-        let bq = MatRef::new(&panel[c0..], k, c1 - c0, b.nr, 1)?;
-        let bias_q = bias.map(|bv| &bv[j0 + c0..j0 + c1]);
-        for i in 0..m {
-            let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
-            // SAFETY: these columns of row i belong to the part that owns them.
-            let row = unsafe { shared.range(i * ldc + j0 + c0, i * ldc + j0 + c1) };
-            if !gemv::sgemv(xi, bq, row, alpha, beta, bias_q) {
-                return Err(shape_err("gemm: GEMV refused a panel it accepted"));
-            }
-        }
-        Ok(())
-    };
-    let split = if gemv::panels_accepted(k, b.nr) || !gemv::four_column_exact(b.nr) {
-        // Whole panels across cores (each computed as one core computes it).
-        crate::parallel::try_split(panels, m * k * b.nr, |lo, hi, _| {
-            if many(lo, hi) {
-                return;
-            }
-            for q in lo..hi {
-                if let Err(e) = one(q) {
-                    return errors.put(e);
-                }
-            }
-        })
-    } else {
-        // Panels the GEMV reads as row-major matrices, whose every column it computes the
-        // same way in any 4-aligned range: units of 4 columns, so that a product of fewer
-        // panels than cores (a 64-wide one-row product in 32-wide panels) still uses them
-        // all. A panel's last unit takes its last `w % 4` columns too.
-        let per = b.nr / 4;
-        crate::parallel::try_split(panels * per, m * k * 4, |lo, hi, _| {
-            let mut u = lo;
-            while u < hi {
-                let (q, c0) = (u / per, u % per * 4);
-                let last = ((q + 1) * per).min(hi);
-                let w = b.nr.min(n - q * b.nr);
-                let c1 = if last == (q + 1) * per {
-                    w
-                } else {
-                    (last % per * 4).min(w)
-                };
-                if c0 < c1 {
-                    if let Err(e) = piece(q, c0, c1) {
-                        return errors.put(e);
-                    }
-                }
-                u = last;
-            }
-        })
-    };
-    if !split && !many(0, panels) {
-        for q in 0..panels {
-            one(q)?;
-        }
-    }
-    errors.result()?;
-    Ok(true)
 }
 
 /// [`sgemm_prepacked`] with an explicit micro-kernel, whose tile width must be `b.nr()`

@@ -45,9 +45,11 @@
 //! [`body`] (the plain-Rust kernel), [`arm`] and [`x86`] (hand-written kernels).
 
 pub mod body;
+mod checks;
 pub mod contract;
 pub mod driver;
 pub mod gemv;
+mod gemv_panels;
 pub mod matref;
 pub mod pack_lhs_mr;
 pub mod pack_lhs_mr_whole_k;

@@ -475,20 +475,23 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                     };
                     let mut calls: Vec<(usize, &CallCount)> =
                         c.by_call.iter().enumerate().collect();
+                    let list = |calls: &[(usize, &CallCount)]| {
+                        for (k, n) in calls.iter().take(args.serial_top) {
+                            println!(
+                                "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}  {}",
+                                n.serial,
+                                n.in_steps,
+                                n.in_steps_all,
+                                n.steps,
+                                label(*k)
+                            );
+                        }
+                    };
                     calls.sort_by(|a, b| b.1.serial.cmp(&a.1.serial).then(a.0.cmp(&b.0)));
                     println!(
                         "by call (the forward's k-th dispatched kernel or delegate call; copies elided at load are not calls; #0 is before the first): serial, in parallel steps (critical, all cores), steps"
                     );
-                    for (k, n) in calls.iter().take(args.serial_top) {
-                        println!(
-                            "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}  {}",
-                            n.serial,
-                            n.in_steps,
-                            n.in_steps_all,
-                            n.steps,
-                            label(*k)
-                        );
-                    }
+                    list(&calls);
                     calls.sort_by(|a, b| {
                         let waste = |c: &CallCount| {
                             (c.in_steps * args.smp as u64).saturating_sub(c.in_steps_all)
@@ -496,16 +499,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                         waste(b.1).cmp(&waste(a.1)).then(a.0.cmp(&b.0))
                     });
                     println!("by call, the most uneven parallel steps (critical × cores − all cores' instructions):");
-                    for (k, n) in calls.iter().take(args.serial_top) {
-                        println!(
-                            "  call #{k:<4} {:>10} {:>10} {:>10} {:>4}  {}",
-                            n.serial,
-                            n.in_steps,
-                            n.in_steps_all,
-                            n.steps,
-                            label(*k)
-                        );
-                    }
+                    list(&calls);
                 }
             }
         }
