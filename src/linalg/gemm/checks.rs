@@ -9,6 +9,7 @@ use crate::error::KernelError;
 /// Validates C and bias for an `m × n × k` call and applies the empty product (`k = 0`:
 /// `C = clamp(beta·C + bias)`). `Ok(false)` when nothing is left to compute.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub(super) fn check_call(
     uk: &MicroKernel,
     m: usize,
@@ -69,6 +70,7 @@ pub(super) fn check_call(
 /// Clamps rows `0..m` (columns `0..n`, row stride `ldc`) of C into `range` (the paths whose
 /// kernels do not clamp: the GEMVs, the empty product). The rows are inside `c` (validated
 /// by the caller's path).
+#[inline]
 pub(super) fn clamp_rows(c: &mut [f32], m: usize, n: usize, ldc: usize, range: Option<(f32, f32)>) {
     let Some((lo, hi)) = range.filter(|&(lo, hi)| clamps(lo, hi)) else {
         return;

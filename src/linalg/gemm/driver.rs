@@ -442,48 +442,42 @@ fn run_nest(
         let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(uk.nr));
         let work = m.saturating_mul(n).saturating_mul(k);
         let cores = team.cores();
-        // Fewer tiles than cores in either direction (a 64 × 64 product in 32 × 32 tiles):
-        // a grid of `pr` row groups by `pc` column groups, when it gives more parts.
+        // Column panels keep each core's B apart and need no A rows split; rows when the
+        // product is too narrow to give every core a panel. Fewer tiles than cores in either
+        // direction (a 64 × 64 product in 32 × 32 tiles): a grid of `pr` row groups by `pc`
+        // column groups, when it gives more parts.
         let (pc, pr) = {
             let pc = col_panels.min(cores);
             (pc, row_tiles.min(cores / pc.max(1)))
         };
-        if row_tiles.max(col_panels) < cores
+        let grid = row_tiles.max(col_panels) < cores
             && pr > 1
             && pc > 1
-            && crate::parallel::parts_for(team, pr * pc, work) == pr * pc
-        {
-            team.run(pr * pc, &|core| {
-                let (gi, gj) = (core.index / pc, core.index % pc);
-                let rows = crate::parallel::part_range(row_tiles, pr, gi);
-                let cols = crate::parallel::part_range(col_panels, pc, gj);
-                if rows.0 < rows.1 && cols.0 < cols.1 {
-                    // SAFETY: the grid's parts get disjoint (row tiles × column panels)
-                    // rectangles of C; `shared` is C of this call, borrowed until `run` has
-                    // joined every part.
-                    unsafe { part(call, a, b, shared, Some(rows), cols, core.scratch) };
-                }
-            });
-            return true;
-        }
-        // Column panels keep each core's B apart and need no A rows split; rows when the
-        // product is too narrow to give every core a panel.
+            && crate::parallel::parts_for(team, pr * pc, work) == pr * pc;
         let by_cols = col_panels >= cores || col_panels >= row_tiles;
         let units = if by_cols { col_panels } else { row_tiles };
-        let parts = crate::parallel::parts_for(team, units, work);
+        let parts = if grid {
+            pr * pc
+        } else {
+            crate::parallel::parts_for(team, units, work)
+        };
         if parts < 2 {
             return false;
         }
         team.run(parts, &|core| {
-            let (lo, hi) = crate::parallel::part_range(units, core.parts, core.index);
-            if lo < hi {
-                let (rows, cols) = if by_cols {
-                    (None, (lo, hi))
-                } else {
-                    (Some((lo, hi)), (0, col_panels))
-                };
-                // SAFETY: parts of one split get disjoint unit ranges; `shared` is C of this
-                // call, borrowed until `run` has joined every part.
+            let range = |n, parts, i| crate::parallel::part_range(n, parts, i);
+            let (rows, cols) = if grid {
+                let (gi, gj) = (core.index / pc, core.index % pc);
+                (Some(range(row_tiles, pr, gi)), range(col_panels, pc, gj))
+            } else if by_cols {
+                (None, range(units, core.parts, core.index))
+            } else {
+                (Some(range(units, core.parts, core.index)), (0, col_panels))
+            };
+            if rows.is_none_or(|(lo, hi)| lo < hi) && cols.0 < cols.1 {
+                // SAFETY: parts of one split get disjoint row-tile × column-panel rectangles
+                // of C; `shared` is C of this call, borrowed until `run` has joined every
+                // part.
                 unsafe { part(call, a, b, shared, rows, cols, core.scratch) };
             }
         });

@@ -16,6 +16,7 @@ pub(super) const GEMV_ROWS: usize = 4;
 
 /// Each row of A times each whole-depth panel of B (a `k × nr` row-major matrix) with the
 /// CPU's GEMV. `Ok(false)`, touching nothing, when this CPU has no GEMV for that layout.
+#[inline]
 pub(super) fn gemv_panels(
     a: MatRef<'_>,
     b: PackedB<'_>,
@@ -40,34 +41,6 @@ pub(super) fn gemv_panels(
     let panels = n.div_ceil(b.nr);
     let errors = crate::parallel::FirstError::default();
     let shared = crate::parallel::SharedSlice::new(c);
-    let one = |q: usize| -> Result<(), KernelError> {
-        let j0 = q * b.nr;
-        let w = b.nr.min(n - j0);
-        let bq = MatRef::new(&b.data[q * k * b.nr..(q + 1) * k * b.nr], k, w, b.nr, 1)?;
-        let bias_q = bias.map(|bv| &bv[j0..j0 + w]);
-        for i in 0..m {
-            // Row i of a validated view: 1 × k at offset i·rs, unit column stride.
-            let xi = MatRef::new(&a.data[i * a.rs..], 1, k, a.rs.max(k), 1)?;
-            // SAFETY: (row i, panel q) elements of C belong to the part that owns panel q.
-            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j0 + w) };
-            if !gemv::sgemv(xi, bq, row, alpha, beta, bias_q) {
-                return Err(shape_err("gemm: GEMV refused a panel it accepted"));
-            }
-        }
-        Ok(())
-    };
-    // Panels lo..hi at once, when the CPU has a GEMV over packed panels of this width.
-    let many = |lo: usize, hi: usize| -> bool {
-        let (j0, j1) = (lo * b.nr, (hi * b.nr).min(n));
-        let bias_q = bias.map(|bv| &bv[j0..j1]);
-        let bq = &b.data[lo * k * b.nr..(hi * k * b.nr).min(b.data.len())];
-        (0..m).all(|i| {
-            let xi = &a.data[i * a.rs..(i * a.rs + k).min(a.data.len())];
-            // SAFETY: (row i, panels lo..hi) elements of C belong to the part that owns them.
-            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j1) };
-            gemv::panels(k, j1 - j0, b.nr, xi, bq, row, alpha, beta, bias_q)
-        })
-    };
     // Columns `c0..c1` (4-aligned `c0`) of panel `q`, every row, through the row-major GEMV.
     let piece = |q: usize, c0: usize, c1: usize| -> Result<(), KernelError> {
         let j0 = q * b.nr;
@@ -83,6 +56,20 @@ pub(super) fn gemv_panels(
             }
         }
         Ok(())
+    };
+    // Panel `q` whole.
+    let one = |q: usize| piece(q, 0, b.nr.min(n - q * b.nr));
+    // Panels lo..hi at once, when the CPU has a GEMV over packed panels of this width.
+    let many = |lo: usize, hi: usize| -> bool {
+        let (j0, j1) = (lo * b.nr, (hi * b.nr).min(n));
+        let bias_q = bias.map(|bv| &bv[j0..j1]);
+        let bq = &b.data[lo * k * b.nr..(hi * k * b.nr).min(b.data.len())];
+        (0..m).all(|i| {
+            let xi = &a.data[i * a.rs..(i * a.rs + k).min(a.data.len())];
+            // SAFETY: (row i, panels lo..hi) elements of C belong to the part that owns them.
+            let row = unsafe { shared.range(i * ldc + j0, i * ldc + j1) };
+            gemv::panels(k, j1 - j0, b.nr, xi, bq, row, alpha, beta, bias_q)
+        })
     };
     let split = if gemv::panels_accepted(k, b.nr) || !gemv::four_column_exact(b.nr) {
         // Whole panels across cores (each computed as one core computes it).
