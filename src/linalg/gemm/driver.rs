@@ -454,7 +454,15 @@ fn run_nest(
             && pr > 1
             && pc > 1
             && crate::parallel::parts_for(team, pr * pc, work) == pr * pc;
-        let by_cols = col_panels >= cores || col_panels >= row_tiles;
+        // A part packs the A rows it reads: split by columns, every core packs all of A.
+        // When B needs no packing (packed ahead, or read in place) and there is a row tile
+        // per core, rows avoid that, unless B is much wider than A is tall (then each core
+        // streaming all of B costs more than packing A again: 2m < n).
+        let rows_pay = matches!(a, ASource::Mat(_))
+            && !matches!(b, BSource::Strided(_))
+            && row_tiles >= cores
+            && 2 * m >= n;
+        let by_cols = !rows_pay && (col_panels >= cores || col_panels >= row_tiles);
         let units = if by_cols { col_panels } else { row_tiles };
         let parts = if grid {
             pr * pc

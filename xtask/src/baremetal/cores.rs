@@ -104,6 +104,8 @@ pub struct CoreCounter {
     steps: u64,
     /// Core 0's instructions outside parallel steps, by block address.
     serial_by_pc: HashMap<u64, u64>,
+    /// Core 1's instructions inside parallel steps, by block address.
+    step_by_pc: HashMap<u64, u64>,
     /// Calls of the forward entered so far (entries of [`Marks::call`] on core 0).
     calls: usize,
     /// Per call (index 0: before the first), see [`CoreCounts::by_call`].
@@ -150,6 +152,9 @@ pub struct CoreCounts {
     pub steps: u64,
     /// Core 0's instructions outside parallel steps, by block start address.
     pub serial_by_pc: HashMap<u64, u64>,
+    /// Core 1's instructions inside parallel steps, by block start address (what a part
+    /// costs a core that only runs parts: the work and the split's overhead).
+    pub step_by_pc: HashMap<u64, u64>,
     /// Per dispatched call in execution order (entry 0: the forward's instructions before its
     /// first call); empty when the firmware has no separate dispatch function to mark calls.
     pub by_call: Vec<CallCount>,
@@ -170,8 +175,20 @@ impl CoreCounts {
     /// Core 0's serial instructions by function (symbols `(address, size, name)` sorted by
     /// address), largest first.
     pub fn serial_by_function(&self, symbols: &[(u64, u64, String)]) -> Vec<(String, u64)> {
+        Self::by_function(&self.serial_by_pc, symbols)
+    }
+
+    /// Core 1's instructions inside parallel steps by function, largest first.
+    pub fn step_by_function(&self, symbols: &[(u64, u64, String)]) -> Vec<(String, u64)> {
+        Self::by_function(&self.step_by_pc, symbols)
+    }
+
+    fn by_function(
+        by_pc: &HashMap<u64, u64>,
+        symbols: &[(u64, u64, String)],
+    ) -> Vec<(String, u64)> {
         let mut by: HashMap<&str, u64> = HashMap::new();
-        for (&pc, &n) in &self.serial_by_pc {
+        for (&pc, &n) in by_pc {
             *by.entry(Self::function_at(symbols, pc)).or_default() += n;
         }
         let mut v: Vec<(String, u64)> = by.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
@@ -342,6 +359,9 @@ impl CoreCounter {
             self.step_start = Some(self.per_core.clone());
         }
         self.per_core[cpu] += n;
+        if cpu == 1 && self.step_start.is_some() && self.only_call.is_none_or(|k| k == self.calls) {
+            *self.step_by_pc.entry(pc).or_default() += n;
+        }
         if cpu == 0 && self.step_start.is_none() {
             self.serial += n;
             if self.only_call.is_none_or(|k| k == self.calls) {
@@ -410,6 +430,7 @@ impl CoreCounter {
             per_core,
             steps: self.steps,
             serial_by_pc: self.serial_by_pc,
+            step_by_pc: self.step_by_pc,
             by_call,
             call_steps: self.call_steps,
         })
@@ -533,6 +554,12 @@ mod tests {
         );
         assert_eq!(c.critical_path, 4 + 6 + 4);
         assert!(c.call_steps.is_empty());
+        // Core 1 ran the work block twice inside the step, nothing outside one.
+        assert_eq!(c.step_by_pc, HashMap::from([(work, 6)]));
+        assert_eq!(
+            c.step_by_function(&[(work, 12, "work".to_string())]),
+            vec![("work".to_string(), 6)]
+        );
 
         // Following call 1 only: its serial blocks, and its step core by core with the
         // blocks core 0 ran before the fork.

@@ -418,6 +418,7 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 critical_path: insns(report.execute_ticks),
                 steps: 0,
                 serial_by_pc: Default::default(),
+                step_by_pc: Default::default(),
                 by_call: Vec::new(),
                 call_steps: Vec::new(),
             },
@@ -444,6 +445,18 @@ pub fn qemu(args: QemuArgs) -> Result<()> {
                 for (name, n) in c.serial_by_function(&syms).iter().take(args.serial_top) {
                     let share = *n as f64 * 100.0 / serial.max(1) as f64;
                     println!("  {n:>10}  {share:5.1} %  {name}");
+                }
+                let in_steps: u64 = c.step_by_pc.values().sum();
+                if in_steps > 0 {
+                    println!(
+                        "core 1 inside parallel steps{}: {in_steps} instructions; by function:",
+                        args.serial_call
+                            .map_or(String::new(), |k| format!(", call #{k}"))
+                    );
+                    for (name, n) in c.step_by_function(&syms).iter().take(args.serial_top) {
+                        let share = *n as f64 * 100.0 / in_steps as f64;
+                        println!("  {n:>10}  {share:5.1} %  {name}");
+                    }
                 }
                 if let Some(k) = args.serial_call {
                     let mut blocks: Vec<(u64, u64)> =
