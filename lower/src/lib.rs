@@ -400,7 +400,9 @@ fn rewrite_stage(
         };
         return Ok((None, rep));
     }
-    let (buf, mut rep) = rewrite::rewrite(&program, opts.rewrites)
+    // With a re-plan to follow, copies are removed over a plan whose tensors share bytes only
+    // with their views (`replan::spread`).
+    let (buf, mut rep) = rewrite::rewrite(&program, opts.rewrites, opts.replan)
         .map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
     rep.input_arenas = input_arenas;
     if let Some(b) = &buf {

@@ -110,10 +110,21 @@ fn xnn_outputs(payload: &[u8]) -> Vec<usize> {
         .collect()
 }
 
+/// How [`plan_method`] places the groups of tensors.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// Best fit over lifetimes (`ptera::planner`): the re-plan.
+    Packed,
+    /// Every group on bytes of its own, one after the other: no two groups share a byte
+    /// whatever their lifetimes ([`spread`]).
+    Apart,
+}
+
 /// The re-plan of one method, or why it keeps its plan.
 fn plan_method(
     view: &PlanView<'_>,
     segments: &[&[u8]],
+    placement: Placement,
 ) -> Result<(PlanEdit, Vec<i64>, usize, Peak), String> {
     let plan = view.plan;
     if plan.chains().map_or(0, |c| c.len()) != 1 {
@@ -283,10 +294,14 @@ fn plan_method(
         if inputs.contains(&vi) || it.meta.buffer > 0 || it.range.1 == it.range.0 {
             continue;
         }
-        let Some(&first) = view.named_by[it.value].first() else {
-            continue;
+        // A method output no instruction names is read at the end (e.g. the select's output
+        // an LM-head rewrite left over the bytes its product now writes).
+        let first = match view.named_by[it.value].first() {
+            Some(&first) => first,
+            None if outputs.contains(&vi) => view.instrs.len(),
+            None => continue,
         };
-        if written[first].contains(&it.value) {
+        if written.get(first).is_some_and(|w| w.contains(&it.value)) {
             continue;
         }
         let same_memory = |o: &Item<'_>| o.meta.alloc.map(|x| x.0) == it.meta.alloc.map(|x| x.0);
@@ -364,9 +379,25 @@ fn plan_method(
                 Interval::new((g.2 - g.1) as usize, g.3, g.4)
             })
             .collect();
-        let mut scratch = vec![0u32; ivs.len()];
-        let total = planner::plan(&mut ivs, &mut scratch, 16)
-            .ok_or_else(|| "the new plan overflows".to_string())?;
+        let total = match placement {
+            Placement::Packed => {
+                let mut scratch = vec![0u32; ivs.len()];
+                planner::plan(&mut ivs, &mut scratch, 16)
+                    .ok_or_else(|| "the new plan overflows".to_string())?
+            }
+            Placement::Apart => {
+                let mut end = 0usize;
+                for iv in &mut ivs {
+                    iv.offset = end;
+                    end = end
+                        .checked_add(iv.size)
+                        .map(|e| e.next_multiple_of(16))
+                        .filter(|&e| i64::try_from(e).is_ok())
+                        .ok_or_else(|| "the groups laid apart overflow".to_string())?;
+                }
+                end
+            }
+        };
         let slot = after
             .get_mut(id as usize)
             .ok_or_else(|| format!("memory id {id} outside non_const_buffer_sizes"))?;
@@ -375,7 +406,7 @@ fn plan_method(
             placed.insert(*k, iv.offset as u64);
         }
     }
-    if after.iter().zip(&before).any(|(a, b)| a > b) {
+    if placement == Placement::Packed && after.iter().zip(&before).any(|(a, b)| a > b) {
         return Err("the new plan would not be smaller".into());
     }
     for (i, it) in items.iter().enumerate() {
@@ -413,6 +444,22 @@ fn plan_method(
     Ok((edit, after, dropped, (peak.0, peak.1, peak.2, peak_values)))
 }
 
+/// Every planned tensor of the method in `view` moved so that tensors share bytes only with
+/// their views (the groups of the module rules), each group on bytes of its own: value →
+/// (memory id, offset), and the arena sizes that holds. A step before rewrites that change
+/// lifetimes (removing a copy makes its input live until the copy's output was last read):
+/// with nothing placed over a tensor's bytes once it is dead, a rewrite has only to respect
+/// what the program reads and writes, and the re-plan that follows packs the arenas again.
+/// `Err` (why) where the re-plan would keep ExecuTorch's plan: the rewrite must not spread
+/// what will not be packed again.
+pub fn spread(
+    view: &PlanView<'_>,
+    segments: &[&[u8]],
+) -> Result<(BTreeMap<usize, (u32, u64)>, Vec<i64>), String> {
+    let (edit, sizes, _, _) = plan_method(view, segments, Placement::Apart)?;
+    Ok((edit.alloc, sizes))
+}
+
 /// Re-plans every method of the finished program flatbuffer `fbytes` (the output of
 /// [`crate::emit::program`], with the `segments` it is written with); returns the
 /// new flatbuffer and what happened per method.
@@ -432,7 +479,7 @@ pub fn replan(fbytes: &[u8], segments: &[&[u8]]) -> Result<(Vec<u8>, Vec<PlanRep
             after: before,
             ..Default::default()
         };
-        match plan_method(&view, segments) {
+        match plan_method(&view, segments, Placement::Packed) {
             Ok((edit, after, dropped, peak)) => {
                 rep.after = after;
                 rep.dropped_values = dropped;

@@ -146,7 +146,7 @@ fn inputs_and_outputs_stop_folding() {
 }
 
 /// `x → clone → add(·, c) → y`: the clone goes, `add` reads `x`'s bytes.
-fn cloned(n: usize, overwrite: bool) -> OpTest {
+fn cloned(n: usize, overwrite: Overwrite) -> OpTest {
     let mut rng = Rng(n as u64);
     let mut t = OpTest::new("");
     let x = t.input_f32(&[n], &rng.f32s(n, -1.0, 1.0));
@@ -156,25 +156,41 @@ fn cloned(n: usize, overwrite: bool) -> OpTest {
     let alpha = t.int(1);
     let y = t.output(DType::F32, &[n]);
     let mut steps = vec![Step::Kernel("aten::clone.out".into(), vec![x, none, d, d])];
-    if overwrite {
-        // Something else is planned over x's bytes after the clone and written before the
-        // clone's output is read again: the copy is needed.
+    if overwrite != Overwrite::No {
+        // `z` on x's bytes, written with 2·d after the clone and before the clone's output
+        // is read again.
         let z = t.view_of(x, &[n]);
         let two = t.constant_f32(&[], &[2.0]);
         steps.push(Step::Kernel("aten::mul.out".into(), vec![d, two, z, z]));
     }
+    // Reading x at the end makes `z` a view of the live x (written through it): y = d + x.
+    let second = if overwrite == Overwrite::ThroughAView {
+        x
+    } else {
+        c
+    };
     steps.push(Step::Kernel(
         "aten::add.out".into(),
-        vec![d, c, alpha, y, y],
+        vec![d, second, alpha, y, y],
     ));
     t.steps(&steps);
     t
 }
 
+/// What [`cloned`] writes over the clone's input.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Overwrite {
+    No,
+    /// Another tensor placed over x's bytes once x is dead (ExecuTorch reuses them).
+    PlacedOver,
+    /// x itself, through a view, while x is still read afterwards.
+    ThroughAView,
+}
+
 #[test]
 fn copies_that_change_nothing_are_removed() {
     for n in [1, 3, 17, 129] {
-        let t = cloned(n, false);
+        let t = cloned(n, Overwrite::No);
         let l = lowered(&t, Rewrites::ALL);
         let m = &l.report.rewrites.methods[0];
         assert_eq!(m.copies.len(), 1, "n = {n}");
@@ -185,17 +201,65 @@ fn copies_that_change_nothing_are_removed() {
     }
 }
 
+/// A tensor ExecuTorch placed over the copy's input after its last use keeps the copy only
+/// when the plan is kept: with the re-plan, every tensor first gets bytes of its own, the copy
+/// goes and the new plan keeps x's bytes alive until the copy's output is read.
+#[test]
+fn a_copy_whose_source_bytes_are_reused_goes_with_the_replan() {
+    for n in [1, 3, 17, 129] {
+        let t = cloned(n, Overwrite::PlacedOver);
+        let want = t.run().unwrap();
+        let kept = lower_with(
+            &t.build(),
+            &Target::parse("neon").unwrap(),
+            Options {
+                rewrites: Rewrites::ALL,
+                regions: false,
+                replan: false,
+                ..Options::default()
+            },
+            &mut |_, _| {},
+        )
+        .expect("lowering");
+        assert!(kept.report.rewrites.methods[0].copies.is_empty());
+        assert_eq!(
+            ops(&kept.bytes),
+            ["aten::clone.out", "aten::mul.out", "aten::add.out"]
+        );
+        same(&t.run_program(&kept.bytes).unwrap(), &want);
+        let l = lowered(&t, Rewrites::ALL);
+        assert_eq!(l.report.rewrites.methods[0].copies.len(), 1, "n = {n}");
+        assert_eq!(ops(&l.bytes), ["aten::mul.out", "aten::add.out"]);
+        same(&t.run_program(&l.bytes).unwrap(), &want);
+    }
+}
+
+/// Writing the copy's input through a view before the copy's output is read keeps the copy,
+/// re-plan or not.
 #[test]
 fn a_copy_whose_source_is_overwritten_stays() {
-    let t = cloned(17, true);
-    let want = t.run().unwrap();
-    let l = lowered(&t, Rewrites::ALL);
-    assert!(l.report.rewrites.methods[0].copies.is_empty());
-    assert_eq!(
-        ops(&l.bytes),
-        ["aten::clone.out", "aten::mul.out", "aten::add.out"]
-    );
-    same(&t.run_program(&l.bytes).unwrap(), &want);
+    for replan in [true, false] {
+        let t = cloned(17, Overwrite::ThroughAView);
+        let want = t.run().unwrap();
+        let l = lower_with(
+            &t.build(),
+            &Target::parse("neon").unwrap(),
+            Options {
+                rewrites: Rewrites::ALL,
+                regions: false,
+                replan,
+                ..Options::default()
+            },
+            &mut |_, _| {},
+        )
+        .expect("lowering");
+        assert!(l.report.rewrites.methods[0].copies.is_empty());
+        assert_eq!(
+            ops(&l.bytes),
+            ["aten::clone.out", "aten::mul.out", "aten::add.out"]
+        );
+        same(&t.run_program(&l.bytes).unwrap(), &want);
+    }
 }
 
 /// `logits = mm(h, W)` over T rows, then `select_copy(logits viewed [1, T, V], 1, index)`.

@@ -118,6 +118,7 @@ impl RewriteReport {
 pub fn rewrite(
     program: &Program<'_>,
     which: Rewrites,
+    replanned: bool,
 ) -> Result<(Option<AlignedBuf>, RewriteReport), String> {
     let root = program.root();
     let seg_count = program.segment_count();
@@ -241,17 +242,31 @@ pub fn rewrite(
                 }
             }
         }
+        let arena_before: Vec<i64> = plan
+            .non_const_buffer_sizes()
+            .map(|v| v.iter().collect())
+            .unwrap_or_default();
+        let mut arena = arena_before.clone();
+        // A copy's input lives on until its output was last read: where the re-plan follows,
+        // first give every tensor bytes no other tensor but its views ever uses, so that only
+        // what the program reads and writes can keep a copy (not where ExecuTorch happened to
+        // place a later tensor over the input's bytes).
+        if which.copies && replanned {
+            if let Ok((apart, sizes)) = crate::replan::spread(&g.view, &segments) {
+                for (v, (m, off)) in apart {
+                    if let Some(Some((_, _, len))) = g.alloc.get(v).copied() {
+                        g.alloc[v] = Some((m, off, len));
+                    }
+                }
+                arena = sizes;
+            }
+        }
         if which.copies {
             for pc in copies::run(&mut g) {
                 edit.removed.insert(pc);
                 rep.copies.push((pc, g.ins[pc].key.clone()));
             }
         }
-        let mut arena: Vec<i64> = plan
-            .non_const_buffer_sizes()
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
-        let arena_before = arena.clone();
         let mut seeds = Vec::new();
         if which.lm_head {
             // Delegate calls of chain 0 that are row regions: pc → (region, payload segment).
