@@ -201,6 +201,52 @@ fn copies_that_change_nothing_are_removed() {
     }
 }
 
+/// `x [1, 3, 1, n] → permute_copy(perm) → add(·, c) → y`.
+fn permuted(n: usize, perm: &[i64]) -> OpTest {
+    let mut rng = Rng(n as u64 + 7);
+    let mut t = OpTest::new("");
+    let sizes = [1usize, 3, 1, n];
+    let x = t.input_f32(&sizes, &rng.f32s(3 * n, -1.0, 1.0));
+    let out: Vec<usize> = perm.iter().map(|&p| sizes[p as usize]).collect();
+    let p = t.int_list(perm);
+    let d = t.intermediate_f32(&out);
+    let c = t.constant_f32(&out, &rng.f32s(3 * n, -1.0, 1.0));
+    let alpha = t.int(1);
+    let y = t.output(DType::F32, &out);
+    t.steps(&[
+        Step::Kernel("aten::permute_copy.out".into(), vec![x, p, d, d]),
+        Step::Kernel("aten::add.out".into(), vec![d, c, alpha, y, y]),
+    ]);
+    t
+}
+
+/// A permutation that moves only dims of size 1 is a reshape: removed; one that reorders
+/// dims of more than one element stays.
+#[test]
+fn permutes_of_size_one_dims_only_are_removed() {
+    for (n, perm, removed) in [
+        (17, [2, 1, 0, 3], true),
+        (1, [0, 3, 2, 1], true),
+        (129, [2, 0, 1, 3], true),
+        (129, [0, 2, 3, 1], false),
+        (3, [0, 3, 2, 1], false),
+        (17, [3, 1, 2, 0], false),
+    ] {
+        let t = permuted(n, &perm);
+        let want = t.run().unwrap();
+        let l = lowered(&t, Rewrites::ALL);
+        let copies = &l.report.rewrites.methods[0].copies;
+        assert_eq!(copies.len(), usize::from(removed), "n = {n}, perm {perm:?}");
+        let kept = if removed {
+            vec!["aten::add.out"]
+        } else {
+            vec!["aten::permute_copy.out", "aten::add.out"]
+        };
+        assert_eq!(ops(&l.bytes), kept, "n = {n}, perm {perm:?}");
+        same(&t.run_program(&l.bytes).unwrap(), &want);
+    }
+}
+
 /// A tensor ExecuTorch placed over the copy's input after its last use keeps the copy only
 /// when the plan is kept: with the re-plan, every tensor first gets bytes of its own, the copy
 /// goes and the new plan keeps x's bytes alive until the copy's output is read.

@@ -1,6 +1,7 @@
 //! Removal of copies that change nothing: `clone`, `alias_copy`, `_clone_dim_order` and
-//! `_to_dim_order_copy` to the same dtype and layout, `expand_copy` to the same shape, and the
-//! reshapes `view_copy`, `unsqueeze_copy`, `squeeze_copy` of contiguous tensors. Their output
+//! `_to_dim_order_copy` to the same dtype and layout, `expand_copy` to the same shape, the
+//! reshapes `view_copy`, `unsqueeze_copy`, `squeeze_copy` of contiguous tensors, and a
+//! `permute_copy` that moves only dims of size 1. Their output
 //! has exactly the input's bytes, so the output is placed over the input's bytes instead (the
 //! way ExecuTorch places a static view over its base) and the call disappears.
 //!
@@ -50,6 +51,27 @@ fn identity_copy(g: &Graph<'_>, pc: usize) -> Option<(usize, usize)> {
             (arg(0)?, arg(2)?)
         }
         "aten::squeeze_copy.out" => (arg(0)?, arg(1)?),
+        // A permutation that moves only size-1 dims keeps every element where it was.
+        "aten::permute_copy.out" => {
+            let (s, d) = (arg(0)?, arg(2)?);
+            let sizes = &g.tensor(s)?.sizes;
+            let perm = g.const_int_list(arg(1)?)?;
+            if perm.len() != sizes.len() {
+                return None;
+            }
+            let r = sizes.len() as i64;
+            let mut kept = Vec::new();
+            for p in perm {
+                let p = usize::try_from(if p < 0 { p + r } else { p }).ok()?;
+                if *sizes.get(p)? != 1 {
+                    kept.push(p);
+                }
+            }
+            if !kept.windows(2).all(|w| w[0] < w[1]) {
+                return None;
+            }
+            (s, d)
+        }
         _ => return None,
     };
     let (ts, td) = (g.tensor(s)?, g.tensor(d)?);

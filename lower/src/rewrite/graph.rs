@@ -209,6 +209,20 @@ impl<'a> Graph<'a> {
         self.int(v)
     }
 
+    /// Value `v` when it is an IntList of the program whose items are Ints no kept instruction
+    /// writes.
+    pub fn const_int_list(&self, v: usize) -> Option<Vec<i64>> {
+        let vals = self.view.plan.values()?;
+        let items = (v < vals.len())
+            .then(|| vals.get(v).val_as_int_list())
+            .flatten()?
+            .items()?;
+        items
+            .iter()
+            .map(|i| usize::try_from(i).ok().and_then(|i| self.const_int(i)))
+            .collect()
+    }
+
     /// The program's scalar type code of tensor `v`.
     pub fn scalar_type(&self, v: usize) -> Option<i8> {
         let vals = self.view.plan.values()?;
