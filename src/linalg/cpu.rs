@@ -109,64 +109,12 @@ fn cpacr_enables() -> (bool, bool) {
     ((v >> 16) & 3 == 3, (v >> 24) & 3 == 3)
 }
 
-#[cfg(any(target_arch = "aarch64", test))]
-impl Features {
-    /// One bit per feature, in field order.
-    fn bits(self) -> u16 {
-        [
-            self.sve,
-            self.sve2,
-            self.sme,
-            self.sme2,
-            self.sme_f32f32,
-            self.sme_i8i32,
-            self.dotprod,
-            self.i8mm,
-        ]
-        .iter()
-        .enumerate()
-        .fold(0, |b, (i, &on)| b | (u16::from(on) << i))
-    }
-
-    /// The inverse of [`Features::bits`].
-    fn from_bits(b: u16) -> Features {
-        let on = |i: u32| b & (1 << i) != 0;
-        Features {
-            sve: on(0),
-            sve2: on(1),
-            sme: on(2),
-            sme2: on(3),
-            sme_f32f32: on(4),
-            sme_i8i32: on(5),
-            dotprod: on(6),
-            i8mm: on(7),
-        }
-    }
-}
-
-/// What the ID registers report, read on the first call only: they do not change while a
-/// program runs, and at EL0 under Linux every read traps to the kernel (kernel selection
-/// asks on every product).
-#[cfg(target_arch = "aarch64")]
-fn id_features() -> Features {
-    use core::sync::atomic::{AtomicU16, Ordering};
-    const KNOWN: u16 = 1 << 15;
-    static CACHE: AtomicU16 = AtomicU16::new(0);
-    let b = CACHE.load(Ordering::Relaxed);
-    if b & KNOWN != 0 {
-        return Features::from_bits(b);
-    }
-    let f = IdRegs::read().features();
-    CACHE.store(f.bits() | KNOWN, Ordering::Relaxed);
-    f
-}
-
 /// Features this CPU has and the OS/firmware allows us to use (none off AArch64).
 pub fn features() -> Features {
     #[cfg(target_arch = "aarch64")]
     {
         #[allow(unused_mut)]
-        let mut f = id_features();
+        let mut f = IdRegs::read().features();
         #[cfg(target_os = "none")]
         {
             let (zen, smen) = cpacr_enables();
@@ -301,24 +249,5 @@ pub fn arm32_neon_vfpv4() -> bool {
     )))]
     {
         cfg!(all(target_feature = "neon", target_feature = "vfp4"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Features;
-
-    #[test]
-    fn feature_bits_round_trip() {
-        for b in 0..256u16 {
-            let f = Features::from_bits(b);
-            assert_eq!(f.bits(), b);
-        }
-        let one = Features {
-            sme2: true,
-            ..Features::default()
-        };
-        assert_eq!(one.bits(), 1 << 3);
-        assert!(Features::from_bits(1 << 7).i8mm);
     }
 }
