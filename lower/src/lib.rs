@@ -285,6 +285,7 @@ fn rewrites_json(r: &RewriteReport) -> serde_json::Value {
             "constants": m.constants.iter().map(|(v, sizes, bytes)| json!({"value": v, "sizes": sizes, "bytes": bytes})).collect::<Vec<_>>(),
             "gelus": m.gelus,
             "copies_removed": m.copies.iter().map(|(pc, op)| json!({"instruction": pc, "operator": op})).collect::<Vec<_>>(),
+            "copies_removed_after_rows": m.copies_after_rows.iter().map(|(pc, op)| json!({"instruction": pc, "operator": op})).collect::<Vec<_>>(),
             "lm_heads": m.lm_heads.iter().map(|h| json!({
                 "product": h.product, "select": h.select, "operator": h.operator,
                 "rows_before": h.rows, "row": h.row,
@@ -408,6 +409,32 @@ fn rewrite_stage(
     if let Some(b) = &buf {
         check(b.as_slice()).map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
     }
+    // The LM-head and row rewrites leave copies that change nothing (a permute of the one
+    // row kept that moves only size-1 dims): a second copy pass over their output.
+    let after_rows = opts.rewrites.copies && (opts.rewrites.rows || opts.rewrites.lm_head);
+    let buf = match buf {
+        Some(b) if after_rows && rep.methods.iter().any(|m| !m.rows.shrunk.is_empty()) => {
+            let first = Program::load(b.as_slice())
+                .map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
+            let copies = Rewrites {
+                copies: true,
+                ..Rewrites::NONE
+            };
+            let (again, rep2) = rewrite::rewrite(&first, copies, opts.replan)
+                .map_err(|e| LowerError(format!("graph rewrites, second copy pass: {e}")))?;
+            for (m, m2) in rep.methods.iter_mut().zip(rep2.methods) {
+                m.copies_after_rows = m2.copies;
+            }
+            match again {
+                Some(a) => {
+                    check(a.as_slice()).map_err(|e| LowerError(format!("graph rewrites: {e}")))?;
+                    Some(a)
+                }
+                None => Some(b),
+            }
+        }
+        other => other,
+    };
     Ok((buf, rep))
 }
 

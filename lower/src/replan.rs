@@ -451,13 +451,25 @@ fn plan_method(
 /// with nothing placed over a tensor's bytes once it is dead, a rewrite has only to respect
 /// what the program reads and writes, and the re-plan that follows packs the arenas again.
 /// `Err` (why) where the re-plan would keep ExecuTorch's plan: the rewrite must not spread
-/// what will not be packed again.
-pub fn spread(
-    view: &PlanView<'_>,
-    segments: &[&[u8]],
-) -> Result<(BTreeMap<usize, (u32, u64)>, Vec<i64>), String> {
+/// what will not be packed again. Also returns the planned tensors nothing names or lists
+/// (left where they are by the first, the re-plan makes them `Null`).
+pub fn spread(view: &PlanView<'_>, segments: &[&[u8]]) -> Result<Spread, String> {
     let (edit, sizes, _, _) = plan_method(view, segments, Placement::Apart)?;
-    Ok((edit.alloc, sizes))
+    Ok(Spread {
+        alloc: edit.alloc,
+        arena_sizes: sizes,
+        unnamed: edit.nulled,
+    })
+}
+
+/// What [`spread`] gives a method.
+pub struct Spread {
+    /// Value → (memory id, offset).
+    pub alloc: BTreeMap<usize, (u32, u64)>,
+    /// `non_const_buffer_sizes` holding them.
+    pub arena_sizes: Vec<i64>,
+    /// Planned tensors nothing names or lists.
+    pub unnamed: BTreeSet<usize>,
 }
 
 /// Re-plans every method of the finished program flatbuffer `fbytes` (the output of

@@ -85,6 +85,10 @@ pub struct MethodRewrites {
     pub gelus: Vec<usize>,
     /// Copies removed: (instruction, operator).
     pub copies: Vec<(usize, String)>,
+    /// Copies removed by a second pass after the LM-head and row rewrites, which make some
+    /// (a permute of a one-row value moves only size-1 dims): (instruction of the program
+    /// those rewrites wrote, operator).
+    pub copies_after_rows: Vec<(usize, String)>,
     pub lm_heads: Vec<LmHeadReport>,
     /// Operators computing only the rows a slice reads.
     pub rows: rows::RowsReport,
@@ -107,6 +111,7 @@ impl RewriteReport {
         self.methods.iter().any(|m| {
             !m.folded.is_empty()
                 || !m.copies.is_empty()
+                || !m.copies_after_rows.is_empty()
                 || !m.lm_heads.is_empty()
                 || !m.rows.shrunk.is_empty()
         }) || self.dropped_constant_bytes > 0
@@ -252,13 +257,22 @@ pub fn rewrite(
         // what the program reads and writes can keep a copy (not where ExecuTorch happened to
         // place a later tensor over the input's bytes).
         if which.copies && replanned {
-            if let Ok((apart, sizes)) = crate::replan::spread(&g.view, &segments) {
-                for (v, (m, off)) in apart {
+            if let Ok(sp) = crate::replan::spread(&g.view, &segments) {
+                arena = sp.arena_sizes;
+                for (v, (m, off)) in sp.alloc {
                     if let Some(Some((_, _, len))) = g.alloc.get(v).copied() {
                         g.alloc[v] = Some((m, off, len));
                     }
                 }
-                arena = sizes;
+                // Bytes nothing touches: at the start of the arena, inside it.
+                for v in sp.unnamed {
+                    if let Some(Some((m, _, len))) = g.alloc.get(v).copied() {
+                        g.alloc[v] = Some((m, 0, len));
+                        if let Some(a) = arena.get_mut(m as usize) {
+                            *a = (*a).max(len as i64);
+                        }
+                    }
+                }
             }
         }
         if which.copies {

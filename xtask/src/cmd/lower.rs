@@ -83,16 +83,22 @@ fn print_rewrites(r: &ptera_lower::RewriteReport) {
                 m.gelus.len()
             );
         }
-        if !m.copies.is_empty() {
+        for (list, when) in [
+            (&m.copies, ""),
+            (&m.copies_after_rows, " after the row rewrites"),
+        ] {
+            if list.is_empty() {
+                continue;
+            }
             let mut ops: std::collections::BTreeMap<&str, usize> = Default::default();
-            for (_, op) in &m.copies {
+            for (_, op) in list {
                 *ops.entry(op.as_str()).or_default() += 1;
             }
             let ops: Vec<String> = ops.iter().map(|(k, n)| format!("{n} {k}")).collect();
             println!(
-                "copies removed `{}`: {} ({}); their outputs now share their inputs' bytes",
+                "copies removed{when} `{}`: {} ({}); their outputs now share their inputs' bytes",
                 m.method,
-                m.copies.len(),
+                list.len(),
                 ops.join(", ")
             );
         }
