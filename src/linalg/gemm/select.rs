@@ -69,7 +69,15 @@ impl Isa {
     }
 
     fn from_u8(v: u8) -> Option<Isa> {
-        Isa::ALL.into_iter().find(|i| *i as u8 == v)
+        // A match, not a search of `ALL`: read on every product.
+        match v {
+            1 => Some(Isa::Generic),
+            2 => Some(Isa::Neon),
+            3 => Some(Isa::Sve2),
+            4 => Some(Isa::Sme),
+            5 => Some(Isa::Sme2),
+            _ => None,
+        }
     }
 }
 
@@ -79,8 +87,32 @@ pub fn supported(isa: Isa) -> bool {
 }
 
 /// The micro-kernel implementing `isa` on this CPU, or `None` if the CPU lacks the feature
-/// (or its vector length is outside the kernel's range).
+/// (or its vector length is outside the kernel's range). Worked out once per ISA: the answer
+/// depends on the CPU alone (its ID registers and vector lengths, and on bare metal the units
+/// the firmware enabled at boot), and the GEMM asks on every product.
 pub fn kernel_for(isa: Isa) -> Option<&'static MicroKernel> {
+    use core::sync::atomic::AtomicUsize;
+    /// Per ISA (`Isa as u8`): 0 = not worked out yet, 1 = no kernel (no kernel's address:
+    /// they are 8-aligned), else the kernel's address.
+    static KNOWN: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
+    let slot = &KNOWN[isa as usize];
+    match slot.load(Ordering::Relaxed) {
+        0 => {}
+        1 => return None,
+        // SAFETY: every other value stored in `KNOWN` is the address of a
+        // `&'static MicroKernel` that `detect_kernel` returned.
+        p => return Some(unsafe { &*(p as *const MicroKernel) }),
+    }
+    let k = detect_kernel(isa);
+    slot.store(
+        k.map_or(1, |k| k as *const MicroKernel as usize),
+        Ordering::Relaxed,
+    );
+    k
+}
+
+/// [`kernel_for`] without the memo.
+fn detect_kernel(isa: Isa) -> Option<&'static MicroKernel> {
     match isa {
         Isa::Generic => Some(&PORTABLE),
         #[cfg(target_arch = "aarch64")]
@@ -353,4 +385,27 @@ pub fn avx512() -> Option<&'static MicroKernel> {
         HAS.store(s, Ordering::Relaxed);
     }
     (s == 2).then_some(&super::x86::avx512::AVX512)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memo answers as detection does, on the first call and after.
+    #[test]
+    fn kernel_for_remembers_what_detection_found() {
+        for isa in Isa::ALL {
+            let want = detect_kernel(isa).map(|k| k as *const MicroKernel);
+            for _ in 0..2 {
+                assert_eq!(
+                    kernel_for(isa).map(|k| k as *const MicroKernel),
+                    want,
+                    "{isa:?}"
+                );
+            }
+            assert_eq!(Isa::from_u8(isa as u8), Some(isa));
+        }
+        assert_eq!(Isa::from_u8(0), None);
+        assert_eq!(Isa::from_u8(6), None);
+    }
 }
