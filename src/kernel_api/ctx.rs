@@ -405,6 +405,12 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         Ok((data, bytes, dtype))
     }
 
+    /// The current dims of the tensor at `arg`, with no view made and nothing checked but
+    /// the argument's type: to compare shapes before binding raw storage.
+    pub fn dims(&self, arg: usize) -> Result<&[usize], KernelError> {
+        Ok(self.tensors[self.slot_of(arg)?].shape.dims())
+    }
+
     /// A contiguous input tensor.
     pub fn input(&self, arg: usize) -> Result<TensorRef<'a>, KernelError> {
         self.view(self.slot_of(arg)?, arg, false)

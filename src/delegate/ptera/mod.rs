@@ -20,6 +20,7 @@
 
 use crate::delegate::xnnpack::{self, FilterOverride};
 use crate::delegate::{Backend, DelegateInit, Requirements};
+use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
@@ -767,6 +768,68 @@ impl Backend for PteraBackend {
     }
 }
 
+/// The f32 input at `arg` with `len` elements, bound to its storage with the checks of a view
+/// ([`KernelCtx::input_raw`]).
+fn f32_input<'a>(
+    ctx: &KernelCtx<'_, 'a, '_>,
+    arg: usize,
+    len: usize,
+) -> Result<&'a [f32], KernelError> {
+    let (p, bytes, dtype) = ctx.input_raw(arg)?;
+    f32_check(arg, p as usize, bytes, dtype, len)?;
+    Ok(if len == 0 {
+        &[]
+    } else {
+        // SAFETY: `input_raw` hands out `bytes` (= 4·len, checked) readable bytes at `p`, f32
+        // aligned (checked), not written by any output of this call while it runs (the rules
+        // of a view), for the call's data lifetime `'a`.
+        unsafe { core::slice::from_raw_parts(p as *const f32, len) }
+    })
+}
+
+/// The f32 output at `arg` at its current shape, `len` elements ([`KernelCtx::output_raw`]).
+fn f32_output<'a>(
+    ctx: &mut KernelCtx<'_, 'a, '_>,
+    arg: usize,
+    len: usize,
+) -> Result<&'a mut [f32], KernelError> {
+    let (p, bytes, dtype) = ctx.output_raw(arg)?;
+    f32_check(arg, p as usize, bytes, dtype, len)?;
+    Ok(if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: `output_raw` hands out `bytes` (= 4·len, checked) writable bytes at `p`, f32
+        // aligned (checked), overlapping no other argument of this call, for `'a`.
+        unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
+    })
+}
+
+fn f32_check(
+    arg: usize,
+    addr: usize,
+    bytes: usize,
+    dtype: DType,
+    len: usize,
+) -> Result<(), KernelError> {
+    if dtype != DType::F32 {
+        return Err(KernelError::DTypeMismatch {
+            arg,
+            expected: DType::F32,
+            got: dtype,
+        });
+    }
+    if Some(bytes) != len.checked_mul(4) {
+        return Err(KernelError::Shape {
+            arg,
+            detail: "ptera linear: tensor size differs from the operation's",
+        });
+    }
+    if !addr.is_multiple_of(4) {
+        return Err(KernelError::Misaligned { arg });
+    }
+    Ok(())
+}
+
 /// Runs one linear operation: `out = act(alpha · x · W + beta · bias)`.
 fn linear(
     ctx: &mut KernelCtx<'_, '_, '_>,
@@ -774,30 +837,28 @@ fn linear(
     l: &Linear,
     packed: Option<PackedB<'_>>,
 ) -> Result<(), KernelError> {
-    let x = ctx.input(l.input)?;
-    let xd = x.as_slice::<f32>()?;
-    if x.rank() == 0 || x.dims()[x.rank() - 1] != l.k {
-        return Err(KernelError::Shape {
-            arg: l.input,
-            detail: "ptera linear: input's last dimension differs from the weight's depth",
-        });
-    }
-    let m = x.numel() / l.k;
-    let mut shape = *x.shape();
-    let last = shape.rank() - 1;
-    shape.dims_mut()[last] = l.n;
-    let bias = match l.bias {
-        Some(b) => {
-            let t = ctx.input(b)?;
-            let v = t.as_slice::<f32>()?;
-            if v.len() != l.n {
-                return Err(KernelError::Shape {
-                    arg: b,
-                    detail: "ptera linear: bias length differs from the output width",
-                });
-            }
-            Some(v)
+    // The input's and the output's shapes compared in place; the tensors bound to raw storage
+    // (no views, no shape copies: this runs once per product).
+    let (m, out_shaped) = {
+        let xd = ctx.dims(l.input)?;
+        let r = xd.len();
+        if r == 0 || xd[r - 1] != l.k {
+            return Err(KernelError::Shape {
+                arg: l.input,
+                detail: "ptera linear: input's last dimension differs from the weight's depth",
+            });
         }
+        let m = xd[..r - 1].iter().product::<usize>();
+        // An output already holding `m` rows of `n` keeps its shape (the program's: a product
+        // of a 3-D input's rows declared 2-D stays 2-D); any other is resized below.
+        let od = ctx.dims(l.output)?;
+        let shaped = od.last() == Some(&l.n)
+            && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(l.n);
+        (m, shaped)
+    };
+    let xd = f32_input(ctx, l.input, m.saturating_mul(l.k))?;
+    let bias = match l.bias {
+        Some(b) => Some(f32_input(ctx, b, l.n)?),
         None => None,
     };
     let plain = match l.weight {
@@ -825,8 +886,16 @@ fn linear(
     if ctx.observed() {
         ctx.region_op(index, "Linear", m * l.n, ((hi - lo) * l.n * l.k) as u64);
     }
-    let mut out = ctx.output(l.output, &shape)?;
-    let od = out.as_mut_slice::<f32>()?;
+    let od: &mut [f32] = if out_shaped {
+        f32_output(ctx, l.output, m.saturating_mul(l.n))?
+    } else {
+        // Resized to the input's shape with the last dim `n`.
+        let mut shape = *ctx.input(l.input)?.shape();
+        let last = shape.rank() - 1;
+        shape.dims_mut()[last] = l.n;
+        let mut out = ctx.output(l.output, &shape)?;
+        out.as_mut_slice::<f32>()?
+    };
     let (k, n) = (l.k, l.n);
     let rows = hi - lo;
     // `beta` scales the bias; the GEMM adds its bias unscaled.
