@@ -153,28 +153,22 @@ impl fmt::Debug for Shape {
 
 /// Broadcast-compatible output shape of two shapes (NumPy rules).
 pub fn broadcast_shapes(a: &Shape, b: &Shape) -> Option<Shape> {
-    let r = a.rank().max(b.rank());
-    let mut out = Shape::new(&[1; MAX_RANK][..r])?;
-    for i in 0..r {
-        let da = if i + a.rank() >= r {
-            a.dims()[i + a.rank() - r]
-        } else {
-            1
-        };
-        let db = if i + b.rank() >= r {
-            b.dims()[i + b.rank() - r]
-        } else {
-            1
-        };
-        out.dims_mut()[i] = if da == db {
-            da
-        } else if da == 1 {
-            db
-        } else if db == 1 {
-            da
-        } else {
+    // The longer shape with the shorter one's dims broadcast into its trailing ones (one
+    // copy, no zeroed scratch shape): this runs on every elementwise call.
+    let (long, short) = if a.rank() >= b.rank() { (a, b) } else { (b, a) };
+    let mut out = *long;
+    if a.same_dims(b) {
+        return Some(out);
+    }
+    let lead = long.rank() - short.rank();
+    for (o, &s) in out.dims_mut()[lead..].iter_mut().zip(short.dims()) {
+        if *o == s || s == 1 {
+            continue;
+        }
+        if *o != 1 {
             return None;
-        };
+        }
+        *o = s;
     }
     Some(out)
 }
@@ -339,6 +333,18 @@ mod tests {
         );
         assert_eq!(broadcast_shapes(&s(&[]), &s(&[5])), Some(s(&[5])));
         assert_eq!(broadcast_shapes(&s(&[2, 3]), &s(&[4, 3])), None);
+        assert_eq!(
+            broadcast_shapes(&s(&[1, 4, 1]), &s(&[3, 1, 5])),
+            Some(s(&[3, 4, 5]))
+        );
+        assert_eq!(
+            broadcast_shapes(&s(&[3, 1]), &s(&[2, 1, 4])),
+            Some(s(&[2, 3, 4]))
+        );
+        assert_eq!(broadcast_shapes(&s(&[2, 3]), &s(&[2, 3])), Some(s(&[2, 3])));
+        assert_eq!(broadcast_shapes(&s(&[1]), &s(&[2, 3])), Some(s(&[2, 3])));
+        assert_eq!(broadcast_shapes(&s(&[2, 1]), &s(&[3])), Some(s(&[2, 3])));
+        assert_eq!(broadcast_shapes(&s(&[2, 2]), &s(&[1, 3])), None);
     }
 
     /// Every index `NdIndex` visits, with the dim `advance` reported before it.
