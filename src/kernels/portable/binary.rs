@@ -147,6 +147,9 @@ fn arith<'a>(
     if result == DType::F32 && arith_f32_fast(op, &x, rhs, alpha, &mut out)? {
         return Ok(());
     }
+    if result == DType::I64 && arith_i64_fast(op, &x, rhs, alpha, &mut out)? {
+        return Ok(());
+    }
     match (op, rhs, num_kind(result)) {
         (Ar::Pow, Rhs::S(e), Kind::F32) => pow_scalar::<f32>(&x, e, &mut out)?,
         (Ar::Pow, Rhs::S(e), Kind::F64) => pow_scalar::<f64>(&x, e, &mut out)?,
@@ -239,6 +242,69 @@ fn arith_f32_fast(
     };
     r.map_err(|_| bad)?;
     Ok(true)
+}
+
+/// int64 fast path of [`arith`] (position ids, cumulative masks): `add`, `sub` and `mul` of
+/// all-int64 operands of one shape, or by a scalar or a one-element tensor, wrapping as the
+/// generic path does (no broadcast plan, no index walk). `false` (nothing written) otherwise.
+fn arith_i64_fast(
+    op: Ar,
+    x: &TensorRef<'_>,
+    rhs: Rhs<'_>,
+    alpha: Scalar,
+    out: &mut TensorMut<'_>,
+) -> Result<bool, KernelError> {
+    if x.dtype() != DType::I64 || out.dtype() != DType::I64 {
+        return Ok(false);
+    }
+    let al = i64::from_scalar(alpha);
+    let xs = x.as_slice::<i64>()?;
+    let os = out.as_mut_slice::<i64>()?;
+    if xs.len() != os.len() {
+        return Ok(false);
+    }
+    let ys: &[i64] = match rhs {
+        Rhs::T(y) if y.dtype() == DType::I64 => y.as_slice::<i64>()?,
+        Rhs::T(_) => return Ok(false),
+        Rhs::S(_) => &[],
+    };
+    let b = match (rhs, ys) {
+        (Rhs::S(s), _) => I64Rhs::One(i64::from_scalar(s)),
+        (_, [b]) if os.len() != 1 => I64Rhs::One(*b),
+        (_, ys) if ys.len() == os.len() => I64Rhs::Each(ys),
+        _ => return Ok(false),
+    };
+    match op {
+        Ar::Add => zip_i64(xs, b, os, |a, b| a.wadd(al.wmul(b))),
+        Ar::Sub => zip_i64(xs, b, os, |a, b| a.wsub(al.wmul(b))),
+        Ar::Mul => zip_i64(xs, b, os, |a, b| a.wmul(b)),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The right operand of [`arith_i64_fast`]: one value for every element, or one each.
+#[derive(Clone, Copy)]
+enum I64Rhs<'a> {
+    One(i64),
+    Each(&'a [i64]),
+}
+
+/// `os[i] = f(xs[i], b[i])` (`b` one value or one per element, as long as `os`).
+#[inline(always)]
+fn zip_i64(xs: &[i64], b: I64Rhs<'_>, os: &mut [i64], f: impl Fn(i64, i64) -> i64) {
+    match b {
+        I64Rhs::One(b) => {
+            for (o, &a) in os.iter_mut().zip(xs) {
+                *o = f(a, b);
+            }
+        }
+        I64Rhs::Each(ys) => {
+            for ((o, &a), &b) in os.iter_mut().zip(xs).zip(ys) {
+                *o = f(a, b);
+            }
+        }
+    }
 }
 
 fn arith_t<T: Num>(
