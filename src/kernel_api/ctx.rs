@@ -411,6 +411,37 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         Ok(self.tensors[self.slot_of(arg)?].shape.dims())
     }
 
+    /// The f32 input at `arg`, which must hold exactly `len` elements, bound to its storage
+    /// with the checks of a view ([`input_raw`](Self::input_raw)) and none of its copies.
+    #[inline]
+    pub fn input_f32s(&self, arg: usize, len: usize) -> Result<&'a [f32], KernelError> {
+        let (p, bytes, dtype) = self.input_raw(arg)?;
+        f32s_check(arg, p as usize, bytes, dtype, len)?;
+        Ok(if len == 0 {
+            &[]
+        } else {
+            // SAFETY: `input_raw` hands out `bytes` (= 4·len, checked) readable bytes at `p`,
+            // f32 aligned (checked), not written by any output of this call while it runs (the
+            // rules of a view), for the call's data lifetime `'a`.
+            unsafe { core::slice::from_raw_parts(p as *const f32, len) }
+        })
+    }
+
+    /// The f32 output at `arg` at its current shape, which must hold exactly `len` elements
+    /// ([`output_raw`](Self::output_raw): no resize).
+    #[inline]
+    pub fn output_f32s(&mut self, arg: usize, len: usize) -> Result<&'a mut [f32], KernelError> {
+        let (p, bytes, dtype) = self.output_raw(arg)?;
+        f32s_check(arg, p as usize, bytes, dtype, len)?;
+        Ok(if len == 0 {
+            &mut []
+        } else {
+            // SAFETY: `output_raw` hands out `bytes` (= 4·len, checked) writable bytes at `p`,
+            // f32 aligned (checked), overlapping no other argument of this call, for `'a`.
+            unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
+        })
+    }
+
     /// A contiguous input tensor.
     pub fn input(&self, arg: usize) -> Result<TensorRef<'a>, KernelError> {
         self.view(self.slot_of(arg)?, arg, false)
@@ -676,6 +707,35 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         // start is 4-byte aligned (align_offset above); every bit pattern is a valid f32.
         Ok(unsafe { core::slice::from_raw_parts_mut(use_.as_mut_ptr() as *mut f32, n) })
     }
+}
+
+/// The checks of [`KernelCtx::input_f32s`] and [`KernelCtx::output_f32s`]: f32, `len`
+/// elements, f32 aligned.
+#[inline]
+fn f32s_check(
+    arg: usize,
+    addr: usize,
+    bytes: usize,
+    dtype: DType,
+    len: usize,
+) -> Result<(), KernelError> {
+    if dtype != DType::F32 {
+        return Err(KernelError::DTypeMismatch {
+            arg,
+            expected: DType::F32,
+            got: dtype,
+        });
+    }
+    if Some(bytes) != len.checked_mul(4) {
+        return Err(KernelError::Shape {
+            arg,
+            detail: "tensor size differs from the operation's",
+        });
+    }
+    if !addr.is_multiple_of(4) {
+        return Err(KernelError::Misaligned { arg });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@
 
 use crate::delegate::xnnpack::{self, FilterOverride};
 use crate::delegate::{Backend, DelegateInit, Requirements};
-use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
@@ -768,68 +767,6 @@ impl Backend for PteraBackend {
     }
 }
 
-/// The f32 input at `arg` with `len` elements, bound to its storage with the checks of a view
-/// ([`KernelCtx::input_raw`]).
-fn f32_input<'a>(
-    ctx: &KernelCtx<'_, 'a, '_>,
-    arg: usize,
-    len: usize,
-) -> Result<&'a [f32], KernelError> {
-    let (p, bytes, dtype) = ctx.input_raw(arg)?;
-    f32_check(arg, p as usize, bytes, dtype, len)?;
-    Ok(if len == 0 {
-        &[]
-    } else {
-        // SAFETY: `input_raw` hands out `bytes` (= 4·len, checked) readable bytes at `p`, f32
-        // aligned (checked), not written by any output of this call while it runs (the rules
-        // of a view), for the call's data lifetime `'a`.
-        unsafe { core::slice::from_raw_parts(p as *const f32, len) }
-    })
-}
-
-/// The f32 output at `arg` at its current shape, `len` elements ([`KernelCtx::output_raw`]).
-fn f32_output<'a>(
-    ctx: &mut KernelCtx<'_, 'a, '_>,
-    arg: usize,
-    len: usize,
-) -> Result<&'a mut [f32], KernelError> {
-    let (p, bytes, dtype) = ctx.output_raw(arg)?;
-    f32_check(arg, p as usize, bytes, dtype, len)?;
-    Ok(if len == 0 {
-        &mut []
-    } else {
-        // SAFETY: `output_raw` hands out `bytes` (= 4·len, checked) writable bytes at `p`, f32
-        // aligned (checked), overlapping no other argument of this call, for `'a`.
-        unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
-    })
-}
-
-fn f32_check(
-    arg: usize,
-    addr: usize,
-    bytes: usize,
-    dtype: DType,
-    len: usize,
-) -> Result<(), KernelError> {
-    if dtype != DType::F32 {
-        return Err(KernelError::DTypeMismatch {
-            arg,
-            expected: DType::F32,
-            got: dtype,
-        });
-    }
-    if Some(bytes) != len.checked_mul(4) {
-        return Err(KernelError::Shape {
-            arg,
-            detail: "ptera linear: tensor size differs from the operation's",
-        });
-    }
-    if !addr.is_multiple_of(4) {
-        return Err(KernelError::Misaligned { arg });
-    }
-    Ok(())
-}
-
 /// Runs one linear operation: `out = act(alpha · x · W + beta · bias)`.
 fn linear(
     ctx: &mut KernelCtx<'_, '_, '_>,
@@ -856,9 +793,9 @@ fn linear(
             && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(l.n);
         (m, shaped)
     };
-    let xd = f32_input(ctx, l.input, m.saturating_mul(l.k))?;
+    let xd = ctx.input_f32s(l.input, m.saturating_mul(l.k))?;
     let bias = match l.bias {
-        Some(b) => Some(f32_input(ctx, b, l.n)?),
+        Some(b) => Some(ctx.input_f32s(b, l.n)?),
         None => None,
     };
     let plain = match l.weight {
@@ -887,7 +824,7 @@ fn linear(
         ctx.region_op(index, "Linear", m * l.n, ((hi - lo) * l.n * l.k) as u64);
     }
     let od: &mut [f32] = if out_shaped {
-        f32_output(ctx, l.output, m.saturating_mul(l.n))?
+        ctx.output_f32s(l.output, m.saturating_mul(l.n))?
     } else {
         // Resized to the input's shape with the last dim `n`.
         let mut shape = *ctx.input(l.input)?.shape();
