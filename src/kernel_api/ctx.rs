@@ -349,6 +349,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// The checks of a read of slot `slot` (argument `arg`), which is then marked read.
+    #[inline(always)]
     fn check_read(
         &self,
         slot: usize,
@@ -374,6 +375,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         Ok(t)
     }
 
+    #[inline(always)]
     fn view(&self, slot: usize, arg: usize, any_order: bool) -> Result<TensorRef<'a>, KernelError> {
         let t = self.check_read(slot, arg, any_order)?;
         Ok(TensorRef {
@@ -390,6 +392,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     /// [`input`](Self::input) but no view built: for a delegate binding many arguments to raw
     /// storage. The range `data..data + bytes` is the tensor's, readable while the call runs
     /// (and not written by any output of it: the same rules as a view).
+    #[inline]
     pub fn input_raw(&self, arg: usize) -> Result<(*const u8, usize, DType), KernelError> {
         let t = self.check_read(self.slot_of(arg)?, arg, false)?;
         Ok((t.data, t.nbytes(), t.dtype))
@@ -443,6 +446,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     }
 
     /// A contiguous input tensor.
+    #[inline]
     pub fn input(&self, arg: usize) -> Result<TensorRef<'a>, KernelError> {
         self.view(self.slot_of(arg)?, arg, false)
     }

@@ -91,6 +91,17 @@ fn cumsum_out(ctx: &mut Ctx) -> Res {
         (DType::I64, DType::I64) => {
             let s = x.as_slice::<i64>()?;
             let d = out.as_mut_slice::<i64>()?;
+            // Along the last dim (position ids from an attention mask): rows in order.
+            if inner == 1 {
+                for (sr, dr) in s.chunks_exact(n).zip(d.chunks_exact_mut(n)) {
+                    let mut acc = 0i64;
+                    for (a, b) in sr.iter().zip(dr.iter_mut()) {
+                        acc = acc.wrapping_add(*a);
+                        *b = acc;
+                    }
+                }
+                return Ok(());
+            }
             for o in 0..outer {
                 for i in 0..inner {
                     let mut acc = 0i64;

@@ -79,3 +79,42 @@ fn cumsum_dtypes_and_dims() {
     t.call(&[a, dm, n, o, o]);
     assert_eq!(run_first(&t).f32(), vec![2.5]);
 }
+
+/// int64 along every dim of odd sizes (the last dim runs rows in order, the others stride),
+/// with wrapping sums.
+#[test]
+fn cumsum_int64_every_dim() {
+    let d = [3, 17, 129];
+    let total = 3 * 17 * 129;
+    let x: Vec<i64> = (0..total as i64)
+        .map(|i| {
+            if i == 5 {
+                i64::MAX
+            } else {
+                (i * 7919) % 201 - 100
+            }
+        })
+        .collect();
+    for dim in [0i64, 1, 2, -1] {
+        let wd = if dim < 0 { dim + 3 } else { dim } as usize;
+        let mut t = OpTest::new("aten::cumsum.out");
+        let a = t.input_i64(&d, &x);
+        let dm = t.int(dim);
+        let n = t.none();
+        let o = t.output(DType::I64, &d);
+        t.call(&[a, dm, n, o, o]);
+        let want: Vec<i64> = (0..total)
+            .map(|i| {
+                let mut oi = unravel(i, &d);
+                let upto = oi[wd];
+                let mut acc = 0i64;
+                for k in 0..=upto {
+                    oi[wd] = k;
+                    acc = acc.wrapping_add(x[ravel(&oi, &d)]);
+                }
+                acc
+            })
+            .collect();
+        assert_eq!(run_first(&t).i64(), want, "dim {dim}");
+    }
+}
