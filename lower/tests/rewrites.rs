@@ -8,9 +8,15 @@ use ptera::{DType, Program};
 use ptera_lower::{lower_with, Lowered, Options, Rewrites, Target};
 
 fn lowered(t: &OpTest, rewrites: Rewrites) -> Lowered {
+    lowered_replan(t, rewrites, Options::default().replan)
+}
+
+/// [`lowered`] with the activation re-plan on or off.
+fn lowered_replan(t: &OpTest, rewrites: Rewrites, replan: bool) -> Lowered {
     let opts = Options {
         rewrites,
         regions: false,
+        replan,
         ..Options::default()
     };
     lower_with(
@@ -255,18 +261,7 @@ fn a_copy_whose_source_bytes_are_reused_goes_with_the_replan() {
     for n in [1, 3, 17, 129] {
         let t = cloned(n, Overwrite::PlacedOver);
         let want = t.run().unwrap();
-        let kept = lower_with(
-            &t.build(),
-            &Target::parse("neon").unwrap(),
-            Options {
-                rewrites: Rewrites::ALL,
-                regions: false,
-                replan: false,
-                ..Options::default()
-            },
-            &mut |_, _| {},
-        )
-        .expect("lowering");
+        let kept = lowered_replan(&t, Rewrites::ALL, false);
         assert!(kept.report.rewrites.methods[0].copies.is_empty());
         assert_eq!(
             ops(&kept.bytes),
@@ -287,18 +282,7 @@ fn a_copy_whose_source_is_overwritten_stays() {
     for replan in [true, false] {
         let t = cloned(17, Overwrite::ThroughAView);
         let want = t.run().unwrap();
-        let l = lower_with(
-            &t.build(),
-            &Target::parse("neon").unwrap(),
-            Options {
-                rewrites: Rewrites::ALL,
-                regions: false,
-                replan,
-                ..Options::default()
-            },
-            &mut |_, _| {},
-        )
-        .expect("lowering");
+        let l = lowered_replan(&t, Rewrites::ALL, replan);
         assert!(l.report.rewrites.methods[0].copies.is_empty());
         assert_eq!(
             ops(&l.bytes),
