@@ -785,7 +785,8 @@ fn linear(
                 detail: "ptera linear: input's last dimension differs from the weight's depth",
             });
         }
-        let m = xd[..r - 1].iter().product::<usize>();
+        // Saturating, as `Shape::numel`: a size no tensor has fails the size checks below.
+        let m = xd[..r - 1].iter().fold(1usize, |a, &d| a.saturating_mul(d));
         // An output already holding `m` rows of `n` keeps its shape (the program's: a product
         // of a 3-D input's rows declared 2-D stays 2-D); any other is resized below.
         let od = ctx.dims(l.output)?;
