@@ -464,24 +464,34 @@ fn run_nest(
             && 2 * m >= n;
         let by_cols = !rows_pay && (col_panels >= cores || col_panels >= row_tiles);
         let units = if by_cols { col_panels } else { row_tiles };
-        let parts = if grid {
-            pr * pc
+        let base = if grid {
+            (pr, pc)
         } else {
-            crate::parallel::parts_for(team, units, work)
+            let parts = crate::parallel::parts_for(team, units, work);
+            if by_cols {
+                (1, parts)
+            } else {
+                (parts, 1)
+            }
         };
-        if parts < 2 {
+        let (pr, pc) = fewer_packs(
+            (row_tiles, col_panels),
+            cores,
+            base,
+            (
+                matches!(a, ASource::Mat(_)),
+                matches!(b, BSource::Strided(_)),
+            ),
+            |p| crate::parallel::parts_for(team, p, work) == p,
+        );
+        if pr * pc < 2 {
             return false;
         }
-        team.run(parts, &|core| {
+        team.run(pr * pc, &|core| {
             let range = |n, parts, i| crate::parallel::part_range(n, parts, i);
-            let (rows, cols) = if grid {
-                let (gi, gj) = (core.index / pc, core.index % pc);
-                (Some(range(row_tiles, pr, gi)), range(col_panels, pc, gj))
-            } else if by_cols {
-                (None, range(units, core.parts, core.index))
-            } else {
-                (Some(range(units, core.parts, core.index)), (0, col_panels))
-            };
+            let (gi, gj) = (core.index / pc, core.index % pc);
+            let rows = (pr > 1).then(|| range(row_tiles, pr, gi));
+            let cols = range(col_panels, pc, gj);
             if rows.is_none_or(|(lo, hi)| lo < hi) && cols.0 < cols.1 {
                 // SAFETY: parts of one split get disjoint row-tile × column-panel rectangles
                 // of C; `shared` is C of this call, borrowed until `run` has joined every
@@ -496,6 +506,38 @@ fn run_nest(
         unsafe { part(call, a, b, shared, None, (0, n.div_ceil(uk.nr)), scratch) };
     }
     Ok(())
+}
+
+/// The grid of parts (`pr` row groups by `pc` column groups) to cut `row_tiles × col_panels`
+/// tiles into instead of `base`, when one gives no part more tiles and fewer packings: a part
+/// packs the A row tiles it reads (`packs.0`: A is read through a strided matrix) and the B
+/// panels it reads (`packs.1`: B is strided). Of those, the fewest tiles, then packings,
+/// then parts; `fits(p)`: `p` parts are allowed (enough cores and work). Example: 2 × 3
+/// tiles on 4 cores by columns is 3 parts of 2 tiles that each pack both row tiles of A; a
+/// 2 × 2 grid gives parts of at most 2 tiles that pack one.
+pub(super) fn fewer_packs(
+    (row_tiles, col_panels): (usize, usize),
+    cores: usize,
+    base: (usize, usize),
+    packs: (bool, bool),
+    fits: impl Fn(usize) -> bool,
+) -> (usize, usize) {
+    let cost = |(pr, pc): (usize, usize)| {
+        let (r, c) = (row_tiles.div_ceil(pr), col_panels.div_ceil(pc));
+        (r * c, usize::from(packs.0) * r + usize::from(packs.1) * c)
+    };
+    let (bt, bp) = cost(base);
+    let mut best = (base, (bt, bp, base.0 * base.1));
+    for pr in 1..=row_tiles.min(cores) {
+        for pc in 1..=col_panels.min(cores / pr) {
+            let (t, p) = cost((pr, pc));
+            let key = (t, p, pr * pc);
+            if pr * pc >= 2 && t <= bt && p < bp && key < best.1 && fits(pr * pc) {
+                best = ((pr, pc), key);
+            }
+        }
+    }
+    best.0
 }
 
 /// Computes column panels `cols` of row tiles `rows` (`None`: every row) of `call` into C.

@@ -140,6 +140,24 @@ fn split_products_are_bit_identical() {
     }
 }
 
+/// Two row tiles by three column panels on 4 cores: a 2 × 2 grid (each part packs one row
+/// tile of A) instead of 3 column parts that each pack both; the same bits either way.
+#[test]
+fn two_by_three_tiles_split_on_a_grid() {
+    let mut rng = Rng(0x2b3);
+    for uk in kernels() {
+        let (m, n, k) = (2 * uk.mr() - 1, 3 * uk.nr() - 2, 37);
+        let a = rng.vec(m * k);
+        let b = rng.vec(k * n);
+        let bias = rng.vec(n);
+        let one = bits(&products(uk, &a, &b, &bias, (m, n, k)));
+        let four = CountingTeam::new(4);
+        let many = scoped(&four, || bits(&products(uk, &a, &b, &bias, (m, n, k))));
+        assert!(one == many, "{} {m}x{n}x{k} on 4 cores", uk.name());
+        assert_eq!(four.widest(), 4, "{} {m}x{n}x{k}", uk.name());
+    }
+}
+
 /// Products of at most 4 rows over pre-packed B go through the GEMV panel by panel
 /// (`sgemm_prepacked_clamped`); split across cores they give one core's bits, and where the
 /// GEMV reads panels as row-major matrices (widths without a panel kernel, e.g. the 32 and
@@ -206,4 +224,29 @@ fn few_row_products_over_packed_panels_split_to_every_core() {
             }
         }
     }
+}
+
+/// The grid search never gives a part more tiles than the split it replaces, and takes a grid
+/// only for fewer packings.
+#[test]
+fn grids_replace_splits_that_pack_more() {
+    let any = |_: usize| true;
+    // 2 × 3 tiles by columns (3 parts, each packing both A row tiles) → 2 × 2 (one each).
+    assert_eq!(fewer_packs((2, 3), 4, (1, 3), (true, false), any), (2, 2));
+    // Nothing to pack: the split stays.
+    assert_eq!(fewer_packs((2, 3), 4, (1, 3), (false, false), any), (1, 3));
+    // 2 × 9 tiles by columns, 4 parts of up to 3 panels (6 tiles, 2 packs) → 2 × 2 grid:
+    // 5 tiles and one pack.
+    assert_eq!(fewer_packs((2, 9), 4, (1, 4), (true, false), any), (2, 2));
+    // Rows already one tile per part: no grid gives fewer tiles and packs.
+    assert_eq!(fewer_packs((4, 3), 4, (4, 1), (true, false), any), (4, 1));
+    // B strided: a grid of 2 × 2 on 2 × 3 packs 1 + 2 = 3 as columns do (2 + 1): stays.
+    assert_eq!(fewer_packs((2, 3), 4, (1, 3), (true, true), any), (1, 3));
+    // Not allowed (too little work for 4 parts): the split stays.
+    assert_eq!(
+        fewer_packs((2, 3), 4, (1, 3), (true, false), |p| p <= 3),
+        (1, 3)
+    );
+    // 3 cores: 2 × 2 needs 4 parts; 2 × 1 has more tiles per part.
+    assert_eq!(fewer_packs((2, 3), 3, (1, 3), (true, false), any), (1, 3));
 }
