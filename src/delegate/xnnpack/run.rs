@@ -111,11 +111,36 @@ fn is_trailing(small: &Shape, big: &Shape) -> bool {
 }
 
 /// `out[r] = x[r] op row` for every `row.len()`-element chunk (`swap`: `row op x[r]`).
+/// Rows that are whole multiples of [`CHUNK`] split by chunks, so that a few long rows (a
+/// mask over 6 heads) still give every core the same share; shorter rows split by rows.
 fn rows_with(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
-    let n = x.len().min(out.len()) / row.len() * row.len();
+    let l = row.len();
+    let n = x.len().min(out.len()) / l * l;
     let (x, out) = (&x[..n], &mut out[..n]);
-    parallel::for_chunks(out, row.len(), row.len() * 2, |u, o, _| {
-        rows_with_here(op, &x[u * row.len()..u * row.len() + o.len()], row, swap, o)
+    if l <= CHUNK || !l.is_multiple_of(CHUNK) {
+        parallel::for_chunks(out, l, l * 2, |u, o, _| {
+            rows_with_here(op, &x[u * l..u * l + o.len()], row, swap, o)
+        });
+        return;
+    }
+    parallel::for_chunks(out, CHUNK, CHUNK * 2, |u, o, _| {
+        // A part's chunks run row piece by row piece.
+        let mut at = u * CHUNK;
+        let mut o = o;
+        while !o.is_empty() {
+            let r0 = at % l;
+            let len = (l - r0).min(o.len());
+            let (piece, rest) = o.split_at_mut(len);
+            let (Some(xs), Some(rs)) = (x.get(at..at + len), row.get(r0..r0 + len)) else {
+                return;
+            };
+            if swap {
+                zip_with_here(op, rs, xs, piece);
+            } else {
+                zip_with_here(op, xs, rs, piece);
+            }
+            (o, at) = (rest, at + len);
+        }
     });
 }
 
@@ -786,8 +811,12 @@ mod tests {
 
     #[test]
     fn binary_broadcast_forms() {
-        let cases: [(&[usize], &[usize]); 12] = [
+        let cases: [(&[usize], &[usize]); 15] = [
             (&[17], &[17]),
+            // Rows of whole chunks: split by chunks, parts starting inside a row.
+            (&[1, 6, 16, 64], &[1, 1, 16, 64]),
+            (&[1, 1, 16, 64], &[1, 6, 16, 64]),
+            (&[3, 192], &[192]),
             (&[1, 4, 16, 16], &[1, 1, 16, 16]),
             (&[1, 1, 16, 16], &[1, 4, 16, 16]),
             (&[3, 129], &[129]),
@@ -808,17 +837,26 @@ mod tests {
             let a = ramp(as_.iter().product(), 3.0);
             let b = ramp(bs.iter().product(), -2.0);
             let n: usize = os.iter().product();
-            for op in ops {
+            // One core, and split over 4 (every split gives the same elements).
+            for (op, team) in ops.into_iter().flat_map(|op| [(op, 1), (op, 4)]) {
                 let mut out = std::vec![f32::NAN; n];
-                binary(
-                    op,
-                    &a,
-                    &shape_of(as_),
-                    &b,
-                    &shape_of(bs),
-                    &mut out,
-                    &shape_of(&os),
-                );
+                let run = |out: &mut [f32]| {
+                    binary(
+                        op,
+                        &a,
+                        &shape_of(as_),
+                        &b,
+                        &shape_of(bs),
+                        out,
+                        &shape_of(&os),
+                    )
+                };
+                if team > 1 {
+                    let team = crate::testing::CountingTeam::new(team);
+                    crate::parallel::scoped(&team, || run(&mut out));
+                } else {
+                    run(&mut out);
+                }
                 for (o, &g) in out.iter().enumerate() {
                     let w = apply(
                         op,
