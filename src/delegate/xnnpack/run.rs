@@ -110,60 +110,23 @@ fn is_trailing(small: &Shape, big: &Shape) -> bool {
     s.len() <= b.len() && s == &b[b.len() - s.len()..]
 }
 
-/// `out[r] = x[r] op row` for every `row.len()`-element chunk (`swap`: `row op x[r]`).
-/// Rows that are whole multiples of [`CHUNK`] split by chunks, so that a few long rows (a
-/// mask over 6 heads) still give every core the same share; shorter rows split by rows.
+/// `out[r] = x[r] op row` for every `row.len()`-element chunk (`swap`: `row op x[r]`),
+/// split as [`vec::for_row_pieces`] splits (a few long rows still share evenly).
 fn rows_with(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
     let l = row.len();
-    let n = x.len().min(out.len()) / l * l;
+    let n = x.len().min(out.len()) / l.max(1) * l;
     let (x, out) = (&x[..n], &mut out[..n]);
-    if l <= CHUNK || !l.is_multiple_of(CHUNK) {
-        parallel::for_chunks(out, l, l * 2, |u, o, _| {
-            rows_with_here(op, &x[u * l..u * l + o.len()], row, swap, o)
-        });
-        return;
-    }
-    parallel::for_chunks(out, CHUNK, CHUNK * 2, |u, o, _| {
-        // A part's chunks run row piece by row piece.
-        let mut at = u * CHUNK;
-        let mut o = o;
-        while !o.is_empty() {
-            let r0 = at % l;
-            let len = (l - r0).min(o.len());
-            let (piece, rest) = o.split_at_mut(len);
-            let (Some(xs), Some(rs)) = (x.get(at..at + len), row.get(r0..r0 + len)) else {
-                return;
-            };
-            if swap {
-                zip_with_here(op, rs, xs, piece);
-            } else {
-                zip_with_here(op, xs, rs, piece);
-            }
-            (o, at) = (rest, at + len);
+    vec::for_row_pieces(out, l, 2, |at, r0, o| {
+        let len = o.len();
+        let (Some(xs), Some(rs)) = (x.get(at..at + len), row.get(r0..r0 + len)) else {
+            return;
+        };
+        if swap {
+            zip_with_here(op, rs, xs, o);
+        } else {
+            zip_with_here(op, xs, rs, o);
         }
     });
-}
-
-fn rows_with_here(op: Binary, x: &[f32], row: &[f32], swap: bool, out: &mut [f32]) {
-    if let Some(v) = vec_op(op) {
-        // Lengths are multiples of the row by construction, so this cannot fail.
-        let _ = if swap {
-            vec::row_binary(v, row, x, out)
-        } else {
-            vec::binary_row(v, x, row, out)
-        };
-        return;
-    }
-    for (o, xr) in out
-        .chunks_exact_mut(row.len())
-        .zip(x.chunks_exact(row.len()))
-    {
-        if swap {
-            zip_with_here(op, row, xr, o);
-        } else {
-            zip_with_here(op, xr, row, o);
-        }
-    }
 }
 
 /// `out = a op b` with NumPy broadcasting; `od` is the broadcast shape.

@@ -482,7 +482,7 @@ fn run_nest(
                 matches!(a, ASource::Mat(_)),
                 matches!(b, BSource::Strided(_)),
             ),
-            |p| crate::parallel::parts_for(team, p, work) == p,
+            crate::parallel::parts_for(team, usize::MAX, work),
         );
         if pr * pc < 2 {
             return false;
@@ -508,31 +508,37 @@ fn run_nest(
     Ok(())
 }
 
-/// The grid of parts (`pr` row groups by `pc` column groups) to cut `row_tiles × col_panels`
-/// tiles into instead of `base`, when one gives no part more tiles and fewer packings: a part
-/// packs the A row tiles it reads (`packs.0`: A is read through a strided matrix) and the B
-/// panels it reads (`packs.1`: B is strided). Of those, the fewest tiles, then packings,
-/// then parts; `fits(p)`: `p` parts are allowed (enough cores and work). Example: 2 × 3
-/// tiles on 4 cores by columns is 3 parts of 2 tiles that each pack both row tiles of A; a
-/// 2 × 2 grid gives parts of at most 2 tiles that pack one.
+/// The grid of parts (`pr` row groups by `pc` column groups, both 2 or more) to cut
+/// `row_tiles × col_panels` tiles into instead of `base`, when one gives no part more tiles
+/// and fewer packings: a part packs the A row tiles it reads (`packs.0`: A is read through a
+/// strided matrix) and the B panels it reads (`packs.1`: B is strided). Of those, the fewest
+/// tiles, then packings, then parts, of at most `max_parts` parts (cores, and work for
+/// them). Example: 2 × 3 tiles on 4 cores by columns is 3 parts of 2 tiles that each pack
+/// both row tiles of A; a 2 × 2 grid gives parts of at most 2 tiles that pack one.
 pub(super) fn fewer_packs(
     (row_tiles, col_panels): (usize, usize),
     cores: usize,
     base: (usize, usize),
     packs: (bool, bool),
-    fits: impl Fn(usize) -> bool,
+    max_parts: usize,
 ) -> (usize, usize) {
     let cost = |(pr, pc): (usize, usize)| {
         let (r, c) = (row_tiles.div_ceil(pr), col_panels.div_ceil(pc));
         (r * c, usize::from(packs.0) * r + usize::from(packs.1) * c)
     };
     let (bt, bp) = cost(base);
+    if bp < 2 {
+        // Nothing packed, or one packing per part already.
+        return base;
+    }
     let mut best = (base, (bt, bp, base.0 * base.1));
-    for pr in 1..=row_tiles.min(cores) {
-        for pc in 1..=col_panels.min(cores / pr) {
+    // Splits by rows only or columns only are `base`'s own choice: grids of 2 × 2 and up.
+    let most = cores.min(max_parts);
+    for pr in 2..=row_tiles.min(most / 2) {
+        for pc in 2..=col_panels.min(most / pr) {
             let (t, p) = cost((pr, pc));
             let key = (t, p, pr * pc);
-            if pr * pc >= 2 && t <= bt && p < bp && key < best.1 && fits(pr * pc) {
+            if t <= bt && p < bp && key < best.1 {
                 best = ((pr, pc), key);
             }
         }

@@ -87,6 +87,38 @@ fn map_rows(
     crate::parallel::for_chunks(out, n, n * cost, |u, o, _| f(&x[u * n..u * n + o.len()], o));
 }
 
+/// A row broadcast split across cores: `f(at, r0, out_piece)` for pieces of `out` (viewed as
+/// rows of `row` elements) that start at element `at`, at element `r0` of their row, and stay
+/// inside it. Rows of more than one [`CHUNK`] and a whole number of them split by chunks, so
+/// that a few long rows (a `[T, T]` mask over 6 heads) still share evenly; other rows split
+/// by whole rows (`f` once per row). Elementwise work only: any split gives the same bits.
+pub fn for_row_pieces(
+    out: &mut [f32],
+    row: usize,
+    cost: usize,
+    f: impl Fn(usize, usize, &mut [f32]) + Sync,
+) {
+    if row == 0 {
+        return;
+    }
+    let unit = if row > CHUNK && row.is_multiple_of(CHUNK) {
+        CHUNK
+    } else {
+        row
+    };
+    crate::parallel::for_chunks(out, unit, unit * cost, |u, o, _| {
+        let mut at = u * unit;
+        let mut o = o;
+        while !o.is_empty() {
+            let r0 = at % row;
+            let (piece, rest) = o.split_at_mut((row - r0).min(o.len()));
+            let len = piece.len();
+            f(at, r0, piece);
+            (o, at) = (rest, at + len);
+        }
+    });
+}
+
 macro_rules! dispatch {
     ($name:ident ( $($a:expr),* )) => {{
         #[cfg(target_arch = "aarch64")]
@@ -323,12 +355,10 @@ pub fn binary_row(op: BinOp, a: &[f32], row: &[f32], out: &mut [f32]) -> Res {
     if !a.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
-    map_rows(a, out, row.len(), 1, |a, out| {
-        for (o, x) in out
-            .chunks_exact_mut(row.len())
-            .zip(a.chunks_exact(row.len()))
-        {
-            dispatch!(binary(op, x, row, o));
+    for_row_pieces(out, row.len(), 1, |at, r0, o| {
+        let n = o.len();
+        if let (Some(x), Some(r)) = (a.get(at..at + n), row.get(r0..r0 + n)) {
+            dispatch!(binary(op, x, r, o));
         }
     });
     Ok(())
@@ -343,12 +373,10 @@ pub fn row_binary(op: BinOp, row: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     if !b.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
-    map_rows(b, out, row.len(), 1, |b, out| {
-        for (o, y) in out
-            .chunks_exact_mut(row.len())
-            .zip(b.chunks_exact(row.len()))
-        {
-            dispatch!(binary(op, row, y, o));
+    for_row_pieces(out, row.len(), 1, |at, r0, o| {
+        let n = o.len();
+        if let (Some(r), Some(y)) = (row.get(r0..r0 + n), b.get(at..at + n)) {
+            dispatch!(binary(op, r, y, o));
         }
     });
     Ok(())

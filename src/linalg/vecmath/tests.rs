@@ -311,19 +311,29 @@ fn binary_forms() {
             scalar_binary_here(op, -0.75, &b, &mut o[..m]);
             assert!((0..m).all(|i| eq(o[i], r(op, -0.75, b[i]))));
         }
-        // [rows, cols] with a row vector and a column vector.
-        for (rows, cols) in [(1, 1), (3, 17), (17, 3), (2, 129)] {
+        // [rows, cols] with a row vector and a column vector; the row forms also on 4
+        // cores (rows of whole 64-element chunks split inside rows: 6 × 1024, 3 × 192).
+        let teams = [None, Some(crate::testing::CountingTeam::new(4))];
+        for (rows, cols) in [(1, 1), (3, 17), (17, 3), (2, 129), (6, 1024), (3, 192)] {
             let a = data(rows * cols, 2.0);
             let row = data(cols, 1.0).iter().map(|v| v + 3.0).collect::<Vec<_>>();
             let col = data(rows, 1.0).iter().map(|v| v - 3.0).collect::<Vec<_>>();
             let mut o = std::vec![0.0; rows * cols];
-            binary_row(op, &a, &row, &mut o).unwrap();
-            for i in 0..rows * cols {
-                assert!(eq(o[i], r(op, a[i], row[i % cols])));
-            }
-            row_binary(op, &row, &a, &mut o).unwrap();
-            for i in 0..rows * cols {
-                assert!(eq(o[i], r(op, row[i % cols], a[i])));
+            for team in &teams {
+                let run = |f: &mut dyn FnMut()| match team {
+                    Some(t) => crate::parallel::scoped(t, f),
+                    None => f(),
+                };
+                o.fill(f32::NAN);
+                run(&mut || binary_row(op, &a, &row, &mut o).unwrap());
+                for i in 0..rows * cols {
+                    assert!(eq(o[i], r(op, a[i], row[i % cols])), "{op:?} {rows}x{cols}");
+                }
+                o.fill(f32::NAN);
+                run(&mut || row_binary(op, &row, &a, &mut o).unwrap());
+                for i in 0..rows * cols {
+                    assert!(eq(o[i], r(op, row[i % cols], a[i])), "{op:?} {rows}x{cols}");
+                }
             }
             binary_col(op, &a, &col, &mut o).unwrap();
             for i in 0..rows * cols {
