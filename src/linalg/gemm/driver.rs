@@ -474,16 +474,18 @@ fn run_nest(
                 (parts, 1)
             }
         };
-        let (pr, pc) = fewer_packs(
-            (row_tiles, col_panels),
-            cores,
-            base,
-            (
-                matches!(a, ASource::Mat(_)),
-                matches!(b, BSource::Strided(_)),
-            ),
-            crate::parallel::parts_for(team, usize::MAX, work),
-        );
+        // A split by columns packs all of A in every part: a grid may pack less.
+        let (pr, pc) = if base.0 == 1 && row_tiles >= 2 && matches!(a, ASource::Mat(_)) {
+            fewer_packs(
+                (row_tiles, col_panels),
+                cores,
+                base,
+                (true, matches!(b, BSource::Strided(_))),
+                crate::parallel::parts_for(team, usize::MAX, work),
+            )
+        } else {
+            base
+        };
         if pr * pc < 2 {
             return false;
         }

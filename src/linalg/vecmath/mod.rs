@@ -108,13 +108,14 @@ pub fn for_row_pieces(
     };
     crate::parallel::for_chunks(out, unit, unit * cost, |u, o, _| {
         let mut at = u * unit;
+        // Only the first piece can start inside a row.
+        let mut r0 = if unit == row { 0 } else { at % row };
         let mut o = o;
         while !o.is_empty() {
-            let r0 = at % row;
             let (piece, rest) = o.split_at_mut((row - r0).min(o.len()));
             let len = piece.len();
             f(at, r0, piece);
-            (o, at) = (rest, at + len);
+            (o, at, r0) = (rest, at + len, 0);
         }
     });
 }
