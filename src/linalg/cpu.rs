@@ -131,6 +131,29 @@ pub fn features() -> Features {
     Features::default()
 }
 
+/// A CPU feature read from the ID registers once into `cell` (0 unknown, 1 absent, 2
+/// present), for checks on every call of a kernel: under Linux each ID-register read traps
+/// to the kernel, and on bare metal [`features`] is a dozen `mrs` and the decoding.
+#[inline]
+pub fn cached(cell: &core::sync::atomic::AtomicU8, read: fn() -> bool) -> bool {
+    use core::sync::atomic::Ordering;
+    match cell.load(Ordering::Relaxed) {
+        0 => {
+            let d = read();
+            cell.store(1 + d as u8, Ordering::Relaxed);
+            d
+        }
+        v => v == 2,
+    }
+}
+
+/// FEAT_SME2 usable ([`features`]`().sme2`, [`cached`]).
+#[inline]
+pub fn has_sme2() -> bool {
+    static SME2: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+    cached(&SME2, || features().sme2)
+}
+
 /// # Safety
 /// The CPU must support XSAVE/XGETBV (CPUID.1:ECX.OSXSAVE).
 #[cfg(target_arch = "x86_64")]

@@ -372,23 +372,10 @@ pub fn batch_matmul(
         let (ai, bi) = operands(0)?;
         return gemm::sgemm(ai, bi, out, n, 1.0, 0.0, None, scratch);
     }
-    // Whole batches per core (each product as one core computes it alone); each core's
-    // products share one kernel choice and one set of checks (`sgemm_batch`).
-    let need = gemm::sgemm_scratch_len(m, n, k);
-    if scratch.len() >= need {
-        let errors = parallel::FirstError::default();
-        let shared = parallel::SharedSlice::new(out);
-        let split = parallel::try_split(batch, m * n * k, |lo, hi, core_scratch| {
-            // SAFETY: batches lo..hi of `out` belong to this part alone.
-            let mine = unsafe { shared.range(lo * mn, hi * mn) };
-            let shifted = |j: usize| operands(lo + j);
-            if let Err(e) = gemm::sgemm_batch((m, n, k), hi - lo, shifted, mine, core_scratch) {
-                errors.put(e);
-            }
-        });
-        if split {
-            return errors.result();
-        }
+    // Across the cores by whole products or parts of them, each computed as one core computes
+    // it (the same bits); else one after the other with one kernel choice and set of checks.
+    if gemm::sgemm_batch_split((m, n, k), batch, operands, out)? {
+        return Ok(());
     }
     gemm::sgemm_batch((m, n, k), batch, operands, out, scratch)
 }

@@ -129,10 +129,22 @@ fn batched(
 ) -> Res {
     // Sizes were checked against the tensors' own shapes, so these products fit.
     let (sa, sb, sc) = (m * k, k * n, m * n);
-    // Whole batches per core when the team splits them (each product computed as one core
-    // computes it alone: the same bits), else one product after the other, each split inside
-    // the GEMM.
-    if scratch.len() >= gemm::sgemm_scratch_len(m, n, k) {
+    // Across the cores by whole products or parts of them (each computed as one core computes
+    // it alone: the same bits), else one product after the other, each split inside the GEMM.
+    if (alpha, beta) == (1.0, 0.0) {
+        let operands = |i: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
+            let a = ad
+                .get(i * sa..(i + 1) * sa)
+                .ok_or(shape_err(0, "bmm: short input"))?;
+            let b = bd
+                .get(i * sb..(i + 1) * sb)
+                .ok_or(shape_err(1, "bmm: short input"))?;
+            Ok((MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?))
+        };
+        if gemm::sgemm_batch_split((m, n, k), nb, operands, od)? {
+            return Ok(());
+        }
+    } else if scratch.len() >= gemm::sgemm_scratch_len(m, n, k) {
         let errors = parallel::FirstError::default();
         let shared = parallel::SharedSlice::new(&mut od[..nb * sc]);
         let split = parallel::try_split(nb, m * n * k, |lo, hi, core_scratch| {

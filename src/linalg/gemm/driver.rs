@@ -318,6 +318,131 @@ pub fn sgemm_batch<'x>(
     Ok(())
 }
 
+/// [`sgemm_batch`] across the installed team, `count` products cut into `count·q` units of
+/// `1/q` product each (unit `u`: row group `u mod q` of product `u / q`, groups of whole row
+/// tiles), with `q` the least that lets every core take the same share (6 heads on 4 cores:
+/// halves, 3 units per core) where the products have row tiles enough, else whole products.
+/// Each product is computed with the kernel and depth blocks of the whole product, so every
+/// C tile gets the same kernel calls as on one core: the same bits. `Ok(false)`, computing
+/// nothing, when the work stays on this core (no team, too little work). One-row products
+/// (`m = 1`, the GEMV) split by whole products.
+///
+/// Errors: as [`sgemm_batch`] (the team's per-core scratch is checked like its `scratch`).
+pub fn sgemm_batch_split<'x>(
+    (m, n, k): (usize, usize, usize),
+    count: usize,
+    operands: impl Fn(usize) -> Result<(MatRef<'x>, MatRef<'x>), KernelError> + Sync,
+    c: &mut [f32],
+) -> Result<bool, KernelError> {
+    let Some(cores) = crate::parallel::with_team(|t| t.map(|t| t.cores())) else {
+        return Ok(false);
+    };
+    if m == 0 || k == 0 || n == 0 || count == 0 || cores < 2 {
+        return Ok(false);
+    }
+    let mn = m * n;
+    let c = c
+        .get_mut(
+            ..count
+                .checked_mul(mn)
+                .ok_or(shape_err("gemm: C extent overflows"))?,
+        )
+        .ok_or(shape_err("gemm: C slice too short"))?;
+    if m == 1 {
+        // One-row products take the GEMV ([`sgemm`]): whole products per core.
+        let errors = crate::parallel::FirstError::default();
+        let shared = crate::parallel::SharedSlice::new(c);
+        let split = crate::parallel::try_split(count, n.saturating_mul(k), |lo, hi, scratch| {
+            // SAFETY: products lo..hi of C belong to this part alone.
+            let mine = unsafe { shared.range(lo * mn, hi * mn) };
+            if let Err(e) = sgemm_batch((m, n, k), hi - lo, |j| operands(lo + j), mine, scratch) {
+                errors.put(e);
+            }
+        });
+        return errors.take().map_or(Ok(split), Err);
+    }
+    let uk = micro_kernel_for(m, n, k);
+    let Some(mut call) = Call::checked(uk, (m, n, k), c, n, 1.0, 0.0, None, None)? else {
+        return Ok(false);
+    };
+    call.plans = Some((plan(uk, m, n, k, true), plan(uk, m, n, k, false)));
+    let row_tiles = m.div_ceil(uk.mr);
+    let mut q = cores / gcd(count, cores);
+    if q > row_tiles {
+        q = 1;
+    }
+    let shared = SharedC {
+        ptr: c.as_mut_ptr(),
+        len: c.len(),
+    };
+    let (call, shared, errors) = (&call, &shared, crate::parallel::FirstError::default());
+    let units = count * q;
+    let work = m.saturating_mul(n).saturating_mul(k).div_ceil(q);
+    let split = crate::parallel::try_split(units, work, |u0, u1, scratch| {
+        if let Err(e) = scratch_need(uk, (m, n, k), scratch.len()) {
+            errors.put(e);
+            return;
+        }
+        let mut u = u0;
+        while u < u1 {
+            let (i, g0) = (u / q, u % q);
+            let g1 = (u1 - i * q).min(q);
+            let ab = operands(i).and_then(|(a, b)| {
+                if a.rows == m && a.cols == k && b.rows == k && b.cols == n {
+                    Ok((a, b))
+                } else {
+                    Err(shape_err("gemm: batch operand of another shape"))
+                }
+            });
+            let (a, b) = match ab {
+                Ok(ab) => ab,
+                Err(e) => return errors.put(e),
+            };
+            let b = if b.cs == 1 {
+                BSource::InPlace(b)
+            } else {
+                BSource::Strided(b)
+            };
+            let rows = (g1 - g0 < q).then(|| {
+                let r = |g| crate::parallel::part_range(row_tiles, q, g);
+                (r(g0).0, r(g1 - 1).1)
+            });
+            let ci = SharedC {
+                // SAFETY: product i's block of C, inside the validated `count·m·n` (i < count).
+                ptr: unsafe { shared.ptr.add(i * mn) },
+                len: mn,
+            };
+            // SAFETY: the units of a split are disjoint, so each (product, row tiles) block of
+            // C is written by one part; scratch checked above; C validated by `Call::checked`
+            // for every block.
+            unsafe {
+                part(
+                    call,
+                    ASource::Mat(a),
+                    b,
+                    ci,
+                    rows,
+                    (0, n.div_ceil(uk.nr)),
+                    scratch,
+                )
+            };
+            u = i * q + g1;
+        }
+    });
+    match errors.take() {
+        Some(e) => Err(e),
+        None => Ok(split),
+    }
+}
+
+/// Greatest common divisor (`gcd(0, b) = b`).
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while a != 0 {
+        (a, b) = (b % a, a);
+    }
+    b
+}
+
 /// Where the direct loop nest reads A from.
 #[derive(Clone, Copy)]
 enum ASource<'a> {

@@ -71,8 +71,8 @@ pub use contract::{
     GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    kernel_for_prepacked, sgemm, sgemm_batch, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,
-    sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
+    kernel_for_prepacked, sgemm, sgemm_batch, sgemm_batch_split, sgemm_clamped, sgemm_packed_with,
+    sgemm_prepacked, sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
 };
 pub use gemv::sgemv;
 pub use matref::MatRef;

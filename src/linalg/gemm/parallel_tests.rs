@@ -247,3 +247,56 @@ fn grids_replace_splits_that_pack_more() {
     // 3 cores: 2 × 2 needs 4 parts; 2 × 1 has more tiles per part.
     assert_eq!(fewer_packs((2, 3), 3, (1, 3), (true, false), any), (1, 3));
 }
+
+/// Batches split in parts of products (6 heads on 4 cores: halves of row tiles) or whole
+/// products give one core's bits: every kernel, B in place and transposed, one-row products.
+#[test]
+fn batch_split_into_parts_of_products_is_bit_identical() {
+    let mut rng = Rng(0xba7c);
+    let teams: Vec<CountingTeam> = [2, 3, 4].iter().map(|&n| CountingTeam::new(n)).collect();
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    let mr = super::select::micro_kernel_for(64, 64, 16).mr();
+    for &(count, m, n, k) in &[
+        (6, 2 * mr, 17, 16),
+        (6, 3 * mr - 1, 64, 3),
+        (3, 4 * mr, 20, 9),
+        (5, 2 * mr + 1, 33, 17),
+        (6, 1, 129, 16),
+        (1, 3, 17, 129),
+        (4, mr, 8, 8),
+    ] {
+        let a = rng.vec(count * m * k);
+        let b = rng.vec(count * k * n);
+        for transposed in [false, true] {
+            let operands = |i: usize| {
+                let ai = MatRef::row_major(&a[i * m * k..(i + 1) * m * k], m, k)?;
+                let bs = &b[i * k * n..(i + 1) * k * n];
+                let bi = if transposed {
+                    MatRef::row_major(bs, n, k)?.t()
+                } else {
+                    MatRef::row_major(bs, k, n)?
+                };
+                Ok((ai, bi))
+            };
+            let mut one = vec![f32::NAN; count * m * n];
+            sgemm_batch((m, n, k), count, operands, &mut one, &mut scratch).unwrap();
+            let one = bits(&[one]);
+            assert!(!sgemm_batch_split((m, n, k), count, operands, &mut [0.0; 0]).unwrap());
+            for team in &teams {
+                let mut many = vec![f32::NAN; count * m * n];
+                let split = scoped(team, || {
+                    sgemm_batch_split((m, n, k), count, operands, &mut many).unwrap()
+                });
+                if !split {
+                    sgemm_batch((m, n, k), count, operands, &mut many, &mut scratch).unwrap();
+                }
+                assert!(
+                    one == bits(&[many]),
+                    "{count} × {m}x{n}x{k} (B transposed: {transposed}) on {} cores",
+                    team.cores()
+                );
+                assert!(split || count == 1, "{count} × {m}x{n}x{k} did not split");
+            }
+        }
+    }
+}

@@ -42,36 +42,20 @@ impl QuantKernel {
     }
 }
 
-/// A CPU feature read from the ID registers once into `cell` (0 unknown, 1 absent, 2
-/// present): under Linux each read traps to the kernel, and this runs for every quantized
-/// product.
-#[cfg(target_arch = "aarch64")]
-fn cached_feature(cell: &core::sync::atomic::AtomicU8, read: fn() -> bool) -> bool {
-    use core::sync::atomic::Ordering;
-    match cell.load(Ordering::Relaxed) {
-        0 => {
-            let d = read();
-            cell.store(1 + d as u8, Ordering::Relaxed);
-            d
-        }
-        v => v == 2,
-    }
-}
-
-/// FEAT_DotProd ([`cached_feature`]).
+/// FEAT_DotProd ([`cpu::cached`](crate::linalg::cpu::cached)).
 #[cfg(target_arch = "aarch64")]
 fn has_dotprod() -> bool {
     static DOTPROD: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
-    cached_feature(&DOTPROD, || crate::linalg::cpu::features().dotprod)
+    crate::linalg::cpu::cached(&DOTPROD, || crate::linalg::cpu::features().dotprod)
 }
 
-/// FEAT_I8MM ([`cached_feature`]); false where the fp32 kernel selection is pinned to the
+/// FEAT_I8MM ([`cpu::cached`](crate::linalg::cpu::cached)); false where the fp32 kernel selection is pinned to the
 /// portable code.
 #[cfg(target_arch = "aarch64")]
 fn has_i8mm() -> bool {
     use crate::linalg::gemm::{select, Isa};
     static I8MM: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
-    cached_feature(&I8MM, || crate::linalg::cpu::features().i8mm)
+    crate::linalg::cpu::cached(&I8MM, || crate::linalg::cpu::features().i8mm)
         && select::selected() != Isa::Generic
 }
 

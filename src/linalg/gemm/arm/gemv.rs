@@ -55,7 +55,7 @@ pub fn sgemv(
     }
     if bcs == 1 {
         // The ID-register check keeps this safe function sound whatever the caller passes.
-        let done = if sme2 && crate::linalg::cpu::features().sme2 {
+        let done = if sme2 && crate::linalg::cpu::has_sme2() {
             sme2_rows(k, n, x, b, brs, y, alpha, beta, bias)
         } else {
             0
@@ -116,7 +116,7 @@ pub fn split_unit(row_major: bool, sme2: bool) -> usize {
     if !row_major {
         return 4;
     }
-    if sme2 && crate::linalg::cpu::features().sme2 {
+    if sme2 && crate::linalg::cpu::has_sme2() {
         (4 * SME2_GROUPS * super::sme::svl_bytes() / 4).max(48)
     } else {
         48
