@@ -258,42 +258,51 @@ fn targets_map_to_the_kernels_tiles() {
 
 /// A `[K, N]`-weight Linear region payload written by hand, with the given ABI version.
 fn region_payload(abi: u32) -> Vec<u8> {
+    region_payload_of(abi, &[(0, 1, 2, 3, 2)])
+}
+
+/// A region of `[K, N]`-weight Linear operations with ReLU, each `(input, weight, output, k,
+/// n)` (DelegateCall argument positions), at most 2 rows.
+fn region_payload_of(abi: u32, linears: &[(u32, i32, u32, u32, u32)]) -> Vec<u8> {
     use ptera::format::region_fb as rf;
     let mut b = flatbuffers::FlatBufferBuilder::new();
-    let w = rf::Weight::create(
-        &mut b,
-        &rf::WeightArgs {
-            layout: rf::WeightLayout::KxN,
-            key: None,
-            nr: 0,
-            arg: 1,
-            ..Default::default()
-        },
-    );
-    let lin = rf::Linear::create(
-        &mut b,
-        &rf::LinearArgs {
-            input: 0,
-            output: 2,
-            bias: -1,
-            weight: Some(w),
-            k: 3,
-            n: 2,
-            max_m: 2,
-            alpha: 1.0,
-            beta: 1.0,
-            activation: rf::Activation::Relu,
-        },
-    );
-    let op = rf::Operation::create(
-        &mut b,
-        &rf::OperationArgs {
-            op_type: rf::Op::Linear,
-            op: Some(lin.as_union_value()),
-            absorbed: None,
-        },
-    );
-    let ops = b.create_vector(&[op]);
+    let mut ops = Vec::new();
+    for &(input, arg, output, k, n) in linears {
+        let w = rf::Weight::create(
+            &mut b,
+            &rf::WeightArgs {
+                layout: rf::WeightLayout::KxN,
+                key: None,
+                nr: 0,
+                arg,
+                ..Default::default()
+            },
+        );
+        let lin = rf::Linear::create(
+            &mut b,
+            &rf::LinearArgs {
+                input,
+                output,
+                bias: -1,
+                weight: Some(w),
+                k,
+                n,
+                max_m: 2,
+                alpha: 1.0,
+                beta: 1.0,
+                activation: rf::Activation::Relu,
+            },
+        );
+        ops.push(rf::Operation::create(
+            &mut b,
+            &rf::OperationArgs {
+                op_type: rf::Op::Linear,
+                op: Some(lin.as_union_value()),
+                absorbed: None,
+            },
+        ));
+    }
+    let ops = b.create_vector(&ops);
     let root = rf::Region::create(
         &mut b,
         &rf::RegionArgs {
@@ -339,4 +348,25 @@ fn region_payloads_are_validated_at_load() {
             other => panic!("{what}: expected a DelegateInit error, got {other:?}"),
         }
     }
+}
+
+/// A region of two operations, the second reading the first's output: both run (each gets
+/// the region's scratch), relu(relu(x·W)·V).
+#[test]
+fn a_region_of_two_linear_operations_runs_both() {
+    let payload = region_payload_of(
+        ptera::delegate::ptera::ABI,
+        &[(0, 1, 2, 3, 2), (2, 3, 4, 2, 2)],
+    );
+    let mut t = OpTest::delegate("PteraBackend", payload);
+    let x = t.input_f32(&[2, 3], &[1.0, 2.0, 3.0, -1.0, -2.0, -3.0]);
+    let w = t.constant_f32(&[3, 2], &[1.0, 0.5, 1.0, 0.5, 1.0, 0.5]);
+    let y = t.output(DType::F32, &[2, 2]);
+    let v = t.constant_f32(&[2, 2], &[1.0, -1.0, 2.0, 0.25]);
+    let z = t.output(DType::F32, &[2, 2]);
+    t.call(&[x, w, y, v, z]);
+    let got = t.run().unwrap();
+    // y = relu([[6, 3], [-6, -3]]) = [[6, 3], [0, 0]]; z = relu(y·V) = [[12, 0], [0, 0]].
+    assert_eq!(got[0].f32(), [6.0, 3.0, 0.0, 0.0]);
+    assert_eq!(got[1].f32(), [12.0, 0.0, 0.0, 0.0]);
 }

@@ -693,13 +693,13 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         self.scratch
     }
 
-    /// Scratch viewed as `n` f32 (aligned); error if it is too small.
+    /// Scratch viewed as `n` f32 (aligned); error if it is too small. Borrowed, not taken:
+    /// the operations of one delegate call (a region's products) each get it in turn.
     pub fn scratch_f32(&mut self, n: usize) -> Result<&mut [f32], KernelError> {
-        let bytes = core::mem::take(&mut self.scratch);
+        let bytes = &mut *self.scratch;
         let off = bytes.as_ptr().align_offset(core::mem::align_of::<f32>());
         let got = bytes.len();
         if off > got || (got - off) / 4 < n {
-            self.scratch = bytes;
             return Err(KernelError::Scratch {
                 needed: n * 4 + 3,
                 got,
