@@ -71,6 +71,7 @@ pub struct TensorSlot {
 }
 
 impl TensorSlot {
+    #[inline]
     pub fn nbytes(&self) -> usize {
         self.shape.numel() * self.dtype.size()
     }
