@@ -44,6 +44,7 @@
 //! [`select`] (which kernel for this CPU and shape, every architecture), [`portable`] and
 //! [`body`] (the plain-Rust kernel), [`arm`] and [`x86`] (hand-written kernels).
 
+pub mod batch;
 pub mod body;
 mod checks;
 pub mod contract;
@@ -66,13 +67,14 @@ pub mod arm32;
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
 
+pub use batch::{sgemm_batch, sgemm_batch_split};
 pub use contract::{
     EdgeFn, ExpandFn, MicroKernel, MicroKernelFn, PackFn, RowKernels, TileRunFn, WideA,
     GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    kernel_for_prepacked, sgemm, sgemm_batch, sgemm_batch_split, sgemm_clamped, sgemm_packed_with,
-    sgemm_prepacked, sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
+    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,
+    sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
 };
 pub use gemv::sgemv;
 pub use matref::MatRef;

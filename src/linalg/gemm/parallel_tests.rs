@@ -1,6 +1,7 @@
 //! A product split across cores gives the same bits as on one core: every kernel of this CPU,
 //! row and column splits, in-place, strided, pre-packed B and pre-packed A, odd edges.
 
+use super::batch::*;
 use super::contract::*;
 use super::driver::*;
 use super::matref::MatRef;

@@ -1,6 +1,7 @@
 //! Tests of the GEMM driver against a scalar reference: every micro-kernel of this CPU, odd
 //! shapes, strided and transposed operands, alpha/beta/bias, blocking edges, pre-packed B.
 
+use super::batch::*;
 use super::contract::*;
 use super::driver::*;
 use super::matref::MatRef;
