@@ -26,20 +26,8 @@ pub fn sgemm_batch<'x>(
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
     let mn = m * n;
-    let c = c
-        .get_mut(
-            ..count
-                .checked_mul(mn)
-                .ok_or(shape_err("gemm: C extent overflows"))?,
-        )
-        .ok_or(shape_err("gemm: C slice too short"))?;
-    let fits = |a: &MatRef<'_>, b: &MatRef<'_>| {
-        if a.rows == m && a.cols == k && b.rows == k && b.cols == n {
-            Ok(())
-        } else {
-            Err(shape_err("gemm: batch operand of another shape"))
-        }
-    };
+    let c = batch_c(c, count, mn)?;
+    let fits = |a: &MatRef<'_>, b: &MatRef<'_>| fits((m, n, k), a, b);
     if m == 1 {
         for (i, ci) in c.chunks_exact_mut(mn.max(1)).enumerate() {
             let (a, b) = operands(i)?;
@@ -119,13 +107,7 @@ pub fn sgemm_batch_split<'x>(
         return Ok(false);
     }
     let mn = m * n;
-    let c = c
-        .get_mut(
-            ..count
-                .checked_mul(mn)
-                .ok_or(shape_err("gemm: C extent overflows"))?,
-        )
-        .ok_or(shape_err("gemm: C slice too short"))?;
+    let c = batch_c(c, count, mn)?;
     if m == 1 {
         // One-row products take the GEMV ([`sgemm`]): whole products per core.
         let errors = crate::parallel::FirstError::default();
@@ -165,13 +147,7 @@ pub fn sgemm_batch_split<'x>(
         while u < u1 {
             let (i, g0) = (u / q, u % q);
             let g1 = (u1 - i * q).min(q);
-            let ab = operands(i).and_then(|(a, b)| {
-                if a.rows == m && a.cols == k && b.rows == k && b.cols == n {
-                    Ok((a, b))
-                } else {
-                    Err(shape_err("gemm: batch operand of another shape"))
-                }
-            });
+            let ab = operands(i).and_then(|(a, b)| fits((m, n, k), &a, &b).map(|_| (a, b)));
             let (a, b) = match ab {
                 Ok(ab) => ab,
                 Err(e) => return errors.put(e),
@@ -219,4 +195,25 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
         (a, b) = (b % a, a);
     }
     b
+}
+
+/// The `count` blocks of `mn` floats of a batch's C.
+fn batch_c(c: &mut [f32], count: usize, mn: usize) -> Result<&mut [f32], KernelError> {
+    let len = count
+        .checked_mul(mn)
+        .ok_or(shape_err("gemm: C extent overflows"))?;
+    c.get_mut(..len).ok_or(shape_err("gemm: C slice too short"))
+}
+
+/// Whether `a` and `b` are the `m × k` and `k × n` operands of a batch of one shape.
+fn fits(
+    (m, n, k): (usize, usize, usize),
+    a: &MatRef<'_>,
+    b: &MatRef<'_>,
+) -> Result<(), KernelError> {
+    if a.rows == m && a.cols == k && b.rows == k && b.cols == n {
+        Ok(())
+    } else {
+        Err(shape_err("gemm: batch operand of another shape"))
+    }
 }
