@@ -90,8 +90,9 @@ pub fn sgemm_batch<'x>(
 /// halves, 3 units per core) where the products have row tiles enough, else whole products.
 /// Each product is computed with the kernel and depth blocks of the whole product, so every
 /// C tile gets the same kernel calls as on one core: the same bits. `Ok(false)`, computing
-/// nothing, when the work stays on this core (no team, too little work). One-row products
-/// (`m = 1`, the GEMV) split by whole products.
+/// nothing, when the work stays on this core (no team, too little work) or is one product
+/// (`count = 1`: [`sgemm`] splits it). One-row products (`m = 1`, the GEMV) split by whole
+/// products.
 ///
 /// Errors: as [`sgemm_batch`] (the team's per-core scratch is checked like its `scratch`).
 pub fn sgemm_batch_split<'x>(
@@ -103,7 +104,8 @@ pub fn sgemm_batch_split<'x>(
     let Some(cores) = crate::parallel::with_team(|t| t.map(|t| t.cores())) else {
         return Ok(false);
     };
-    if m == 0 || k == 0 || n == 0 || count == 0 || cores < 2 {
+    // One product splits inside the GEMM (by columns, rows or a grid, as its shape asks).
+    if m == 0 || k == 0 || n == 0 || count < 2 || cores < 2 {
         return Ok(false);
     }
     let mn = m * n;
