@@ -129,18 +129,18 @@ fn batched(
 ) -> Res {
     // Sizes were checked against the tensors' own shapes, so these products fit.
     let (sa, sb, sc) = (m * k, k * n, m * n);
+    let operands = |i: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
+        let a = ad
+            .get(i * sa..(i + 1) * sa)
+            .ok_or(shape_err(0, "bmm: short input"))?;
+        let b = bd
+            .get(i * sb..(i + 1) * sb)
+            .ok_or(shape_err(1, "bmm: short input"))?;
+        Ok((MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?))
+    };
     // Across the cores by whole products or parts of them (each computed as one core computes
     // it alone: the same bits), else one product after the other, each split inside the GEMM.
     if (alpha, beta) == (1.0, 0.0) {
-        let operands = |i: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
-            let a = ad
-                .get(i * sa..(i + 1) * sa)
-                .ok_or(shape_err(0, "bmm: short input"))?;
-            let b = bd
-                .get(i * sb..(i + 1) * sb)
-                .ok_or(shape_err(1, "bmm: short input"))?;
-            Ok((MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?))
-        };
         if gemm::sgemm_batch_split((m, n, k), nb, operands, od)? {
             return Ok(());
         }
@@ -151,10 +151,8 @@ fn batched(
             for i in lo..hi {
                 // SAFETY: batch i of the output belongs to this part alone.
                 let oi = unsafe { shared.range(i * sc, (i + 1) * sc) };
-                let r = MatRef::row_major(&ad[i * sa..(i + 1) * sa], m, k).and_then(|a| {
-                    let b = MatRef::row_major(&bd[i * sb..(i + 1) * sb], k, n)?;
-                    gemm::sgemm(a, b, oi, n, alpha, beta, None, core_scratch)
-                });
+                let r = operands(i)
+                    .and_then(|(a, b)| gemm::sgemm(a, b, oi, n, alpha, beta, None, core_scratch));
                 if let Err(e) = r {
                     errors.put(e);
                     return;
@@ -166,8 +164,7 @@ fn batched(
         }
     }
     for i in 0..nb {
-        let a = MatRef::row_major(&ad[i * sa..(i + 1) * sa], m, k)?;
-        let b = MatRef::row_major(&bd[i * sb..(i + 1) * sb], k, n)?;
+        let (a, b) = operands(i)?;
         gemm::sgemm(
             a,
             b,

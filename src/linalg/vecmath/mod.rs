@@ -89,9 +89,10 @@ fn map_rows(
 
 /// A row broadcast split across cores: `f(at, r0, out_piece)` for pieces of `out` (viewed as
 /// rows of `row` elements) that start at element `at`, at element `r0` of their row, and stay
-/// inside it. Rows of more than one chunk (64 elements) and a whole number of them split by chunks, so
-/// that a few long rows (a `[T, T]` mask over 6 heads) still share evenly; other rows split
-/// by whole rows (`f` once per row). Elementwise work only: any split gives the same bits.
+/// inside it. Rows of more than one chunk (64 elements) and a whole number of them split by
+/// chunks, so that a few long rows (a `[T, T]` mask over 6 heads) still share evenly; other
+/// rows split by whole rows (`f` once per row). Elementwise work only: any split gives the
+/// same bits.
 pub fn for_row_pieces(
     out: &mut [f32],
     row: usize,
