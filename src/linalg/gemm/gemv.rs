@@ -97,17 +97,17 @@ pub fn panels_accepted(k: usize, nr: usize) -> bool {
     false
 }
 
-/// Whether [`sgemv`] computes every column of a row-major B of `nr` columns the same way
-/// whatever 4-aligned range of columns it is given (so a product may be split into ranges of
-/// 4 columns and stay bit-identical): its Neon paths accumulate each column alone, by fused
-/// multiply-adds in depth order; an SME2 block (whose epilogue differs) needs `nr` columns or
-/// more at once, and 32-bit Arm is not split here.
+/// Whether a product over packed panels of `nr` columns may be split into units of 4 columns:
+/// [`sgemv`] computes every column of a row-major B of `nr` columns the same way whatever
+/// 4-aligned range of columns it is given (so the split stays bit-identical), and a few
+/// columns cost about their share: its Neon paths accumulate each column alone, by fused
+/// multiply-adds in depth order. Not with the SME2 GEMV (exact for any range too, but each
+/// call costs a whole block of `16·SVL/32` columns: whole panels split better), and 32-bit
+/// Arm is not split here.
 pub fn four_column_exact(nr: usize) -> bool {
     #[cfg(target_arch = "aarch64")]
     if select::gemv_for_single_rows() {
-        return nr.is_multiple_of(4)
-            && nr > 0
-            && (!select::gemv_sme2() || nr < super::arm::gemv::split_unit(true, true));
+        return nr.is_multiple_of(4) && nr > 0 && !select::gemv_sme2();
     }
     let _ = nr;
     false

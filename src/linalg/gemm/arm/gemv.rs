@@ -12,11 +12,13 @@
 //! * B column-major (`B(p, j) = b[p + j·cs]`, `linear`'s transposed weight): dot products of
 //!   x with 4 columns at a time, reduced at the end.
 //!
-//! With SME2 selected (the `sme2` argument), a row-major B goes to [`sme2_rows`] first (blocks of 16·SVL/32
-//! columns; the rest of the columns to the Neon code): multi-vector `fmla za.s[w8, g, vgx4]`
-//! by an indexed element of x accumulates four 4-vector column groups in the ZA array, so
-//! one depth step is four 4-vector loads of the B row and four FMLAs — 16·(SVL/32) MACs per
-//! instruction pair instead of Neon's 4 per `fmla`.
+//! With SME2 selected (the `sme2` argument), a row-major B goes to [`sme2_rows`] whole: blocks
+//! of 16·SVL/32 columns, the last one narrower under predicates. Multi-vector
+//! `fmla za.s[w8, g, vgx4]` by an indexed element of x accumulates four 4-vector column groups
+//! in the ZA array, so one depth step is four 4-vector loads of the B row and four FMLAs —
+//! 16·(SVL/32) MACs per instruction pair instead of Neon's 4 per `fmla`. Every column is
+//! computed the same way whatever block it falls in (ZA zeroed, fused multiply-adds in depth
+//! order, the same epilogue), so any split by columns is bit-identical to one call.
 
 use core::arch::aarch64::*;
 
@@ -55,24 +57,10 @@ pub fn sgemv(
     }
     if bcs == 1 {
         // The ID-register check keeps this safe function sound whatever the caller passes.
-        let done = if sme2 && crate::linalg::cpu::has_sme2() {
-            sme2_rows(k, n, x, b, brs, y, alpha, beta, bias)
+        if sme2 && crate::linalg::cpu::has_sme2() {
+            sme2_rows(k, n, x, b, brs, y, alpha, beta, bias);
         } else {
-            0
-        };
-        if done < n {
-            let bias_tail = bias.map(|s| &s[done..]);
-            rows(
-                k,
-                n - done,
-                x,
-                &b[done..],
-                brs,
-                &mut y[done..],
-                alpha,
-                beta,
-                bias_tail,
-            );
+            rows(k, n, x, b, brs, y, alpha, beta, bias);
         }
         true
     } else if brs == 1 {
@@ -110,14 +98,14 @@ pub fn accepts(
 }
 
 /// Columns per unit when one GEMV is split across cores: whole column blocks of the path that
-/// [`sgemv`] takes first (SME2 blocks, Neon 48-column blocks, 4-column dot products), so
-/// every part but the last computes each column exactly as one core does.
+/// [`sgemv`] takes (SME2 blocks, Neon 48-column blocks, 4-column dot products), so that a part
+/// costs whole blocks and computes each column exactly as one core does.
 pub fn split_unit(row_major: bool, sme2: bool) -> usize {
     if !row_major {
         return 4;
     }
     if sme2 && crate::linalg::cpu::has_sme2() {
-        (4 * SME2_GROUPS * super::sme::svl_bytes() / 4).max(48)
+        (4 * SME2_GROUPS * super::sme::svl_bytes() / 4).max(4)
     } else {
         48
     }
@@ -126,9 +114,9 @@ pub fn split_unit(row_major: bool, sme2: bool) -> usize {
 /// Columns per SME2 GEMV block: 4 groups of 4 vectors of `S = SVL/32` floats.
 const SME2_GROUPS: usize = 4;
 
-/// The SME2 GEMV over whole blocks of `16·S` columns of a row-major B; returns how many
-/// leading columns it computed (0 when `n < 16·S`). Preconditions as [`rows`], and the CPU
-/// has SME2 (checked by [`sgemv`]).
+/// The SME2 GEMV over every column of a row-major B: blocks of `16·S` columns, the last one
+/// `n mod 16·S` wide under predicates. Preconditions as [`rows`], and the CPU has SME2
+/// (checked by [`sgemv`]).
 #[allow(clippy::too_many_arguments)]
 fn sme2_rows(
     k: usize,
@@ -140,16 +128,19 @@ fn sme2_rows(
     alpha: f32,
     beta: f32,
     bias: Option<&[f32]>,
-) -> usize {
-    let block = 4 * SME2_GROUPS * super::sme::svl_bytes() / 4;
-    if block == 0 || n < block {
-        return 0;
+) {
+    let s = super::sme::svl_bytes() / 4;
+    let block = 4 * SME2_GROUPS * s;
+    if block == 0 {
+        // Not reached (SME2 present): SVL is at least 128 bits.
+        return rows(k, n, x, b, brs, y, alpha, beta, bias);
     }
-    let full = n - n % block;
-    for j in (0..full).step_by(block) {
-        // SAFETY: columns j..j+block ≤ n of rows p < k lie in `b` ((k-1)·brs + n - 1 <
-        // b.len(), precondition), x has k floats, y and bias (if any) n ≥ j + block; SME2 is
-        // present (precondition, checked by `sgemv` from the ID registers) and we are not in
+    for j in (0..n).step_by(block) {
+        let w = block.min(n - j);
+        // SAFETY: columns j..j+w ≤ n of rows p < k lie in `b` ((k-1)·brs + n - 1 <
+        // b.len(), precondition), x has k floats, y and bias (if any) n ≥ j + w; the
+        // block touches no column at or past w (predicated loads and stores); SME2 is present
+        // (precondition, checked by `sgemv` from the ID registers) and we are not in
         // streaming mode (Rust code never is).
         unsafe {
             sme2_block(
@@ -158,13 +149,13 @@ fn sme2_rows(
                 b.as_ptr().add(j),
                 brs * 4,
                 y.as_mut_ptr().add(j),
+                (w, 4 * s),
                 alpha,
                 beta,
-                bias.map_or(core::ptr::null(), |s| s.as_ptr().add(j)),
+                bias.map_or(core::ptr::null(), |v| v.as_ptr().add(j)),
             )
         };
     }
-    full
 }
 
 /// One SME2 GEMV step `$j` (element `$j` of the x quad in z0): the B row (four 4-vector
@@ -172,10 +163,10 @@ fn sme2_rows(
 macro_rules! gemv_step {
     ($j:literal) => {
         concat!(
-            "ld1w {{z16.s-z19.s}}, pn8/z, [{b}, #0, mul vl]\n",
-            "ld1w {{z20.s-z23.s}}, pn8/z, [{b}, #4, mul vl]\n",
-            "ld1w {{z24.s-z27.s}}, pn8/z, [{b}, #8, mul vl]\n",
-            "ld1w {{z28.s-z31.s}}, pn8/z, [{b}, #12, mul vl]\n",
+            "ld1w {{z16.s-z19.s}}, pn9/z, [{b}, #0, mul vl]\n",
+            "ld1w {{z20.s-z23.s}}, pn10/z, [{b}, #4, mul vl]\n",
+            "ld1w {{z24.s-z27.s}}, pn11/z, [{b}, #8, mul vl]\n",
+            "ld1w {{z28.s-z31.s}}, pn12/z, [{b}, #12, mul vl]\n",
             "add {b}, {b}, {brs}\n",
             "fmla za.s[w8, 0, vgx4], {{z16.s-z19.s}}, z0.s[",
             $j,
@@ -194,9 +185,10 @@ macro_rules! gemv_step {
 }
 
 /// Epilogue of ZA group `$g`: its 4 vectors (columns `4S·g ..`) to z16–z19, times alpha,
-/// plus beta·y and the bias, stored to y.
+/// plus beta·y and the bias, stored to y; loads and stores under the group's predicate
+/// `pn$p`.
 macro_rules! gemv_store {
-    ($g:literal, $o:literal) => {
+    ($g:literal, $o:literal, $p:literal) => {
         concat!(
             "mova {{z16.d-z19.d}}, za.d[w8, ",
             $g,
@@ -208,7 +200,9 @@ macro_rules! gemv_store {
             "cbz {betaf}, 6",
             $g,
             "f\n",
-            "ld1w {{z20.s-z23.s}}, pn8/z, [{y}, #",
+            "ld1w {{z20.s-z23.s}}, pn",
+            $p,
+            "/z, [{y}, #",
             $o,
             ", mul vl]\n",
             "fmla z16.s, p0/m, z20.s, z2.s\n",
@@ -221,7 +215,9 @@ macro_rules! gemv_store {
             "cbz {bias}, 7",
             $g,
             "f\n",
-            "ld1w {{z20.s-z23.s}}, pn8/z, [{bias}, #",
+            "ld1w {{z20.s-z23.s}}, pn",
+            $p,
+            "/z, [{bias}, #",
             $o,
             ", mul vl]\n",
             "fadd z16.s, z16.s, z20.s\n",
@@ -231,19 +227,23 @@ macro_rules! gemv_store {
             "7",
             $g,
             ":\n",
-            "st1w {{z16.s-z19.s}}, pn8, [{y}, #",
+            "st1w {{z16.s-z19.s}}, pn",
+            $p,
+            ", [{y}, #",
             $o,
             ", mul vl]",
         )
     };
 }
 
-/// `y[l] = alpha·Σ_p x[p]·b[p·brs + l] (+ beta·y[l]) (+ bias[l])` for `l < 16·S`.
+/// `y[l] = alpha·Σ_p x[p]·b[p·brs + l] (+ beta·y[l]) (+ bias[l])` for `l < w` (`(w, g)`:
+/// `w ≤ 16·S` columns, `g = 4·S` columns per ZA group); columns from `w` on are neither read
+/// nor written (each group's loads and stores are predicated by `whilelt … vlx4`).
 ///
 /// # Safety
-/// `x` valid for `k ≥ 1` reads, `b + p·brs/4 + l` for `p < k`, `l < 16·S` (`brs` in bytes),
-/// `y` for `16·S` reads and writes, `bias` null or valid for `16·S` reads; the CPU has SME2
-/// and the caller is not in streaming mode.
+/// `x` valid for `k ≥ 1` reads, `b + p·brs/4 + l` for `p < k`, `l < w` (`brs` in bytes),
+/// `y` for `w` reads and writes, `bias` null or valid for `w` reads, `g = 4·SVL/32`; the CPU
+/// has SME2 and the caller is not in streaming mode.
 #[allow(clippy::too_many_arguments)]
 unsafe fn sme2_block(
     k: usize,
@@ -251,13 +251,14 @@ unsafe fn sme2_block(
     b: *const f32,
     brs: usize,
     y: *mut f32,
+    (w, g): (usize, usize),
     alpha: f32,
     beta: f32,
     bias: *const f32,
 ) {
     // SAFETY: the loads read x[0..k] (ld1rqw of 4 floats at x + 4q for 4q + 4 ≤ k, ld1rw for
-    // the tail) and 16·S floats of each B row p < k; y/bias accesses are the 16·S floats the
-    // caller vouches for (y read only when beta ≠ 0, bias only when non-null). Streaming
+    // the tail) and the first w floats of each B row p < k (group predicates pn9–pn12 are
+    // true for columns below w only); y/bias accesses are the w floats the caller vouches for (y read only when beta ≠ 0, bias only when non-null). Streaming
     // mode and ZA are entered and left inside the block; every vector/predicate register,
     // w8 and the flags are declared clobbered.
     unsafe {
@@ -265,7 +266,14 @@ unsafe fn sme2_block(
             ".arch_extension sme2",
             "smstart",
             "ptrue p0.s",
-            "ptrue pn8.s",
+            "mov {t}, #0",
+            "whilelt pn9.s, {t}, {w}, vlx4",
+            "add {t}, {t}, {g}",
+            "whilelt pn10.s, {t}, {w}, vlx4",
+            "add {t}, {t}, {g}",
+            "whilelt pn11.s, {t}, {w}, vlx4",
+            "add {t}, {t}, {g}",
+            "whilelt pn12.s, {t}, {w}, vlx4",
             "zero {{za}}",
             "mov w8, #0",
             "lsr {n}, {k}, #2",
@@ -291,10 +299,10 @@ unsafe fn sme2_block(
             "5:",
             "dup z1.s, {alpha:w}",
             "dup z2.s, {beta:w}",
-            gemv_store!("0", "0"),
-            gemv_store!("1", "4"),
-            gemv_store!("2", "8"),
-            gemv_store!("3", "12"),
+            gemv_store!("0", "0", "9"),
+            gemv_store!("1", "4", "10"),
+            gemv_store!("2", "8", "11"),
+            gemv_store!("3", "12", "12"),
             "smstop",
             k = inout(reg) k => _,
             x = inout(reg) x => _,
@@ -306,6 +314,9 @@ unsafe fn sme2_block(
             betaf = in(reg) (beta != 0.0) as u64,
             bias = in(reg) bias,
             n = out(reg) _,
+            t = out(reg) _,
+            w = in(reg) w,
+            g = in(reg) g,
             out("x8") _,
         );
     }

@@ -359,9 +359,9 @@ fn per_shape_kernel_choice() {
 
 #[test]
 fn gemv_every_isa() {
-    // M = 1 with each ISA selected: SME2 takes whole blocks of 16·SVL/32 columns of a
-    // row-major B (the rest goes to Neon), so n spans several blocks plus a tail at every
-    // SVL, and k has a remainder mod 4.
+    // M = 1 with each ISA selected: SME2 takes blocks of 16·SVL/32 columns of a row-major B
+    // (the last one narrower, under predicates), so n spans several blocks plus a tail at
+    // every SVL, and k has a remainder mod 4.
     let _g = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
     let saved = selected();
     let mut rng = Rng(31337);
@@ -384,6 +384,90 @@ fn gemv_every_isa() {
         }
     });
     force(saved).unwrap();
+}
+
+/// The SME2 GEMV over a row-major B: every width (blocks of 16·SVL/32 columns and a narrower
+/// last one under predicates) against an f64 reference; B ends exactly at its last column
+/// and y is followed by guard values, which stay untouched; any split into two column ranges
+/// (4-aligned or not) gives the same bits as one call, so a split across cores cannot change
+/// an output.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn sme2_gemv_every_width_and_any_column_split() {
+    if !crate::linalg::cpu::has_sme2() {
+        std::println!("SME2: not supported by this CPU, skipped");
+        return;
+    }
+    let mut rng = Rng(0x6e_3a11);
+    for &(n, k) in &[
+        (1usize, 1usize),
+        (3, 17),
+        (17, 4),
+        (63, 5),
+        (65, 129),
+        (129, 3),
+        (255, 2),
+        (257, 33),
+        (700, 96),
+    ] {
+        for &(alpha, beta, with_bias) in &[(1.0f32, 0.0f32, false), (0.5, 0.75, true)] {
+            let brs = n + 3;
+            let x = rng.vec(k);
+            // Row p's columns at p·brs..p·brs + n; the slice ends at the last column read.
+            let b = rng.vec((k - 1) * brs + n);
+            let bias = rng.vec(n);
+            let y0 = rng.vec(n);
+            let guard = 8;
+            let run = |lo: usize, hi: usize, y: &mut Vec<f32>| {
+                let bias_q = with_bias.then(|| &bias[lo..hi]);
+                assert!(super::gemv::sgemv(
+                    k,
+                    hi - lo,
+                    &x,
+                    &b[lo..],
+                    brs,
+                    1,
+                    &mut y[lo..hi + guard],
+                    alpha,
+                    beta,
+                    bias_q,
+                    true,
+                ));
+            };
+            let fresh = || {
+                let mut y = y0.clone();
+                y.extend(std::iter::repeat_n(f32::NAN, guard));
+                y
+            };
+            let mut whole = fresh();
+            run(0, n, &mut whole);
+            assert!(whole[n..].iter().all(|v| v.is_nan()), "n={n}: wrote past n");
+            for j in 0..n {
+                let dot: f64 = (0..k).map(|p| x[p] as f64 * b[p * brs + j] as f64).sum();
+                let mut want = alpha as f64 * dot + beta as f64 * y0[j] as f64;
+                if with_bias {
+                    want += bias[j] as f64;
+                }
+                let got = whole[j] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                    "n={n} k={k} column {j}: {got} vs {want}"
+                );
+            }
+            for cut in [1, 4, 5, 64, 65, 256, 300].into_iter().filter(|&c| c < n) {
+                let mut two = fresh();
+                // The second range first: the first must not touch it.
+                run(cut, n, &mut two);
+                run(0, cut, &mut two);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
+                assert_eq!(
+                    bits(&two[..n]),
+                    bits(&whole[..n]),
+                    "n={n} k={k} cut at {cut}"
+                );
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "aarch64")]
