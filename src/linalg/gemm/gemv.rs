@@ -91,7 +91,7 @@ pub fn sgemv(
 pub fn panels_accepted(k: usize, nr: usize) -> bool {
     #[cfg(target_arch = "aarch64")]
     if select::gemv_for_single_rows() {
-        return k > 0 && super::arm::gemv::panel_widths(nr);
+        return k > 0 && super::arm::gemv::panel_widths(nr, select::gemv_sme2());
     }
     let _ = (k, nr);
     false
@@ -131,7 +131,8 @@ pub fn panels(
 ) -> bool {
     #[cfg(target_arch = "aarch64")]
     if select::gemv_for_single_rows() {
-        return super::arm::gemv::panels(k, n, nr, x, b, y, alpha, beta, bias);
+        let sme2 = select::gemv_sme2();
+        return super::arm::gemv::panels(k, n, nr, x, b, y, alpha, beta, bias, sme2);
     }
     let _ = (k, n, nr, x, b, y, alpha, beta, bias);
     false

@@ -567,6 +567,7 @@ fn cols(
 /// x[p]·B(p, j) (+ beta·y[j]) (+ bias[j])` for `j < n`. Groups of `48 / nr` panels (12
 /// accumulators) go through [`panel_group`]. Handles `nr` ∈ {8, 12, 16}; returns `false`,
 /// touching nothing, for another `nr` or slices too short (`b` needs `⌈n/nr⌉·k·nr` floats).
+/// With SME2 selected (`sme2`) and `nr = 2·SVL/32`, [`sme2_panels`] computes them instead.
 #[allow(clippy::too_many_arguments)]
 pub fn panels(
     k: usize,
@@ -578,8 +579,9 @@ pub fn panels(
     alpha: f32,
     beta: f32,
     bias: Option<&[f32]>,
+    sme2: bool,
 ) -> bool {
-    if !panel_widths(nr)
+    if !panel_widths(nr, sme2)
         || k == 0
         || n == 0
         || x.len() < k
@@ -591,6 +593,10 @@ pub fn panels(
     let count = n.div_ceil(nr);
     if count.checked_mul(k * nr).is_none_or(|len| b.len() < len) {
         return false;
+    }
+    if sme2_panel_width(nr, sme2) {
+        sme2_panels(k, n, nr, x, b, y, alpha, beta, bias);
+        return true;
     }
     let per = 48 / nr;
     let mut t = [0.0f32; 48];
@@ -632,8 +638,212 @@ pub fn panels(
 }
 
 /// The panel widths [`panels`] handles.
-pub fn panel_widths(nr: usize) -> bool {
-    matches!(nr, 8 | 12 | 16)
+/// The panel widths [`panels`] handles: 8, 12 and 16 (Neon), and with SME2 selected
+/// (`sme2`) `2·SVL/32`.
+pub fn panel_widths(nr: usize, sme2: bool) -> bool {
+    matches!(nr, 8 | 12 | 16) || sme2_panel_width(nr, sme2)
+}
+
+/// Whether panels of `nr` columns go to [`sme2_panels`]: SME2 selected (`sme2`) and present,
+/// and a panel row is two streaming vectors.
+fn sme2_panel_width(nr: usize, sme2: bool) -> bool {
+    sme2 && crate::linalg::cpu::has_sme2() && nr == 2 * super::sme::svl_bytes() / 4
+}
+
+/// The SME2 GEMV over packed panels of `nr = 2·S` columns (`S = SVL/32`), `count =
+/// ⌈n/nr⌉` of them: blocks of 8, 4, 2 or 1 panels, panel `g` of a block accumulating in ZA
+/// vector group `g` (`fmla za.s[w8, g, vgx2]` by a lane of x), so that a depth step of `G`
+/// panels is `G` two-vector loads and `G` FMLAs. Every column is computed the same way in any
+/// block (ZA zeroed, fused multiply-adds in depth order, one epilogue), so any split by whole
+/// panels is bit-identical to one call. Preconditions (checked by [`panels`]): `b` holds
+/// `count·k·nr` floats, `x` `k`, `y` and `bias` `n`; SME2 present.
+#[allow(clippy::too_many_arguments)]
+fn sme2_panels(
+    k: usize,
+    n: usize,
+    nr: usize,
+    x: &[f32],
+    b: &[f32],
+    y: &mut [f32],
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+) {
+    let count = n.div_ceil(nr);
+    let mut q = 0;
+    while q < count {
+        // The fewest instructions per depth step (2·G + 1) for the panels left.
+        let g = match count - q {
+            5.. => 8,
+            3 | 4 => 4,
+            r => r,
+        };
+        let (j0, j1) = (q * nr, ((q + g) * nr).min(n));
+        let ops = PanelBlock {
+            k,
+            x: x.as_ptr(),
+            // Panel q starts at q·k·nr < count·k·nr ≤ b.len(); column j0 < n ≤ y.len().
+            b: b.as_ptr().wrapping_add(q * k * nr),
+            stride: k * nr,
+            nr,
+            y: y.as_mut_ptr().wrapping_add(j0),
+            w: j1 - j0,
+            alpha,
+            beta,
+            bias: bias.map_or(core::ptr::null(), |v| v.as_ptr().wrapping_add(j0)),
+        };
+        // SAFETY: panels q..q+g' (g' = ⌈(j1 − j0)/nr⌉ ≤ g) lie in `b` (count·k·nr floats,
+        // precondition), read only for columns below w = j1 − j0 (predicates); y and bias
+        // hold n ≥ j1 floats; x holds k; SME2 is present and we are not in streaming mode.
+        unsafe {
+            match g {
+                8 => ops.run8(),
+                4 => ops.run4(),
+                2 => ops.run2(),
+                _ => ops.run1(),
+            }
+        }
+        q += g;
+    }
+}
+
+/// One block of [`sme2_panels`]: `G` panels from `b` (`stride` floats apart, rows of `nr =
+/// 2·S` floats), the block's first `w ≤ G·nr` columns of y (and bias, null for none).
+struct PanelBlock {
+    k: usize,
+    x: *const f32,
+    b: *const f32,
+    stride: usize,
+    nr: usize,
+    y: *mut f32,
+    w: usize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+}
+
+/// One depth step (lane `$j` of the x quad in z0) of a block of panels: each panel's row (two
+/// vectors, predicate `pn$pn`, `{$o}` floats from `{b}`), the next row, each panel's FMLA
+/// into ZA vector group `$g`.
+macro_rules! panel_step {
+    ($j:literal; $(($g:literal, $za:literal, $zb:literal, $pn:literal, $vo:literal, $o:ident)),+) => {
+        concat!(
+            $("ld1w {{z", $za, ".s-z", $zb, ".s}}, pn", $pn, "/z, [{b}, {", stringify!($o), "}, lsl #2]\n",)+
+            "add {b}, {b}, {nr4}\n",
+            $("fmla za.s[w8, ", $g, ", vgx2], {{z", $za, ".s-z", $zb, ".s}}, z0.s[", $j, "]\n",)+
+        )
+    };
+}
+
+/// The whole block: predicates, depth loop (four steps per x quad, then single steps), and
+/// per panel the epilogue `alpha·acc (+ beta·y) (+ bias)` stored under its predicate.
+macro_rules! panel_block {
+    ($ops:expr; $(($g:literal, $za:literal, $zb:literal, $pn:literal, $vo:literal, $o:ident)),+) => {{
+        let o = $ops;
+        super::sme::streaming_asm!(
+            ".arch_extension sme2",
+            "smstart",
+            "ptrue p0.s",
+            "mov {t}, #0",
+            concat!($("whilelt pn", $pn, ".s, {t}, {w}, vlx2\n", "add {t}, {t}, {nrc}\n",)+),
+            "zero {{za}}",
+            "mov w8, #0",
+            "lsr {n}, {k}, #2",
+            "cbz {n}, 3f",
+            "2:",
+            "ld1rqw {{z0.s}}, p0/z, [{x}]",
+            "add {x}, {x}, #16",
+            panel_step!("0"; $(($g, $za, $zb, $pn, $vo, $o)),+),
+            panel_step!("1"; $(($g, $za, $zb, $pn, $vo, $o)),+),
+            panel_step!("2"; $(($g, $za, $zb, $pn, $vo, $o)),+),
+            panel_step!("3"; $(($g, $za, $zb, $pn, $vo, $o)),+),
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            "3:",
+            "ands {k}, {k}, #3",
+            "b.eq 5f",
+            "4:",
+            "ld1rw {{z0.s}}, p0/z, [{x}]",
+            "add {x}, {x}, #4",
+            panel_step!("0"; $(($g, $za, $zb, $pn, $vo, $o)),+),
+            "subs {k}, {k}, #1",
+            "b.ne 4b",
+            "5:",
+            "dup z1.s, {alpha:w}",
+            "dup z2.s, {beta:w}",
+            concat!($(
+                "mova {{z16.d-z17.d}}, za.d[w8, ", $g, ", vgx2]\n",
+                "fmul z16.s, z16.s, z1.s\n",
+                "fmul z17.s, z17.s, z1.s\n",
+                "cbz {betaf}, 6", $g, "f\n",
+                "ld1w {{z20.s-z21.s}}, pn", $pn, "/z, [{y}, #", $vo, ", mul vl]\n",
+                "fmla z16.s, p0/m, z20.s, z2.s\n",
+                "fmla z17.s, p0/m, z21.s, z2.s\n",
+                "6", $g, ":\n",
+                "cbz {bias}, 7", $g, "f\n",
+                "ld1w {{z20.s-z21.s}}, pn", $pn, "/z, [{bias}, #", $vo, ", mul vl]\n",
+                "fadd z16.s, z16.s, z20.s\n",
+                "fadd z17.s, z17.s, z21.s\n",
+                "7", $g, ":\n",
+                "st1w {{z16.s-z17.s}}, pn", $pn, ", [{y}, #", $vo, ", mul vl]\n",
+            )+),
+            "smstop",
+            k = inout(reg) o.k => _,
+            x = inout(reg) o.x => _,
+            b = inout(reg) o.b => _,
+            nr4 = in(reg) o.nr * 4,
+            nrc = in(reg) o.nr,
+            w = in(reg) o.w,
+            y = in(reg) o.y,
+            alpha = in(reg) o.alpha.to_bits(),
+            beta = in(reg) o.beta.to_bits(),
+            betaf = in(reg) u64::from(o.beta != 0.0),
+            bias = in(reg) o.bias,
+            n = out(reg) _,
+            t = out(reg) _,
+            $($o = in(reg) $g * o.stride,)+
+            out("x8") _,
+        );
+    }};
+}
+
+impl PanelBlock {
+    /// # Safety
+    /// `x` valid for `k ≥ 1` reads; panel `g < G` (`b + g·stride`, `k` rows of `nr = 2·S`
+    /// floats) valid for reads of its columns below `w − g·nr`; `y` for `w` reads and writes,
+    /// `bias` null or valid for `w` reads; the CPU has SME2 and the caller is not in
+    /// streaming mode. (Each `runG` is that contract for its `G`.)
+    unsafe fn run8(&self) {
+        // SAFETY: the caller's contract; loads and stores are predicated to columns below w,
+        // streaming mode and ZA are entered and left here, every vector and predicate
+        // register, w8 and the flags are declared clobbered.
+        unsafe {
+            panel_block!(self; (0, 16, 17, 8, 0, o0), (1, 18, 19, 9, 2, o1),
+                (2, 20, 21, 10, 4, o2), (3, 22, 23, 11, 6, o3), (4, 24, 25, 12, 8, o4),
+                (5, 26, 27, 13, 10, o5), (6, 28, 29, 14, 12, o6), (7, 30, 31, 15, 14, o7))
+        }
+    }
+    /// # Safety
+    /// As [`PanelBlock::run8`], `G = 4`.
+    unsafe fn run4(&self) {
+        // SAFETY: as in `run8`.
+        unsafe {
+            panel_block!(self; (0, 16, 17, 8, 0, o0), (1, 18, 19, 9, 2, o1),
+                (2, 22, 23, 10, 4, o2), (3, 24, 25, 11, 6, o3))
+        }
+    }
+    /// # Safety
+    /// As [`PanelBlock::run8`], `G = 2`.
+    unsafe fn run2(&self) {
+        // SAFETY: as in `run8`.
+        unsafe { panel_block!(self; (0, 22, 23, 8, 0, o0), (1, 24, 25, 9, 2, o1)) }
+    }
+    /// # Safety
+    /// As [`PanelBlock::run8`], `G = 1`.
+    unsafe fn run1(&self) {
+        // SAFETY: as in `run8`.
+        unsafe { panel_block!(self; (0, 22, 23, 8, 0, o0)) }
+    }
 }
 
 /// `y[l] = alpha·acc[l] (+ beta·y[l]) (+ bias[l])`, rounded like [`finish`] (no fused

@@ -926,12 +926,32 @@ fn neon_packer_interleaves_runs_at_every_depth() {
 /// The padding columns of the last panel are NaN, and y past `n` must stay untouched.
 #[cfg(target_arch = "aarch64")]
 #[test]
-fn neon_gemv_over_packed_panels_matches_the_reference() {
+fn gemv_over_packed_panels_matches_the_reference() {
     use super::gemv::panels;
     let mut rng = Rng(0x9a4e15);
-    for nr in [8usize, 12, 16] {
+    // Neon widths, and with SME2 its panels of 2·SVL/32 columns (blocks of 8, 4, 2 and 1
+    // panels: counts 1 to 17).
+    let mut widths = vec![(8usize, false), (12, false), (16, false)];
+    if crate::linalg::cpu::has_sme2() {
+        widths.push((2 * super::sme::svl_bytes() / 4, true));
+    } else {
+        std::println!("SME2: not supported by this CPU, its panels skipped");
+    }
+    for (nr, sme2) in widths {
+        let mut ns = vec![1usize, 3, 8, 17, 49, 129, 250];
+        if sme2 {
+            ns.extend([
+                2 * nr,
+                3 * nr + 1,
+                4 * nr,
+                7 * nr - 5,
+                10 * nr,
+                14 * nr,
+                16 * nr + 1,
+            ]);
+        }
         for &k in &[1usize, 3, 4, 17, 64, 129] {
-            for &n in &[1usize, 3, 8, 17, 49, 129, 250] {
+            for &n in &ns {
                 for (alpha, beta, with_bias) in [(1.0f32, 0.0f32, false), (0.5, 0.75, true)] {
                     let x = rng.f32s(k, -1.0, 1.0);
                     let bm = rng.f32s(k * n, -1.0, 1.0);
@@ -947,7 +967,9 @@ fn neon_gemv_over_packed_panels_matches_the_reference() {
                     let y0 = rng.f32s(n + 3, -1.0, 1.0);
                     let mut y = y0.clone();
                     let bias_arg = with_bias.then_some(&bias[..]);
-                    assert!(panels(k, n, nr, &x, &packed, &mut y, alpha, beta, bias_arg));
+                    assert!(panels(
+                        k, n, nr, &x, &packed, &mut y, alpha, beta, bias_arg, sme2
+                    ));
                     for j in 0..n {
                         let dot: f64 = (0..k).map(|p| x[p] as f64 * bm[p * n + j] as f64).sum();
                         let mut want = alpha as f64 * dot + beta as f64 * y0[j] as f64;
@@ -966,14 +988,47 @@ fn neon_gemv_over_packed_panels_matches_the_reference() {
                         );
                     }
                     assert_eq!(&y[n..], &y0[n..], "nr {nr} k {k} n {n}: wrote past n");
+                    if !sme2 {
+                        continue;
+                    }
+                    // Any split by whole panels (as across cores) gives the same bits.
+                    for cut in 1..count {
+                        let mut two = y0.clone();
+                        let j0 = cut * nr;
+                        let bias_hi = with_bias.then_some(&bias[j0..]);
+                        let (lo, hi) = two.split_at_mut(j0);
+                        assert!(panels(
+                            k,
+                            n - j0,
+                            nr,
+                            &x,
+                            &packed[cut * k * nr..],
+                            hi,
+                            alpha,
+                            beta,
+                            bias_hi,
+                            true
+                        ));
+                        assert!(panels(
+                            k, j0, nr, &x, &packed, lo, alpha, beta, bias_arg, true
+                        ));
+                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
+                        assert_eq!(
+                            bits(&two),
+                            bits(&y),
+                            "nr {nr} k {k} n {n} cut at panel {cut}"
+                        );
+                    }
                 }
             }
         }
     }
     // Other widths are refused (and touch nothing).
     let mut y = [1.0f32; 4];
-    assert!(!panels(
-        4, 4, 4, &[0.0; 4], &[0.0; 16], &mut y, 1.0, 0.0, None
-    ));
+    for sme2 in [false, true] {
+        assert!(!panels(
+            4, 4, 4, &[0.0; 4], &[0.0; 16], &mut y, 1.0, 0.0, None, sme2
+        ));
+    }
     assert_eq!(y, [1.0; 4]);
 }
