@@ -131,6 +131,7 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) wide: Option<WideA>,
     pub(in crate::linalg::gemm) run: Option<TileRunFn>,
     pub(in crate::linalg::gemm) edge: Option<EdgeFn>,
+    pub(in crate::linalg::gemm) part: Option<PartFn>,
 }
 
 /// A kernel's entry for the N edge of a product (`n mod NR` columns left): the tile computed
@@ -155,6 +156,35 @@ pub type EdgeFn = unsafe fn(
     bias: *const f32,
     lo: f32,
     hi: f32,
+);
+
+/// A kernel's entry for a partial tile (an M or N edge, or both): the tile computed as the
+/// tile kernel computes it, stored straight into C in its first `rows` rows and `cols`
+/// columns only, so that an edge tile needs no stack tile and no copy.
+///
+/// # Contract of `part(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi, rows, cols)`
+/// `1 ≤ rows ≤ MR`, `1 ≤ cols ≤ NR`; `k`, `a`, `b`, `ldb`, `rsc`, `alpha`, `beta`, `lo`, `hi`
+/// as in the [`MicroKernel`] contract (the whole A panel may be read; B rows still `NR`
+/// readable floats: the driver packs the column tail padded); rows `i < rows` of C hold `cols`
+/// readable and writable floats at `c + i·rsc`, and nothing else of C is read or written;
+/// `bias` is null or holds `cols` readable floats (no more are read). It stores, for `i <
+/// rows`, `j < cols`, what the tile kernel's contract says for `(i, j)`, with the operations
+/// of the tile kernel's general epilogue (scale by alpha, then `beta·c` when `beta ≠ 0`, then
+/// the bias, then the clamp).
+pub type PartFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+    lo: f32,
+    hi: f32,
+    rows: usize,
+    cols: usize,
 );
 
 /// A kernel's entry for a run of whole tiles along one row of tiles: the tile kernel's body
@@ -288,6 +318,7 @@ impl MicroKernel {
             wide: None,
             run: None,
             edge: None,
+            part: None,
         }
     }
 
@@ -299,6 +330,18 @@ impl MicroKernel {
     pub const unsafe fn with_edge(self, edge: EdgeFn) -> MicroKernel {
         MicroKernel {
             edge: Some(edge),
+            ..self
+        }
+    }
+
+    /// The same kernel with an entry for partial tiles (M and N edges).
+    ///
+    /// # Safety
+    /// `part` must implement the [`PartFn`] contract for this kernel's tile, on every CPU
+    /// that can obtain the value.
+    pub const unsafe fn with_part(self, part: PartFn) -> MicroKernel {
+        MicroKernel {
+            part: Some(part),
             ..self
         }
     }

@@ -69,7 +69,7 @@ pub mod x86;
 
 pub use batch::{sgemm_batch, sgemm_batch_split};
 pub use contract::{
-    EdgeFn, ExpandFn, MicroKernel, MicroKernelFn, PackFn, RowKernels, TileRunFn, WideA,
+    EdgeFn, ExpandFn, MicroKernel, MicroKernelFn, PackFn, PartFn, RowKernels, TileRunFn, WideA,
     GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{

@@ -286,6 +286,32 @@ impl<'k> Tiles<'k> {
             unsafe { self.panels(ap, bptr, ldb, 0, 1, kc, row0, col0, beta, last) };
             return;
         }
+        if let (Some(part), None) = (self.uk.part, self.wide) {
+            // Any edge straight into C by the kernel's partial-tile entry.
+            let bias_p = bias.map_or(core::ptr::null(), |bv| bv.as_ptr());
+            // SAFETY: the PartFn contract: `ap` the MR-interleaved panel of kc steps (no wide
+            // entry selected), `bptr` kc rows of nr readable floats (caller), rows 0 .. mrb
+            // of this part's tile hold nrb columns inside the window (bounds above), bias
+            // null or nrb floats.
+            unsafe {
+                part(
+                    kc,
+                    ap.as_ptr(),
+                    bptr,
+                    ldb,
+                    self.c.add(c_off),
+                    ldc as isize,
+                    self.alpha,
+                    beta,
+                    bias_p,
+                    lo,
+                    hi,
+                    mrb,
+                    nrb,
+                )
+            };
+            return;
+        }
         let tmp = self.tmp.as_mut_ptr() as *mut f32;
         if let (Some(edge), None, true) = (self.uk.edge, self.wide, mrb == mr) {
             if beta == 0.0 && self.alpha == 1.0 {

@@ -18,6 +18,10 @@ pub mod neon_rows;
 #[cfg(target_arch = "aarch64")]
 pub mod sme;
 #[cfg(target_arch = "aarch64")]
+mod sme_pack;
+#[cfg(target_arch = "aarch64")]
+mod streaming;
+#[cfg(target_arch = "aarch64")]
 pub mod sve;
 
 #[cfg(test)]

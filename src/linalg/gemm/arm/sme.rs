@@ -18,9 +18,14 @@
 //! contiguous and the kernels switch to immediate offsets and, for SME2, 4-vector loads of
 //! two B rows (8 FMOPA per 2 loads: bound 0.8).
 //!
-//! A (and a transposed B) is packed by [`pack_za`], a transpose through ZA (horizontal-slice loads, vertical-
-//! slice stores), and the kernels ask the driver for long depth blocks (the tile stays in
-//! ZA; a depth block boundary costs a ZA store and reload).
+//! A (and a transposed B) is packed by [`pack_za`] (in `sme_pack`), a transpose through ZA
+//! (horizontal-slice loads, vertical-slice stores), and the kernels ask the driver for long
+//! depth blocks (the tile stays in ZA; a depth block boundary costs a ZA store and reload).
+//!
+//! An edge tile of SME2 (fewer than `2S` rows or columns of C left: a 16-token prompt in
+//! 32-row tiles) goes to [`kernel_sme2_part`]: the same depth loops, ZA zeroed, and an
+//! epilogue that stores only the rows below the edge and, under `whilelt` predicates, the
+//! columns below it, straight into C (no stack tile, no copy).
 //!
 //! Each kernel is one `asm!` block that enters streaming mode (`smstart`), works, and leaves it
 //! (`smstop`) — the compiler knows nothing about PSTATE.SM/ZA, so no Rust code runs in
@@ -34,48 +39,9 @@
 //! (`alpha = 1, beta = 1`, no bias) first loads C into ZA, then accumulates and stores; mode 0
 //! (anything else) moves each slice to a vector, scales, adds `beta·C` and the bias.
 
-use core::arch::asm;
-
+pub use super::sme_pack::{pack_za, pack_za2};
+pub(crate) use super::streaming::{streaming_asm, svl_bytes};
 use crate::linalg::gemm::contract::{clamps, MicroKernel};
-
-/// `asm!` for a block that enters and leaves streaming mode: appends every vector and
-/// predicate register (and FFR) as clobbered — `smstart`/`smstop` zero them, and declaring
-/// v0–v31 makes the compiler save the callee-saved d8–d15 itself — and `options(nostack)`.
-macro_rules! streaming_asm {
-    ($($body:tt)*) => {
-        core::arch::asm!(
-            $($body)*
-            out("v0") _, out("v1") _, out("v2") _, out("v3") _, out("v4") _,
-            out("v5") _, out("v6") _, out("v7") _, out("v8") _, out("v9") _,
-            out("v10") _, out("v11") _, out("v12") _, out("v13") _, out("v14") _,
-            out("v15") _, out("v16") _, out("v17") _, out("v18") _, out("v19") _,
-            out("v20") _, out("v21") _, out("v22") _, out("v23") _, out("v24") _,
-            out("v25") _, out("v26") _, out("v27") _, out("v28") _, out("v29") _,
-            out("v30") _, out("v31") _,
-            out("p0") _, out("p1") _, out("p2") _, out("p3") _, out("p4") _,
-            out("p5") _, out("p6") _, out("p7") _, out("p8") _, out("p9") _,
-            out("p10") _, out("p11") _, out("p12") _, out("p13") _, out("p14") _,
-            out("p15") _, out("ffr") _,
-            options(nostack),
-        )
-    };
-}
-pub(crate) use streaming_asm;
-
-/// Streaming vector length in bytes (`rdsvl`, legal outside streaming mode).
-pub fn svl_bytes() -> usize {
-    if !crate::linalg::cpu::features().sme {
-        return 0;
-    }
-    let n: usize;
-    // SAFETY: SME is present (checked above); RDSVL only reads the streaming vector length
-    // and is legal in non-streaming mode. Not `pure`: SVL is run-time state.
-    unsafe {
-        asm!(".arch_extension sme", "rdsvl {}, #1", out(reg) n,
-            options(nomem, nostack, preserves_flags))
-    };
-    n
-}
 
 /// `{c}`-tile prologue as asm text: mode 2 (`beta = 1`) loads the C tile into ZA (row
 /// slices, `{t}`/`{u}` walk rows `i` and `S + i`), any other mode zeroes ZA.
@@ -206,6 +172,101 @@ macro_rules! za_epilogue {
     };
 }
 
+/// Epilogue of a partial tile ([`PartFn`](crate::linalg::gemm::PartFn)) as asm text: rows below `{rows}`, columns below
+/// `{cols}` (`p1`: columns 0..S, `p2`: S..2S; C, the bias and stores under them). Mode 1
+/// stores the ZA slices straight to C; any other mode does mode 0's steps in mode 0's order
+/// (alpha, `beta·C` when `{betaf}`, the bias, the clamp when `{clampf}`): mode 2's C is added
+/// here, as the prologue zeroed ZA.
+macro_rules! za_part_epilogue {
+    () => {
+        concat!(
+            "mov {t}, #0\n",
+            "whilelt p1.s, {t}, {cols}\n",
+            "whilelt p2.s, {s}, {cols}\n",
+            "mov w12, #0\n",
+            "madd {u}, {s}, {rsc}, {c}\n",
+            "cmp {mode}, #1\n",
+            "b.ne 20f\n",
+            "21:\n",
+            "cmp x12, {rows}\n",
+            "b.hs 29f\n",
+            "st1w {{za0h.s[w12, 0]}}, p1, [{c}]\n",
+            "st1w {{za1h.s[w12, 0]}}, p2, [{c}, {s}, lsl #2]\n",
+            "add {t}, x12, {s}\n",
+            "cmp {t}, {rows}\n",
+            "b.hs 28f\n",
+            "st1w {{za2h.s[w12, 0]}}, p1, [{u}]\n",
+            "st1w {{za3h.s[w12, 0]}}, p2, [{u}, {s}, lsl #2]\n",
+            "28:\n",
+            "add {c}, {c}, {rsc}\n",
+            "add {u}, {u}, {rsc}\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 21b\n",
+            "b 29f\n",
+            "20:\n",
+            "dup z4.s, {alpha:w}\n",
+            "dup z5.s, {beta:w}\n",
+            "dup z6.s, #0\n",
+            "dup z7.s, #0\n",
+            "dup z16.s, {lo:w}\n",
+            "dup z17.s, {hi:w}\n",
+            "cbz {bias}, 22f\n",
+            "ld1w {{z6.s}}, p1/z, [{bias}]\n",
+            "ld1w {{z7.s}}, p2/z, [{bias}, #1, mul vl]\n",
+            "22:\n",
+            "cmp x12, {rows}\n",
+            "b.hs 29f\n",
+            "mova z0.s, p0/m, za0h.s[w12, 0]\n",
+            "mova z1.s, p0/m, za1h.s[w12, 0]\n",
+            "fmul z0.s, p0/m, z0.s, z4.s\n",
+            "fmul z1.s, p0/m, z1.s, z4.s\n",
+            "cbz {betaf}, 23f\n",
+            "ld1w {{z8.s}}, p1/z, [{c}]\n",
+            "ld1w {{z9.s}}, p2/z, [{c}, #1, mul vl]\n",
+            "fmla z0.s, p0/m, z8.s, z5.s\n",
+            "fmla z1.s, p0/m, z9.s, z5.s\n",
+            "23:\n",
+            "fadd z0.s, p0/m, z0.s, z6.s\n",
+            "fadd z1.s, p0/m, z1.s, z7.s\n",
+            "cbz {clampf}, 24f\n",
+            za_clamp4!(@op "fmaxnm", "z16", "z0", "z1"),
+            za_clamp4!(@op "fminnm", "z17", "z0", "z1"),
+            "24:\n",
+            "st1w {{z0.s}}, p1, [{c}]\n",
+            "st1w {{z1.s}}, p2, [{c}, #1, mul vl]\n",
+            "add {t}, x12, {s}\n",
+            "cmp {t}, {rows}\n",
+            "b.hs 27f\n",
+            "mova z2.s, p0/m, za2h.s[w12, 0]\n",
+            "mova z3.s, p0/m, za3h.s[w12, 0]\n",
+            "fmul z2.s, p0/m, z2.s, z4.s\n",
+            "fmul z3.s, p0/m, z3.s, z4.s\n",
+            "cbz {betaf}, 26f\n",
+            "ld1w {{z10.s}}, p1/z, [{u}]\n",
+            "ld1w {{z11.s}}, p2/z, [{u}, #1, mul vl]\n",
+            "fmla z2.s, p0/m, z10.s, z5.s\n",
+            "fmla z3.s, p0/m, z11.s, z5.s\n",
+            "26:\n",
+            "fadd z2.s, p0/m, z2.s, z6.s\n",
+            "fadd z3.s, p0/m, z3.s, z7.s\n",
+            "cbz {clampf}, 25f\n",
+            za_clamp4!(@op "fmaxnm", "z16", "z2", "z3"),
+            za_clamp4!(@op "fminnm", "z17", "z2", "z3"),
+            "25:\n",
+            "st1w {{z2.s}}, p1, [{u}]\n",
+            "st1w {{z3.s}}, p2, [{u}, #1, mul vl]\n",
+            "27:\n",
+            "add {c}, {c}, {rsc}\n",
+            "add {u}, {u}, {rsc}\n",
+            "add w12, w12, #1\n",
+            "cmp w12, {s:w}\n",
+            "b.ne 22b\n",
+            "29:",
+        )
+    };
+}
+
 /// The four outer products of one depth step: A column halves `$a0`, `$a1` × B row halves
 /// `$b0`, `$b1` into za0 (top left), za1 (top right), za2, za3.
 macro_rules! fmopa4 {
@@ -283,13 +344,14 @@ macro_rules! sme2_packed_pair2 {
 /// B rows at `{b}`, `{ldb}` floats apart, and may use `{n}`, `{t}`, `{u}`, `{o4}`–`{o7}` and
 /// the extra scratch registers listed in brackets.
 macro_rules! sme_kernel {
-    ($(#[$doc:meta])* $name:ident, $ext:literal, [$($extra:ident),*], $pro:expr, $epi:expr,
-     $($line:expr,)*) => {
+    ($(#[$doc:meta])* $name:ident $(($($xp:ident),+))?, $ext:literal, [$($extra:ident),*],
+     $pro:expr, $epi:expr, $($line:expr,)*) => {
         $(#[$doc])*
         ///
         /// # Safety
-        /// The [`MicroKernel`] contract with `MR = NR = 2·SVL/32`, on a CPU
-        /// with the extension, called from non-streaming mode with ZA off.
+        /// The [`MicroKernel`] contract with `MR = NR = 2·SVL/32` (with `rows` and `cols`:
+        /// the [`PartFn`](crate::linalg::gemm::PartFn) contract), on a CPU with the extension, called from non-streaming
+        /// mode with ZA off.
         #[allow(clippy::too_many_arguments)]
         unsafe fn $name(
             k: usize,
@@ -303,6 +365,7 @@ macro_rules! sme_kernel {
             bias: *const f32,
             lo: f32,
             hi: f32,
+            $($($xp: usize,)+)?
         ) {
             // A clamp needs the slices in vectors: mode 0.
             let clampf = clamps(lo, hi);
@@ -317,9 +380,9 @@ macro_rules! sme_kernel {
             };
             // SAFETY: reads `k·MR` floats of `a` (2 vectors of S floats per depth step) and,
             // for p < k, the NR = 2S floats of B row p at `b + p·ldb` (contract); C rows
-            // i < 2S at `c + i·rsc` with 2S contiguous floats, read only when
-            // beta ≠ 0 (mode 2 or the beta path of mode 0); bias read (2S floats) only when
-            // non-null. All vector/predicate registers, x12 (the slice index) and the flags
+            // i < 2S at `c + i·rsc` with 2S contiguous floats (a part: rows i < rows, columns
+            // below cols, under predicates), read only when beta ≠ 0 (mode 2 or the beta path
+            // of mode 0); bias read (2S floats, a part's cols) only when non-null. All vector/predicate registers, x12 (the slice index) and the flags
             // are clobbered; streaming mode and ZA are left off at the end (smstop). The
             // extension is present (caller).
             unsafe {
@@ -355,6 +418,7 @@ macro_rules! sme_kernel {
                     o6 = out(reg) _,
                     o7 = out(reg) _,
                     $($extra = out(reg) _,)*
+                    $($($xp = in(reg) $xp,)+)?
                     out("x12") _,
                     );
             }
@@ -589,139 +653,160 @@ sme_kernel!(
     "5:",
 );
 
-sme_kernel!(
-    /// SME2 body: A with 4-vector loads (two depth steps each), each B row with one 2-vector
-    /// load; 16 depth steps per loop iteration (64 FMOPA, 8 + 16 loads, 5 loop
-    /// instructions: 0.69).
+/// The SME2 kernel: A with 4-vector loads (two depth steps each), each B row with one
+/// 2-vector load; 16 depth steps per loop iteration (64 FMOPA, 8 + 16 loads, 5 loop
+/// instructions: 0.69). The depth loops are shared by the tile kernel and the partial-tile
+/// kernel, which differ in prologue and epilogue only.
+macro_rules! sme2_kernel {
+    ($(#[$doc:meta])* $name:ident $(($($xp:ident),+))?, $pro:expr, $epi:expr) => {
+        sme_kernel!(
+            $(#[$doc])*
+            $name $(($($xp),+))?,
+            "sme2",
+            [bh, a2, b2],
+            $pro,
+            $epi,
+        "ptrue pn8.s",
+        "cmp {ldb}, {s}, lsl #1",
+        "b.eq 40f",
+        "lsr {n}, {k}, #4",
+        "cbz {n}, 3f",
+        row_offsets!(),
+        "add {bh}, {b}, {o4}, lsl #3",
+        "addvl {a}, {a}, #16",
+        "2:",
+        sme2_pair!("-16", "{b}", "", ", {ldb}, lsl #2"),
+        sme2_pair!("-12", "{b}", ", {t}, lsl #2", ", {u}, lsl #2"),
+        sme2_pair!("-8", "{b}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
+        sme2_pair!("-4", "{b}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
+        sme2_pair!("0", "{bh}", "", ", {ldb}, lsl #2"),
+        sme2_pair!("4", "{bh}", ", {t}, lsl #2", ", {u}, lsl #2"),
+        sme2_pair!("8", "{bh}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
+        sme2_pair!("12", "{bh}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
+        "add {a}, {a}, {s}, lsl #7",
+        "add {b}, {b}, {o4}, lsl #4",
+        "add {bh}, {bh}, {o4}, lsl #4",
+        "subs {n}, {n}, #1",
+        "b.ne 2b",
+        "addvl {a}, {a}, #-16",
+        "3:",
+        "ands {k}, {k}, #15",
+        "b.eq 5f",
+        "4:",
+        "ld1w {{z0.s-z1.s}}, pn8/z, [{a}]",
+        "ld1w {{z4.s-z5.s}}, pn8/z, [{b}]",
+        fmopa4!("z0", "z1", "z4", "z5"),
+        "addvl {a}, {a}, #2",
+        "add {b}, {b}, {ldb}, lsl #2",
+        "subs {k}, {k}, #1",
+        "b.ne 4b",
+        "b 5f",
+        // Packed B (ldb = NR = 2S): two depth steps of A and of B per 4-vector load over the
+        // whole immediate range (-32..28 vectors from pointers biased by 32 vectors). 64 steps
+        // per iteration, the second 32 from a second pair of pointers 64 vectors on: 256 FMOPA,
+        // 64 loads, 6 loop instructions (0.787); then at most one 32-step block (128 FMOPA, 32
+        // loads, 4 instructions), then single steps.
+        "40:",
+        "lsl {t}, {s}, #8",              // 32 steps of A or B, bytes (2S floats a step)
+        "add {a}, {a}, {t}, lsr #1",
+        "add {b}, {b}, {t}, lsr #1",
+        "lsr {n}, {k}, #6",
+        "cbz {n}, 46f",
+        "add {a2}, {a}, {t}",
+        "add {b2}, {b}, {t}",
+        "lsl {u}, {t}, #1",              // 64 steps, bytes
+        "45:",
+        sme2_packed_pair!("-32"),
+        sme2_packed_pair!("-28"),
+        sme2_packed_pair!("-24"),
+        sme2_packed_pair!("-20"),
+        sme2_packed_pair!("-16"),
+        sme2_packed_pair!("-12"),
+        sme2_packed_pair!("-8"),
+        sme2_packed_pair!("-4"),
+        sme2_packed_pair!("0"),
+        sme2_packed_pair!("4"),
+        sme2_packed_pair!("8"),
+        sme2_packed_pair!("12"),
+        sme2_packed_pair!("16"),
+        sme2_packed_pair!("20"),
+        sme2_packed_pair!("24"),
+        sme2_packed_pair!("28"),
+        sme2_packed_pair2!("-32"),
+        sme2_packed_pair2!("-28"),
+        sme2_packed_pair2!("-24"),
+        sme2_packed_pair2!("-20"),
+        sme2_packed_pair2!("-16"),
+        sme2_packed_pair2!("-12"),
+        sme2_packed_pair2!("-8"),
+        sme2_packed_pair2!("-4"),
+        sme2_packed_pair2!("0"),
+        sme2_packed_pair2!("4"),
+        sme2_packed_pair2!("8"),
+        sme2_packed_pair2!("12"),
+        sme2_packed_pair2!("16"),
+        sme2_packed_pair2!("20"),
+        sme2_packed_pair2!("24"),
+        sme2_packed_pair2!("28"),
+        "add {a}, {a}, {u}",
+        "add {b}, {b}, {u}",
+        "add {a2}, {a2}, {u}",
+        "add {b2}, {b2}, {u}",
+        "subs {n}, {n}, #1",
+        "b.ne 45b",
+        "46:",
+        "tbz {k}, #5, 42f",
+        "41:",
+        sme2_packed_pair!("-32"),
+        sme2_packed_pair!("-28"),
+        sme2_packed_pair!("-24"),
+        sme2_packed_pair!("-20"),
+        sme2_packed_pair!("-16"),
+        sme2_packed_pair!("-12"),
+        sme2_packed_pair!("-8"),
+        sme2_packed_pair!("-4"),
+        sme2_packed_pair!("0"),
+        sme2_packed_pair!("4"),
+        sme2_packed_pair!("8"),
+        sme2_packed_pair!("12"),
+        sme2_packed_pair!("16"),
+        sme2_packed_pair!("20"),
+        sme2_packed_pair!("24"),
+        sme2_packed_pair!("28"),
+        "add {a}, {a}, {t}",
+        "add {b}, {b}, {t}",
+        "42:",
+        "sub {a}, {a}, {t}, lsr #1",
+        "sub {b}, {b}, {t}, lsr #1",
+        "43:",
+        "ands {k}, {k}, #31",
+        "b.eq 5f",
+        "44:",
+        "ld1w {{z0.s-z1.s}}, pn8/z, [{a}]",
+        "ld1w {{z4.s-z5.s}}, pn8/z, [{b}]",
+        fmopa4!("z0", "z1", "z4", "z5"),
+        "addvl {a}, {a}, #2",
+        "addvl {b}, {b}, #2",
+        "subs {k}, {k}, #1",
+        "b.ne 44b",
+        "5:",
+        );
+    };
+}
+
+sme2_kernel!(
+    /// The SME2 tile: C loaded into ZA first when `beta = 1` (mode 2).
     sme2_rows,
-    "sme2",
-    [bh, a2, b2],
     za_prologue!(),
-    za_epilogue!(),
-    "ptrue pn8.s",
-    "cmp {ldb}, {s}, lsl #1",
-    "b.eq 40f",
-    "lsr {n}, {k}, #4",
-    "cbz {n}, 3f",
-    row_offsets!(),
-    "add {bh}, {b}, {o4}, lsl #3",
-    "addvl {a}, {a}, #16",
-    "2:",
-    sme2_pair!("-16", "{b}", "", ", {ldb}, lsl #2"),
-    sme2_pair!("-12", "{b}", ", {t}, lsl #2", ", {u}, lsl #2"),
-    sme2_pair!("-8", "{b}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
-    sme2_pair!("-4", "{b}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
-    sme2_pair!("0", "{bh}", "", ", {ldb}, lsl #2"),
-    sme2_pair!("4", "{bh}", ", {t}, lsl #2", ", {u}, lsl #2"),
-    sme2_pair!("8", "{bh}", ", {o4}, lsl #2", ", {o5}, lsl #2"),
-    sme2_pair!("12", "{bh}", ", {o6}, lsl #2", ", {o7}, lsl #2"),
-    "add {a}, {a}, {s}, lsl #7",
-    "add {b}, {b}, {o4}, lsl #4",
-    "add {bh}, {bh}, {o4}, lsl #4",
-    "subs {n}, {n}, #1",
-    "b.ne 2b",
-    "addvl {a}, {a}, #-16",
-    "3:",
-    "ands {k}, {k}, #15",
-    "b.eq 5f",
-    "4:",
-    "ld1w {{z0.s-z1.s}}, pn8/z, [{a}]",
-    "ld1w {{z4.s-z5.s}}, pn8/z, [{b}]",
-    fmopa4!("z0", "z1", "z4", "z5"),
-    "addvl {a}, {a}, #2",
-    "add {b}, {b}, {ldb}, lsl #2",
-    "subs {k}, {k}, #1",
-    "b.ne 4b",
-    "b 5f",
-    // Packed B (ldb = NR = 2S): two depth steps of A and of B per 4-vector load over the
-    // whole immediate range (-32..28 vectors from pointers biased by 32 vectors). 64 steps
-    // per iteration, the second 32 from a second pair of pointers 64 vectors on: 256 FMOPA,
-    // 64 loads, 6 loop instructions (0.787); then at most one 32-step block (128 FMOPA, 32
-    // loads, 4 instructions), then single steps.
-    "40:",
-    "lsl {t}, {s}, #8",              // 32 steps of A or B, bytes (2S floats a step)
-    "add {a}, {a}, {t}, lsr #1",
-    "add {b}, {b}, {t}, lsr #1",
-    "lsr {n}, {k}, #6",
-    "cbz {n}, 46f",
-    "add {a2}, {a}, {t}",
-    "add {b2}, {b}, {t}",
-    "lsl {u}, {t}, #1",              // 64 steps, bytes
-    "45:",
-    sme2_packed_pair!("-32"),
-    sme2_packed_pair!("-28"),
-    sme2_packed_pair!("-24"),
-    sme2_packed_pair!("-20"),
-    sme2_packed_pair!("-16"),
-    sme2_packed_pair!("-12"),
-    sme2_packed_pair!("-8"),
-    sme2_packed_pair!("-4"),
-    sme2_packed_pair!("0"),
-    sme2_packed_pair!("4"),
-    sme2_packed_pair!("8"),
-    sme2_packed_pair!("12"),
-    sme2_packed_pair!("16"),
-    sme2_packed_pair!("20"),
-    sme2_packed_pair!("24"),
-    sme2_packed_pair!("28"),
-    sme2_packed_pair2!("-32"),
-    sme2_packed_pair2!("-28"),
-    sme2_packed_pair2!("-24"),
-    sme2_packed_pair2!("-20"),
-    sme2_packed_pair2!("-16"),
-    sme2_packed_pair2!("-12"),
-    sme2_packed_pair2!("-8"),
-    sme2_packed_pair2!("-4"),
-    sme2_packed_pair2!("0"),
-    sme2_packed_pair2!("4"),
-    sme2_packed_pair2!("8"),
-    sme2_packed_pair2!("12"),
-    sme2_packed_pair2!("16"),
-    sme2_packed_pair2!("20"),
-    sme2_packed_pair2!("24"),
-    sme2_packed_pair2!("28"),
-    "add {a}, {a}, {u}",
-    "add {b}, {b}, {u}",
-    "add {a2}, {a2}, {u}",
-    "add {b2}, {b2}, {u}",
-    "subs {n}, {n}, #1",
-    "b.ne 45b",
-    "46:",
-    "tbz {k}, #5, 42f",
-    "41:",
-    sme2_packed_pair!("-32"),
-    sme2_packed_pair!("-28"),
-    sme2_packed_pair!("-24"),
-    sme2_packed_pair!("-20"),
-    sme2_packed_pair!("-16"),
-    sme2_packed_pair!("-12"),
-    sme2_packed_pair!("-8"),
-    sme2_packed_pair!("-4"),
-    sme2_packed_pair!("0"),
-    sme2_packed_pair!("4"),
-    sme2_packed_pair!("8"),
-    sme2_packed_pair!("12"),
-    sme2_packed_pair!("16"),
-    sme2_packed_pair!("20"),
-    sme2_packed_pair!("24"),
-    sme2_packed_pair!("28"),
-    "add {a}, {a}, {t}",
-    "add {b}, {b}, {t}",
-    "42:",
-    "sub {a}, {a}, {t}, lsr #1",
-    "sub {b}, {b}, {t}, lsr #1",
-    "43:",
-    "ands {k}, {k}, #31",
-    "b.eq 5f",
-    "44:",
-    "ld1w {{z0.s-z1.s}}, pn8/z, [{a}]",
-    "ld1w {{z4.s-z5.s}}, pn8/z, [{b}]",
-    fmopa4!("z0", "z1", "z4", "z5"),
-    "addvl {a}, {a}, #2",
-    "addvl {b}, {b}, #2",
-    "subs {k}, {k}, #1",
-    "b.ne 44b",
-    "5:",
+    za_epilogue!()
+);
+
+sme2_kernel!(
+    /// The SME2 partial tile ([`PartFn`](crate::linalg::gemm::PartFn)): ZA zeroed, rows below `rows` and columns below
+    /// `cols` stored.
+    sme2_part(rows, cols),
+    "zero {{za}}",
+    za_part_epilogue!()
 );
 
 /// The SME1 `2S × 2S` micro-kernel (`S = SVL/32`).
@@ -772,324 +857,30 @@ pub unsafe fn kernel_sme2(
     unsafe { sme2_rows(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi) }
 }
 
-/// The loads of one depth chunk of [`pack_za`] / [`pack_za2`] as asm text: runs `i` and
-/// `S + i` (from `{rp}`, `{rq}`, at column `{k0}`) into the horizontal slices `i` of `za0` and
-/// `za1`, four runs per iteration, lanes at or past `{kc}` zero (`p1`); then `{cnt}` = the
-/// chunk's depth steps, `min(S, kc − k0)`.
-macro_rules! za_pack_loads {
-    () => {
-        concat!(
-            "whilelt p1.s, {k0}, {kc}\n",
-            "add {rp}, {src}, {k0}, lsl #2\n", // run 0 at column k0
-            "add {rq}, {rp}, {t}\n",           // run S
-            "mov w12, #0\n",
-            "3:\n",
-            "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]\n",
-            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]\n",
-            "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]\n",
-            "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]\n",
-            "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rq}]\n",
-            "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rq}, {lda}, lsl #2]\n",
-            "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rq}, {l2}, lsl #2]\n",
-            "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rq}, {l3}, lsl #2]\n",
-            "add {rp}, {rp}, {lda4}, lsl #2\n",
-            "add {rq}, {rq}, {lda4}, lsl #2\n",
-            "add w12, w12, #4\n",
-            "cmp w12, {s:w}\n",
-            "b.lo 3b\n",
-            "sub {cnt}, {kc}, {k0}\n",
-            "cmp {cnt}, {s}\n",
-            "csel {cnt}, {cnt}, {s}, lo",
-        )
-    };
-}
-
-/// The end of a depth chunk of [`pack_za`] / [`pack_za2`] as asm text: the steps `w12 ..
-/// {cnt}` one vertical slice pair at a time (`{dp}`, `{dq}`), then the next chunk (back to
-/// label 2) while `{k0} < {kc}`.
-macro_rules! za_pack_tail {
-    () => {
-        concat!(
-            "6:\n",
-            "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]\n",
-            "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]\n",
-            "add {dp}, {dp}, {mr4}\n",
-            "add {dq}, {dq}, {mr4}\n",
-            "add w12, w12, #1\n",
-            "cmp w12, {cnt:w}\n",
-            "b.lo 6b\n",
-            "7:\n",
-            "add {k0}, {k0}, {s}\n",
-            "cmp {k0}, {kc}\n",
-            "b.lo 2b",
-        )
-    };
-}
-
-/// Packs `w = 2S` depth-contiguous runs (rows of A, or columns of a transposed B) into the
-/// 2S-interleaved panel through ZA (`PackFn` contract): per depth chunk of S steps, the
-/// horizontal-slice loads of runs 0..S into `za0` and S..2S into `za1` (`whilelt`-predicated
-/// at the depth tail) and two vertical-slice stores per depth step:
-/// `dst[p*2S + h*S + i] = src[(h*S + i)*lda + p]`.
+/// The SME2 partial tile: [`kernel_sme2`]'s depth loops, the first `rows` rows and `cols`
+/// columns stored (the [`PartFn`](crate::linalg::gemm::PartFn) contract with `MR = NR = 2S`).
 ///
 /// # Safety
-/// `w == 2S` (`runs < w` is declined); runs `i < 2S` at `src + i*lda` hold `kc ≥ 1`
-/// readable floats, `dst` holds
-/// `2S·kc` writable floats; the CPU has SME and the caller is not in streaming mode.
-pub unsafe fn pack_za(
-    src: *const f32,
-    lda: usize,
-    runs: usize,
-    w: usize,
-    kc: usize,
-    dst: *mut f32,
-) -> bool {
-    if runs != w {
-        return false; // the edge panel: the driver packs it
-    }
-    // SAFETY: loads read, for runs r < 2S, floats k0 .. k0 + min(S, kc - k0) of run r (the
-    // `whilelt` predicate masks lanes at or past kc); stores write S floats at
-    // dst + (k0 + j)·MR + h·S for j < min(S, kc - k0), inside the 2S·kc floats of `dst`.
-    // Streaming mode and ZA are entered and left inside the block; every vector/predicate
-    // register, x12 and the flags are declared clobbered. SME present (caller).
-    unsafe {
-        streaming_asm!(
-        ".arch_extension sme",
-        "smstart",
-        "ptrue p0.s",
-        "cntw {s}",
-        "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
-        "lsl {lda4}, {lda}, #2",
-        "lsl {l2}, {lda}, #1",          // run offsets 1..3 (floats): lda, l2, l3
-        "add {l3}, {l2}, {lda}",
-        "lsl {m1}, {s}, #1",            // MR floats: vertical slices j·MR apart
-        "lsl {m2}, {s}, #2",
-        "add {m3}, {m2}, {m1}",
-        "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
-        "mov {k0}, #0",
-        "2:",                           // depth chunk k0 .. k0 + S
-        za_pack_loads!(),
-        "madd {dp}, {k0}, {mr4}, {dst}",
-        "add {dq}, {dp}, {s}, lsl #2",    // second half: + S floats
-        "mov w12, #0",
-        "and {c4}, {cnt}, #-4",
-        "cbz {c4}, 5f",
-        "4:",                           // 4 vertical slices of each tile per iteration
-        "st1w {{za0v.s[w12, 0]}}, p0, [{dp}]",
-        "st1w {{za1v.s[w12, 0]}}, p0, [{dq}]",
-        "st1w {{za0v.s[w12, 1]}}, p0, [{dp}, {m1}, lsl #2]",
-        "st1w {{za1v.s[w12, 1]}}, p0, [{dq}, {m1}, lsl #2]",
-        "st1w {{za0v.s[w12, 2]}}, p0, [{dp}, {m2}, lsl #2]",
-        "st1w {{za1v.s[w12, 2]}}, p0, [{dq}, {m2}, lsl #2]",
-        "st1w {{za0v.s[w12, 3]}}, p0, [{dp}, {m3}, lsl #2]",
-        "st1w {{za1v.s[w12, 3]}}, p0, [{dq}, {m3}, lsl #2]",
-        "add {dp}, {dp}, {mr4}, lsl #2",
-        "add {dq}, {dq}, {mr4}, lsl #2",
-        "add w12, w12, #4",
-        "cmp w12, {c4:w}",
-        "b.lo 4b",
-        "5:",
-        "cmp w12, {cnt:w}",
-        "b.hs 7f",
-        za_pack_tail!(),
-        "smstop",
-        src = in(reg) src,
-        lda = in(reg) lda,
-        kc = in(reg) kc,
-        dst = in(reg) dst,
-        s = out(reg) _,
-        mr4 = out(reg) _,
-        lda4 = out(reg) _,
-        rq = out(reg) _,
-        dq = out(reg) _,
-        k0 = out(reg) _,
-        t = out(reg) _,
-        rp = out(reg) _,
-        cnt = out(reg) _,
-        dp = out(reg) _,
-        l2 = out(reg) _,
-        l3 = out(reg) _,
-        m1 = out(reg) _,
-        m2 = out(reg) _,
-        m3 = out(reg) _,
-        c4 = out(reg) _,
-        out("x12") _,
-        );
-    }
-    true
-}
-
-/// [`pack_za`] for SME2: the same horizontal-slice loads, then per four depth steps one
-/// 4-vector `mova` of vertical slices from each tile (za0 → z0–z3, za1 → z8–z11) and one
-/// strided 2-vector store per depth step ({z0, z8}: the step's 2S floats), where `pack_za`
-/// stores each vertical slice on its own (10 instructions per four steps instead of 13).
-///
-/// # Safety
-/// `w == 2S` (`runs < w` is declined); runs `i < 2S` at `src + i*lda` hold `kc ≥ 1`
-/// readable floats, `dst` holds
-/// `2S·kc` writable floats; the CPU has SME2 and the caller is not in streaming mode.
-pub unsafe fn pack_za2(
-    src: *const f32,
-    lda: usize,
-    runs: usize,
-    w: usize,
-    kc: usize,
-    dst: *mut f32,
-) -> bool {
-    if runs != w {
-        return false; // the edge panel: the driver packs it
-    }
-    // SAFETY: loads read, for runs r < 2S, floats k0 .. k0 + min(S, kc - k0) of run r (the
-    // `whilelt` predicate masks lanes at or past kc); stores write S floats at
-    // dst + (k0 + j)·MR + h·S for j < min(S, kc - k0), inside the 2S·kc floats of `dst`.
-    // Streaming mode and ZA are entered and left inside the block; every vector/predicate
-    // register, x12–x15 and the flags are declared clobbered. SME2 present (caller). The
-    // unrolled chunks (S = 16, k0 + 16 ≤ kc) read and write exactly what the loops would.
-    unsafe {
-        streaming_asm!(
-        ".arch_extension sme2",
-        "smstart",
-        "ptrue p0.s",
-        "ptrue pn8.s",
-        "cntw {s}",
-        "lsl {mr4}, {s}, #3",           // MR·4 bytes = 2S·4
-        "lsl {lda4}, {lda}, #2",
-        "lsl {l2}, {lda}, #1",          // run offsets 1..3 (floats): lda, l2, l3
-        "add {l3}, {l2}, {lda}",
-        "mul {t}, {s}, {lda4}",         // bytes from run i to run S + i
-        "mov {k0}, #0",
-        // SVL 512 (S = 16), whole chunks: the 16 slices of each tile by the four slice
-        // registers w12–w15 (0, 4, 8, 12) with immediate offsets, no index updates; the
-        // stores of the 16 steps unrolled the same way.
-        "cmp {s}, #16",
-        "b.ne 2f",
-        "mov w12, #0",
-        "mov w13, #4",
-        "mov w14, #8",
-        "mov w15, #12",
-        "80:",
-        "add {cnt}, {k0}, #16",
-        "cmp {cnt}, {kc}",
-        "b.hi 81f",
-        "add {rp}, {src}, {k0}, lsl #2",
-        "add {rq}, {rp}, {t}",
-        "ld1w {{za0h.s[w12, 0]}}, p0/z, [{rp}]",
-        "ld1w {{za0h.s[w12, 1]}}, p0/z, [{rp}, {lda}, lsl #2]",
-        "ld1w {{za0h.s[w12, 2]}}, p0/z, [{rp}, {l2}, lsl #2]",
-        "ld1w {{za0h.s[w12, 3]}}, p0/z, [{rp}, {l3}, lsl #2]",
-        "ld1w {{za1h.s[w12, 0]}}, p0/z, [{rq}]",
-        "ld1w {{za1h.s[w12, 1]}}, p0/z, [{rq}, {lda}, lsl #2]",
-        "ld1w {{za1h.s[w12, 2]}}, p0/z, [{rq}, {l2}, lsl #2]",
-        "ld1w {{za1h.s[w12, 3]}}, p0/z, [{rq}, {l3}, lsl #2]",
-        "add {rp}, {rp}, {lda4}, lsl #2",
-        "add {rq}, {rq}, {lda4}, lsl #2",
-        "ld1w {{za0h.s[w13, 0]}}, p0/z, [{rp}]",
-        "ld1w {{za0h.s[w13, 1]}}, p0/z, [{rp}, {lda}, lsl #2]",
-        "ld1w {{za0h.s[w13, 2]}}, p0/z, [{rp}, {l2}, lsl #2]",
-        "ld1w {{za0h.s[w13, 3]}}, p0/z, [{rp}, {l3}, lsl #2]",
-        "ld1w {{za1h.s[w13, 0]}}, p0/z, [{rq}]",
-        "ld1w {{za1h.s[w13, 1]}}, p0/z, [{rq}, {lda}, lsl #2]",
-        "ld1w {{za1h.s[w13, 2]}}, p0/z, [{rq}, {l2}, lsl #2]",
-        "ld1w {{za1h.s[w13, 3]}}, p0/z, [{rq}, {l3}, lsl #2]",
-        "add {rp}, {rp}, {lda4}, lsl #2",
-        "add {rq}, {rq}, {lda4}, lsl #2",
-        "ld1w {{za0h.s[w14, 0]}}, p0/z, [{rp}]",
-        "ld1w {{za0h.s[w14, 1]}}, p0/z, [{rp}, {lda}, lsl #2]",
-        "ld1w {{za0h.s[w14, 2]}}, p0/z, [{rp}, {l2}, lsl #2]",
-        "ld1w {{za0h.s[w14, 3]}}, p0/z, [{rp}, {l3}, lsl #2]",
-        "ld1w {{za1h.s[w14, 0]}}, p0/z, [{rq}]",
-        "ld1w {{za1h.s[w14, 1]}}, p0/z, [{rq}, {lda}, lsl #2]",
-        "ld1w {{za1h.s[w14, 2]}}, p0/z, [{rq}, {l2}, lsl #2]",
-        "ld1w {{za1h.s[w14, 3]}}, p0/z, [{rq}, {l3}, lsl #2]",
-        "add {rp}, {rp}, {lda4}, lsl #2",
-        "add {rq}, {rq}, {lda4}, lsl #2",
-        "ld1w {{za0h.s[w15, 0]}}, p0/z, [{rp}]",
-        "ld1w {{za0h.s[w15, 1]}}, p0/z, [{rp}, {lda}, lsl #2]",
-        "ld1w {{za0h.s[w15, 2]}}, p0/z, [{rp}, {l2}, lsl #2]",
-        "ld1w {{za0h.s[w15, 3]}}, p0/z, [{rp}, {l3}, lsl #2]",
-        "ld1w {{za1h.s[w15, 0]}}, p0/z, [{rq}]",
-        "ld1w {{za1h.s[w15, 1]}}, p0/z, [{rq}, {lda}, lsl #2]",
-        "ld1w {{za1h.s[w15, 2]}}, p0/z, [{rq}, {l2}, lsl #2]",
-        "ld1w {{za1h.s[w15, 3]}}, p0/z, [{rq}, {l3}, lsl #2]",
-        "madd {dp}, {k0}, {mr4}, {dst}",
-        "mova {{z0.s-z3.s}}, za0v.s[w12, 0:3]",
-        "mova {{z8.s-z11.s}}, za1v.s[w12, 0:3]",
-        "st1w {{z0.s, z8.s}}, pn8, [{dp}]",
-        "st1w {{z1.s, z9.s}}, pn8, [{dp}, #2, mul vl]",
-        "st1w {{z2.s, z10.s}}, pn8, [{dp}, #4, mul vl]",
-        "st1w {{z3.s, z11.s}}, pn8, [{dp}, #6, mul vl]",
-        "mova {{z0.s-z3.s}}, za0v.s[w13, 0:3]",
-        "mova {{z8.s-z11.s}}, za1v.s[w13, 0:3]",
-        "st1w {{z0.s, z8.s}}, pn8, [{dp}, #8, mul vl]",
-        "st1w {{z1.s, z9.s}}, pn8, [{dp}, #10, mul vl]",
-        "st1w {{z2.s, z10.s}}, pn8, [{dp}, #12, mul vl]",
-        "st1w {{z3.s, z11.s}}, pn8, [{dp}, #14, mul vl]",
-        "addvl {dp}, {dp}, #16",
-        "mova {{z0.s-z3.s}}, za0v.s[w14, 0:3]",
-        "mova {{z8.s-z11.s}}, za1v.s[w14, 0:3]",
-        "st1w {{z0.s, z8.s}}, pn8, [{dp}]",
-        "st1w {{z1.s, z9.s}}, pn8, [{dp}, #2, mul vl]",
-        "st1w {{z2.s, z10.s}}, pn8, [{dp}, #4, mul vl]",
-        "st1w {{z3.s, z11.s}}, pn8, [{dp}, #6, mul vl]",
-        "mova {{z0.s-z3.s}}, za0v.s[w15, 0:3]",
-        "mova {{z8.s-z11.s}}, za1v.s[w15, 0:3]",
-        "st1w {{z0.s, z8.s}}, pn8, [{dp}, #8, mul vl]",
-        "st1w {{z1.s, z9.s}}, pn8, [{dp}, #10, mul vl]",
-        "st1w {{z2.s, z10.s}}, pn8, [{dp}, #12, mul vl]",
-        "st1w {{z3.s, z11.s}}, pn8, [{dp}, #14, mul vl]",
-        "mov {k0}, {cnt}",
-        "b 80b",
-        "81:",
-        "cmp {k0}, {kc}",
-        "b.hs 9f",
-        "2:",                           // depth chunk k0 .. k0 + S
-        za_pack_loads!(),
-        "madd {dp}, {k0}, {mr4}, {dst}",
-        "mov w12, #0",
-        "and {c4}, {cnt}, #-4",
-        "cbz {c4}, 5f",
-        "4:",                           // depth steps w12 .. w12 + 4: 8 vectors at dp
-        "mova {{z0.s-z3.s}}, za0v.s[w12, 0:3]",
-        "mova {{z8.s-z11.s}}, za1v.s[w12, 0:3]",
-        "st1w {{z0.s, z8.s}}, pn8, [{dp}]",
-        "st1w {{z1.s, z9.s}}, pn8, [{dp}, #2, mul vl]",
-        "st1w {{z2.s, z10.s}}, pn8, [{dp}, #4, mul vl]",
-        "st1w {{z3.s, z11.s}}, pn8, [{dp}, #6, mul vl]",
-        "addvl {dp}, {dp}, #8",
-        "add w12, w12, #4",
-        "cmp w12, {c4:w}",
-        "b.lo 4b",
-        "5:",
-        "add {dq}, {dp}, {s}, lsl #2",    // second half of a step: + S floats
-        "cmp w12, {cnt:w}",
-        "b.hs 7f",
-        za_pack_tail!(),
-        "9:",
-        "smstop",
-        src = in(reg) src,
-        lda = in(reg) lda,
-        kc = in(reg) kc,
-        dst = in(reg) dst,
-        s = out(reg) _,
-        mr4 = out(reg) _,
-        lda4 = out(reg) _,
-        rq = out(reg) _,
-        dq = out(reg) _,
-        k0 = out(reg) _,
-        t = out(reg) _,
-        rp = out(reg) _,
-        cnt = out(reg) _,
-        dp = out(reg) _,
-        l2 = out(reg) _,
-        l3 = out(reg) _,
-        c4 = out(reg) _,
-        out("x12") _,
-        out("x13") _,
-        out("x14") _,
-        out("x15") _,
-        );
-    }
-    true
+/// The [`PartFn`](crate::linalg::gemm::PartFn) contract for `MR = NR = 2·SVL/32`, on a CPU with SME2, called outside
+/// streaming mode.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn kernel_sme2_part(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+    lo: f32,
+    hi: f32,
+    rows: usize,
+    cols: usize,
+) {
+    // SAFETY: forwarded contract; SME2 present (caller).
+    unsafe { sme2_part(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi, rows, cols) }
 }
 
 macro_rules! statics {
@@ -1117,14 +908,23 @@ statics!(
     SME1_16 = 16,
     SME1_32 = 32
 );
-statics!(
-    kernel_sme2,
-    pack_za2,
-    "sme2-2x2za",
-    SME2_8 = 8,
-    SME2_16 = 16,
-    SME2_32 = 32
-);
+
+/// The SME2 tiles of each SVL (as `statics!`), with the partial-tile entry.
+macro_rules! statics_sme2 {
+    ($($id:ident = $t:literal),*) => {
+        $(
+            // SAFETY: as `statics!` for `kernel_sme2` / `pack_za2`; `kernel_sme2_part`
+            // implements the PartFn contract for the same tile under the same condition.
+            static $id: MicroKernel = unsafe {
+                MicroKernel::new("sme2-2x2za", $t, $t, kernel_sme2)
+                    .with_packer(pack_za2)
+                    .with_kc_max(1024)
+                    .with_part(kernel_sme2_part)
+            };
+        )*
+    };
+}
+statics_sme2!(SME2_8 = 8, SME2_16 = 16, SME2_32 = 32);
 
 fn pick(t: [&'static MicroKernel; 3]) -> Option<&'static MicroKernel> {
     match svl_bytes() {
