@@ -40,7 +40,8 @@
 //! (anything else) moves each slice to a vector, scales, adds `beta·C` and the bias.
 
 pub use super::sme_pack::{pack_za, pack_za2};
-pub(crate) use super::streaming::{streaming_asm, svl_bytes};
+pub(crate) use super::streaming::streaming_asm;
+pub use super::streaming::svl_bytes;
 use crate::linalg::gemm::contract::{clamps, MicroKernel};
 
 /// `{c}`-tile prologue as asm text: mode 2 (`beta = 1`) loads the C tile into ZA (row
