@@ -104,7 +104,7 @@ pub fn panels_accepted(k: usize, nr: usize) -> bool {
 /// multiply-adds in depth order. Not with the SME2 GEMV (exact for any range too, but each
 /// call costs a whole block of `16·SVL/32` columns: whole panels split better), and 32-bit
 /// Arm is not split here.
-pub fn four_column_exact(nr: usize) -> bool {
+pub fn four_column_units(nr: usize) -> bool {
     #[cfg(target_arch = "aarch64")]
     if select::gemv_for_single_rows() {
         return nr.is_multiple_of(4) && nr > 0 && !select::gemv_sme2();

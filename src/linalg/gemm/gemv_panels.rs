@@ -71,7 +71,7 @@ pub(super) fn gemv_panels(
             gemv::panels(k, j1 - j0, b.nr, xi, bq, row, alpha, beta, bias_q)
         })
     };
-    let split = if gemv::panels_accepted(k, b.nr) || !gemv::four_column_exact(b.nr) {
+    let split = if gemv::panels_accepted(k, b.nr) || !gemv::four_column_units(b.nr) {
         // Whole panels across cores (each computed as one core computes it).
         crate::parallel::try_split(panels, m * k * b.nr, |lo, hi, _| {
             if many(lo, hi) {

@@ -211,7 +211,7 @@ fn few_row_products_over_packed_panels_split_to_every_core() {
                 );
             }
             let by_columns = super::select::gemv_for_single_rows()
-                && super::gemv::four_column_exact(nr)
+                && super::gemv::four_column_units(nr)
                 && !super::gemv::panels_accepted(k, nr);
             if by_columns && n >= 64 {
                 let four = CountingTeam::new(4);

@@ -173,6 +173,37 @@ macro_rules! za_epilogue {
     };
 }
 
+/// One C row of a partial tile's general epilogue as asm text: slice `w12` of the ZA tiles
+/// `$l`, `$r` (columns 0..S, S..2S) into `$x`, `$y`, times alpha (z4), plus `beta·C` (z5, C
+/// read into `$cx`, `$cy` at `$at`) when `{betaf}`, plus the bias (z6, z7), clamped into
+/// [z16, z17] when `{clampf}`, stored at `$at` under the column predicates p1, p2. `$nb`,
+/// `$nc`: the local labels past the beta and clamp steps.
+macro_rules! za_part_row {
+    ($l:literal, $r:literal, $at:literal, $x:literal, $y:literal, $cx:literal, $cy:literal,
+     $nb:literal, $nc:literal) => {
+        concat!(
+            "mova ", $x, ".s, p0/m, ", $l, ".s[w12, 0]\n",
+            "mova ", $y, ".s, p0/m, ", $r, ".s[w12, 0]\n",
+            "fmul ", $x, ".s, p0/m, ", $x, ".s, z4.s\n",
+            "fmul ", $y, ".s, p0/m, ", $y, ".s, z4.s\n",
+            "cbz {betaf}, ", $nb, "f\n",
+            "ld1w {{", $cx, ".s}}, p1/z, [", $at, "]\n",
+            "ld1w {{", $cy, ".s}}, p2/z, [", $at, ", #1, mul vl]\n",
+            "fmla ", $x, ".s, p0/m, ", $cx, ".s, z5.s\n",
+            "fmla ", $y, ".s, p0/m, ", $cy, ".s, z5.s\n",
+            $nb, ":\n",
+            "fadd ", $x, ".s, p0/m, ", $x, ".s, z6.s\n",
+            "fadd ", $y, ".s, p0/m, ", $y, ".s, z7.s\n",
+            "cbz {clampf}, ", $nc, "f\n",
+            za_clamp4!(@op "fmaxnm", "z16", $x, $y),
+            za_clamp4!(@op "fminnm", "z17", $x, $y),
+            $nc, ":\n",
+            "st1w {{", $x, ".s}}, p1, [", $at, "]\n",
+            "st1w {{", $y, ".s}}, p2, [", $at, ", #1, mul vl]\n",
+        )
+    };
+}
+
 /// Epilogue of a partial tile ([`PartFn`](crate::linalg::gemm::PartFn)) as asm text: rows below `{rows}`, columns below
 /// `{cols}` (`p1`: columns 0..S, `p2`: S..2S; C, the bias and stores under them). Mode 1
 /// stores the ZA slices straight to C; any other mode does mode 0's steps in mode 0's order
@@ -218,45 +249,11 @@ macro_rules! za_part_epilogue {
             "22:\n",
             "cmp x12, {rows}\n",
             "b.hs 29f\n",
-            "mova z0.s, p0/m, za0h.s[w12, 0]\n",
-            "mova z1.s, p0/m, za1h.s[w12, 0]\n",
-            "fmul z0.s, p0/m, z0.s, z4.s\n",
-            "fmul z1.s, p0/m, z1.s, z4.s\n",
-            "cbz {betaf}, 23f\n",
-            "ld1w {{z8.s}}, p1/z, [{c}]\n",
-            "ld1w {{z9.s}}, p2/z, [{c}, #1, mul vl]\n",
-            "fmla z0.s, p0/m, z8.s, z5.s\n",
-            "fmla z1.s, p0/m, z9.s, z5.s\n",
-            "23:\n",
-            "fadd z0.s, p0/m, z0.s, z6.s\n",
-            "fadd z1.s, p0/m, z1.s, z7.s\n",
-            "cbz {clampf}, 24f\n",
-            za_clamp4!(@op "fmaxnm", "z16", "z0", "z1"),
-            za_clamp4!(@op "fminnm", "z17", "z0", "z1"),
-            "24:\n",
-            "st1w {{z0.s}}, p1, [{c}]\n",
-            "st1w {{z1.s}}, p2, [{c}, #1, mul vl]\n",
+            za_part_row!("za0h", "za1h", "{c}", "z0", "z1", "z8", "z9", "23", "24"),
             "add {t}, x12, {s}\n",
             "cmp {t}, {rows}\n",
             "b.hs 27f\n",
-            "mova z2.s, p0/m, za2h.s[w12, 0]\n",
-            "mova z3.s, p0/m, za3h.s[w12, 0]\n",
-            "fmul z2.s, p0/m, z2.s, z4.s\n",
-            "fmul z3.s, p0/m, z3.s, z4.s\n",
-            "cbz {betaf}, 26f\n",
-            "ld1w {{z10.s}}, p1/z, [{u}]\n",
-            "ld1w {{z11.s}}, p2/z, [{u}, #1, mul vl]\n",
-            "fmla z2.s, p0/m, z10.s, z5.s\n",
-            "fmla z3.s, p0/m, z11.s, z5.s\n",
-            "26:\n",
-            "fadd z2.s, p0/m, z2.s, z6.s\n",
-            "fadd z3.s, p0/m, z3.s, z7.s\n",
-            "cbz {clampf}, 25f\n",
-            za_clamp4!(@op "fmaxnm", "z16", "z2", "z3"),
-            za_clamp4!(@op "fminnm", "z17", "z2", "z3"),
-            "25:\n",
-            "st1w {{z2.s}}, p1, [{u}]\n",
-            "st1w {{z3.s}}, p2, [{u}, #1, mul vl]\n",
+            za_part_row!("za2h", "za3h", "{u}", "z2", "z3", "z10", "z11", "26", "25"),
             "27:\n",
             "add {c}, {c}, {rsc}\n",
             "add {u}, {u}, {rsc}\n",
