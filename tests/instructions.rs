@@ -543,10 +543,130 @@ fn identity_copies_are_elided_at_load_where_the_plan_allows() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
     for (case, want) in [
         ("vit_xnnpack", 11),
-        ("bert_xnnpack", 12),
+        ("bert_xnnpack", 13),
         ("gpt2_portable", 10),
     ] {
         let bytes = std::fs::read(format!("{dir}{case}.pte")).unwrap();
         assert_eq!(elided_calls(&bytes), want, "{case}");
     }
+}
+
+/// A slice that is one contiguous block of its input (`slice_copy.Tensor` with step 1,
+/// `select_copy.int`, every dim before the sliced one 1) is removed at load when the plan
+/// allows its output to sit on that block's bytes. Each refused case would give wrong
+/// outputs, or the kernel's own, if it were elided.
+#[test]
+fn contiguous_slices_are_elided_at_load_where_the_plan_allows() {
+    // x: [1, 3, 2] = rows (1, -2), (3, -4), (5, -6).
+    let xs = [1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0];
+    let check = |t: &OpTest, elided: usize, want: &[f32]| {
+        assert_eq!(elided_calls(&t.build()), elided);
+        let got = t.run().unwrap();
+        assert_eq!(got[0].f32(), want);
+    };
+    // neg → slice rows start..end of dim 1 → neg.
+    let slice = |start: Option<i64>, end: Option<i64>, step: i64, rows: usize, want: &[f32]| {
+        let mut t = OpTest::new("");
+        let x = t.input_f32(&[1, 3, 2], &xs);
+        let a = t.intermediate_f32(&[1, 3, 2]);
+        let dim = t.int(1);
+        let mut opt = |v: Option<i64>| match v {
+            Some(v) => t.int(v),
+            None => t.none(),
+        };
+        let (s, e) = (opt(start), opt(end));
+        let st = t.int(step);
+        let b = t.intermediate_f32(&[1, rows, 2]);
+        let y = t.output(DType::F32, &[1, rows, 2]);
+        t.steps(&[
+            k("aten::neg.out", &[x, a, a]),
+            k("aten::slice_copy.Tensor_out", &[a, dim, s, e, st, b, b]),
+            k("aten::neg.out", &[b, y, y]),
+        ]);
+        (t, want.to_vec())
+    };
+    // The last row (negative start, end None), the middle one, the last two: elided, and the
+    // outputs are the rows themselves.
+    let (t, want) = slice(Some(-1), None, 1, 1, &[5.0, -6.0]);
+    check(&t, 1, &want);
+    assert_eq!(dispatched(&t.build()), vec![0, 2]);
+    let (t, want) = slice(Some(1), Some(2), 1, 1, &[3.0, -4.0]);
+    check(&t, 1, &want);
+    let (t, want) = slice(Some(1), Some(i64::MAX), 1, 2, &[3.0, -4.0, 5.0, -6.0]);
+    check(&t, 1, &want);
+    // Step 2 takes rows 0 and 2, which are not one block: kept.
+    let (t, want) = slice(None, None, 2, 2, &[1.0, -2.0, 5.0, -6.0]);
+    check(&t, 0, &want);
+
+    // select_copy of the last row: elided.
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1, 3, 2], &xs);
+    let a = t.intermediate_f32(&[1, 3, 2]);
+    let dim = t.int(-2);
+    let index = t.int(-1);
+    let b = t.intermediate_f32(&[1, 2]);
+    let y = t.output(DType::F32, &[1, 2]);
+    t.steps(&[
+        k("aten::neg.out", &[x, a, a]),
+        k("aten::select_copy.int_out", &[a, dim, index, b, b]),
+        k("aten::neg.out", &[b, y, y]),
+    ]);
+    check(&t, 1, &[5.0, -6.0]);
+
+    // A leading dim that is not 1: the slice of dim 1 of [3, 2] takes one element of every
+    // row, not a block: kept.
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[3, 2], &xs);
+    let a = t.intermediate_f32(&[3, 2]);
+    let dim = t.int(1);
+    let (s, e, st) = (t.int(1), t.int(2), t.int(1));
+    let b = t.intermediate_f32(&[3, 1]);
+    let y = t.output(DType::F32, &[3, 1]);
+    t.steps(&[
+        k("aten::neg.out", &[x, a, a]),
+        k("aten::slice_copy.Tensor_out", &[a, dim, s, e, st, b, b]),
+        k("aten::neg.out", &[b, y, y]),
+    ]);
+    check(&t, 0, &[-2.0, -4.0, -6.0]);
+
+    // The input's bytes written over (another value planned there) before the slice's output
+    // is read: kept (the output would read the other value).
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1, 3, 2], &xs);
+    let x2 = t.input_f32(&[1, 3, 2], &[0.5; 6]);
+    let a = t.intermediate_f32(&[1, 3, 2]);
+    let dim = t.int(1);
+    let index = t.int(2);
+    let b = t.intermediate_f32(&[1, 2]);
+    let w = t.view_of(a, &[1, 3, 2]);
+    let y1 = t.output(DType::F32, &[1, 3, 2]);
+    let y = t.output(DType::F32, &[1, 2]);
+    t.steps(&[
+        k("aten::neg.out", &[x, a, a]),
+        k("aten::select_copy.int_out", &[a, dim, index, b, b]),
+        k("aten::neg.out", &[x2, w, w]),
+        k("aten::neg.out", &[w, y1, y1]),
+        k("aten::neg.out", &[b, y, y]),
+    ]);
+    assert_eq!(elided_calls(&t.build()), 0);
+    let got = t.run().unwrap();
+    assert_eq!(got[1].f32(), [5.0, -6.0]);
+
+    // The index is an Int an instruction computes at run time (`sym_size` of x's dim 2
+    // writes 2 into it): kept. Its value in the program, 0, would have selected row 0.
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1, 3, 2], &xs);
+    let a = t.intermediate_f32(&[1, 3, 2]);
+    let two = t.int(2);
+    let index = t.int(0);
+    let dim = t.int(1);
+    let b = t.intermediate_f32(&[1, 2]);
+    let y = t.output(DType::F32, &[1, 2]);
+    t.steps(&[
+        k("aten::neg.out", &[x, a, a]),
+        k("aten::sym_size.int", &[x, two, index]),
+        k("aten::select_copy.int_out", &[a, dim, index, b, b]),
+        k("aten::neg.out", &[b, y, y]),
+    ]);
+    check(&t, 0, &[5.0, -6.0]);
 }

@@ -22,6 +22,14 @@
 //! A copy whose output already has its input's address and size (same dtype, element count
 //! and layout) writes nothing new and is elided whatever else the program does.
 //!
+//! A slice that is one contiguous block of its input goes the same way: `slice_copy.Tensor`
+//! with step 1 and `select_copy.int` of a static contiguous tensor whose dims before the
+//! sliced one are all 1 (the last row of a `[1, T, C]` activation, one query's row of a
+//! `[1, 1, T, T]` mask). Its output is pointed at the block's bytes inside the input, under
+//! the proof above with `S`'s whole storage as the bytes that must not be written (no copy
+//! back is exempted). Its `dim`, `start`, `end`, `step` or `index` must be Int (or None)
+//! values no instruction writes, so that the load-time reading is what the call would see.
+//!
 //! What an instruction reads and writes: a kernel call writes the tensors of its last argument
 //! (the returned `out` tensors) and reads the tensors of its other arguments (a tensor it also
 //! returns counts as written only, the `out` convention); a delegate call uses each argument as
@@ -56,6 +64,10 @@ const IDENTITY_COPIES: [&str; 14] = [
     "dim_order_ops::_clone_dim_order.out",
     "aten::_clone_dim_order.out",
 ];
+
+/// Slices that may be one contiguous block of their input (`name.overload`).
+const SLICE: &str = "aten::slice_copy.Tensor_out";
+const SELECT: &str = "aten::select_copy.int_out";
 
 /// Most tensors one instruction may name for the analysis (an instruction naming more keeps
 /// every copy whose proof must look at it).
@@ -190,6 +202,133 @@ fn identity_copy(
     }
 }
 
+/// A slice whose output is one contiguous block of its input (module doc).
+struct Block {
+    s: u32,
+    dv: usize,
+    d: u32,
+    /// Where the block starts in the input, in bytes.
+    offset: usize,
+    /// The block's size in bytes (the output's).
+    bytes: usize,
+}
+
+/// `name.overload` of the operator instruction `ins` calls, if it is a kernel call.
+fn op_of<'p>(plan: fb::ExecutionPlan<'p>, ins: fb::Instruction<'p>) -> Option<(&'p str, &'p str)> {
+    let k = ins.instr_args_as_kernel_call()?;
+    let ops = plan.operators()?;
+    let i = usize::try_from(k.op_index())
+        .ok()
+        .filter(|&i| i < ops.len())?;
+    let op = ops.get(i);
+    Some((op.name()?, op.overload().unwrap_or("")))
+}
+
+/// Value `v` read as an optional Int at load: `Some(None)` for None, `None` when it is
+/// neither, or when an instruction may write it (a kernel call's last argument, any argument
+/// of a delegate call: prim ops compute Ints at run time).
+fn fixed_int(plan: fb::ExecutionPlan<'_>, values: &[Value<'_>], v: i32) -> Option<Option<i64>> {
+    let read = match values.get(usize::try_from(v).ok()?)? {
+        Value::Int(i) => Some(*i),
+        Value::None => None,
+        _ => return None,
+    };
+    let written = instructions(plan).any(|ins| match ins.instr_args_type() {
+        fb::InstructionArguments::KernelCall => ins
+            .instr_args_as_kernel_call()
+            .and_then(|k| k.args())
+            .is_some_and(|a| a.iter().next_back() == Some(v)),
+        fb::InstructionArguments::DelegateCall => ins
+            .instr_args_as_delegate_call()
+            .and_then(|d| d.args())
+            .is_some_and(|a| a.iter().any(|x| x == v)),
+        _ => true,
+    });
+    (!written).then_some(read)
+}
+
+/// The block a `slice_copy.Tensor` (step 1) or `select_copy.int` call copies, when it is one
+/// contiguous run of a static contiguous input into a static contiguous output of the shape
+/// the kernel would give it.
+fn block_copy(
+    plan: fb::ExecutionPlan<'_>,
+    ins: fb::Instruction<'_>,
+    values: &[Value<'_>],
+    tensors: &[TensorSlot],
+) -> Option<Block> {
+    let (name, overload) = op_of(plan, ins)?;
+    let is = |key: &str| {
+        key.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|o| o == overload)
+    };
+    let select = is(SELECT);
+    if !select && !is(SLICE) {
+        return None;
+    }
+    let args = ins.instr_args_as_kernel_call()?.args()?;
+    // slice: self, dim, start, end, step, out, return; select: self, dim, index, out, return.
+    if args.len() != if select { 5 } else { 7 } {
+        return None;
+    }
+    let arg = |i: usize| args.get(i);
+    let (Value::Tensor(s), Value::Tensor(d)) = (
+        *values.get(usize::try_from(arg(0)).ok()?)?,
+        *values.get(usize::try_from(arg(args.len() - 1)).ok()?)?,
+    ) else {
+        return None;
+    };
+    let (ts, td) = (tensors.get(s as usize)?, tensors.get(d as usize)?);
+    let plain = |t: &TensorSlot| t.dynamism == Dynamism::Static && t.contiguous;
+    if s == d || ts.dtype != td.dtype || !plain(ts) || !plain(td) || ts.nbytes() == 0 {
+        return None;
+    }
+    let dims = ts.shape.dims();
+    let dim = crate::shape::wrap_dim(fixed_int(plan, values, arg(1))??, dims.len())?;
+    let n = *dims.get(dim)?;
+    let (start, len) = if select {
+        let i = fixed_int(plan, values, arg(2))??;
+        let i = if i < 0 { i.checked_add(n as i64)? } else { i };
+        (usize::try_from(i).ok().filter(|&i| i < n)?, 1)
+    } else {
+        if fixed_int(plan, values, arg(4))?? != 1 {
+            return None;
+        }
+        // As the kernel: negative bounds count from the end, then clamp to 0..=n.
+        let clamp = |v: i64| {
+            let v = if v < 0 { v.saturating_add(n as i64) } else { v };
+            v.clamp(0, n as i64) as usize
+        };
+        let s0 = clamp(fixed_int(plan, values, arg(2))?.unwrap_or(0));
+        let e = clamp(fixed_int(plan, values, arg(3))?.unwrap_or(i64::MAX)).max(s0);
+        (s0, e - s0)
+    };
+    // The block is contiguous when every dim before `dim` is 1.
+    if dims[..dim].iter().any(|&x| x != 1) || len == 0 {
+        return None;
+    }
+    let inner: usize = dims[dim + 1..].iter().product();
+    let mut want = ts.shape;
+    want.dims_mut()[dim] = len;
+    let same_shape = if select {
+        let (a, b) = (td.shape.dims(), dims);
+        a.len() + 1 == b.len() && a[..dim] == b[..dim] && a[dim..] == b[dim + 1..]
+    } else {
+        td.shape.same_dims(&want)
+    };
+    if !same_shape {
+        return None;
+    }
+    let size = ts.dtype.size();
+    Some(Block {
+        s,
+        dv: usize::try_from(arg(args.len() - 1)).ok()?,
+        d,
+        offset: start.checked_mul(inner)?.checked_mul(size)?,
+        bytes: len.checked_mul(inner)?.checked_mul(size)?,
+    })
+}
+
 /// Whether a copy from `ts` to `td` writes exactly `ts`'s bytes: one dtype and one non-zero
 /// element count, both static and contiguous.
 fn same_layout(ts: &TensorSlot, td: &TensorSlot) -> bool {
@@ -297,7 +436,9 @@ struct Tables<'t, 'a, 'p> {
 }
 
 /// The proof for the copy at instruction `at` from slot `s` to slot `d` (module doc).
-fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32) -> Option<()> {
+/// `whole`: `D` takes all of `S`'s bytes (an identity copy); a slice's block may not use the
+/// copy-back exemption.
+fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32, whole: bool) -> Option<()> {
     let Tables {
         plan,
         values,
@@ -337,7 +478,7 @@ fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32) -> Option<()> {
             // what is there and is elided itself.
             if i <= last_read
                 && (overlap(r, sr) || overlap(r, d0))
-                && !(overlap(r, sr) && !overlap(r, d0) && copies_back_onto(t, ins, s, d))
+                && !(whole && overlap(r, sr) && !overlap(r, d0) && copies_back_onto(t, ins, s, d))
             {
                 return None;
             }
@@ -416,6 +557,56 @@ fn provable_onto_output(
     Some(p)
 }
 
+/// Points a contiguous slice's output at its block of the input when the proof holds
+/// (module doc); `true` when it did.
+fn elide_block(
+    plan: fb::ExecutionPlan<'_>,
+    ins: fb::Instruction<'_>,
+    values: &[Value<'_>],
+    tensors: &mut [TensorSlot],
+    delegates: &[DelegateSlot<'_, '_>],
+    at: usize,
+) -> bool {
+    let Some(b) = block_copy(plan, ins, values, tensors) else {
+        return false;
+    };
+    let (Some(&ts), Some(&td)) = (tensors.get(b.s as usize), tensors.get(b.d as usize)) else {
+        return false;
+    };
+    let fits = b
+        .offset
+        .checked_add(b.bytes)
+        .is_some_and(|e| e <= ts.nbytes());
+    let allowed = fits
+        && b.bytes == td.nbytes()
+        && ts.nbytes() <= ts.capacity
+        && !ts.data.is_null()
+        && (ts.planned || !ts.writable)
+        && td.planned
+        && td.writable
+        && !td.data.is_null()
+        && !overlap(span(&ts), span(&td))
+        && !is_io(plan, b.dv)
+        && !is_state(plan, b.dv);
+    let t = Tables {
+        plan,
+        values,
+        tensors,
+        delegates,
+    };
+    if !allowed || provable(&t, at, b.s, b.d, false).is_none() {
+        return false;
+    }
+    let Some(out) = tensors.get_mut(b.d as usize) else {
+        return false;
+    };
+    // Inside the input's bytes: offset + bytes <= its size (checked above).
+    out.data = ts.data.wrapping_add(b.offset);
+    out.capacity = b.bytes;
+    out.writable = ts.writable;
+    true
+}
+
 /// Where an elided copy's two tensors end up.
 enum Place {
     /// The output already has the input's address and size.
@@ -451,6 +642,10 @@ pub fn elide(
     let mut elided = 0;
     for (at, ins) in instructions(plan).enumerate() {
         let Some((sv, s, dv, d)) = identity_copy(plan, ins, values) else {
+            if at < proved.len() && elide_block(plan, ins, values, tensors, delegates, at) {
+                proved[at] = Proof::ELIDED;
+                elided += 1;
+            }
             continue;
         };
         if at >= proved.len() || io(dv) || state(dv) {
@@ -472,7 +667,7 @@ pub fn elide(
                 Place::Already
             } else if !slots_allow(ts, td) {
                 continue;
-            } else if provable(&t, at, s, d).is_some() {
+            } else if provable(&t, at, s, d, true).is_some() {
                 Place::OutputOnInput
             } else if ts.planned
                 && ts.writable
