@@ -429,3 +429,44 @@ fn xnnpack_row_regions_are_the_row_by_row_ones() {
         }
     }
 }
+
+/// A lowered language model takes its last layer's rows with slices of one contiguous block
+/// (the last position's hidden state, its mask row), read by ptera regions through views:
+/// each is elided at load (`exec::elide`), which needs the regions to say which arguments
+/// they only read (`Backend::arg_access`) and the views to move with the slice's output.
+#[test]
+fn lowered_language_models_elide_their_row_slices() {
+    use ptera::host::AlignedBuf;
+    use ptera::{MethodMeta, OwnedArenas, Program};
+    let neon = Target::parse("neon").unwrap();
+    for case in ["gpt2_portable", "opt_portable"] {
+        let out = lower(pte(case).as_slice(), &neon, &mut |_, _| {}).unwrap();
+        let buf = AlignedBuf::from_bytes(&out.bytes);
+        let reg = Registry::standard();
+        let program = Program::load(buf.as_slice()).unwrap();
+        let plan = program.methods().next().unwrap();
+        let ops = plan.operators().unwrap();
+        let chain = plan.chains().unwrap().get(0);
+        let slices: Vec<usize> = chain
+            .instructions()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, ins)| {
+                let k = ins.instr_args_as_kernel_call()?;
+                let name = ops.get(k.op_index() as usize).name()?;
+                matches!(name, "aten::slice_copy" | "aten::select_copy").then_some(i)
+            })
+            .collect();
+        assert!(!slices.is_empty(), "{case}: no slices");
+        let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
+        let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+        let method = bufs.load(meta, &reg).unwrap();
+        let dispatched: Vec<usize> = method.dispatched_calls().collect();
+        for i in &slices {
+            assert!(!dispatched.contains(i), "{case}: slice {i} still runs");
+        }
+        drop(method);
+        check(case, "neon", &out.bytes);
+    }
+}

@@ -407,6 +407,95 @@ fn copies_back_onto(t: &Tables<'_, '_, '_>, ins: fb::Instruction<'_>, s: u32, d:
     s2 == d && same_bytes(&moved, t2) && !is_io(t.plan, dv2) && !is_state(t.plan, dv2)
 }
 
+/// Most views of `D` moved along with it.
+const MAX_VIEWS: usize = 8;
+
+/// Slots planned inside `D`'s bytes that read as `D` (see [`views_of`]).
+type Views = heapless::Vec<u32, MAX_VIEWS>;
+
+/// Slot `v` is named by a value that is a method input or output, or state kept between runs.
+fn slot_pinned(plan: fb::ExecutionPlan<'_>, values: &[Value<'_>], v: u32) -> bool {
+    values.iter().enumerate().any(|(i, x)| {
+        matches!(x, Value::Tensor(t) if *t == v) && (is_io(plan, i) || is_state(plan, i))
+    })
+}
+
+/// `D`'s views: ExecuTorch plans a view of `D` (a `view_copy` it removed) as another tensor
+/// over `D`'s bytes, which a later instruction reads instead of `D`. They move with `D`. A
+/// view is a static planned slot other than `d` and `s` inside `D`'s bytes (`d.data ..
+/// d.data + size`), not pinned ([`slot_pinned`]), that no instruction writes and that is read,
+/// only after the copy at `at` and before another tensor is written over `D`'s bytes (a slot
+/// read after that names the new tenant's data). Its reads count as `D`'s in [`provable`].
+/// Slots inside `D`'s bytes that do not qualify are not returned: the proof then refuses the
+/// copy if they are read while `D`'s bytes live.
+fn views_of(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32) -> Option<Views> {
+    let td = t.tensors.get(d as usize)?;
+    let inside = (td.data as usize, td.data as usize + td.nbytes());
+    let within = |r: (usize, usize)| r.0 < r.1 && inside.0 <= r.0 && r.1 <= inside.1;
+    // The first instruction after the copy that writes another tensor over D's bytes: from
+    // there on those bytes hold that tensor's data, and a slot read there is its view.
+    let mut end = usize::MAX;
+    for (i, ins) in instructions(t.plan).enumerate().skip(at + 1) {
+        let named = uses(ins, t.values, t.delegates)?;
+        let over = |slot: u32| {
+            t.tensors
+                .get(slot as usize)
+                .is_some_and(|x| overlap(span(x), inside))
+        };
+        if named.iter().any(|u| u.write && u.slot != d && over(u.slot)) {
+            end = i;
+            break;
+        }
+    }
+    let mut views = Views::new();
+    'slot: for (v, tv) in t.tensors.iter().enumerate() {
+        let v = u32::try_from(v).ok()?;
+        if v == d
+            || v == s
+            || !within(span(tv))
+            || tv.dynamism != Dynamism::Static
+            || !tv.planned
+            || slot_pinned(t.plan, t.values, v)
+        {
+            continue;
+        }
+        let mut read = false;
+        for (i, ins) in instructions(t.plan).enumerate() {
+            for u in uses(ins, t.values, t.delegates)?
+                .iter()
+                .filter(|u| u.slot == v)
+            {
+                if u.write || i <= at || i >= end {
+                    continue 'slot;
+                }
+                read = true;
+            }
+        }
+        if read && views.push(v).is_err() {
+            // More than can be followed: none moves (the proof then keeps the old rule).
+            return Some(Views::new());
+        }
+    }
+    Some(views)
+}
+
+/// Points `D`'s views at `D`'s new bytes (`new`), at their offsets from `D`'s old ones.
+fn move_views(
+    tensors: &mut [TensorSlot],
+    views: &Views,
+    old: *mut u8,
+    new: *mut u8,
+    writable: bool,
+) {
+    for &v in views.iter() {
+        if let Some(tv) = tensors.get_mut(v as usize) {
+            let off = (tv.data as usize).wrapping_sub(old as usize);
+            tv.data = new.wrapping_add(off);
+            tv.writable = writable;
+        }
+    }
+}
+
 /// Removes `cut` from every piece of `pieces`; `false` when the pieces no longer fit.
 fn subtract(pieces: &mut heapless::Vec<(usize, usize), MAX_PIECES>, cut: (usize, usize)) -> bool {
     let mut next: heapless::Vec<(usize, usize), MAX_PIECES> = heapless::Vec::new();
@@ -436,21 +525,38 @@ struct Tables<'t, 'a, 'p> {
 }
 
 /// The proof for the copy at instruction `at` from slot `s` to slot `d` (module doc).
-/// `whole`: `D` takes all of `S`'s bytes (an identity copy); a slice's block may not use the
-/// copy-back exemption.
-fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32, whole: bool) -> Option<()> {
+/// `block`: `D` takes only these bytes of `S` (a slice), which must then hold still while `D`
+/// is read, and the copy-back exemption does not apply; `None`, all of `S`'s bytes (an
+/// identity copy). Returns `D`'s views ([`views_of`]), which move with it: their reads count
+/// as `D`'s.
+fn provable(
+    t: &Tables<'_, '_, '_>,
+    at: usize,
+    s: u32,
+    d: u32,
+    block: Option<(usize, usize)>,
+) -> Option<Views> {
     let Tables {
         plan,
         values,
         tensors,
         delegates,
     } = *t;
-    let sr = span(tensors.get(s as usize)?);
+    let whole = block.is_none();
+    let sr = match block {
+        Some(r) => r,
+        None => span(tensors.get(s as usize)?),
+    };
     let d0 = span(tensors.get(d as usize)?);
+    let views = views_of(t, at, s, d)?;
+    let is_d = |slot: u32| slot == d || views.contains(&slot);
     // The last instruction reading D; no later instruction may write it.
     let mut last_read = at;
     for (i, ins) in instructions(plan).enumerate().skip(at + 1) {
-        for u in uses(ins, values, delegates)?.iter().filter(|u| u.slot == d) {
+        for u in uses(ins, values, delegates)?
+            .iter()
+            .filter(|u| is_d(u.slot))
+        {
             if u.write {
                 return None;
             }
@@ -464,13 +570,13 @@ fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32, whole: bool) -> O
             break;
         }
         let named = uses(ins, values, delegates)?;
-        for u in named.iter().filter(|u| u.slot != d) {
+        for u in named.iter().filter(|u| !is_d(u.slot)) {
             let r = span(tensors.get(u.slot as usize)?);
             if u.read && live.iter().any(|&p| overlap(p, r)) {
                 return None;
             }
         }
-        for u in named.iter().filter(|u| u.slot != d && u.write) {
+        for u in named.iter().filter(|u| !is_d(u.slot) && u.write) {
             let r = span(tensors.get(u.slot as usize)?);
             // While D is still to be read, nothing may write S's bytes (D's data now), nor
             // D's own bytes under another name (a view written in place: D would no longer
@@ -487,7 +593,7 @@ fn provable(t: &Tables<'_, '_, '_>, at: usize, s: u32, d: u32, whole: bool) -> O
             }
         }
     }
-    Some(())
+    Some(views)
 }
 
 /// The proof for moving `S` onto `D`'s bytes instead: `S`'s one writer `p` (before the copy
@@ -594,14 +700,20 @@ fn elide_block(
         tensors,
         delegates,
     };
-    if !allowed || provable(&t, at, b.s, b.d, false).is_none() {
+    // Inside the input's bytes when `allowed` (`fits`: offset + bytes <= its size).
+    let at_block = ts.data.wrapping_add(b.offset);
+    let block = (at_block as usize, (at_block as usize).wrapping_add(b.bytes));
+    let Some(views) = allowed
+        .then(|| provable(&t, at, b.s, b.d, Some(block)))
+        .flatten()
+    else {
         return false;
-    }
+    };
+    move_views(tensors, &views, td.data, at_block, ts.writable);
     let Some(out) = tensors.get_mut(b.d as usize) else {
         return false;
     };
-    // Inside the input's bytes: offset + bytes <= its size (checked above).
-    out.data = ts.data.wrapping_add(b.offset);
+    out.data = at_block;
     out.capacity = b.bytes;
     out.writable = ts.writable;
     true
@@ -611,8 +723,8 @@ fn elide_block(
 enum Place {
     /// The output already has the input's address and size.
     Already,
-    /// The output moves onto the input's bytes.
-    OutputOnInput,
+    /// The output moves onto the input's bytes, with its views.
+    OutputOnInput(Views),
     /// The input moves onto the output's bytes (its one writer writes there).
     InputOnOutput,
 }
@@ -667,8 +779,8 @@ pub fn elide(
                 Place::Already
             } else if !slots_allow(ts, td) {
                 continue;
-            } else if provable(&t, at, s, d, true).is_some() {
-                Place::OutputOnInput
+            } else if let Some(views) = provable(&t, at, s, d, None) {
+                Place::OutputOnInput(views)
             } else if ts.planned
                 && ts.writable
                 && !io(sv)
@@ -683,7 +795,8 @@ pub fn elide(
         let (ts, td) = (tensors[s as usize], tensors[d as usize]);
         match place {
             Place::Already => {}
-            Place::OutputOnInput => {
+            Place::OutputOnInput(views) => {
+                move_views(tensors, &views, td.data, ts.data, ts.writable);
                 let out = &mut tensors[d as usize];
                 out.data = ts.data;
                 out.capacity = ts.nbytes();

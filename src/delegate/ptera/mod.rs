@@ -19,7 +19,7 @@
 //! the XNNPACK interpreter's own plan, so a run reads no flatbuffer.
 
 use crate::delegate::xnnpack::{self, FilterOverride};
-use crate::delegate::{Backend, DelegateInit, Requirements};
+use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
@@ -689,6 +689,37 @@ impl Backend for PteraBackend {
             encode(&l, ranges, &mut state[at..at + STATE_PER_OP]);
         }
         Ok(())
+    }
+
+    /// A linear's input, bias and weight argument are read, its output written whole (rows a
+    /// row demand leaves out are never read: `exec::demand`); a wrapped XNNPACK payload's plan
+    /// says for itself. A state area that does not parse gives the safe default.
+    fn arg_access(&self, _: &DelegateInit<'_>, state: &[u8], arg: usize) -> ArgAccess {
+        if state.len() < STATE_HEAD {
+            return ArgAccess::ReadWrite;
+        }
+        if u32_at(state, 4) == KIND_XNN {
+            return xnnpack::arg_access_of(&state[STATE_HEAD..], arg);
+        }
+        let records = (u32_at(state, 0) as usize)
+            .checked_mul(STATE_PER_OP)
+            .and_then(|n| state.get(STATE_HEAD..STATE_HEAD.checked_add(n)?));
+        let Some(records) = records else {
+            return ArgAccess::ReadWrite;
+        };
+        let (mut read, mut written) = (false, false);
+        for rec in records.chunks_exact(STATE_PER_OP) {
+            let (l, _) = decode(rec);
+            let weight = matches!(l.weight, WeightRef::Arg { arg: a, .. } if a == arg);
+            read |= l.input == arg || l.bias == Some(arg) || weight;
+            written |= l.output == arg;
+        }
+        match (read, written) {
+            (false, false) => ArgAccess::Unused,
+            (true, false) => ArgAccess::Read,
+            (false, true) => ArgAccess::Write,
+            (true, true) => ArgAccess::ReadWrite,
+        }
     }
 
     fn execute(

@@ -954,6 +954,14 @@ impl Backend for XnnpackBackend {
     /// External inputs are read, external outputs written whole; an argument no external
     /// names is unused. A state area that does not parse gives the safe default.
     fn arg_access(&self, _: &DelegateInit<'_>, state: &[u8], arg: usize) -> ArgAccess {
+        arg_access_of(state, arg)
+    }
+}
+
+/// [`Backend::arg_access`] of an initialised plan `state` (also for plans wrapped by another
+/// backend).
+pub fn arg_access_of(state: &[u8], arg: usize) -> ArgAccess {
+    {
         let Ok(view) = state_view(state) else {
             return ArgAccess::ReadWrite;
         };
