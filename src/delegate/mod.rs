@@ -74,6 +74,18 @@ pub enum ArgAccess {
     ReadWrite,
 }
 
+impl ArgAccess {
+    /// The access of an argument that is `read` and/or `written`.
+    pub fn of(read: bool, written: bool) -> ArgAccess {
+        match (read, written) {
+            (false, false) => ArgAccess::Unused,
+            (true, false) => ArgAccess::Read,
+            (false, true) => ArgAccess::Write,
+            (true, true) => ArgAccess::ReadWrite,
+        }
+    }
+}
+
 /// A resolved delegate of a loaded method: its backend, payload and translated plan.
 #[derive(Clone, Copy)]
 pub struct DelegateSlot<'a, 'p> {

@@ -714,12 +714,7 @@ impl Backend for PteraBackend {
             read |= l.input == arg || l.bias == Some(arg) || weight;
             written |= l.output == arg;
         }
-        match (read, written) {
-            (false, false) => ArgAccess::Unused,
-            (true, false) => ArgAccess::Read,
-            (false, true) => ArgAccess::Write,
-            (true, true) => ArgAccess::ReadWrite,
-        }
+        ArgAccess::of(read, written)
     }
 
     fn execute(

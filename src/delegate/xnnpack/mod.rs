@@ -22,7 +22,7 @@ mod step;
 
 pub use execute::execute_plan;
 use plan::*;
-pub use plan::{Loc, MAX_EXTERNS, MAX_NODES, MAX_VALUES};
+pub use plan::{arg_access_of, Loc, MAX_EXTERNS, MAX_NODES, MAX_VALUES};
 
 use core::mem::size_of;
 
@@ -951,31 +951,9 @@ impl Backend for XnnpackBackend {
         execute_plan(init, state, ctx)
     }
 
-    /// External inputs are read, external outputs written whole; an argument no external
-    /// names is unused. A state area that does not parse gives the safe default.
+    /// As [`arg_access_of`].
     fn arg_access(&self, _: &DelegateInit<'_>, state: &[u8], arg: usize) -> ArgAccess {
         arg_access_of(state, arg)
-    }
-}
-
-/// [`Backend::arg_access`] of an initialised plan `state` (also for plans wrapped by another
-/// backend).
-pub fn arg_access_of(state: &[u8], arg: usize) -> ArgAccess {
-    {
-        let Ok(view) = state_view(state) else {
-            return ArgAccess::ReadWrite;
-        };
-        let (mut read, mut written) = (false, false);
-        for l in view.locs.iter().filter(|l| l.ext as usize == arg) {
-            read |= l.kind == KIND_EXTERNAL_IN;
-            written |= l.kind == KIND_EXTERNAL_OUT;
-        }
-        match (read, written) {
-            (false, false) => ArgAccess::Unused,
-            (true, false) => ArgAccess::Read,
-            (false, true) => ArgAccess::Write,
-            (true, true) => ArgAccess::ReadWrite,
-        }
     }
 }
 

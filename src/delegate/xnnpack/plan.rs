@@ -6,6 +6,7 @@ use core::mem::size_of;
 
 use super::graph::{bad, MAX_DIMS};
 use super::step::Step;
+use crate::delegate::ArgAccess;
 use crate::error::KernelError;
 use crate::linalg::quant::packed::Int8Layout;
 use crate::linalg::quant::qs8::Qs8;
@@ -321,4 +322,20 @@ impl QuantFilter {
             && scales.is_some_and(|sc| self.scales.1 == sc as u64)
             && self.sums.1 == 4 * n as u64
     }
+}
+
+/// [`Backend::arg_access`](crate::delegate::Backend::arg_access) of an initialised plan
+/// `state` (also for plans another backend wraps): external inputs are read, external outputs
+/// written whole; an argument no external names is unused. A state area that does not parse
+/// gives the safe default.
+pub fn arg_access_of(state: &[u8], arg: usize) -> ArgAccess {
+    let Ok(view) = state_view(state) else {
+        return ArgAccess::ReadWrite;
+    };
+    let (mut read, mut written) = (false, false);
+    for l in view.locs.iter().filter(|l| l.ext as usize == arg) {
+        read |= l.kind == KIND_EXTERNAL_IN;
+        written |= l.kind == KIND_EXTERNAL_OUT;
+    }
+    ArgAccess::of(read, written)
 }
