@@ -445,6 +445,26 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         })
     }
 
+    /// The f32 output at `arg` resized to `shape` (as [`output`](Self::output) resizes), bound
+    /// to its storage with the checks of an output and none of a view's copies.
+    pub fn output_f32s_shaped(
+        &mut self,
+        arg: usize,
+        shape: &Shape,
+    ) -> Result<&'a mut [f32], KernelError> {
+        let slot = self.slot_of(arg)?;
+        let (dtype, p, bytes) = self.bind_output(slot, arg, Some(shape))?;
+        let len = shape.numel();
+        f32s_check(arg, p as usize, bytes, dtype, len)?;
+        Ok(if len == 0 {
+            &mut []
+        } else {
+            // SAFETY: `bind_output` hands out `bytes` (= 4·len, checked) writable bytes at `p`,
+            // f32 aligned (checked), overlapping no other argument of this call, for `'a`.
+            unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
+        })
+    }
+
     /// A contiguous input tensor.
     #[inline]
     pub fn input(&self, arg: usize) -> Result<TensorRef<'a>, KernelError> {

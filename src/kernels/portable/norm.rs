@@ -72,6 +72,9 @@ fn rstd_of(var: f64, eps: f64) -> f64 {
 /// `weight`/`bias`, when given, have exactly `normalized_shape`.
 fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     ctx.expect_args(9)?;
+    if ctx.out_dtype(0)? == DType::F32 {
+        return layer_norm_f32(ctx);
+    }
     let x = ctx.input(0)?;
     let ns = ctx.int_list(1)?;
     let w = ctx.opt_input(2)?;
@@ -124,43 +127,6 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let mut out = ctx.output(5, x.shape())?;
     let mut mean_out = ctx.output(6, &stat_shape)?;
     let mut rstd_out = ctx.output(7, &stat_shape)?;
-    if dt == DType::F32 {
-        let xd = x.as_slice::<f32>()?;
-        let wd = match &w {
-            Some(t) => Some(t.as_slice::<f32>()?),
-            None => None,
-        };
-        let bd = match &b {
-            Some(t) => Some(t.as_slice::<f32>()?),
-            None => None,
-        };
-        let od = out.as_mut_slice::<f32>()?;
-        let md = mean_out.as_mut_slice::<f32>()?;
-        let rd = rstd_out.as_mut_slice::<f32>()?;
-        if xd.len() < m * n || od.len() < m * n || md.len() < m || rd.len() < m {
-            return Err(shape_err(
-                5,
-                "layer_norm: output sizes differ from the input's",
-            ));
-        }
-        // Rows across cores (each row computed as one core computes it).
-        let (od, md, rd) = (
-            parallel::SharedSlice::new(od),
-            parallel::SharedSlice::new(md),
-            parallel::SharedSlice::new(rd),
-        );
-        let errors = parallel::FirstError::default();
-        parallel::for_units(m, n * 6, |lo, hi, _| {
-            // SAFETY: rows lo..hi (and their statistics) belong to this part alone.
-            let (o, mo, ro) =
-                unsafe { (od.range(lo * n, hi * n), md.range(lo, hi), rd.range(lo, hi)) };
-            let xr = &xd[lo * n..hi * n];
-            if vec::layer_norm_rows(xr, wd, bd, eps as f32, n, o, mo, ro).is_err() {
-                errors.put(shape_err(5, "layer_norm: row length mismatch"));
-            }
-        });
-        return errors.result();
-    }
     let xs = Src::new(&x)?;
     let ws = w.as_ref().map(Src::new).transpose()?;
     let bs = b.as_ref().map(Src::new).transpose()?;
@@ -182,6 +148,82 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         }
     }
     Ok(())
+}
+
+/// [`native_layer_norm_out`] of an f32 input: the same checks, on the tensors' dims and raw
+/// storage (no views are made: this runs several times per transformer layer).
+fn layer_norm_f32(ctx: &mut Ctx<'_, '_, '_>) -> Res {
+    let ns = ctx.int_list(1)?;
+    let eps = ctx.double(4)?;
+    for a in 5..8 {
+        need_dtype(ctx.out_dtype(a)?, DType::F32, a)?;
+    }
+    let x_shape = crate::shape::Shape::new(ctx.dims(0)?).ok_or(shape_err(0, "rank too large"))?;
+    let dims = x_shape.dims();
+    if ns.is_empty() {
+        return Err(value_err(
+            1,
+            "layer_norm: normalized_shape must not be empty",
+        ));
+    }
+    let r = dims.len();
+    if ns.len() > r {
+        return Err(shape_err(
+            1,
+            "layer_norm: normalized_shape longer than input rank",
+        ));
+    }
+    let axis = r - ns.len();
+    for (i, &d) in ns.iter().enumerate() {
+        if d < 0 || d as u64 != dims[axis + i] as u64 {
+            return Err(shape_err(
+                1,
+                "layer_norm: normalized_shape must match the input's trailing dims",
+            ));
+        }
+    }
+    let m = checked_prod(&dims[..axis], 0)?;
+    let n = checked_prod(&dims[axis..], 0)?;
+    let mut affine = [None, None];
+    for (slot, arg) in affine.iter_mut().zip([2, 3]) {
+        if ctx.is_none(arg)? {
+            continue;
+        }
+        need_dtype(ctx.out_dtype(arg)?, DType::F32, arg)?;
+        if ctx.dims(arg)? != &dims[axis..] {
+            return Err(shape_err(
+                arg,
+                "layer_norm: weight/bias must have normalized_shape",
+            ));
+        }
+        *slot = Some(ctx.input_f32s(arg, n)?);
+    }
+    let [wd, bd] = affine;
+    let xd = ctx.input_f32s(0, m.saturating_mul(n))?;
+    let mut stat_shape = x_shape;
+    for d in &mut stat_shape.dims_mut()[axis..] {
+        *d = 1;
+    }
+    let od = ctx.output_f32s_shaped(5, &x_shape)?;
+    let md = ctx.output_f32s_shaped(6, &stat_shape)?;
+    let rd = ctx.output_f32s_shaped(7, &stat_shape)?;
+    // Rows across cores (each row computed as one core computes it).
+    let (od, md, rd) = (
+        parallel::SharedSlice::new(od),
+        parallel::SharedSlice::new(md),
+        parallel::SharedSlice::new(rd),
+    );
+    let errors = parallel::FirstError::default();
+    parallel::for_units(m, n * 6, |lo, hi, _| {
+        // SAFETY: rows lo..hi (and their statistics) belong to this part alone; the outputs
+        // hold m·n and m elements (bound at those shapes above).
+        let (o, mo, ro) = unsafe { (od.range(lo * n, hi * n), md.range(lo, hi), rd.range(lo, hi)) };
+        let xr = &xd[lo * n..hi * n];
+        if vec::layer_norm_rows(xr, wd, bd, eps as f32, n, o, mo, ro).is_err() {
+            errors.put(shape_err(5, "layer_norm: row length mismatch"));
+        }
+    });
+    errors.result()
 }
 
 /// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N,

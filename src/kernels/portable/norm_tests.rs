@@ -125,6 +125,32 @@ fn layer_norm_f64_and_errors() {
         t.run_kernel_err(),
         KernelError::UnsupportedDType { .. }
     ));
+    // f32 input: a weight of the wrong shape, a bias of another dtype, a mean of another dtype.
+    for (case, want_arg) in [(0, 2), (1, 3), (2, 6)] {
+        let mut t = OpTest::new("aten::native_layer_norm.out");
+        let ix = t.input_f32(&[3, 4], &[0.0; 12]);
+        let ns = t.int_list(&[4]);
+        let w = match case {
+            0 => t.constant_f32(&[3], &[1.0; 3]),
+            _ => t.constant_f32(&[4], &[1.0; 4]),
+        };
+        let b = match case {
+            1 => t.input_f64(&[4], &[0.0; 4]),
+            _ => t.constant_f32(&[4], &[0.0; 4]),
+        };
+        let eps = t.double(1e-5);
+        let o0 = t.output(DType::F32, &[3, 4]);
+        let o1 = t.output(if case == 2 { DType::F64 } else { DType::F32 }, &[3, 1]);
+        let o2 = t.output(DType::F32, &[3, 1]);
+        let l = t.tensor_list(&[o0, o1, o2]);
+        t.call(&[ix, ns, w, b, eps, o0, o1, o2, l]);
+        match t.run_kernel_err() {
+            KernelError::Shape { arg, .. } | KernelError::DTypeMismatch { arg, .. } => {
+                assert_eq!(arg, want_arg, "case {case}")
+            }
+            other => panic!("case {case}: {other:?}"),
+        }
+    }
 }
 
 #[test]
