@@ -743,38 +743,54 @@ fn embedding_out(ctx: &mut Ctx) -> Res {
         .ok_or(shape_err(5, "result rank exceeds 16"))?;
     checked_numel(shape.dims(), 5)?;
     check_out_dtype(ctx, 5, w.dtype())?;
-    for i in 0..idx.len() {
-        check_index(idx.get(i), rows, false, 1)?;
-    }
-    let mut out = ctx.output(5, &shape)?;
     let row = dim * w.dtype().size();
     if row == 0 {
+        // Nothing to copy: the indices are still checked.
+        for i in 0..idx.len() {
+            check_index(idx.get(i), rows, false, 1)?;
+        }
+        ctx.output(5, &shape)?;
         return Ok(());
     }
+    let mut out = ctx.output(5, &shape)?;
     let src = w.bytes();
     let dst = out.bytes_mut();
-    // Rows gathered across the team's cores (indices checked above).
+    // Rows gathered across the team's cores, each part checking its own indices (a bad one
+    // stops the part: the output is then unspecified and the error below is returned).
+    let bad = core::sync::atomic::AtomicBool::new(false);
     crate::parallel::for_chunks(dst, row, row / 8, |first, part, _| match idx {
-        IdxVals::I64(s) => {
-            for (d, &v) in part
-                .chunks_exact_mut(row)
-                .zip(s.get(first..).unwrap_or(&[]))
-            {
-                let v = v as usize;
-                d.copy_from_slice(&src[v * row..(v + 1) * row]);
-            }
-        }
-        IdxVals::I32(s) => {
-            for (d, &v) in part
-                .chunks_exact_mut(row)
-                .zip(s.get(first..).unwrap_or(&[]))
-            {
-                let v = v as usize;
-                d.copy_from_slice(&src[v * row..(v + 1) * row]);
-            }
-        }
+        IdxVals::I64(s) => gather_rows(part, s.get(first..).unwrap_or(&[]), src, rows, &bad),
+        IdxVals::I32(s) => gather_rows(part, s.get(first..).unwrap_or(&[]), src, rows, &bad),
     });
+    if bad.load(core::sync::atomic::Ordering::Relaxed) {
+        // The first bad index in order, whichever part met one.
+        for i in 0..idx.len() {
+            check_index(idx.get(i), rows, false, 1)?;
+        }
+    }
     Ok(())
+}
+
+/// Copies row `idx[j]` of `src` (`rows` rows) into each row `j` of `part`, row length
+/// `src.len() / rows`; at the first index out of range sets `bad` and stops.
+fn gather_rows<I: Copy + Into<i64>>(
+    part: &mut [u8],
+    idx: &[I],
+    src: &[u8],
+    rows: usize,
+    bad: &core::sync::atomic::AtomicBool,
+) {
+    let row = src.len() / rows.max(1);
+    if row == 0 {
+        return;
+    }
+    for (d, &v) in part.chunks_exact_mut(row).zip(idx) {
+        let Ok(v) = check_index(v.into(), rows, false, 1) else {
+            bad.store(true, core::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        d.copy_from_slice(&src[v * row..(v + 1) * row]);
+    }
 }
 
 #[cfg(test)]

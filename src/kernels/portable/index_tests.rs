@@ -608,5 +608,24 @@ fn index_and_embedding_split_across_cores_give_the_same_bytes() {
             refused.is_err(),
             "an index out of range was accepted on {cores} cores"
         );
+        // The embedding checks its indices inside the parts: two bad ones in different
+        // parts, and the error names the first in order (on one core as on the team).
+        let mut bad = rows.clone();
+        bad[260] = 129;
+        bad[40] = -3;
+        for refused in [embed(&bad), scoped(&team, || embed(&bad))] {
+            match refused {
+                Err(crate::Error::Kernel {
+                    source:
+                        KernelError::IndexOutOfBounds {
+                            arg: 1,
+                            index,
+                            size,
+                        },
+                    ..
+                }) => assert_eq!((index, size), (-3, 129), "{cores} cores"),
+                other => panic!("{cores} cores: {other:?}"),
+            }
+        }
     }
 }
