@@ -26,9 +26,15 @@
 //! with step 1 and `select_copy.int` of a static contiguous tensor whose dims before the
 //! sliced one are all 1 (the last row of a `[1, T, C]` activation, one query's row of a
 //! `[1, 1, T, T]` mask). Its output is pointed at the block's bytes inside the input, under
-//! the proof above with `S`'s whole storage as the bytes that must not be written (no copy
-//! back is exempted). Its `dim`, `start`, `end`, `step` or `index` must be Int (or None)
-//! values no instruction writes, so that the load-time reading is what the call would see.
+//! the proof above with the block as the bytes of `S` that must not be written while `D` is
+//! read (no copy back is exempted). Its `dim`, `start`, `end`, `step` or `index` must be Int
+//! (or None) values no instruction writes, so that the load-time reading is what the call
+//! would see.
+//!
+//! `D`'s views move with it: ExecuTorch plans a view of `D` (a `view_copy` it removed) as
+//! another tensor over `D`'s bytes, read instead of `D`. Such a tensor, never written and read
+//! only after the copy and before anything else is written over `D`'s bytes, is pointed at the
+//! same offset of `D`'s new bytes, and its reads count as `D`'s in the proof.
 //!
 //! What an instruction reads and writes: a kernel call writes the tensors of its last argument
 //! (the returned `out` tensors) and reads the tensors of its other arguments (a tensor it also
