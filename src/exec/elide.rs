@@ -349,8 +349,13 @@ fn same_layout(ts: &TensorSlot, td: &TensorSlot) -> bool {
 
 /// Whether the slots themselves allow `D` over `S`'s bytes.
 fn slots_allow(ts: &TensorSlot, td: &TensorSlot) -> bool {
-    same_layout(ts, td)
-        && ts.nbytes() <= ts.capacity
+    same_layout(ts, td) && storage_allows(ts, td)
+}
+
+/// The storage half of [`slots_allow`] (also for slices): `S` has fixed storage holding its
+/// data (planned or a constant), `D` is planned and writable, and the two are apart.
+fn storage_allows(ts: &TensorSlot, td: &TensorSlot) -> bool {
+    ts.nbytes() <= ts.capacity
         && !ts.data.is_null()
         && (ts.planned || !ts.writable)
         && td.planned
@@ -691,13 +696,7 @@ fn elide_block(
         .is_some_and(|e| e <= ts.nbytes());
     let allowed = fits
         && b.bytes == td.nbytes()
-        && ts.nbytes() <= ts.capacity
-        && !ts.data.is_null()
-        && (ts.planned || !ts.writable)
-        && td.planned
-        && td.writable
-        && !td.data.is_null()
-        && !overlap(span(&ts), span(&td))
+        && storage_allows(&ts, &td)
         && !is_io(plan, b.dv)
         && !is_state(plan, b.dv);
     let t = Tables {

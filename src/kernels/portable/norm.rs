@@ -85,28 +85,7 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     for a in 5..8 {
         need_dtype(ctx.out_dtype(a)?, dt, a)?;
     }
-    if ns.is_empty() {
-        return Err(value_err(
-            1,
-            "layer_norm: normalized_shape must not be empty",
-        ));
-    }
-    let r = x.rank();
-    if ns.len() > r {
-        return Err(shape_err(
-            1,
-            "layer_norm: normalized_shape longer than input rank",
-        ));
-    }
-    let axis = r - ns.len();
-    for (i, &d) in ns.iter().enumerate() {
-        if d < 0 || d as u64 != x.dims()[axis + i] as u64 {
-            return Err(shape_err(
-                1,
-                "layer_norm: normalized_shape must match the input's trailing dims",
-            ));
-        }
-    }
+    let axis = norm_axis(&ns, x.dims())?;
     for (t, arg) in [(&w, 2), (&b, 3)] {
         if let Some(t) = t {
             need_dtype(t.dtype(), dt, arg)?;
@@ -150,6 +129,32 @@ fn native_layer_norm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     Ok(())
 }
 
+/// The first normalised dim of an input of `dims` for `normalized_shape` `ns` (argument 1):
+/// `ns` must be non-empty and equal the input's trailing dims.
+fn norm_axis(ns: &[i64], dims: &[usize]) -> Result<usize, KernelError> {
+    if ns.is_empty() {
+        return Err(value_err(
+            1,
+            "layer_norm: normalized_shape must not be empty",
+        ));
+    }
+    let axis = dims.len().checked_sub(ns.len()).ok_or(shape_err(
+        1,
+        "layer_norm: normalized_shape longer than input rank",
+    ))?;
+    if ns
+        .iter()
+        .zip(&dims[axis..])
+        .any(|(&n, &d)| n < 0 || n as u64 != d as u64)
+    {
+        return Err(shape_err(
+            1,
+            "layer_norm: normalized_shape must match the input's trailing dims",
+        ));
+    }
+    Ok(axis)
+}
+
 /// [`native_layer_norm_out`] of an f32 input: the same checks, on the tensors' dims and raw
 /// storage (no views are made: this runs several times per transformer layer).
 fn layer_norm_f32(ctx: &mut Ctx<'_, '_, '_>) -> Res {
@@ -160,28 +165,7 @@ fn layer_norm_f32(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     }
     let x_shape = crate::shape::Shape::new(ctx.dims(0)?).ok_or(shape_err(0, "rank too large"))?;
     let dims = x_shape.dims();
-    if ns.is_empty() {
-        return Err(value_err(
-            1,
-            "layer_norm: normalized_shape must not be empty",
-        ));
-    }
-    let r = dims.len();
-    if ns.len() > r {
-        return Err(shape_err(
-            1,
-            "layer_norm: normalized_shape longer than input rank",
-        ));
-    }
-    let axis = r - ns.len();
-    for (i, &d) in ns.iter().enumerate() {
-        if d < 0 || d as u64 != dims[axis + i] as u64 {
-            return Err(shape_err(
-                1,
-                "layer_norm: normalized_shape must match the input's trailing dims",
-            ));
-        }
-    }
+    let axis = norm_axis(&ns, dims)?;
     let m = checked_prod(&dims[..axis], 0)?;
     let n = checked_prod(&dims[axis..], 0)?;
     let mut affine = [None, None];
