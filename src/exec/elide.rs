@@ -183,22 +183,8 @@ fn identity_copy(
     ins: fb::Instruction<'_>,
     values: &[Value<'_>],
 ) -> Option<(usize, u32, usize, u32)> {
+    called_key(plan, ins, &IDENTITY_COPIES)?;
     let k = ins.instr_args_as_kernel_call()?;
-    let op = plan.operators()?;
-    let op = op.get(
-        usize::try_from(k.op_index())
-            .ok()
-            .filter(|&i| i < op.len())?,
-    );
-    let (name, overload) = (op.name()?, op.overload().unwrap_or(""));
-    let known = IDENTITY_COPIES.iter().any(|key| {
-        key.strip_prefix(name)
-            .and_then(|rest| rest.strip_prefix('.'))
-            .is_some_and(|o| o == overload)
-    });
-    if !known {
-        return None;
-    }
     let args = k.args()?;
     let sv = usize::try_from(args.iter().next()?).ok()?;
     let dv = usize::try_from(args.iter().next_back()?).ok()?;
@@ -219,15 +205,24 @@ struct Block {
     bytes: usize,
 }
 
-/// `name.overload` of the operator instruction `ins` calls, if it is a kernel call.
-fn op_of<'p>(plan: fb::ExecutionPlan<'p>, ins: fb::Instruction<'p>) -> Option<(&'p str, &'p str)> {
+/// Which of `keys` (`name.overload`) the kernel call `ins` calls, if any.
+fn called_key<'k>(
+    plan: fb::ExecutionPlan<'_>,
+    ins: fb::Instruction<'_>,
+    keys: &[&'k str],
+) -> Option<&'k str> {
     let k = ins.instr_args_as_kernel_call()?;
     let ops = plan.operators()?;
     let i = usize::try_from(k.op_index())
         .ok()
         .filter(|&i| i < ops.len())?;
     let op = ops.get(i);
-    Some((op.name()?, op.overload().unwrap_or("")))
+    let (name, overload) = (op.name()?, op.overload().unwrap_or(""));
+    keys.iter().copied().find(|key| {
+        key.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|o| o == overload)
+    })
 }
 
 /// Value `v` read as an optional Int at load: `Some(None)` for None, `None` when it is
@@ -262,16 +257,7 @@ fn block_copy(
     values: &[Value<'_>],
     tensors: &[TensorSlot],
 ) -> Option<Block> {
-    let (name, overload) = op_of(plan, ins)?;
-    let is = |key: &str| {
-        key.strip_prefix(name)
-            .and_then(|rest| rest.strip_prefix('.'))
-            .is_some_and(|o| o == overload)
-    };
-    let select = is(SELECT);
-    if !select && !is(SLICE) {
-        return None;
-    }
+    let select = called_key(plan, ins, &[SLICE, SELECT])? == SELECT;
     let args = ins.instr_args_as_kernel_call()?.args()?;
     // slice: self, dim, start, end, step, out, return; select: self, dim, index, out, return.
     if args.len() != if select { 5 } else { 7 } {

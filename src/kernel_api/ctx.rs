@@ -435,14 +435,8 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     #[inline]
     pub fn output_f32s(&mut self, arg: usize, len: usize) -> Result<&'a mut [f32], KernelError> {
         let (p, bytes, dtype) = self.output_raw(arg)?;
-        f32s_check(arg, p as usize, bytes, dtype, len)?;
-        Ok(if len == 0 {
-            &mut []
-        } else {
-            // SAFETY: `output_raw` hands out `bytes` (= 4·len, checked) writable bytes at `p`,
-            // f32 aligned (checked), overlapping no other argument of this call, for `'a`.
-            unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
-        })
+        // SAFETY: `output_raw` binds the output through `bind_output`.
+        unsafe { f32s_mut(arg, p, bytes, dtype, len) }
     }
 
     /// The f32 output at `arg` resized to `shape` (as [`output`](Self::output) resizes), bound
@@ -454,15 +448,8 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     ) -> Result<&'a mut [f32], KernelError> {
         let slot = self.slot_of(arg)?;
         let (dtype, p, bytes) = self.bind_output(slot, arg, Some(shape))?;
-        let len = shape.numel();
-        f32s_check(arg, p as usize, bytes, dtype, len)?;
-        Ok(if len == 0 {
-            &mut []
-        } else {
-            // SAFETY: `bind_output` hands out `bytes` (= 4·len, checked) writable bytes at `p`,
-            // f32 aligned (checked), overlapping no other argument of this call, for `'a`.
-            unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
-        })
+        // SAFETY: `p` and `bytes` are `bind_output`'s.
+        unsafe { f32s_mut(arg, p, bytes, dtype, shape.numel()) }
     }
 
     /// A contiguous input tensor.
@@ -736,6 +723,28 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
 /// The checks of [`KernelCtx::input_f32s`] and [`KernelCtx::output_f32s`]: f32, `len`
 /// elements, f32 aligned.
 #[inline]
+/// An output's storage as `len` f32s, after [`f32s_check`].
+///
+/// # Safety
+/// `p` and `bytes` come from `bind_output`: `bytes` writable bytes at `p`, overlapping no
+/// other argument of the call, for `'a`.
+unsafe fn f32s_mut<'a>(
+    arg: usize,
+    p: *mut u8,
+    bytes: usize,
+    dtype: DType,
+    len: usize,
+) -> Result<&'a mut [f32], KernelError> {
+    f32s_check(arg, p as usize, bytes, dtype, len)?;
+    Ok(if len == 0 {
+        &mut []
+    } else {
+        // SAFETY: `bytes` writable bytes at `p` for `'a` (this function's contract), = 4·len
+        // and f32 aligned (checked above).
+        unsafe { core::slice::from_raw_parts_mut(p as *mut f32, len) }
+    })
+}
+
 fn f32s_check(
     arg: usize,
     addr: usize,

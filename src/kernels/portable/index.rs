@@ -759,8 +759,8 @@ fn embedding_out(ctx: &mut Ctx) -> Res {
     // stops the part: the output is then unspecified and the error below is returned).
     let bad = core::sync::atomic::AtomicBool::new(false);
     crate::parallel::for_chunks(dst, row, row / 8, |first, part, _| match idx {
-        IdxVals::I64(s) => gather_rows(part, s.get(first..).unwrap_or(&[]), src, rows, &bad),
-        IdxVals::I32(s) => gather_rows(part, s.get(first..).unwrap_or(&[]), src, rows, &bad),
+        IdxVals::I64(s) => gather_rows(part, s.get(first..).unwrap_or(&[]), src, row, &bad),
+        IdxVals::I32(s) => gather_rows(part, s.get(first..).unwrap_or(&[]), src, row, &bad),
     });
     if bad.load(core::sync::atomic::Ordering::Relaxed) {
         // The first bad index in order, whichever part met one.
@@ -771,19 +771,16 @@ fn embedding_out(ctx: &mut Ctx) -> Res {
     Ok(())
 }
 
-/// Copies row `idx[j]` of `src` (`rows` rows) into each row `j` of `part`, row length
-/// `src.len() / rows`; at the first index out of range sets `bad` and stops.
+/// Copies row `idx[j]` of `src` (rows of `row > 0` bytes) into each row `j` of `part`; at the
+/// first index out of range sets `bad` and stops.
 fn gather_rows<I: Copy + Into<i64>>(
     part: &mut [u8],
     idx: &[I],
     src: &[u8],
-    rows: usize,
+    row: usize,
     bad: &core::sync::atomic::AtomicBool,
 ) {
-    let row = src.len() / rows.max(1);
-    if row == 0 {
-        return;
-    }
+    let rows = src.len() / row;
     for (d, &v) in part.chunks_exact_mut(row).zip(idx) {
         let Ok(v) = check_index(v.into(), rows, false, 1) else {
             bad.store(true, core::sync::atomic::Ordering::Relaxed);
