@@ -10,7 +10,7 @@
 use super::broadcast::map1;
 use super::common::{value_err, Ctx, Res};
 use super::compute::{kind, with_ct, Ct};
-use super::copy_engine::{convert_view, copy_view, View};
+use super::copy_engine::{convert_view, copy_same, copy_view, View};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::tensor::{TensorMut, TensorRef, MAX_RANK};
@@ -33,16 +33,8 @@ pub static KERNELS: &[KernelDef] = &[
 /// `static_cast` (float → int truncates, nonzero/NaN → true).
 fn cast_copy(x: &TensorRef<'_>, out: &mut TensorMut<'_>) -> Res {
     if x.dtype() == out.dtype() {
-        let src = x.bytes();
-        let dst = out.bytes_mut();
-        if src.len() != dst.len() {
-            return Err(KernelError::Shape {
-                arg: out.arg(),
-                detail: "output shape differs from input",
-            });
-        }
-        dst.copy_from_slice(src);
-        return Ok(());
+        let arg = out.arg();
+        return copy_same(x.bytes(), out.bytes_mut(), arg);
     }
     with_ct!(
         kind(x.dtype()),
@@ -150,6 +142,16 @@ fn dim_order_copy(ctx: &mut Ctx, cast: bool) -> Res {
             expected: x.dtype(),
             got: odt,
         });
+    }
+    let default_order = x
+        .dim_order()
+        .iter()
+        .enumerate()
+        .all(|(i, &d)| d as usize == i);
+    if odt == x.dtype() && default_order {
+        // The order kept: the bytes as they are.
+        let mut out = ctx.output(3, x.shape())?;
+        return copy_same(x.bytes(), out.bytes_mut(), 3);
     }
     let st = dim_order_strides(&x, 0)?;
     let v = View::of(x.dims(), &st[..r], 0)?;

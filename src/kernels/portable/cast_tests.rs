@@ -217,3 +217,79 @@ fn to_dim_order_copy_casts() {
         vec![1.0, 0.0, 1.0]
     );
 }
+
+#[test]
+fn same_layout_copies_move_the_bytes_and_split_on_a_team() {
+    // `clone`, `alias_copy`, `_clone_dim_order` of a default-order input and a same-shape
+    // `expand_copy` copy the bytes as they are: each output is the input's bytes, on one core
+    // and on 2- and 4-core teams, which split the larger ones. Odd lengths (1, 3, 17, 129 and
+    // a tail short of a piece) and a 1-byte dtype.
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    for (dims, dt) in [
+        (vec![1usize], DType::F32),
+        (vec![3, 17], DType::U8),
+        (vec![3, 17, 129], DType::F32),
+        (vec![2, 129, 17], DType::F64),
+        (vec![1, 4, 257], DType::U8),
+    ] {
+        let n: usize = dims.iter().product::<usize>() * dt.size();
+        let bytes: Vec<u8> = (0..n).map(|k| (k * 53 % 251) as u8).collect();
+        let size: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let keep: Vec<i64> = dims.iter().map(|_| -1).collect();
+        let run = |op: &str, shape_arg: Option<&[i64]>| {
+            let mut t = OpTest::new(op);
+            let a = t.input(dt, &dims, &bytes);
+            let o = t.output(dt, &dims);
+            match (op, shape_arg) {
+                ("aten::expand_copy.out", Some(s)) => {
+                    let s = t.int_list(s);
+                    let imp = t.boolean(false);
+                    t.call(&[a, s, imp, o, o]);
+                }
+                ("dim_order_ops::_clone_dim_order.out", _) => {
+                    let nb = t.boolean(false);
+                    let dord = t.none();
+                    t.call(&[a, nb, dord, o, o]);
+                }
+                ("aten::clone.out", _) => {
+                    let mf = t.none();
+                    t.call(&[a, mf, o, o]);
+                }
+                _ => t.call(&[a, o, o]),
+            }
+            run_first(&t).bytes
+        };
+        let cases: [(&str, Option<&[i64]>); 5] = [
+            ("aten::clone.out", None),
+            ("aten::alias_copy.out", None),
+            ("dim_order_ops::_clone_dim_order.out", None),
+            ("aten::expand_copy.out", Some(&size)),
+            ("aten::expand_copy.out", Some(&keep)),
+        ];
+        for (op, s) in cases {
+            assert_eq!(run(op, s), bytes, "{op} {dims:?} {dt} on one core");
+            for cores in [2, 4] {
+                let team = CountingTeam::new(cores);
+                assert_eq!(
+                    scoped(&team, || run(op, s)),
+                    bytes,
+                    "{op} {dims:?} on {cores}"
+                );
+                // 3 × 17 × 129 f32 is 26 KB: enough for every team to split it.
+                if n >= 8192 {
+                    assert!(team.splits() > 0, "{op} {dims:?} was not split on {cores}");
+                }
+            }
+        }
+    }
+    // An output too small for the input's shape is refused, naming it.
+    let mut t = OpTest::new("aten::alias_copy.out");
+    let a = t.input_f32(&[3, 17], &data(51, 3));
+    let o = t.output(DType::F32, &[3, 16]);
+    t.call(&[a, o, o]);
+    assert!(matches!(
+        t.run_kernel_err(),
+        KernelError::Resize { arg: 1, .. }
+    ));
+}

@@ -395,6 +395,24 @@ fn copy_runs<const N: usize>(src: &[u8], v: &View, dst: &mut [u8], arg: usize) -
     Ok(())
 }
 
+/// Copies `src` into `dst` byte for byte: a contiguous tensor into one of the same dtype,
+/// element count and layout (a same-shape `expand_copy`, `clone`, `alias_copy`, a dim-order
+/// copy that keeps the order). No view is planned; the bytes are split across the team in
+/// ranges of [`PIECE`] 4-byte words when there are enough of them. `arg` names the output.
+pub(super) fn copy_same(src: &[u8], dst: &mut [u8], arg: usize) -> Res {
+    if src.len() != dst.len() {
+        return Err(shape_err(arg, "output size does not match the input"));
+    }
+    const UNIT: usize = PIECE * 4;
+    parallel::for_chunks(dst, UNIT, piece_work(4), |u, o, _| {
+        let s0 = u * UNIT;
+        if let Some(s) = src.get(s0..s0 + o.len()) {
+            o.copy_from_slice(s);
+        }
+    });
+    Ok(())
+}
+
 /// Copies the view `v` of `src` (elements of `es` bytes) into the contiguous `dst`.
 pub(super) fn copy_view(es: usize, src: &[u8], v: &View, dst: &mut [u8], arg: usize) -> Res {
     let n = checked_numel(&v.dims[..v.rank], arg)?;

@@ -9,7 +9,7 @@ use super::common::{
     check_out_dtype, checked_numel, contig_strides, copy_all, make_shape, shape_err, to_size,
     value_err, wrap, Ctx, Res,
 };
-use super::copy_engine::{copy_view, View};
+use super::copy_engine::{copy_same, copy_view, View};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::tensor::{Shape, TensorRef, MAX_RANK};
@@ -239,6 +239,17 @@ fn expand_copy_out(ctx: &mut Ctx) -> Res {
     }
     if n > MAX_RANK {
         return Err(shape_err(1, "result rank exceeds 16"));
+    }
+    if n == r
+        && x.dims()
+            .iter()
+            .zip(size.iter())
+            .all(|(&d, &s)| s == -1 || s == d as i64)
+    {
+        // Every size kept: the input's bytes as they are, with no view planned.
+        check_out_dtype(ctx, 3, x.dtype())?;
+        let mut out = ctx.output(3, x.shape())?;
+        return copy_same(x.bytes(), out.bytes_mut(), 3);
     }
     let lead = n - r;
     let st = contig_strides(x.dims());
