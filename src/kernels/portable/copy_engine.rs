@@ -404,6 +404,11 @@ pub(super) fn copy_same(src: &[u8], dst: &mut [u8], arg: usize) -> Res {
         return Err(shape_err(arg, "output size does not match the input"));
     }
     const UNIT: usize = PIECE * 4;
+    if dst.len() <= UNIT {
+        // One piece: nothing to split, and no team to ask.
+        dst.copy_from_slice(src);
+        return Ok(());
+    }
     parallel::for_chunks(dst, UNIT, piece_work(4), |u, o, _| {
         let s0 = u * UNIT;
         if let Some(s) = src.get(s0..s0 + o.len()) {

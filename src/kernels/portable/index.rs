@@ -49,6 +49,19 @@ impl<'a> IdxVals<'a> {
         }
     }
 
+    /// Value `i`, or `None` past the end.
+    #[inline(always)]
+    fn at(&self, i: usize) -> Option<i64> {
+        match self {
+            IdxVals::I64(s) => s.get(i).copied(),
+            IdxVals::I32(s) => s.get(i).map(|&v| v as i64),
+        }
+    }
+
+    fn first(&self) -> Option<i64> {
+        self.at(0)
+    }
+
     fn get(&self, i: usize) -> i64 {
         match self {
             IdxVals::I64(s) => s[i],
@@ -102,6 +115,42 @@ enum Role {
     Bcast(usize),
     /// An input dim that is not indexed.
     Kept(usize),
+}
+
+/// An int index tensor of more than one value in an [`AdvIndex::int_walk`] case: its values,
+/// and the size and element stride of the input dim it indexes.
+#[derive(Clone, Copy)]
+struct IntCol<'a> {
+    vals: IdxVals<'a>,
+    size: usize,
+    stride: usize,
+}
+
+/// An [`AdvIndex::int_walk`] case set up for its blocks ([`AdvIndex::walk`]): the input
+/// offset of the single-valued index tensors (checked once), the other index tensors, and
+/// the input stride of one position of the kept leading dims.
+struct IntWalk<'a> {
+    fixed: usize,
+    var: heapless::Vec<IntCol<'a>, MAX_RANK>,
+    lead_stride: usize,
+    arg: usize,
+}
+
+impl IntWalk<'_> {
+    /// Input offset of the block at position `l` of the kept leading dims and broadcast
+    /// position `p`; an index outside its dim is the error of the index list argument.
+    #[inline(always)]
+    fn offset(&self, l: usize, p: usize) -> Result<usize, KernelError> {
+        let mut off = self.fixed + l * self.lead_stride;
+        for c in &self.var {
+            let v = c.vals.at(p).ok_or(shape_err(
+                self.arg,
+                "index tensor shorter than the broadcast",
+            ))?;
+            off += check_index(v, c.size, true, self.arg)? * c.stride;
+        }
+        Ok(off)
+    }
 }
 
 /// ATen advanced indexing (`self[indices]`) set up for one call: the result shape and, for
@@ -317,14 +366,48 @@ impl<'a> AdvIndex<'a> {
             return Ok(());
         }
         let (lead, lead_stride) = self.lead(first);
+        if lead * nb == 0 {
+            return Ok(());
+        }
+        let w = self.walk(lead_stride)?;
         let mut blk = 0;
         for l in 0..lead {
             for p in 0..nb {
-                f(blk, self.int_offset(l * lead_stride, p)?)?;
+                f(blk, w.offset(l, p)?)?;
                 blk += 1;
             }
         }
         Ok(())
+    }
+
+    /// The [`Self::int_walk`] case set up for its blocks ([`IntWalk`]). Block 0's offset is
+    /// computed in full first, in the order of the index tensors, so that an index out of
+    /// range there is reported as a walk block by block would report it; after it, a
+    /// single-valued index tensor is known to be in range for every block.
+    fn walk(&self, lead_stride: usize) -> Result<IntWalk<'a>, KernelError> {
+        let mut fixed = 0;
+        let mut var = heapless::Vec::new();
+        for e in self.entries.iter() {
+            if let Entry::Int { vals, dim, .. } = *e {
+                let (size, stride) = (self.in_dims.dims()[dim], self.in_strides[dim]);
+                let v = vals
+                    .first()
+                    .ok_or(shape_err(self.arg, "empty index tensor"))?;
+                let i = check_index(v, size, true, self.arg)?;
+                if vals.len() == 1 {
+                    fixed += i * stride;
+                } else {
+                    // At most one entry per input dim: `var` has room for every one.
+                    let _ = var.push(IntCol { vals, size, stride });
+                }
+            }
+        }
+        Ok(IntWalk {
+            fixed,
+            var,
+            lead_stride,
+            arg: self.arg,
+        })
     }
 
     /// The kept leading dims before the first indexed dim `first` ([`Self::int_walk`]
@@ -336,21 +419,6 @@ impl<'a> AdvIndex<'a> {
             0
         };
         (prod(&self.in_dims.dims()[..first]), stride)
-    }
-
-    /// Input offset of the block at broadcast position `p` of the int index tensors, from
-    /// `base` (the kept leading dims' offset) ([`Self::int_walk`] cases).
-    #[inline(always)]
-    fn int_offset(&self, base: usize, p: usize) -> Result<usize, KernelError> {
-        let mut off = base;
-        for e in self.entries.iter() {
-            if let Entry::Int { vals, dim, .. } = e {
-                let v = vals.get(if vals.len() == 1 { 0 } else { p });
-                let i = check_index(v, self.in_dims.dims()[*dim], true, self.arg)?;
-                off += i * self.in_strides[*dim];
-            }
-        }
-        Ok(off)
     }
 
     /// [`Self::for_each_offset`] split across the installed team by ranges of blocks, for the
@@ -367,15 +435,24 @@ impl<'a> AdvIndex<'a> {
             return None;
         }
         let (lead, lead_stride) = self.lead(first);
+        if lead * nb == 0 || crate::parallel::parts(lead * nb, work) < 2 {
+            return None;
+        }
+        let w = match self.walk(lead_stride) {
+            Ok(w) => w,
+            Err(e) => return Some(Err(e)),
+        };
         let errors = crate::parallel::FirstError::default();
         let split = crate::parallel::try_split(lead * nb, work, |b0, b1, _| {
+            let (mut l, mut p) = (b0 / nb, b0 % nb);
             for b in b0..b1 {
-                let r = self
-                    .int_offset(b / nb * lead_stride, b % nb)
-                    .and_then(|off| f(b, off));
-                if let Err(e) = r {
+                if let Err(e) = w.offset(l, p).and_then(|off| f(b, off)) {
                     errors.put(e);
                     return;
+                }
+                p += 1;
+                if p == nb {
+                    (l, p) = (l + 1, 0);
                 }
             }
         });
@@ -483,25 +560,54 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
         let len = dst.len();
         let shared = crate::parallel::SharedSlice::new(&mut *dst);
         ai.for_each_offset_split(blk / 8 + 16, |b, off| {
-            let s = src.get(off * es..off * es + blk).ok_or(oob)?;
             if (b + 1) * blk > len {
                 return Err(oob);
             }
             // SAFETY: block b of the output is this call's alone (each block is handed out
             // once); its range lies inside `dst` (checked above).
-            unsafe { shared.range(b * blk, (b + 1) * blk) }.copy_from_slice(s);
-            Ok(())
+            copy_block(
+                src,
+                off * es,
+                unsafe { shared.range(b * blk, (b + 1) * blk) },
+                oob,
+            )
         })
     };
-    if let Some(r) = split {
-        return r;
+    // On a failure in the parts, the walk block by block below finds the first bad index in
+    // order, as one core reports it (the parts stop at their own first, in any order).
+    if let Some(Ok(())) = split {
+        return Ok(());
     }
     ai.for_each_offset(|b, off| {
-        let s = src.get(off * es..off * es + blk).ok_or(oob)?;
         let d = dst.get_mut(b * blk..(b + 1) * blk).ok_or(oob)?;
-        d.copy_from_slice(s);
-        Ok(())
+        copy_block(src, off * es, d, oob)
     })
+}
+
+/// Copies `d.len()` bytes of `src` from byte `at` into `d` (`err` when they run past `src`'s
+/// end): one move for the 1-, 2-, 4- and 8-byte blocks of single elements (a mask's or an
+/// index's), with no library call; the library copy for longer blocks.
+#[inline(always)]
+fn copy_block(src: &[u8], at: usize, d: &mut [u8], err: KernelError) -> Res {
+    fn fixed<const N: usize>(src: &[u8], at: usize, d: &mut [u8], err: KernelError) -> Res {
+        let s: &[u8; N] = src
+            .get(at..at + N)
+            .and_then(|s| s.try_into().ok())
+            .ok_or(err)?;
+        let d: &mut [u8; N] = d.try_into().map_err(|_| err)?;
+        *d = *s;
+        Ok(())
+    }
+    match d.len() {
+        1 => fixed::<1>(src, at, d, err),
+        2 => fixed::<2>(src, at, d, err),
+        4 => fixed::<4>(src, at, d, err),
+        8 => fixed::<8>(src, at, d, err),
+        n => {
+            d.copy_from_slice(src.get(at..at + n).ok_or(err)?);
+            Ok(())
+        }
+    }
 }
 
 /// Adds element `si` of `src` into element `di` of `dst` (same dtype; ints wrap, bool ORs).

@@ -629,3 +629,70 @@ fn index_and_embedding_split_across_cores_give_the_same_bytes() {
         }
     }
 }
+
+#[test]
+fn single_valued_and_broadcast_int_indices_gather_and_fail_in_order() {
+    // A decoder's mask row: `x[i, cols]` with `i` one value and `cols` a row of positions
+    // (shapes [1, 1, 1, 1] and [1, 1, 1, T]). The single value is checked once, the row per
+    // block: the reference's values on one core and on 2- and 4-core teams, for T = 1, 3,
+    // 17, 129 and 700; an index out of range is the first one in order either way.
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    for t in [1usize, 3, 17, 129, 700] {
+        let d = [2usize, t + 3];
+        let x: Vec<f32> = (0..numel(&d)).map(|i| i as f32 - 5.0).collect();
+        let cols: Vec<i64> = (0..t).map(|j| ((j * 7) % (t + 3)) as i64 - 1).collect();
+        let run = |row: i64, cols: &[i64]| {
+            index_run(
+                &d,
+                &x,
+                &[
+                    Some((vec![1, 1, 1, 1], vec![row])),
+                    Some((vec![1, 1, 1, t], cols.to_vec())),
+                ],
+                &[1, 1, 1, t],
+            )
+        };
+        let want: Vec<f32> = cols
+            .iter()
+            .map(|&c| x[(t + 3) + c.rem_euclid(t as i64 + 3) as usize])
+            .collect();
+        assert_eq!(run(1, &cols).map(|r| r.f32()), Ok(want.clone()), "T = {t}");
+        assert_eq!(run(-1, &cols).map(|r| r.f32()), Ok(want.clone()), "T = {t}");
+        let oob = |index, size| {
+            Err(KernelError::IndexOutOfBounds {
+                arg: 1,
+                index,
+                size,
+            })
+        };
+        let mut bad = cols.clone();
+        bad[t - 1] = t as i64 + 3;
+        if t > 2 {
+            bad[t / 2] = -(t as i64) - 4;
+        }
+        let first = if t > 2 {
+            oob(-(t as i64) - 4, t + 3)
+        } else {
+            oob(t as i64 + 3, t + 3)
+        };
+        for cores in [1, 2, 4] {
+            let team = CountingTeam::new(cores);
+            let on = |f: &dyn Fn() -> Result<TestTensor, KernelError>| scoped(&team, f);
+            assert_eq!(on(&|| run(1, &cols)).map(|r| r.f32()), Ok(want.clone()));
+            assert_eq!(
+                on(&|| run(1, &bad)).map(|r| r.f32()),
+                first,
+                "T = {t}, {cores}"
+            );
+            // The row out of range and the first column too: the row (the first index
+            // tensor) is named, as a walk block by block names it.
+            let mut both = cols.clone();
+            both[0] = 99 + t as i64;
+            assert_eq!(on(&|| run(2, &both)).map(|r| r.f32()), oob(2, 2), "{cores}");
+            if t >= 129 && cores > 1 {
+                assert!(team.splits() > 0, "T = {t} was not split on {cores} cores");
+            }
+        }
+    }
+}
