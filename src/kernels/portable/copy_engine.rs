@@ -418,6 +418,86 @@ pub(super) fn copy_same(src: &[u8], dst: &mut [u8], arg: usize) -> Res {
     Ok(())
 }
 
+/// Copies the contiguous `[a, b, d]` tensor `src` (elements of `es` bytes) into `dst` as
+/// `[b, a, d]`: `dst[x][y][..] = src[y][x][..]`, runs of `d` elements moved whole. The head
+/// permutes of attention (`[1, T, H, D]` ↔ `[1, H, T, D]`) and any permute that is one such
+/// swap once size-1 dims are dropped and neighbours that stay together are merged. No view
+/// is planned; the `b · a` output runs are split across the team in ranges (not by `x`: a
+/// 6-head swap on 4 cores would leave two cores idle half the time). `arg` names the output.
+pub(super) fn copy_swapped(
+    es: usize,
+    src: &[u8],
+    (a, b, d): (usize, usize, usize),
+    dst: &mut [u8],
+    arg: usize,
+) -> Res {
+    let n = a
+        .checked_mul(b)
+        .and_then(|v| v.checked_mul(d))
+        .and_then(|v| v.checked_mul(es))
+        .ok_or(shape_err(arg, "permuted tensor too large"))?;
+    if src.len() != n || dst.len() != n {
+        return Err(shape_err(
+            arg,
+            "output size does not match the permuted input",
+        ));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    match (as_f32(src), es) {
+        (Some(s32), 4) => {
+            let d32 = as_f32_mut(dst).ok_or(shape_err(arg, "misaligned output"))?;
+            swap_runs(s32, d32, (a, b, d), 1, arg)
+        }
+        _ => swap_runs(src, dst, (a, b, d * es), 8, arg),
+    }
+}
+
+/// [`copy_swapped`] on elements `T` (`per_word`: elements per 8 bytes, for the split
+/// decision), lengths checked by the caller.
+fn swap_runs<T: Copy + Send + Sync>(
+    src: &[T],
+    dst: &mut [T],
+    (a, b, d): (usize, usize, usize),
+    per_word: usize,
+    arg: usize,
+) -> Res {
+    // Output runs `o0..o1` into `out` (run `o` is `x = o / a`, `y = o % a`): for each `x`
+    // they touch, one strided copy of its rows `y`.
+    let runs = |out: &mut [T], o0: usize, o1: usize| -> Res {
+        let mut o = o0;
+        while o < o1 {
+            let (x, y0) = (o / a, o % a);
+            let y1 = a.min(y0 + (o1 - o));
+            let s = src.get((y0 * b + x) * d..).unwrap_or(&[]);
+            let part = out.get_mut((o - o0) * d..).unwrap_or(&mut []);
+            vec::copy_rows(s, b * d, part, d, d, y1 - y0)
+                .map_err(|_| shape_err(arg, "view out of bounds"))?;
+            o += y1 - y0;
+        }
+        Ok(())
+    };
+    let units = a * b;
+    let work = d.div_ceil(per_word) + 4;
+    if parallel::parts(units, work) < 2 {
+        return runs(dst, 0, units);
+    }
+    let errors = parallel::FirstError::default();
+    let shared = parallel::SharedSlice::new(dst);
+    let split = parallel::try_split(units, work, |o0, o1, _| {
+        // SAFETY: output runs o0..o1 belong to this part alone.
+        if let Err(e) = runs(unsafe { shared.range(o0 * d, o1 * d) }, o0, o1) {
+            errors.put(e);
+        }
+    });
+    if !split {
+        // SAFETY: no part ran: every output run is this call's.
+        return runs(unsafe { shared.range(0, units * d) }, 0, units);
+    }
+    errors.result()
+}
+
 /// Copies the view `v` of `src` (elements of `es` bytes) into the contiguous `dst`.
 pub(super) fn copy_view(es: usize, src: &[u8], v: &View, dst: &mut [u8], arg: usize) -> Res {
     let n = checked_numel(&v.dims[..v.rank], arg)?;

@@ -349,3 +349,74 @@ fn repeat_tiles() {
         ));
     }
 }
+
+#[test]
+fn block_swaps_and_size_one_moves_match_the_reference_on_teams() {
+    // Permutes done without the copy engine's plan (`runs_order`): the head permutes of
+    // attention and other swaps of two blocks of dims in front of an unmoved innermost block,
+    // and permutes that move only size-1 dims. Each gives the reference's bytes for 1-, 2-,
+    // 4- and 8-byte elements, on one core and on 2- and 4-core teams; the large ones split.
+    use super::{runs_order, RunsOrder};
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    let cases: [(&[usize], &[usize], Option<RunsOrder>); 9] = [
+        (
+            &[1, 17, 3, 16],
+            &[0, 2, 1, 3],
+            Some(RunsOrder::Swap(17, 3, 16)),
+        ),
+        (
+            &[1, 3, 17, 16],
+            &[0, 2, 1, 3],
+            Some(RunsOrder::Swap(3, 17, 16)),
+        ),
+        (
+            &[1, 129, 6, 16],
+            &[0, 2, 1, 3],
+            Some(RunsOrder::Swap(129, 6, 16)),
+        ),
+        (&[2, 3, 5, 7], &[2, 0, 1, 3], Some(RunsOrder::Swap(6, 5, 7))),
+        (&[5, 1, 3, 1, 1], &[2, 1, 0, 4, 3], None),
+        (&[17, 1, 3], &[0, 2, 1], Some(RunsOrder::Same)),
+        (&[1, 17, 1], &[2, 1, 0], Some(RunsOrder::Same)),
+        (&[3, 17, 5], &[1, 2, 0], None),
+        (&[2, 3, 4, 5], &[0, 1, 3, 2], None),
+    ];
+    for (dims, perm, order) in cases {
+        assert_eq!(runs_order(dims, perm), order, "{dims:?} {perm:?}");
+        let n = numel(dims);
+        for dt in [DType::U8, DType::F16, DType::F32, DType::I64] {
+            let es = dt.size();
+            let bytes: Vec<u8> = (0..n * es).map(|k| (k * 31 % 253) as u8).collect();
+            // Reference: output element i is input element at the permuted index.
+            let od: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+            let mut want = Vec::with_capacity(n * es);
+            for i in 0..n {
+                let oi = unravel(i, &od);
+                let mut ii = vec![0usize; dims.len()];
+                for (k, &p) in perm.iter().enumerate() {
+                    ii[p] = oi[k];
+                }
+                let src = ii.iter().zip(dims).fold(0, |acc, (&c, &d)| acc * d + c);
+                want.extend_from_slice(&bytes[src * es..(src + 1) * es]);
+            }
+            let p64: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+            let run = || {
+                let mut t = OpTest::new("aten::permute_copy.out");
+                let a = t.input(dt, dims, &bytes);
+                let p = t.int_list(&p64);
+                let o = t.output(dt, &od);
+                t.call(&[a, p, o, o]);
+                run_first(&t).bytes
+            };
+            assert_eq!(run(), want, "{dims:?} {perm:?} {dt}");
+            for cores in [2, 4] {
+                let team = CountingTeam::new(cores);
+                assert_eq!(scoped(&team, run), want, "{dims:?} {perm:?} {dt} {cores}");
+                if n * es >= 16384 && order.is_some() {
+                    assert!(team.splits() > 0, "{dims:?} {perm:?} {dt} not split");
+                }
+            }
+        }
+    }
+}
