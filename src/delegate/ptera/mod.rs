@@ -1053,9 +1053,12 @@ fn activate(act: rf::Activation, c: &mut [f32]) -> Result<(), KernelError> {
         rf::Activation::GeluTanh => (vec::gelu_tanh, CHUNK * 16),
         _ => return Ok(()),
     };
-    // Elementwise, in chunks of whole CHUNKs per core (the same chunks on any team).
+    // Elementwise; split in units of 64 elements (a one-row 384-wide product's activation
+    // on 4 cores, not 256 + 128 on 2), each part in CHUNKs from its start: every element
+    // keeps its place in a vector of up to 64 lanes, so any team gives the same bits.
+    const UNIT: usize = 64;
     let errors = crate::parallel::FirstError::default();
-    crate::parallel::for_chunks(c, CHUNK, work, |_, part, _| {
+    crate::parallel::for_chunks(c, UNIT, work / (CHUNK / UNIT), |_, part, _| {
         let mut tmp = [0f32; CHUNK];
         for chunk in part.chunks_mut(CHUNK) {
             let t = &mut tmp[..chunk.len()];

@@ -8,8 +8,9 @@
 //! input of the dim-order ops, which may use any dim order; every output element is written.
 
 use super::broadcast::map1;
-use super::common::{value_err, Ctx, Res};
+use super::common::{shape_err, value_err, Ctx, Res};
 use super::compute::{kind, with_ct, Ct};
+use super::convert::convert_run;
 use super::copy_engine::{convert_view, copy_same, copy_view, View};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
@@ -148,10 +149,18 @@ fn dim_order_copy(ctx: &mut Ctx, cast: bool) -> Res {
         .iter()
         .enumerate()
         .all(|(i, &d)| d as usize == i);
-    if odt == x.dtype() && default_order {
-        // The order kept: the bytes as they are.
+    if default_order {
+        // The order kept: the bytes as they are, or converted run as a whole.
         let mut out = ctx.output(3, x.shape())?;
-        return copy_same(x.bytes(), out.bytes_mut(), 3);
+        if odt == x.dtype() {
+            return copy_same(x.bytes(), out.bytes_mut(), 3);
+        }
+        let (src, dst) = (x.bytes(), out.bytes_mut());
+        if src.len() / x.dtype().size() != dst.len() / odt.size() {
+            return Err(shape_err(3, "output size does not match the input"));
+        }
+        convert_run(x.dtype(), src, odt, dst);
+        return Ok(());
     }
     let st = dim_order_strides(&x, 0)?;
     let v = View::of(x.dims(), &st[..r], 0)?;

@@ -559,7 +559,8 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
     let split = {
         let len = dst.len();
         let shared = crate::parallel::SharedSlice::new(&mut *dst);
-        ai.for_each_offset_split(blk / 8 + 16, |b, off| {
+        // About 50 instructions to find and move a block, plus its bytes.
+        ai.for_each_offset_split(blk / 8 + 48, |b, off| {
             if (b + 1) * blk > len {
                 return Err(oob);
             }
