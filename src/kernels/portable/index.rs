@@ -12,6 +12,7 @@ use super::copy_engine::{for_each_run, View};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
+use crate::linalg::vecmath as vec;
 use crate::shape::broadcast_shapes;
 use crate::tensor::{
     read_f64, read_i64, write_f64, write_i64, NdIndex, Shape, TensorRef, MAX_RANK,
@@ -56,10 +57,6 @@ impl<'a> IdxVals<'a> {
             IdxVals::I64(s) => s.get(i).copied(),
             IdxVals::I32(s) => s.get(i).map(|&v| v as i64),
         }
-    }
-
-    fn first(&self) -> Option<i64> {
-        self.at(0)
     }
 
     fn get(&self, i: usize) -> i64 {
@@ -391,7 +388,7 @@ impl<'a> AdvIndex<'a> {
             if let Entry::Int { vals, dim, .. } = *e {
                 let (size, stride) = (self.in_dims.dims()[dim], self.in_strides[dim]);
                 let v = vals
-                    .first()
+                    .at(0)
                     .ok_or(shape_err(self.arg, "empty index tensor"))?;
                 let i = check_index(v, size, true, self.arg)?;
                 if vals.len() == 1 {
@@ -566,12 +563,8 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
             }
             // SAFETY: block b of the output is this call's alone (each block is handed out
             // once); its range lies inside `dst` (checked above).
-            copy_block(
-                src,
-                off * es,
-                unsafe { shared.range(b * blk, (b + 1) * blk) },
-                oob,
-            )
+            let d = unsafe { shared.range(b * blk, (b + 1) * blk) };
+            copy_block(src, off * es, d, oob)
         })
     };
     // On a failure in the parts, the walk block by block below finds the first bad index in
@@ -586,29 +579,13 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
 }
 
 /// Copies `d.len()` bytes of `src` from byte `at` into `d` (`err` when they run past `src`'s
-/// end): one move for the 1-, 2-, 4- and 8-byte blocks of single elements (a mask's or an
-/// index's), with no library call; the library copy for longer blocks.
+/// end), by [`vec::copy_run`]: the 1- to 8-byte blocks of single elements (a mask's or an
+/// index's) move without a library call.
 #[inline(always)]
 fn copy_block(src: &[u8], at: usize, d: &mut [u8], err: KernelError) -> Res {
-    fn fixed<const N: usize>(src: &[u8], at: usize, d: &mut [u8], err: KernelError) -> Res {
-        let s: &[u8; N] = src
-            .get(at..at + N)
-            .and_then(|s| s.try_into().ok())
-            .ok_or(err)?;
-        let d: &mut [u8; N] = d.try_into().map_err(|_| err)?;
-        *d = *s;
-        Ok(())
-    }
-    match d.len() {
-        1 => fixed::<1>(src, at, d, err),
-        2 => fixed::<2>(src, at, d, err),
-        4 => fixed::<4>(src, at, d, err),
-        8 => fixed::<8>(src, at, d, err),
-        n => {
-            d.copy_from_slice(src.get(at..at + n).ok_or(err)?);
-            Ok(())
-        }
-    }
+    let s = src.get(at..at + d.len()).ok_or(err)?;
+    vec::copy_run(s, d);
+    Ok(())
 }
 
 /// Adds element `si` of `src` into element `di` of `dst` (same dtype; ints wrap, bool ORs).
