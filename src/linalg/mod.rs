@@ -3,6 +3,7 @@
 //! Nothing here knows about programs, tensors or kernels' calling convention: operands are
 //! slices and strided views, errors are [`KernelError`](crate::KernelError)s.
 
+pub mod attention;
 pub mod conv;
 pub mod cpu;
 pub mod gemm;

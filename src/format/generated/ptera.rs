@@ -222,13 +222,14 @@ impl ::flatbuffers::SimpleToVerifyInSlice for WeightLayout {}
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 pub const ENUM_MIN_OP: u8 = 0;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
-pub const ENUM_MAX_OP: u8 = 2;
+pub const ENUM_MAX_OP: u8 = 3;
 #[deprecated(since = "2.0.0", note = "Use associated constants instead. This will no longer be generated in 2021.")]
 #[allow(non_camel_case_types)]
-pub const ENUM_VALUES_OP: [Op; 3] = [
+pub const ENUM_VALUES_OP: [Op; 4] = [
   Op::NONE,
   Op::Linear,
   Op::XnnGraph,
+  Op::Attention,
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -239,13 +240,15 @@ impl Op {
   pub const NONE: Self = Self(0);
   pub const Linear: Self = Self(1);
   pub const XnnGraph: Self = Self(2);
+  pub const Attention: Self = Self(3);
 
   pub const ENUM_MIN: u8 = 0;
-  pub const ENUM_MAX: u8 = 2;
+  pub const ENUM_MAX: u8 = 3;
   pub const ENUM_VALUES: &'static [Self] = &[
     Self::NONE,
     Self::Linear,
     Self::XnnGraph,
+    Self::Attention,
   ];
   /// Returns the variant's name or "" if unknown.
   pub fn variant_name(self) -> Option<&'static str> {
@@ -253,6 +256,7 @@ impl Op {
       Self::NONE => Some("NONE"),
       Self::Linear => Some("Linear"),
       Self::XnnGraph => Some("XnnGraph"),
+      Self::Attention => Some("Attention"),
       _ => None,
     }
   }
@@ -308,6 +312,165 @@ impl<'a> ::flatbuffers::Verifiable for Op {
 
 impl ::flatbuffers::SimpleToVerifyInSlice for Op {}
 pub struct OpUnionTableOffset {}
+
+// struct HeadView, aligned to 4
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq)]
+pub struct HeadView(pub [u8; 12]);
+impl Default for HeadView { 
+  fn default() -> Self { 
+    Self([0; 12])
+  }
+}
+impl ::core::fmt::Debug for HeadView {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter) -> ::core::fmt::Result {
+    f.debug_struct("HeadView")
+      .field("offset", &self.offset())
+      .field("head_stride", &self.head_stride())
+      .field("row_stride", &self.row_stride())
+      .finish()
+  }
+}
+
+impl ::flatbuffers::SimpleToVerifyInSlice for HeadView {}
+impl<'a> ::flatbuffers::Follow<'a> for HeadView {
+  type Inner = &'a HeadView;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    unsafe { <&'a HeadView>::follow(buf, loc) }
+  }
+}
+impl<'a> ::flatbuffers::Follow<'a> for &'a HeadView {
+  type Inner = &'a HeadView;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    unsafe { ::flatbuffers::follow_cast_ref::<HeadView>(buf, loc) }
+  }
+}
+impl<'b> ::flatbuffers::Push for HeadView {
+    type Output = HeadView;
+    #[inline]
+    unsafe fn push(&self, dst: &mut [u8], _written_len: usize) {
+        let src = unsafe { ::core::slice::from_raw_parts(self as *const HeadView as *const u8, <Self as ::flatbuffers::Push>::size()) };
+        dst.copy_from_slice(src);
+    }
+    #[inline]
+    fn alignment() -> ::flatbuffers::PushAlignment {
+        ::flatbuffers::PushAlignment::new(4)
+    }
+}
+
+impl<'a> ::flatbuffers::Verifiable for HeadView {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.in_buffer::<Self>(pos)
+  }
+}
+
+impl<'a> HeadView {
+  #[allow(clippy::too_many_arguments)]
+  pub fn new(
+    offset: u32,
+    head_stride: u32,
+    row_stride: u32,
+  ) -> Self {
+    let mut s = Self([0; 12]);
+    s.set_offset(offset);
+    s.set_head_stride(head_stride);
+    s.set_row_stride(row_stride);
+    s
+  }
+
+  pub fn offset(&self) -> u32 {
+    let mut mem = ::core::mem::MaybeUninit::<<u32 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[0..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_offset(&mut self, x: u32) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[0..].as_mut_ptr(),
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+  pub fn head_stride(&self) -> u32 {
+    let mut mem = ::core::mem::MaybeUninit::<<u32 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[4..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_head_stride(&mut self, x: u32) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[4..].as_mut_ptr(),
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+  pub fn row_stride(&self) -> u32 {
+    let mut mem = ::core::mem::MaybeUninit::<<u32 as ::flatbuffers::EndianScalar>::Scalar>::uninit();
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    ::flatbuffers::EndianScalar::from_little_endian(unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        self.0[8..].as_ptr(),
+        mem.as_mut_ptr() as *mut u8,
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+      mem.assume_init()
+    })
+  }
+
+  pub fn set_row_stride(&mut self, x: u32) {
+    let x_le = ::flatbuffers::EndianScalar::to_little_endian(x);
+    // Safety:
+    // Created from a valid Table for this object
+    // Which contains a valid value in this slot
+    unsafe {
+      ::core::ptr::copy_nonoverlapping(
+        &x_le as *const _ as *const u8,
+        self.0[8..].as_mut_ptr(),
+        ::core::mem::size_of::<<u32 as ::flatbuffers::EndianScalar>::Scalar>(),
+      );
+    }
+  }
+
+}
 
 pub enum WeightOffset {}
 #[derive(Copy, Clone, PartialEq)]
@@ -1197,6 +1360,357 @@ impl ::core::fmt::Debug for XnnGraph<'_> {
       ds.finish()
   }
 }
+pub enum AttentionOffset {}
+#[derive(Copy, Clone, PartialEq)]
+
+pub struct Attention<'a> {
+  pub _tab: ::flatbuffers::Table<'a>,
+}
+
+impl<'a> ::flatbuffers::Follow<'a> for Attention<'a> {
+  type Inner = Attention<'a>;
+  #[inline]
+  unsafe fn follow(buf: &'a [u8], loc: usize) -> Self::Inner {
+    Self { _tab: unsafe { ::flatbuffers::Table::new(buf, loc) } }
+  }
+}
+
+impl<'a> Attention<'a> {
+  pub const VT_Q: ::flatbuffers::VOffsetT = 4;
+  pub const VT_K: ::flatbuffers::VOffsetT = 6;
+  pub const VT_V: ::flatbuffers::VOffsetT = 8;
+  pub const VT_MASK: ::flatbuffers::VOffsetT = 10;
+  pub const VT_OUTPUT: ::flatbuffers::VOffsetT = 12;
+  pub const VT_HEADS: ::flatbuffers::VOffsetT = 14;
+  pub const VT_HEAD_DIM: ::flatbuffers::VOffsetT = 16;
+  pub const VT_Q_ROWS: ::flatbuffers::VOffsetT = 18;
+  pub const VT_KV_ROWS: ::flatbuffers::VOffsetT = 20;
+  pub const VT_Q_VIEW: ::flatbuffers::VOffsetT = 22;
+  pub const VT_K_VIEW: ::flatbuffers::VOffsetT = 24;
+  pub const VT_V_VIEW: ::flatbuffers::VOffsetT = 26;
+  pub const VT_MASK_HEAD_STRIDE: ::flatbuffers::VOffsetT = 28;
+  pub const VT_MASK_ROW_STRIDE: ::flatbuffers::VOffsetT = 30;
+  pub const VT_SCALE: ::flatbuffers::VOffsetT = 32;
+  pub const VT_Q_SCALE: ::flatbuffers::VOffsetT = 34;
+
+  #[inline]
+  pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
+    Attention { _tab: table }
+  }
+  #[allow(unused_mut)]
+  pub fn create<'bldr: 'args, 'args: 'mut_bldr, 'mut_bldr, A: ::flatbuffers::Allocator + 'bldr>(
+    _fbb: &'mut_bldr mut ::flatbuffers::FlatBufferBuilder<'bldr, A>,
+    args: &'args AttentionArgs<'args>
+  ) -> ::flatbuffers::WIPOffset<Attention<'bldr>> {
+    let mut builder = AttentionBuilder::new(_fbb);
+    builder.add_q_scale(args.q_scale);
+    builder.add_scale(args.scale);
+    builder.add_mask_row_stride(args.mask_row_stride);
+    builder.add_mask_head_stride(args.mask_head_stride);
+    if let Some(x) = args.v_view { builder.add_v_view(x); }
+    if let Some(x) = args.k_view { builder.add_k_view(x); }
+    if let Some(x) = args.q_view { builder.add_q_view(x); }
+    builder.add_kv_rows(args.kv_rows);
+    builder.add_q_rows(args.q_rows);
+    builder.add_head_dim(args.head_dim);
+    builder.add_heads(args.heads);
+    builder.add_output(args.output);
+    builder.add_mask(args.mask);
+    builder.add_v(args.v);
+    builder.add_k(args.k);
+    builder.add_q(args.q);
+    builder.finish()
+  }
+
+
+  #[inline]
+  pub fn q(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_Q, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn k(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_K, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn v(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_V, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn mask(&self) -> i32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<i32>(Attention::VT_MASK, Some(-1)).unwrap()}
+  }
+  #[inline]
+  pub fn output(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_OUTPUT, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn heads(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_HEADS, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn head_dim(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_HEAD_DIM, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn q_rows(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_Q_ROWS, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn kv_rows(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_KV_ROWS, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn q_view(&self) -> Option<&'a HeadView> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<HeadView>(Attention::VT_Q_VIEW, None)}
+  }
+  #[inline]
+  pub fn k_view(&self) -> Option<&'a HeadView> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<HeadView>(Attention::VT_K_VIEW, None)}
+  }
+  #[inline]
+  pub fn v_view(&self) -> Option<&'a HeadView> {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<HeadView>(Attention::VT_V_VIEW, None)}
+  }
+  #[inline]
+  pub fn mask_head_stride(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_MASK_HEAD_STRIDE, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn mask_row_stride(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_MASK_ROW_STRIDE, Some(0)).unwrap()}
+  }
+  #[inline]
+  pub fn scale(&self) -> f32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<f32>(Attention::VT_SCALE, Some(1.0)).unwrap()}
+  }
+  #[inline]
+  pub fn q_scale(&self) -> f32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<f32>(Attention::VT_Q_SCALE, Some(1.0)).unwrap()}
+  }
+}
+
+impl ::flatbuffers::Verifiable for Attention<'_> {
+  #[inline]
+  fn run_verifier(
+    v: &mut ::flatbuffers::Verifier, pos: usize
+  ) -> Result<(), ::flatbuffers::InvalidFlatbuffer> {
+    v.visit_table(pos)?
+     .visit_field::<u32>("q", Self::VT_Q, false)?
+     .visit_field::<u32>("k", Self::VT_K, false)?
+     .visit_field::<u32>("v", Self::VT_V, false)?
+     .visit_field::<i32>("mask", Self::VT_MASK, false)?
+     .visit_field::<u32>("output", Self::VT_OUTPUT, false)?
+     .visit_field::<u32>("heads", Self::VT_HEADS, false)?
+     .visit_field::<u32>("head_dim", Self::VT_HEAD_DIM, false)?
+     .visit_field::<u32>("q_rows", Self::VT_Q_ROWS, false)?
+     .visit_field::<u32>("kv_rows", Self::VT_KV_ROWS, false)?
+     .visit_field::<HeadView>("q_view", Self::VT_Q_VIEW, false)?
+     .visit_field::<HeadView>("k_view", Self::VT_K_VIEW, false)?
+     .visit_field::<HeadView>("v_view", Self::VT_V_VIEW, false)?
+     .visit_field::<u32>("mask_head_stride", Self::VT_MASK_HEAD_STRIDE, false)?
+     .visit_field::<u32>("mask_row_stride", Self::VT_MASK_ROW_STRIDE, false)?
+     .visit_field::<f32>("scale", Self::VT_SCALE, false)?
+     .visit_field::<f32>("q_scale", Self::VT_Q_SCALE, false)?
+     .finish();
+    Ok(())
+  }
+}
+pub struct AttentionArgs<'a> {
+    pub q: u32,
+    pub k: u32,
+    pub v: u32,
+    pub mask: i32,
+    pub output: u32,
+    pub heads: u32,
+    pub head_dim: u32,
+    pub q_rows: u32,
+    pub kv_rows: u32,
+    pub q_view: Option<&'a HeadView>,
+    pub k_view: Option<&'a HeadView>,
+    pub v_view: Option<&'a HeadView>,
+    pub mask_head_stride: u32,
+    pub mask_row_stride: u32,
+    pub scale: f32,
+    pub q_scale: f32,
+}
+impl<'a> Default for AttentionArgs<'a> {
+  #[inline]
+  fn default() -> Self {
+    AttentionArgs {
+      q: 0,
+      k: 0,
+      v: 0,
+      mask: -1,
+      output: 0,
+      heads: 0,
+      head_dim: 0,
+      q_rows: 0,
+      kv_rows: 0,
+      q_view: None,
+      k_view: None,
+      v_view: None,
+      mask_head_stride: 0,
+      mask_row_stride: 0,
+      scale: 1.0,
+      q_scale: 1.0,
+    }
+  }
+}
+
+pub struct AttentionBuilder<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> {
+  fbb_: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>,
+  start_: ::flatbuffers::WIPOffset<::flatbuffers::TableUnfinishedWIPOffset>,
+}
+impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> AttentionBuilder<'a, 'b, A> {
+  #[inline]
+  pub fn add_q(&mut self, q: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_Q, q, 0);
+  }
+  #[inline]
+  pub fn add_k(&mut self, k: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_K, k, 0);
+  }
+  #[inline]
+  pub fn add_v(&mut self, v: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_V, v, 0);
+  }
+  #[inline]
+  pub fn add_mask(&mut self, mask: i32) {
+    self.fbb_.push_slot::<i32>(Attention::VT_MASK, mask, -1);
+  }
+  #[inline]
+  pub fn add_output(&mut self, output: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_OUTPUT, output, 0);
+  }
+  #[inline]
+  pub fn add_heads(&mut self, heads: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_HEADS, heads, 0);
+  }
+  #[inline]
+  pub fn add_head_dim(&mut self, head_dim: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_HEAD_DIM, head_dim, 0);
+  }
+  #[inline]
+  pub fn add_q_rows(&mut self, q_rows: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_Q_ROWS, q_rows, 0);
+  }
+  #[inline]
+  pub fn add_kv_rows(&mut self, kv_rows: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_KV_ROWS, kv_rows, 0);
+  }
+  #[inline]
+  pub fn add_q_view(&mut self, q_view: &HeadView) {
+    self.fbb_.push_slot_always::<&HeadView>(Attention::VT_Q_VIEW, q_view);
+  }
+  #[inline]
+  pub fn add_k_view(&mut self, k_view: &HeadView) {
+    self.fbb_.push_slot_always::<&HeadView>(Attention::VT_K_VIEW, k_view);
+  }
+  #[inline]
+  pub fn add_v_view(&mut self, v_view: &HeadView) {
+    self.fbb_.push_slot_always::<&HeadView>(Attention::VT_V_VIEW, v_view);
+  }
+  #[inline]
+  pub fn add_mask_head_stride(&mut self, mask_head_stride: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_MASK_HEAD_STRIDE, mask_head_stride, 0);
+  }
+  #[inline]
+  pub fn add_mask_row_stride(&mut self, mask_row_stride: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_MASK_ROW_STRIDE, mask_row_stride, 0);
+  }
+  #[inline]
+  pub fn add_scale(&mut self, scale: f32) {
+    self.fbb_.push_slot::<f32>(Attention::VT_SCALE, scale, 1.0);
+  }
+  #[inline]
+  pub fn add_q_scale(&mut self, q_scale: f32) {
+    self.fbb_.push_slot::<f32>(Attention::VT_Q_SCALE, q_scale, 1.0);
+  }
+  #[inline]
+  pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> AttentionBuilder<'a, 'b, A> {
+    let start = _fbb.start_table();
+    AttentionBuilder {
+      fbb_: _fbb,
+      start_: start,
+    }
+  }
+  #[inline]
+  pub fn finish(self) -> ::flatbuffers::WIPOffset<Attention<'a>> {
+    let o = self.fbb_.end_table(self.start_);
+    ::flatbuffers::WIPOffset::new(o.value())
+  }
+}
+
+impl ::core::fmt::Debug for Attention<'_> {
+  fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+    let mut ds = f.debug_struct("Attention");
+      ds.field("q", &self.q());
+      ds.field("k", &self.k());
+      ds.field("v", &self.v());
+      ds.field("mask", &self.mask());
+      ds.field("output", &self.output());
+      ds.field("heads", &self.heads());
+      ds.field("head_dim", &self.head_dim());
+      ds.field("q_rows", &self.q_rows());
+      ds.field("kv_rows", &self.kv_rows());
+      ds.field("q_view", &self.q_view());
+      ds.field("k_view", &self.k_view());
+      ds.field("v_view", &self.v_view());
+      ds.field("mask_head_stride", &self.mask_head_stride());
+      ds.field("mask_row_stride", &self.mask_row_stride());
+      ds.field("scale", &self.scale());
+      ds.field("q_scale", &self.q_scale());
+      ds.finish()
+  }
+}
 pub enum OperationOffset {}
 #[derive(Copy, Clone, PartialEq)]
 
@@ -1285,6 +1799,21 @@ impl<'a> Operation<'a> {
     }
   }
 
+  #[inline]
+  #[allow(non_snake_case)]
+  pub fn op_as_attention(&self) -> Option<Attention<'a>> {
+    if self.op_type() == Op::Attention {
+      self.op().map(|t| {
+       // Safety:
+       // Created from a valid Table for this object
+       // Which contains a valid union in this slot
+       unsafe { Attention::init_from_table(t) }
+     })
+    } else {
+      None
+    }
+  }
+
 }
 
 impl ::flatbuffers::Verifiable for Operation<'_> {
@@ -1297,6 +1826,7 @@ impl ::flatbuffers::Verifiable for Operation<'_> {
         match key {
           Op::Linear => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<Linear>>("Op::Linear", pos),
           Op::XnnGraph => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<XnnGraph>>("Op::XnnGraph", pos),
+          Op::Attention => v.verify_union_variant::<::flatbuffers::ForwardsUOffset<Attention>>("Op::Attention", pos),
           _ => Ok(()),
         }
      })?
@@ -1367,6 +1897,13 @@ impl ::core::fmt::Debug for Operation<'_> {
         },
         Op::XnnGraph => {
           if let Some(x) = self.op_as_xnn_graph() {
+            ds.field("op", &x)
+          } else {
+            ds.field("op", &"InvalidFlatbuffer: Union discriminant does not match value.")
+          }
+        },
+        Op::Attention => {
+          if let Some(x) = self.op_as_attention() {
             ds.field("op", &x)
           } else {
             ds.field("op", &"InvalidFlatbuffer: Union discriminant does not match value.")
