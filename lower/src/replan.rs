@@ -82,6 +82,8 @@ pub fn delegate_outputs(del: fb::BackendDelegate<'_>, segments: &[&[u8]]) -> Vec
         for op in r.ops().into_iter().flatten() {
             if let Some(l) = op.op_as_linear() {
                 outs.push(l.output() as usize);
+            } else if let Some(a) = op.op_as_attention() {
+                outs.push(a.output() as usize);
             } else if let Some(x) = op.op_as_xnn_graph() {
                 if let Some(g) = segments.get(x.segment() as usize) {
                     outs.extend(xnn_outputs(g));

@@ -8,15 +8,19 @@
 //! in place, never copied; when this CPU has no kernel of that width, the GEMM computes
 //! panel by panel over the same bytes (slower, same result).
 //!
-//! A region is either a list of `Linear` operations or one `XnnGraph`: an ExecuTorch XNNPACK
-//! payload kept unchanged in its own segment, run by [`crate::delegate::xnnpack`] with the
-//! filters of its fully-connected nodes read as pre-packed panels.
+//! A region is either a list of `Linear` operations, one `Attention` (a layer's scaled
+//! dot-product attention over heads, run by [`crate::linalg::attention`] with Q, K and V read
+//! where their projections wrote them), or one `XnnGraph`: an ExecuTorch XNNPACK payload kept
+//! unchanged in its own segment, run by [`crate::delegate::xnnpack`] with the filters of its
+//! fully-connected nodes read as pre-packed panels.
 //!
 //! The payload is verified and decoded once, at load: the state (per delegate, in the
 //! metadata buffer) holds a 32-byte header (operation count, kind, and for an `XnnGraph` the
 //! byte range of the wrapped payload) and then either one fixed record per `Linear` operation
-//! (arguments, sizes, activation, the byte range of its packed weight inside the program) or
-//! the XNNPACK interpreter's own plan, so a run reads no flatbuffer.
+//! (arguments, sizes, activation, the byte range of its packed weight inside the program), the
+//! attention's record, or the XNNPACK interpreter's own plan, so a run reads no flatbuffer.
+
+mod attention;
 
 use crate::delegate::xnnpack::{self, FilterOverride};
 use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
@@ -42,12 +46,14 @@ pub struct PteraBackend;
 
 /// Bytes of state per `Linear` operation (see [`encode`]), after the header.
 const STATE_PER_OP: usize = 96;
-/// State header: `0 operation count (u32), 4 kind (u32: 0 linear list, 1 XNNPACK graph),
+/// State header: `0 operation count (u32), 4 kind (u32: 0 linear list, 1 XNNPACK graph,
+/// 2 attention),
 /// 8 wrapped payload offset in the program (u64), 16 its length (u64)`; 32 keeps the
 /// XNNPACK plan behind it 16-byte aligned.
 const STATE_HEAD: usize = 32;
 const KIND_LINEAR: u32 = 0;
 const KIND_XNN: u32 = 1;
+const KIND_ATTENTION: u32 = 2;
 /// Most pre-packed filters one wrapped XNNPACK graph may have.
 pub const MAX_PACKED_FILTERS: usize = 256;
 
@@ -239,6 +245,19 @@ pub fn packed_for(payload: &[u8]) -> Option<(&str, u32, Option<usize>)> {
         }
     }
     Some((r.isa().unwrap_or(""), r.vector_bits(), missing))
+}
+
+/// The attention operation of a region holding one (and nothing else).
+fn attention_op<'r>(
+    ops: &flatbuffers::Vector<'r, flatbuffers::ForwardsUOffset<rf::Operation<'r>>>,
+) -> Result<Option<rf::Operation<'r>>, KernelError> {
+    let Some(op) = ops.iter().find(|op| op.op_type() == rf::Op::Attention) else {
+        return Ok(None);
+    };
+    if ops.len() != 1 {
+        return Err(bad("ptera region: an Attention region holds nothing else"));
+    }
+    Ok(Some(op))
 }
 
 /// One validated linear operation.
@@ -601,6 +620,13 @@ impl Backend for PteraBackend {
             });
         }
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        if let Some(op) = attention_op(&ops)? {
+            attention::of(op)?;
+            return Ok(Requirements {
+                state: STATE_HEAD + attention::RECORD,
+                scratch: attention::SCRATCH_BYTES,
+            });
+        }
         let mut scratch_f32 = GEMM_SCRATCH_F32;
         for op in ops.iter() {
             let (l, keys) = linear_of(op)?;
@@ -658,6 +684,16 @@ impl Backend for PteraBackend {
             return xnnpack::init_packed(&xinit, &mut state[STATE_HEAD..], &filters);
         }
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
+        if let Some(op) = attention_op(&ops)? {
+            let o = attention::of(op)?;
+            if state.len() < STATE_HEAD + attention::RECORD {
+                return Err(bad("ptera region: state area too small"));
+            }
+            state[..4].copy_from_slice(&1u32.to_le_bytes());
+            state[4..8].copy_from_slice(&KIND_ATTENTION.to_le_bytes());
+            attention::encode(&o, &mut state[STATE_HEAD..STATE_HEAD + attention::RECORD]);
+            return Ok(());
+        }
         if state.len() < STATE_HEAD + ops.len() * STATE_PER_OP {
             return Err(bad("ptera region: state area too small"));
         }
@@ -701,6 +737,10 @@ impl Backend for PteraBackend {
         if u32_at(state, 4) == KIND_XNN {
             return xnnpack::arg_access_of(&state[STATE_HEAD..], arg);
         }
+        if u32_at(state, 4) == KIND_ATTENTION {
+            let (read, written) = attention::access(&attention::decode(&state[STATE_HEAD..]), arg);
+            return ArgAccess::of(read, written);
+        }
         let records = (u32_at(state, 0) as usize)
             .checked_mul(STATE_PER_OP)
             .and_then(|n| state.get(STATE_HEAD..STATE_HEAD.checked_add(n)?));
@@ -739,6 +779,12 @@ impl Backend for PteraBackend {
                 index: init.index,
             };
             return xnnpack::execute_plan(&xinit, &state[STATE_HEAD..], ctx);
+        }
+        if u32_at(state, 4) == KIND_ATTENTION {
+            let rec = state
+                .get(STATE_HEAD..STATE_HEAD + attention::RECORD)
+                .ok_or(bad("ptera region: state area too small"))?;
+            return attention::run(ctx, 0, &attention::decode(rec));
         }
         let count = u32_at(state, 0) as usize;
         let records = state

@@ -154,6 +154,28 @@ fn ptera_inner(program: &Program<'_>, payload: &[u8]) -> Option<(Vec<Inner>, BTr
                     ("absorbed".into(), absorbed.join(", ")),
                 ],
             });
+        } else if let Some(a) = op.op_as_attention() {
+            let mut reads = vec![ARG | a.q(), ARG | a.k(), ARG | a.v()];
+            if let Ok(m) = u32::try_from(a.mask()) {
+                reads.push(ARG | m);
+            }
+            reads.dedup();
+            for r in reads.iter().chain([&(ARG | a.output())]) {
+                ext.insert(*r, r & !ARG);
+            }
+            out.push(Inner {
+                key: k.to_string(),
+                label: "Attention".into(),
+                reads,
+                write: Some(ARG | a.output()),
+                attrs: vec![
+                    ("heads".into(), a.heads().to_string()),
+                    ("head_dim".into(), a.head_dim().to_string()),
+                    ("q_rows".into(), a.q_rows().to_string()),
+                    ("kv_rows".into(), a.kv_rows().to_string()),
+                    ("absorbed".into(), absorbed.join(", ")),
+                ],
+            });
         } else if let Some(x) = op.op_as_xnn_graph() {
             let seg = program.segment(x.segment() as usize).ok()?;
             // Each wrapped graph's value ids live in their own range.

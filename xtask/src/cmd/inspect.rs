@@ -50,6 +50,11 @@ fn ptera_region(program: &Program<'_>, d: usize, payload: &[u8], region: &mut Va
                 "weight": weight, "activation": format!("{:?}", l.activation()),
                 "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}),
             );
+        } else if let Some(a) = op.op_as_attention() {
+            ops.push(json!({"op": "Attention", "heads": a.heads(), "head_dim": a.head_dim(),
+                "q_rows": a.q_rows(), "kv_rows": a.kv_rows(), "masked": a.mask() >= 0,
+                "scale": a.scale(), "q_scale": a.q_scale(),
+                "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}));
         } else if let Some(x) = op.op_as_xnn_graph() {
             let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
             let graph = program
@@ -348,6 +353,15 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
                             op["n"],
                             op["max_m"],
                             op["activation"].as_str().unwrap_or("?")
+                        );
+                    } else if op["op"] == "Attention" {
+                        println!(
+                            "    Attention: {} heads of {}, {} query rows over {} key rows, {}",
+                            op["heads"],
+                            op["head_dim"],
+                            op["q_rows"],
+                            op["kv_rows"],
+                            if op["masked"] == true { "masked" } else { "no mask" }
                         );
                     } else {
                         let nodes: Vec<String> = op["nodes"]
