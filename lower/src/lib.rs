@@ -10,6 +10,7 @@
 //! The output is checked before it is returned: it must load and validate with ptera's
 //! standard registry, every method.
 
+pub mod attention;
 pub mod constants;
 pub mod emit;
 pub mod partition;
@@ -89,6 +90,22 @@ pub struct MethodReport {
     pub converted: Vec<XnnRegionReport>,
     /// Delegate regions of other backends kept as they are: (delegate id, count).
     pub other_delegates: Vec<(String, usize)>,
+    /// Attention chains made `Attention` regions ([`attention`]).
+    pub attentions: Vec<AttentionReport>,
+}
+
+/// One attention chain made a region.
+#[derive(Clone, Debug)]
+pub struct AttentionReport {
+    /// The instruction the region took the place of (the chain's last).
+    pub instruction: usize,
+    /// Operators absorbed (in program order).
+    pub absorbed: Vec<String>,
+    pub heads: usize,
+    pub head_dim: usize,
+    pub q_rows: usize,
+    pub kv_rows: usize,
+    pub masked: bool,
 }
 
 /// One XNNPACK region converted (its graph is kept; fully-connected filters are packed).
@@ -186,6 +203,11 @@ impl Report {
                     "aliased_filters": c.aliased_filters,
                 })).collect::<Vec<_>>(),
                 "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
+                "attentions": m.attentions.iter().map(|a| json!({
+                    "instruction": a.instruction, "absorbed": a.absorbed, "heads": a.heads,
+                    "head_dim": a.head_dim, "q_rows": a.q_rows, "kv_rows": a.kv_rows,
+                    "masked": a.masked,
+                })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })
     }
@@ -205,6 +227,8 @@ pub struct Options {
     /// of converted XNNPACK regions (dynamic int8 activations at run time); `None` keeps them
     /// fp32.
     pub quantize: Option<quantize::Scheme>,
+    /// With `regions`: make attention chains `Attention` regions ([`attention`]).
+    pub attention: bool,
 }
 
 impl Default for Options {
@@ -214,6 +238,7 @@ impl Default for Options {
             rewrites: Rewrites::ALL,
             regions: true,
             quantize: None,
+            attention: true,
         }
     }
 }
@@ -1120,6 +1145,63 @@ fn lower_stage(
                 repacked_int4_filters: r.stock.iter().filter(|f| f.group > 0).count(),
                 aliased_filters: aliased.len(),
             });
+        }
+        if opts.regions && opts.attention {
+            let dels = plans[pi].delegates().unwrap_or_default();
+            let seg_bytes: Vec<&[u8]> = (0..program.segment_count())
+                .filter_map(|i| program.segment(i).ok())
+                .collect();
+            let dw = |d: usize| -> Option<Vec<usize>> {
+                let del = (d < dels.len()).then(|| dels.get(d))?;
+                let w = replan::delegate_outputs(del, &seg_bytes);
+                (!w.is_empty()).then_some(w)
+            };
+            let mut g = rewrite::graph::Graph::new(plans[pi], &dw);
+            // Instructions the Linear regions absorb are not the attention's to take.
+            for c in cands {
+                for &r in &c.removed {
+                    if let Some(i) = g.ins.get_mut(r) {
+                        i.removed = true;
+                    }
+                }
+            }
+            for m in attention::find(&mut g, &program) {
+                if cands
+                    .iter()
+                    .any(|c| c.pc == m.pc || m.removed.contains(&c.pc))
+                {
+                    continue;
+                }
+                let mut args: Vec<i32> = Vec::new();
+                let mut arg = |v: usize| -> usize {
+                    let v = v as i32;
+                    match args.iter().position(|&a| a == v) {
+                        Some(i) => i,
+                        None => {
+                            args.push(v);
+                            args.len() - 1
+                        }
+                    }
+                };
+                let (q, k, v) = (arg(m.q), arg(m.k), arg(m.v));
+                let mask = m.mask.map(&mut arg);
+                let out = arg(m.out);
+                let bytes = payload::attention_region(target, &m, [q, k, v], mask, out);
+                segments.push(Seg::Bytes(bytes));
+                edit.new_delegates.push((segments.len() - 1) as u32);
+                edit.replaced
+                    .insert(m.pc, (edit.new_delegates.len() - 1, args));
+                edit.removed.extend(m.removed.iter().copied());
+                rep.attentions.push(AttentionReport {
+                    instruction: m.pc,
+                    absorbed: m.absorbed.clone(),
+                    heads: m.attn.heads,
+                    head_dim: m.attn.head_dim,
+                    q_rows: m.attn.q_rows,
+                    kv_rows: m.attn.kv_rows,
+                    masked: m.mask.is_some(),
+                });
+            }
         }
         for (v, t) in view.tensors.iter().enumerate() {
             if t.as_ref()

@@ -134,6 +134,56 @@ pub fn linear_region(
     finish(b, target, op)
 }
 
+/// A one-operation region for the attention chain `m`, reading queries, keys and values at
+/// argument positions `qkv` (one position may serve several), the mask at `mask`, writing
+/// `out`.
+pub fn attention_region(
+    target: &Target,
+    m: &crate::attention::Match,
+    qkv: [usize; 3],
+    mask: Option<usize>,
+    out: usize,
+) -> Vec<u8> {
+    let mut b = FlatBufferBuilder::new();
+    let a = &m.attn;
+    let view = |v: &ptera::linalg::attention::HeadView| {
+        rf::HeadView::new(v.offset as u32, v.head_stride as u32, v.row_stride as u32)
+    };
+    let (qv, kv, vv) = (view(&a.q), view(&a.k), view(&a.v));
+    let att = rf::Attention::create(
+        &mut b,
+        &rf::AttentionArgs {
+            q: qkv[0] as u32,
+            k: qkv[1] as u32,
+            v: qkv[2] as u32,
+            mask: mask.map_or(-1, |m| m as i32),
+            output: out as u32,
+            heads: a.heads as u32,
+            head_dim: a.head_dim as u32,
+            q_rows: a.q_rows as u32,
+            kv_rows: a.kv_rows as u32,
+            q_view: Some(&qv),
+            k_view: Some(&kv),
+            v_view: Some(&vv),
+            mask_head_stride: a.mask_strides.0 as u32,
+            mask_row_stride: a.mask_strides.1 as u32,
+            scale: a.scale,
+            q_scale: a.q_scale,
+        },
+    );
+    let names: Vec<_> = m.absorbed.iter().map(|s| b.create_string(s)).collect();
+    let absorbed = b.create_vector(&names);
+    let op = rf::Operation::create(
+        &mut b,
+        &rf::OperationArgs {
+            op_type: rf::Op::Attention,
+            op: Some(att.as_union_value()),
+            absorbed: Some(absorbed),
+        },
+    );
+    finish(b, target, op)
+}
+
 /// A region wrapping the XNNPACK payload in program segment `segment`, with `packed`
 /// filters `(graph value id, named-data key, tile width)` and `quantized` ones `(graph value
 /// id, keys of rows, scales and column sums, group of 4-bit rows, layout of the rows

@@ -131,7 +131,7 @@ impl Attention {
                 head_stride: hs,
                 row_stride: rs,
             };
-            if !extent(&view, h, self.q_rows, self.kv_rows).is_some_and(|e| e <= m.len()) {
+            if extent(&view, h, self.q_rows, self.kv_rows).is_none_or(|e| e > m.len()) {
                 return Err(shape("attention: mask smaller than its strides say"));
             }
         }

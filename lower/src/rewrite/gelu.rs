@@ -32,7 +32,7 @@ pub struct Match {
 }
 
 /// The one instruction whose output holds exactly the bytes of `v` when `pc` reads it.
-fn producer(g: &Graph<'_>, v: usize, pc: usize) -> Option<usize> {
+pub(crate) fn producer(g: &Graph<'_>, v: usize, pc: usize) -> Option<usize> {
     let src = g.sources(v, pc)?;
     let [Source::Ins(j)] = src.iter().copied().collect::<Vec<_>>()[..] else {
         return None;
@@ -46,7 +46,7 @@ fn producer(g: &Graph<'_>, v: usize, pc: usize) -> Option<usize> {
 }
 
 /// The value of a scalar operand: a Double or Int value, or a one-element f32 constant.
-fn scalar(g: &Graph<'_>, program: &Program<'_>, v: usize) -> Option<f64> {
+pub(crate) fn scalar(g: &Graph<'_>, program: &Program<'_>, v: usize) -> Option<f64> {
     match g.kind_of(v)? {
         fb::KernelTypes::Double => {
             let vals = g.view.plan.values()?;
@@ -70,7 +70,7 @@ fn near(a: f64, b: f64) -> bool {
 }
 
 /// Value arguments of a kept call with operator `key`.
-fn args_of(g: &Graph<'_>, pc: usize, key: &str, n: usize) -> Option<Vec<usize>> {
+pub(crate) fn args_of(g: &Graph<'_>, pc: usize, key: &str, n: usize) -> Option<Vec<usize>> {
     let i = &g.ins[pc];
     if i.removed || i.key != key || i.args.len() != n {
         return None;

@@ -51,10 +51,12 @@ fn ptera_region(program: &Program<'_>, d: usize, payload: &[u8], region: &mut Va
                 "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}),
             );
         } else if let Some(a) = op.op_as_attention() {
-            ops.push(json!({"op": "Attention", "heads": a.heads(), "head_dim": a.head_dim(),
+            ops.push(
+                json!({"op": "Attention", "heads": a.heads(), "head_dim": a.head_dim(),
                 "q_rows": a.q_rows(), "kv_rows": a.kv_rows(), "masked": a.mask() >= 0,
                 "scale": a.scale(), "q_scale": a.q_scale(),
-                "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}));
+                "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}),
+            );
         } else if let Some(x) = op.op_as_xnn_graph() {
             let mut nodes: BTreeMap<&str, u64> = BTreeMap::new();
             let graph = program
@@ -361,7 +363,11 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
                             op["head_dim"],
                             op["q_rows"],
                             op["kv_rows"],
-                            if op["masked"] == true { "masked" } else { "no mask" }
+                            if op["masked"] == true {
+                                "masked"
+                            } else {
+                                "no mask"
+                            }
                         );
                     } else {
                         let nodes: Vec<String> = op["nodes"]

@@ -45,6 +45,10 @@ pub struct LowerArgs {
     /// layer computes every position instead of the last one).
     #[arg(long)]
     pub no_rows: bool,
+    /// Leave attention chains (`bmm`, `mul`, mask `add`, `_softmax`, `bmm` and the head
+    /// permutes around them) as portable calls instead of one `Attention` region each.
+    #[arg(long)]
+    pub no_attention: bool,
     /// Quantize the weights of the matmul regions: `int8` (symmetric, per output channel) or
     /// `int4:G` (symmetric, bf16 scales per output channel and group of G inputs); inputs are
     /// quantized per row at run time (dynamic int8). No calibration data.
@@ -187,6 +191,20 @@ fn print_report(r: &Report, out: &Path) {
                 g.n
             );
         }
+        for a in &m.attentions {
+            println!(
+                "  instruction {}: {} calls ({}) -> Attention, {} heads of {}, {} query rows over \
+                 {} key rows, {}",
+                a.instruction,
+                a.absorbed.len(),
+                a.absorbed.join(" + "),
+                a.heads,
+                a.head_dim,
+                a.q_rows,
+                a.kv_rows,
+                if a.masked { "masked" } else { "no mask" }
+            );
+        }
         for c in &m.converted {
             let nodes: Vec<String> = c.nodes.iter().map(|(k, n)| format!("{n} {k}")).collect();
             println!(
@@ -286,6 +304,7 @@ pub fn lower_cmd(args: LowerArgs) -> Result<()> {
             rows: !args.no_rows,
         },
         regions: args.backend == "ptera",
+        attention: !args.no_attention,
         quantize: args
             .quantize
             .as_deref()

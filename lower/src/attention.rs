@@ -1,0 +1,572 @@
+//! Attention regions: a layer's `bmm → [mul by a constant] → [add a mask] → _softmax → bmm →
+//! [permute back]` chain, together with the head permutes, key transpose, splits and row
+//! slices that feed its products, becomes one `Attention` operation of ptera's backend
+//! (runtime: `ptera::linalg::attention`) that reads Q, K and V where their projections wrote
+//! them.
+//!
+//! The chain is found on the method's dataflow over bytes ([`Graph`]): each operand of the two
+//! products is traced back through the copies that only move elements (`permute_copy`,
+//! `split_with_sizes_copy`, `slice_copy`, same-shape `expand_copy`, `clone`, `view_copy`, and
+//! the views ExecuTorch elides by planning them over their base's bytes) to the tensor some
+//! other instruction computed, as a strided view `[heads, rows, head_dim]` of it with unit
+//! stride along `head_dim`. A query operand may also pass through one `mul` by a constant
+//! scalar (OPT scales its queries): it becomes the operation's `q_scale`.
+//!
+//! A chain is taken only when nothing else reads what its instructions write (the whole chain
+//! disappears), every tensor is f32 and static, and no kept instruction between the first
+//! absorbed one and the last writes the bytes the operation reads (it runs at the place of the
+//! last).
+
+use std::collections::BTreeSet;
+
+use ptera::format::fb;
+use ptera::linalg::attention::{Attention, HeadView};
+use ptera::{DType, Program};
+
+use crate::rewrite::gelu::{args_of, producer, scalar};
+use crate::rewrite::graph::{Graph, Source};
+
+/// One attention chain made an operation.
+#[derive(Clone, Debug)]
+pub struct Match {
+    /// Instruction the DelegateCall takes the place of (the last absorbed one).
+    pub pc: usize,
+    /// The other absorbed instructions.
+    pub removed: Vec<usize>,
+    /// Operator keys absorbed, in program order.
+    pub absorbed: Vec<String>,
+    /// Tensors read: queries, keys, values (may be one tensor), the mask; the output.
+    pub q: usize,
+    pub k: usize,
+    pub v: usize,
+    pub mask: Option<usize>,
+    pub out: usize,
+    pub attn: Attention,
+}
+
+/// An operand as a strided view of a computed tensor: element `i` (a multi-index over `sizes`)
+/// is element `off + Σ i·strides` of `base`, times `scale`.
+#[derive(Clone, Debug)]
+struct Strided {
+    base: usize,
+    off: usize,
+    sizes: Vec<usize>,
+    strides: Vec<usize>,
+    scale: f32,
+    /// Instructions traced through.
+    through: Vec<usize>,
+}
+
+fn contiguous(sizes: &[usize]) -> Vec<usize> {
+    let mut st = vec![1; sizes.len()];
+    for i in (0..sizes.len().saturating_sub(1)).rev() {
+        st[i] = st[i + 1] * sizes[i + 1];
+    }
+    st
+}
+
+/// Strides that view `(sizes, strides)` as `new` (same element count), when the view needs no
+/// copy: dims are split or merged only where they are contiguous with each other.
+fn restride(sizes: &[usize], strides: &[usize], new: &[usize]) -> Option<Vec<usize>> {
+    if sizes.iter().product::<usize>() != new.iter().product::<usize>() {
+        return None;
+    }
+    let old: Vec<(usize, usize)> = sizes
+        .iter()
+        .zip(strides)
+        .filter(|(&s, _)| s != 1)
+        .map(|(&s, &t)| (s, t))
+        .collect();
+    let mut out = vec![0usize; new.len()];
+    let mut nd = new.len();
+    let mut i = old.len();
+    while i > 0 {
+        // One chunk of old dims contiguous with each other: old[j..i].
+        let mut j = i - 1;
+        let mut numel = old[j].0;
+        while j > 0 && old[j - 1].1 == old[j].0 * old[j].1 {
+            j -= 1;
+            numel *= old[j].0;
+        }
+        let base = old[i - 1].1;
+        let mut got = 1usize;
+        while nd > 0 && (got < numel || new[nd - 1] == 1) {
+            nd -= 1;
+            out[nd] = got * base;
+            got *= new[nd];
+        }
+        if got != numel {
+            return None;
+        }
+        i = j;
+    }
+    while nd > 0 {
+        nd -= 1;
+        if new[nd] != 1 {
+            return None;
+        }
+        out[nd] = 0;
+    }
+    Some(out)
+}
+
+/// The f32 tensor `v` when it is contiguous and of static shape.
+fn static_f32(g: &Graph<'_>, v: usize) -> Option<Vec<usize>> {
+    let t = g.tensor(v)?;
+    if t.dtype != Some(DType::F32) || !t.contiguous {
+        return None;
+    }
+    let vals = g.view.plan.values()?;
+    let dynamic = (v < vals.len())
+        .then(|| vals.get(v).val_as_tensor())
+        .flatten()
+        .is_none_or(|t| t.shape_dynamism() != fb::TensorShapeDynamism::STATIC);
+    (!dynamic).then(|| t.sizes.clone())
+}
+
+/// Value `v` as a constant int list or int.
+fn ints(g: &Graph<'_>, v: usize) -> Option<Vec<i64>> {
+    g.const_int_list(v)
+        .or_else(|| g.const_int(v).map(|i| vec![i]))
+}
+
+/// An optional Int argument: `None` value → `dflt`.
+fn opt_int(g: &Graph<'_>, v: usize, dflt: i64) -> Option<i64> {
+    match g.kind_of(v)? {
+        fb::KernelTypes::Null => Some(dflt),
+        _ => g.const_int(v),
+    }
+}
+
+fn norm_dim(d: i64, rank: usize) -> Option<usize> {
+    let r = rank as i64;
+    let d = if d < 0 { d + r } else { d };
+    (0..r).contains(&d).then_some(d as usize)
+}
+
+/// Tensor `v` as instruction `pc` reads it, traced back to a computed tensor.
+fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> Option<Strided> {
+    let sizes = static_f32(g, v)?;
+    let (mem, off_v, len_v) = g.alloc.get(v).copied().flatten()?;
+    let src: Vec<Source> = g.sources(v, pc)?.into_iter().collect();
+    let [Source::Ins(j)] = src[..] else {
+        return None;
+    };
+    let ins = &g.ins[j];
+    let w = ins.writes.iter().copied().find(|&w| {
+        g.alloc.get(w).copied().flatten().is_some_and(|(m, o, l)| {
+            m == mem && o <= off_v && off_v + len_v <= o + l && g.tensor(w).is_some()
+        })
+    })?;
+    let (_, off_w, _) = g.alloc[w]?;
+    if (off_v - off_w) % 4 != 0 {
+        return None;
+    }
+    let e0 = ((off_v - off_w) / 4) as usize;
+    let wsizes = static_f32(g, w)?;
+    let a = |n: usize| ins.args.get(n).and_then(|&x| usize::try_from(x).ok());
+    let key = ins.key.as_str();
+    // How `w` is laid over its own input, when `j` only moves elements.
+    let moved: Option<Strided> = match key {
+        "aten::permute_copy.out" => {
+            let x = trace(g, program, a(0)?, j, q)?;
+            let dims = ints(g, a(1)?)?;
+            if dims.len() != x.sizes.len() {
+                return None;
+            }
+            let mut s = x.clone();
+            for (k, &d) in dims.iter().enumerate() {
+                let d = norm_dim(d, dims.len())?;
+                s.sizes[k] = x.sizes[d];
+                s.strides[k] = x.strides[d];
+            }
+            Some(s)
+        }
+        "aten::split_with_sizes_copy.out" => {
+            let x = trace(g, program, a(0)?, j, q)?;
+            let parts = ints(g, a(1)?)?;
+            let dim = norm_dim(g.const_int(a(2)?)?, x.sizes.len())?;
+            let idx = ins.writes.iter().position(|&o| o == w)?;
+            // `writes` lists the out list's items in order (the list value itself first when
+            // it is a tensor list value: skip non-tensors).
+            let items: Vec<usize> = ins
+                .writes
+                .iter()
+                .copied()
+                .filter(|&o| g.tensor(o).is_some())
+                .collect();
+            let idx = items.iter().position(|&o| o == w).unwrap_or(idx);
+            let start: i64 = parts.get(..idx)?.iter().sum();
+            let mut s = x;
+            s.off += start as usize * s.strides[dim];
+            s.sizes[dim] = *parts.get(idx)? as usize;
+            Some(s)
+        }
+        "aten::slice_copy.Tensor_out" if ins.args.len() == 7 => {
+            let x = trace(g, program, a(0)?, j, q)?;
+            let dim = norm_dim(g.const_int(a(1)?)?, x.sizes.len())?;
+            let n = x.sizes[dim] as i64;
+            let clamp = |i: i64| if i < 0 { (i + n).max(0) } else { i.min(n) };
+            let start = clamp(opt_int(g, a(2)?, 0)?);
+            let end = clamp(opt_int(g, a(3)?, n)?);
+            let step = g.const_int(a(4)?)?;
+            if step < 1 {
+                return None;
+            }
+            let count = if end > start {
+                (end - start + step - 1) / step
+            } else {
+                0
+            };
+            let mut s = x;
+            s.off += start as usize * s.strides[dim];
+            s.sizes[dim] = count as usize;
+            s.strides[dim] *= step as usize;
+            Some(s)
+        }
+        "aten::expand_copy.out"
+        | "aten::clone.out"
+        | "dim_order_ops::_clone_dim_order.out"
+        | "aten::view_copy.out"
+        | "aten::alias_copy.out" => {
+            let x = trace(g, program, a(0)?, j, q)?;
+            if x.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>()
+                || (key == "aten::expand_copy.out" && x.sizes != wsizes)
+            {
+                return None;
+            }
+            let strides = restride(&x.sizes, &x.strides, &wsizes)?;
+            Some(Strided {
+                sizes: wsizes.clone(),
+                strides,
+                ..x
+            })
+        }
+        "aten::mul.out" if q && ins.args.len() == 4 => {
+            // A query scaled by a constant: (x, c) or (c, x), no broadcast of x.
+            let (x, c) = match (scalar(g, program, a(0)?), scalar(g, program, a(1)?)) {
+                (None, Some(c)) => (a(0)?, c),
+                (Some(c), None) => (a(1)?, c),
+                _ => return None,
+            };
+            let xs = trace(g, program, x, j, false)?;
+            if xs.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>() {
+                return None;
+            }
+            let strides = restride(&xs.sizes, &xs.strides, &wsizes)?;
+            Some(Strided {
+                sizes: wsizes.clone(),
+                strides,
+                scale: xs.scale * c as f32,
+                ..xs
+            })
+        }
+        _ => None,
+    };
+    let mut m = match moved {
+        Some(mut s) => {
+            s.through.push(j);
+            s
+        }
+        None => Strided {
+            base: w,
+            off: 0,
+            sizes: wsizes.clone(),
+            strides: contiguous(&wsizes),
+            scale: 1.0,
+            through: Vec::new(),
+        },
+    };
+    // `v` over `w`'s elements: all of them (a view), or a contiguous piece of a computed one.
+    let numel_v: usize = sizes.iter().product();
+    if e0 == 0 && numel_v == m.sizes.iter().product::<usize>() {
+        m.strides = restride(&m.sizes, &m.strides, &sizes)?;
+        m.sizes = sizes;
+        Some(m)
+    } else if m.through.is_empty() {
+        m.off = e0;
+        m.strides = contiguous(&sizes);
+        m.sizes = sizes;
+        Some(m)
+    } else {
+        None
+    }
+}
+
+/// Kept instructions other than `except` reading bytes instruction `j` wrote, or a method
+/// output holding them: `true` when there are none.
+fn read_only_by(g: &Graph<'_>, j: usize, except: &BTreeSet<usize>) -> bool {
+    let from_j = |r: usize, at: usize| {
+        g.alloc.get(r).copied().flatten().is_some()
+            && g.sources(r, at)
+                .is_some_and(|s| s.contains(&Source::Ins(j)))
+    };
+    let n = g.ins.len();
+    let readers_ok = g
+        .ins
+        .iter()
+        .enumerate()
+        .skip(j + 1)
+        .filter(|(i, ins)| !ins.removed && !except.contains(i))
+        .all(|(i, ins)| !ins.reads.iter().any(|&r| from_j(r, i)));
+    readers_ok && !g.outputs.iter().any(|&o| from_j(o, n))
+}
+
+/// The head views of a traced `[heads, rows, head_dim]` operand (`kt`: traced as `[heads,
+/// head_dim, rows]`, the keys' transpose).
+fn head_view(s: &Strided, kt: bool) -> Option<HeadView> {
+    let (rows, dim) = if kt { (2, 1) } else { (1, 2) };
+    if s.sizes.len() != 3 || s.strides[dim] != 1 {
+        return None;
+    }
+    let u = |x: usize| u32::try_from(x).ok().map(|_| x);
+    Some(HeadView {
+        offset: u(s.off)?,
+        head_stride: u(s.strides[0])?,
+        row_stride: u(s.strides[rows])?,
+    })
+}
+
+/// The attention chain whose softmax is instruction `sm`, if it can be one operation.
+fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> {
+    let [x, dim, htf, p, _] = args_of(g, sm, "aten::_softmax.out", 5)?[..] else {
+        return None;
+    };
+    let xs = static_f32(g, x)?;
+    if norm_dim(g.const_int(dim)?, xs.len())? != xs.len() - 1 {
+        return None;
+    }
+    let vals = g.view.plan.values()?;
+    if vals.get(htf).val_as_bool().is_some_and(|b| b.bool_val()) {
+        return None;
+    }
+    let mut chain = vec![sm];
+    let (mut cur, mut at) = (x, sm);
+    let mut mask = None;
+    let mut scale = 1.0f32;
+    let mut j = producer(g, cur, at)?;
+    if let Some([a, b, alpha, _, _]) = args_of(g, j, "aten::add.out", 5).as_deref() {
+        if scalar(g, program, *alpha) != Some(1.0) {
+            return None;
+        }
+        // The scores come from a mul or a bmm; the other operand is the mask.
+        let scores_from = |v: usize| {
+            producer(g, v, j)
+                .filter(|&pj| matches!(g.ins[pj].key.as_str(), "aten::mul.out" | "aten::bmm.out"))
+        };
+        let (s, m) = match (scores_from(*a), scores_from(*b)) {
+            (Some(_), None) => (*a, *b),
+            (None, Some(_)) => (*b, *a),
+            _ => return None,
+        };
+        if static_f32(g, s)? != xs {
+            return None;
+        }
+        mask = Some(m);
+        chain.push(j);
+        (cur, at) = (s, j);
+        j = producer(g, cur, at)?;
+    }
+    if let Some([a, b, _, _]) = args_of(g, j, "aten::mul.out", 4).as_deref() {
+        let (s, c) = match (scalar(g, program, *a), scalar(g, program, *b)) {
+            (None, Some(c)) => (*a, c),
+            (Some(c), None) => (*b, c),
+            _ => return None,
+        };
+        if static_f32(g, s)?.iter().product::<usize>() != xs.iter().product::<usize>() {
+            return None;
+        }
+        scale = c as f32;
+        chain.push(j);
+        (cur, at) = (s, j);
+        j = producer(g, cur, at)?;
+    }
+    let _ = (cur, at);
+    let [qa, ka, _, _] = args_of(g, j, "aten::bmm.out", 4)?[..] else {
+        return None;
+    };
+    let bmm1 = j;
+    chain.push(bmm1);
+    let q = trace(g, program, qa, bmm1, true)?;
+    let kt = trace(g, program, ka, bmm1, false)?;
+    let (qv, kv) = (head_view(&q, false)?, head_view(&kt, true)?);
+    let (h, tq, d) = (q.sizes[0], q.sizes[1], q.sizes[2]);
+    let tk = kt.sizes[2];
+    if kt.sizes[0] != h || kt.sizes[1] != d || h == 0 || d == 0 {
+        return None;
+    }
+    // The second product: the first later kept bmm reading the probabilities.
+    let bmm2 = (sm + 1..g.ins.len()).find(|&i| {
+        let ins = &g.ins[i];
+        !ins.removed
+            && ins.key == "aten::bmm.out"
+            && ins.args.len() == 4
+            && usize::try_from(ins.args[0]).ok().is_some_and(|pa| {
+                g.sources(pa, i)
+                    .is_some_and(|s| s.len() == 1 && s.contains(&Source::Ins(sm)))
+            })
+    })?;
+    let [pa, va, o, _] = args_of(g, bmm2, "aten::bmm.out", 4)?[..] else {
+        return None;
+    };
+    let ps = static_f32(g, pa)?;
+    if ps.iter().product::<usize>() != h * tq * tk || g.alloc[pa]?.1 != g.alloc[p]?.1 {
+        return None;
+    }
+    chain.push(bmm2);
+    let v = trace(g, program, va, bmm2, false)?;
+    let vv = head_view(&v, false)?;
+    if v.sizes != [h, tk, d] {
+        return None;
+    }
+    // The output: the heads permuted back to `[1, T, H, D]`, or the product itself when its
+    // bytes already are in that order (one row or one head).
+    let after = (bmm2 + 1..g.ins.len()).find(|&i| {
+        let ins = &g.ins[i];
+        !ins.removed
+            && ins.reads.iter().any(|&r| {
+                g.sources(r, i)
+                    .is_some_and(|s| s.contains(&Source::Ins(bmm2)))
+            })
+    });
+    let mut out = o;
+    let mut last = bmm2;
+    if let Some(pp) = after {
+        if let Some([pi, dims, po, _]) = args_of(g, pp, "aten::permute_copy.out", 4).as_deref() {
+            let ok = g
+                .sources(*pi, pp)
+                .is_some_and(|s| s.len() == 1 && s.contains(&Source::Ins(bmm2)))
+                && g.alloc[*pi]?.1 == g.alloc[o]?.1
+                && static_f32(g, *pi)? == [1, h, tq, d]
+                && ints(g, *dims)? == [0, 2, 1, 3]
+                && static_f32(g, *po)? == [1, tq, h, d];
+            if ok {
+                out = *po;
+                last = pp;
+                chain.push(pp);
+            }
+        }
+    }
+    if last == bmm2 && !(tq == 1 || h == 1) {
+        return None;
+    }
+    if static_f32(g, out)?.iter().product::<usize>() != tq * h * d {
+        return None;
+    }
+    // The mask's strides over `[heads, q rows, kv rows]`.
+    let mut mask_strides = (0, 0);
+    if let Some(m) = mask {
+        let ms = static_f32(g, m)?;
+        let r = ms.len();
+        if r < 2 || ms[r - 1] != tk {
+            return None;
+        }
+        let mq = ms[r - 2];
+        let lead: usize = ms[..r - 2].iter().product();
+        if !(mq == tq || mq == 1) || !(lead == 1 || lead == h) {
+            return None;
+        }
+        // A head count of mask rows must sit on the scores' head dim (`[1, H, T, T]`-like).
+        if lead == h && h > 1 && ms[..r - 2].iter().filter(|&&x| x != 1).count() != 1 {
+            return None;
+        }
+        let rs = if mq == 1 { 0 } else { tk };
+        let hs = if lead == 1 { 0 } else { mq * tk };
+        mask_strides = (hs, rs);
+    }
+    // Everything absorbed: the chain and what the operands were traced through.
+    let mut absorbed: BTreeSet<usize> = chain.iter().copied().collect();
+    absorbed.extend(q.through.iter().chain(&kt.through).chain(&v.through));
+    for &j in &absorbed {
+        if j != last && !read_only_by(g, j, &absorbed) {
+            return None;
+        }
+    }
+    // What the operation reads must still be there at `last`: from the first absorbed
+    // instruction reading each tensor on, no kept instruction writes its bytes.
+    let reads: Vec<usize> = [q.base, kt.base, v.base].into_iter().chain(mask).collect();
+    for &r in &reads {
+        static_f32(g, r)?;
+        let first = absorbed
+            .iter()
+            .copied()
+            .find(|&i| g.ins[i].reads.iter().any(|&x| x == r || g.overlap(x, r)))?;
+        for i in first + 1..last {
+            let ins = &g.ins[i];
+            if ins.removed || absorbed.contains(&i) {
+                continue;
+            }
+            if ins.writes.iter().any(|&w| g.overlap(w, r)) {
+                return None;
+            }
+        }
+    }
+    let removed: Vec<usize> = absorbed.iter().copied().filter(|&i| i != last).collect();
+    Some(Match {
+        pc: last,
+        removed,
+        absorbed: absorbed.iter().map(|&i| g.ins[i].key.clone()).collect(),
+        q: q.base,
+        k: kt.base,
+        v: v.base,
+        mask,
+        out,
+        attn: Attention {
+            heads: h,
+            head_dim: d,
+            q_rows: tq,
+            kv_rows: tk,
+            q: qv,
+            k: kv,
+            v: vv,
+            mask_strides,
+            scale,
+            q_scale: q.scale,
+        },
+    })
+}
+
+/// Every attention chain of the method that can be one operation, in program order; the
+/// absorbed instructions are marked removed in `g`.
+pub fn find(g: &mut Graph<'_>, program: &Program<'_>) -> Vec<Match> {
+    if g.unsupported.is_some() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for sm in 0..g.ins.len() {
+        if g.ins[sm].removed || g.ins[sm].key != "aten::_softmax.out" {
+            continue;
+        }
+        if let Some(m) = at_softmax(g, program, sm) {
+            for &r in &m.removed {
+                g.ins[r].removed = true;
+            }
+            out.push(m);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::restride;
+
+    #[test]
+    fn views_split_and_merge_contiguous_dims_only() {
+        // [T, 3C] columns C..2C viewed as [T, H, D].
+        assert_eq!(
+            restride(&[4, 6], &[18, 1], &[4, 2, 3]),
+            Some(vec![18, 3, 1])
+        );
+        // Heads permuted to the front, then merged with the batch of one: [1, H, T, D] → [H, T, D].
+        assert_eq!(
+            restride(&[1, 2, 4, 3], &[72, 3, 18, 1], &[2, 4, 3]),
+            Some(vec![3, 18, 1])
+        );
+        // Rows of a strided view cannot merge with its heads.
+        assert_eq!(restride(&[2, 4, 3], &[3, 18, 1], &[8, 3]), None);
+        assert_eq!(restride(&[2, 3], &[3, 1], &[3, 2]), Some(vec![2, 1]));
+        assert_eq!(restride(&[2, 3], &[3, 1], &[5]), None);
+        assert_eq!(restride(&[1], &[1], &[1, 1]), Some(vec![0, 0]));
+    }
+}
