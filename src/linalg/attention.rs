@@ -13,14 +13,14 @@
 //!   `i·heads·head_dim + h·head_dim`.
 //!
 //! For every head and query row: `s = (q_scale·q)·Kᵀ · scale + mask`, `p = softmax(s)`,
-//! `out = p·V`. The work is cut into units of one head and a block of query rows whose size
-//! depends on the shape alone ([`Attention::block_rows`]); every unit is computed the same way
-//! whichever core takes it, so the output is bit-identical on any number of cores.
+//! `out = p·V`. Each step splits across the installed team on its own boundaries (the
+//! products as batched GEMMs by heads and row groups, the softmax by rows), none of which
+//! changes how an element is computed: the output is bit-identical on any number of cores.
 
 use crate::error::KernelError;
 use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
 use crate::linalg::vecmath::{self as vec, BinOp};
-use crate::parallel::{self, FirstError, SharedSlice};
+use crate::parallel::{self, SharedSlice};
 
 /// Where one operand's heads live in its tensor (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,44 +65,23 @@ fn extent(v: &HeadView, heads: usize, rows: usize, dim: usize) -> Option<usize> 
 }
 
 impl Attention {
-    /// Elements of scratch one unit of `rows` query rows uses besides the GEMM's: the scores
-    /// and probabilities (`rows × kv_rows` each), the scaled queries and the unit's output
-    /// (`rows × head_dim` each).
-    fn unit_floats(&self, rows: usize) -> Option<usize> {
-        rows.checked_mul(self.kv_rows)?
-            .checked_mul(2)?
-            .checked_add(rows.checked_mul(self.head_dim)?.checked_mul(2)?)
+    /// Floats of scratch [`Attention::run`] needs: the scores of every head
+    /// (`heads·q_rows·kv_rows`), the heads' outputs before they are interleaved
+    /// (`heads·q_rows·head_dim`, none for one row or one head), the scaled queries (as many,
+    /// when `q_scale ≠ 1`), and [`GEMM_SCRATCH_F32`] for the products and one row of scores
+    /// on this core. `None` on overflow.
+    pub fn scratch_len(&self) -> Option<usize> {
+        let (h, d, tq, tk) = (self.heads, self.head_dim, self.q_rows, self.kv_rows);
+        let hq = h.checked_mul(tq)?;
+        let heads_out = if tq == 1 || h == 1 { 0 } else { hq.checked_mul(d)? };
+        let scaled = if self.q_scale == 1.0 { 0 } else { hq.checked_mul(d)? };
+        hq.checked_mul(tk)?
+            .checked_add(heads_out)?
+            .checked_add(scaled)?
+            .checked_add(GEMM_SCRATCH_F32)
     }
 
-    /// The GEMM scratch of a unit of `rows` rows: the larger of its two products.
-    fn gemm_floats(&self, rows: usize) -> usize {
-        let (d, t) = (self.head_dim, self.kv_rows);
-        gemm::sgemm_scratch_len(rows, t, d).max(gemm::sgemm_scratch_len(rows, d, t))
-    }
-
-    /// Query rows per unit: the largest of 16, 8, 4, 2, 1 that still gives at least 12 units
-    /// (so 2 to 4 cores get equal shares where the shape allows), shrunk until a unit fits in
-    /// [`GEMM_SCRATCH_F32`] floats. A function of the shape and this CPU's kernels only, never
-    /// of the number of cores. `None` when not even one row fits (keys too long).
-    pub fn block_rows(&self) -> Option<usize> {
-        let tq = self.q_rows.max(1);
-        let mut rb = 16usize.min(tq);
-        while rb > 1 && self.heads.saturating_mul(tq.div_ceil(rb)) < 12 {
-            rb /= 2;
-        }
-        loop {
-            let need = self.unit_floats(rb)?.checked_add(self.gemm_floats(rb))?;
-            if need <= GEMM_SCRATCH_F32 {
-                return Some(rb);
-            }
-            if rb == 1 {
-                return None;
-            }
-            rb /= 2;
-        }
-    }
-
-    /// Checks every operand's extent; `Ok(block rows)`.
+    /// Checks every operand's extent and the scratch.
     fn check(
         &self,
         q: &[f32],
@@ -110,7 +89,8 @@ impl Attention {
         v: &[f32],
         mask: Option<&[f32]>,
         out: &[f32],
-    ) -> Result<usize, KernelError> {
+        scratch: usize,
+    ) -> Result<(), KernelError> {
         let (h, d) = (self.heads, self.head_dim);
         let fits = |view: &HeadView, rows: usize, len: usize| {
             extent(view, h, rows, d).is_some_and(|e| e <= len)
@@ -141,23 +121,32 @@ impl Attention {
             .and_then(|x| x.checked_mul(d))
             .ok_or(shape("attention: output size overflows"))?;
         if out.len() < need {
-            return Err(shape(
-                "attention: output smaller than rows × heads × head_dim",
-            ));
+            return Err(shape("attention: output smaller than rows × heads × head_dim"));
         }
-        self.block_rows().ok_or(KernelError::Scratch {
-            needed: self.unit_floats(1).unwrap_or(usize::MAX).saturating_mul(4),
-            got: GEMM_SCRATCH_F32 * 4,
-        })
+        if self.kv_rows > GEMM_SCRATCH_F32 {
+            return Err(shape("attention: more keys than one row of scores may hold"));
+        }
+        let want = self
+            .scratch_len()
+            .ok_or(shape("attention: scratch size overflows"))?;
+        if scratch < want {
+            return Err(KernelError::Scratch {
+                needed: want.saturating_mul(4),
+                got: scratch.saturating_mul(4),
+            });
+        }
+        Ok(())
     }
 
-    /// Computes the attention into `out` (see the module documentation), across the installed
-    /// team when the work pays for it; `scratch` (at least [`GEMM_SCRATCH_F32`] floats) serves
-    /// when it runs on this core.
+    /// Computes the attention into `out` (see the module documentation), each step across the
+    /// installed team when its work pays for it: the scaled queries, the scores `Q·Kᵀ` of
+    /// every head (batched products split by heads and row groups), each score row's scale,
+    /// mask and softmax (split by rows), the products with `V`, and the heads interleaved into
+    /// `out`. `scratch` holds at least [`Attention::scratch_len`] floats.
     ///
     /// Errors: an operand shorter than its view says, an output shorter than
-    /// `q_rows·heads·head_dim` (`KernelError::Shape`), keys too long for one row's scores to
-    /// fit the scratch, or a scratch smaller than [`GEMM_SCRATCH_F32`] (`KernelError::Scratch`).
+    /// `q_rows·heads·head_dim`, more than [`GEMM_SCRATCH_F32`] keys (`KernelError::Shape`), or
+    /// a short scratch (`KernelError::Scratch`).
     pub fn run(
         &self,
         q: &[f32],
@@ -167,109 +156,126 @@ impl Attention {
         out: &mut [f32],
         scratch: &mut [f32],
     ) -> Result<(), KernelError> {
-        let rb = self.check(q, k, v, mask, out)?;
+        self.check(q, k, v, mask, out, scratch.len())?;
         let (h, d, tq, tk) = (self.heads, self.head_dim, self.q_rows, self.kv_rows);
         if h == 0 || d == 0 || tq == 0 {
             return Ok(());
         }
-        let blocks = tq.div_ceil(rb);
-        let units = h * blocks;
         let out = &mut out[..tq * h * d];
-        let shared = SharedSlice::new(out);
-        let errors = FirstError::default();
-        let work = rb.saturating_mul(tk).saturating_mul(d).saturating_mul(2);
-        let unit = |u: usize, scratch: &mut [f32]| {
-            let (head, r0) = (u / blocks, (u % blocks) * rb);
-            let rows = rb.min(tq - r0);
-            if let Err(e) = self.unit(q, k, v, mask, head, r0, rows, &shared, scratch) {
-                errors.put(e);
-            }
-        };
-        let split = parallel::try_split(units, work, |lo, hi, scratch| {
-            for u in lo..hi {
-                unit(u, scratch);
-            }
-        });
-        if !split {
-            if scratch.len() < GEMM_SCRATCH_F32 {
-                return Err(KernelError::Scratch {
-                    needed: GEMM_SCRATCH_F32 * 4,
-                    got: scratch.len() * 4,
-                });
-            }
-            for u in 0..units {
-                unit(u, scratch);
-            }
-        }
-        errors.result()
-    }
-
-    /// One unit: head `head`, query rows `r0..r0 + rows`.
-    #[allow(clippy::too_many_arguments)]
-    fn unit(
-        &self,
-        q: &[f32],
-        k: &[f32],
-        v: &[f32],
-        mask: Option<&[f32]>,
-        head: usize,
-        r0: usize,
-        rows: usize,
-        out: &SharedSlice<'_, f32>,
-        scratch: &mut [f32],
-    ) -> Result<(), KernelError> {
-        let (h, d, tk) = (self.heads, self.head_dim, self.kv_rows);
-        let st = rows * tk;
-        let (s, rest) = scratch.split_at_mut(st);
-        let (p, rest) = rest.split_at_mut(st);
-        let (qs, rest) = rest.split_at_mut(rows * d);
-        let (o, gemm_scratch) = rest.split_at_mut(rows * d);
-        // Extents were checked for every head and row by `check`.
-        let q0 = self.q.offset + head * self.q.head_stride + r0 * self.q.row_stride;
-        let a = if self.q_scale == 1.0 {
-            MatRef::new(&q[q0..], rows, d, self.q.row_stride, 1)?
-        } else {
-            for (i, row) in qs.chunks_exact_mut(d).enumerate() {
-                let at = q0 + i * self.q.row_stride;
-                vec::binary_scalar_here(BinOp::Mul, &q[at..at + d], self.q_scale, row);
-            }
-            MatRef::row_major(qs, rows, d)?
-        };
-        let k0 = self.k.offset + head * self.k.head_stride;
-        let kt = MatRef::new(&k[k0..], d, tk, 1, self.k.row_stride)?;
-        if tk > 0 {
-            gemm::sgemm(a, kt, s, tk, self.scale, 0.0, None, gemm_scratch)?;
-            let probs: &mut [f32] = match mask {
-                Some(m) => {
-                    let (hs, rs) = self.mask_strides;
-                    for (i, (si, pi)) in s.chunks_exact(tk).zip(p.chunks_exact_mut(tk)).enumerate()
-                    {
-                        let at = head * hs + (r0 + i) * rs;
-                        vec::binary_here(BinOp::Add, si, &m[at..at + tk], pi);
-                    }
-                    vec::softmax_rows(p, s, tk)?;
-                    s
-                }
-                None => {
-                    vec::softmax_rows(s, p, tk)?;
-                    p
-                }
-            };
-            let pm = MatRef::row_major(probs, rows, tk)?;
-            let v0 = self.v.offset + head * self.v.head_stride;
-            let vm = MatRef::new(&v[v0..], tk, d, self.v.row_stride, 1)?;
-            gemm::sgemm(pm, vm, o, d, 1.0, 0.0, None, gemm_scratch)?;
-        } else {
+        if tk == 0 {
             // No keys: every probability row is empty, the output zero.
-            o.fill(0.0);
+            out.fill(0.0);
+            return Ok(());
         }
-        for (i, row) in o.chunks_exact(d).enumerate() {
-            let at = (r0 + i) * h * d + head * d;
-            // SAFETY: row `r0 + i` of head `head` is written by this unit alone (units are
-            // disjoint (head, row block) pairs); `at + d <= q_rows·heads·head_dim`, the
-            // length of `out` (checked by `check`).
-            let dst = unsafe { out.range(at, at + d) };
-            dst.copy_from_slice(row);
+        let direct = tq == 1 || h == 1;
+        let (scores, rest) = scratch.split_at_mut(h * tq * tk);
+        let (heads_out, rest) = rest.split_at_mut(if direct { 0 } else { h * tq * d });
+        let (scaled, local) = rest.split_at_mut(if self.q_scale == 1.0 { 0 } else { h * tq * d });
+        // The queries as `[heads, q_rows, head_dim]` views: in place, or scaled into `scaled`.
+        let qv = if self.q_scale == 1.0 {
+            (q, self.q)
+        } else {
+            let qs = self.q_scale;
+            let view = self.q;
+            parallel::for_chunks(scaled, d, d, |row0, chunk, _| {
+                for (i, o) in chunk.chunks_exact_mut(d).enumerate() {
+                    let (hh, t) = ((row0 + i) / tq, (row0 + i) % tq);
+                    let at = view.offset + hh * view.head_stride + t * view.row_stride;
+                    vec::binary_scalar_here(BinOp::Mul, &q[at..at + d], qs, o);
+                }
+            });
+            let view = HeadView {
+                offset: 0,
+                head_stride: tq * d,
+                row_stride: d,
+            };
+            (&*scaled, view)
+        };
+        // Scores: S_h = Q_h · K_hᵀ.
+        let (qd, qview) = qv;
+        let (kview, vview) = (self.k, self.v);
+        let qk = |hh: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
+            let a = MatRef::new(
+                &qd[qview.offset + hh * qview.head_stride..],
+                tq,
+                d,
+                qview.row_stride,
+                1,
+            )?;
+            let b = MatRef::new(
+                &k[kview.offset + hh * kview.head_stride..],
+                d,
+                tk,
+                1,
+                kview.row_stride,
+            )?;
+            Ok((a, b))
+        };
+        if !gemm::sgemm_batch_split((tq, tk, d), h, qk, scores)? {
+            gemm::sgemm_batch((tq, tk, d), h, qk, scores, local)?;
+        }
+        // Probabilities, row by row: softmax(scale · s + mask).
+        let (scale, strides) = (self.scale, self.mask_strides);
+        let rows = |row0: usize, chunk: &mut [f32], tmp: &mut [f32]| {
+            let tmp = &mut tmp[..tk];
+            for (i, s) in chunk.chunks_exact_mut(tk).enumerate() {
+                let (hh, t) = ((row0 + i) / tq, (row0 + i) % tq);
+                match mask {
+                    Some(m) => {
+                        let at = hh * strides.0 + t * strides.1;
+                        vec::binary_scalar_here(BinOp::Mul, s, scale, tmp);
+                        vec::binary_here(BinOp::Add, &*tmp, &m[at..at + tk], s);
+                        let _ = vec::softmax(s, tmp);
+                        s.copy_from_slice(tmp);
+                    }
+                    None => {
+                        tmp.copy_from_slice(s);
+                        let _ = vec::softmax_rows_scaled(tmp, s, tk, scale);
+                    }
+                }
+            }
+        };
+        let all_rows = h * tq;
+        let split = {
+            let shared = SharedSlice::new(&mut *scores);
+            parallel::try_split(all_rows, tk.saturating_mul(8), |lo, hi, tmp| {
+                // SAFETY: `try_split` hands out disjoint row ranges: these score rows belong
+                // to this part alone.
+                let chunk = unsafe { shared.range(lo * tk, hi * tk) };
+                rows(lo, chunk, tmp);
+            })
+        };
+        if !split {
+            rows(0, scores, local);
+        }
+        // Outputs: O_h = P_h · V_h, straight into `out` when its layout is `[heads, rows, d]`.
+        let pv = |hh: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
+            let a = MatRef::row_major(&scores[hh * tq * tk..], tq, tk)?;
+            let b = MatRef::new(
+                &v[vview.offset + hh * vview.head_stride..],
+                tk,
+                d,
+                vview.row_stride,
+                1,
+            )?;
+            Ok((a, b))
+        };
+        let dst: &mut [f32] = if direct { out } else { heads_out };
+        if !gemm::sgemm_batch_split((tq, d, tk), h, pv, dst)? {
+            gemm::sgemm_batch((tq, d, tk), h, pv, dst, local)?;
+        }
+        if !direct {
+            // `[heads, rows, d]` → `[rows, heads, d]`, split by output rows.
+            let src = &*heads_out;
+            parallel::for_chunks(out, h * d, h * d, |t0, chunk, _| {
+                for (i, row) in chunk.chunks_exact_mut(h * d).enumerate() {
+                    let t = t0 + i;
+                    for (hh, o) in row.chunks_exact_mut(d).enumerate() {
+                        let at = (hh * tq + t) * d;
+                        o.copy_from_slice(&src[at..at + d]);
+                    }
+                }
+            });
         }
         Ok(())
     }

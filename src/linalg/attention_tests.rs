@@ -121,7 +121,7 @@ fn case(
 
 fn run(c: &Case) -> Result<Vec<f32>, KernelError> {
     let mut out = vec![f32::NAN; c.a.q_rows * c.a.heads * c.a.head_dim];
-    let mut scratch = vec![0f32; GEMM_SCRATCH_F32];
+    let mut scratch = vec![0f32; c.a.scratch_len().unwrap()];
     c.a.run(&c.q, &c.k, &c.v, c.mask.as_deref(), &mut out, &mut scratch)?;
     Ok(out)
 }
@@ -163,7 +163,8 @@ fn every_team_gives_the_same_bits() {
         (3, 17, 129, 129),
         (12, 8, 17, 17),
     ] {
-        let c = case(&mut rng, (h, d, tq, tk), true, 1, 1.0);
+        let qs = if tq == 17 { 0.125 } else { 1.0 };
+        let c = case(&mut rng, (h, d, tq, tk), true, 1, qs);
         let one = run(&c).unwrap();
         for cores in [2, 3, 4] {
             let team = ThreadTeam::with_min_work(cores, GEMM_SCRATCH_F32, 1);
@@ -181,21 +182,19 @@ fn every_team_gives_the_same_bits() {
 }
 
 #[test]
-fn block_rows_follow_the_shape() {
+fn scratch_holds_the_scores_and_the_heads() {
     let mut rng = Rng(3);
-    let mut rows = |h: usize, tq: usize, tk: usize| {
-        let c = case(&mut rng, (h, 16, tq, tk), true, 0, 1.0);
-        c.a.block_rows()
+    let mut len = |h: usize, tq: usize, tk: usize, q_scale: f32| {
+        case(&mut rng, (h, 16, tq, tk), true, 0, q_scale)
+            .a
+            .scratch_len()
+            .unwrap()
     };
-    // 6 heads × 4 blocks of 16 rows; 6 × 2 blocks of 8; one row; 12 one-row units.
-    assert_eq!(rows(6, 64, 64), Some(16));
-    assert_eq!(rows(6, 16, 16), Some(8));
-    assert_eq!(rows(1, 1, 64), Some(1));
-    assert_eq!(rows(12, 1, 64), Some(1));
-    // Long keys shrink the block until two rows of scores fit.
-    let long = rows(6, 64, 8192).unwrap();
-    assert!((1..16).contains(&long), "{long}");
-    assert_eq!(rows(1, 2, 40_000), None);
+    // Scores, the heads' outputs before interleaving, the product scratch.
+    assert_eq!(len(6, 64, 64, 1.0), 6 * 64 * 64 + 6 * 64 * 16 + GEMM_SCRATCH_F32);
+    // One query row: the heads are already interleaved; scaled queries take their room.
+    assert_eq!(len(6, 1, 64, 1.0), 6 * 64 + GEMM_SCRATCH_F32);
+    assert_eq!(len(6, 1, 64, 0.5), 6 * 64 + 6 * 16 + GEMM_SCRATCH_F32);
 }
 
 #[test]
@@ -203,7 +202,7 @@ fn short_operands_and_long_keys_are_errors() {
     let mut rng = Rng(5);
     let c = case(&mut rng, (3, 17, 17, 17), false, 2, 1.0);
     let mut out = vec![0f32; 17 * 3 * 17];
-    let mut scratch = vec![0f32; GEMM_SCRATCH_F32];
+    let mut scratch = vec![0f32; c.a.scratch_len().unwrap()];
     let m = c.mask.as_deref().unwrap();
     let (q, k, v) = (&c.q[..], &c.k[..], &c.v[..]);
     let short = |x: &[f32]| x[..x.len() - 1].to_vec();
@@ -234,8 +233,9 @@ fn short_operands_and_long_keys_are_errors() {
             "{which}: {r:?}"
         );
     }
-    let r = c.a.run(q, k, v, Some(m), &mut out, &mut scratch[..100]);
+    let short_scratch = scratch.len() - 1;
+    let r = c.a.run(q, k, v, Some(m), &mut out, &mut scratch[..short_scratch]);
     assert!(matches!(r, Err(KernelError::Scratch { .. })), "{r:?}");
-    let long = case(&mut rng, (1, 1, 1, 40_000), false, 0, 1.0);
-    assert!(matches!(run(&long), Err(KernelError::Scratch { .. })));
+    let long = case(&mut rng, (1, 1, 1, GEMM_SCRATCH_F32 + 1), false, 0, 1.0);
+    assert!(matches!(run(&long), Err(KernelError::Shape { .. })));
 }

@@ -56,9 +56,9 @@ pub(super) fn of(op: rf::Operation<'_>) -> Result<Op, KernelError> {
         scale: a.scale(),
         q_scale: a.q_scale(),
     };
-    if attn.block_rows().is_none() {
+    if attn.kv_rows > GEMM_SCRATCH_F32 || scratch_bytes(&attn).is_none() {
         return Err(KernelError::Unsupported {
-            detail: "ptera region: attention keys too long for one row of scores in scratch",
+            detail: "ptera region: attention scores too large for a scratch area",
         });
     }
     Ok(Op {
@@ -131,8 +131,16 @@ pub(super) fn decode(r: &[u8]) -> Op {
     }
 }
 
-/// Scratch bytes the operation asks for at load (it runs on this core when there is no team).
-pub(super) const SCRATCH_BYTES: usize = GEMM_SCRATCH_F32 * 4 + 16;
+/// Largest scratch an attention asks for (1 GiB): a larger one is refused at load.
+const MAX_SCRATCH: usize = 1 << 30;
+
+/// Scratch bytes the operation asks for at load: [`Attention::scratch_len`] floats, aligned.
+pub(super) fn scratch_bytes(a: &Attention) -> Option<usize> {
+    a.scratch_len()?
+        .checked_mul(4)?
+        .checked_add(16)
+        .filter(|&b| b <= MAX_SCRATCH)
+}
 
 /// Whether the operation reads or writes argument `arg`: `(read, written)`.
 pub(super) fn access(o: &Op, arg: usize) -> (bool, bool) {
@@ -171,7 +179,8 @@ pub(super) fn run(
         ctx.region_op(index, "Attention", n, macs);
     }
     let out = ctx.output_f32s(o.output, n)?;
-    let scratch = ctx.scratch_f32(GEMM_SCRATCH_F32)?;
+    let len = a.scratch_len().ok_or(bad("ptera region: attention scratch overflows"))?;
+    let scratch = ctx.scratch_f32(len)?;
     a.run(q, k, v, mask, out, scratch).map_err(|e| match e {
         // The kernel names no argument: name the operand by its place in the call.
         KernelError::Shape { detail, .. } => KernelError::Shape {

@@ -621,10 +621,11 @@ impl Backend for PteraBackend {
         }
         let ops = r.ops().ok_or(bad("ptera region: no operations"))?;
         if let Some(op) = attention_op(&ops)? {
-            attention::of(op)?;
+            let o = attention::of(op)?;
             return Ok(Requirements {
                 state: STATE_HEAD + attention::RECORD,
-                scratch: attention::SCRATCH_BYTES,
+                scratch: attention::scratch_bytes(&o.attn)
+                    .ok_or(bad("ptera region: attention scratch overflows"))?,
             });
         }
         let mut scratch_f32 = GEMM_SCRATCH_F32;
