@@ -44,7 +44,8 @@ pub struct Attention {
     pub mask_strides: (usize, usize),
     /// Multiplies the scores (`QKᵀ`) before the mask is added.
     pub scale: f32,
-    /// Multiplies every query element before the product (1: none).
+    /// Multiplies every query element before the product (1: none); applied to the scores
+    /// with `scale`, which gives the same product up to rounding.
     pub q_scale: f32,
 }
 
@@ -65,19 +66,17 @@ fn extent(v: &HeadView, heads: usize, rows: usize, dim: usize) -> Option<usize> 
 }
 
 impl Attention {
-    /// Floats of scratch [`Attention::run`] needs: the scores of every head
-    /// (`heads·q_rows·kv_rows`), the heads' outputs before they are interleaved
-    /// (`heads·q_rows·head_dim`, none for one row or one head), the scaled queries (as many,
-    /// when `q_scale ≠ 1`), and [`GEMM_SCRATCH_F32`] for the products and one row of scores
-    /// on this core. `None` on overflow.
+    /// Floats of scratch [`Attention::run`] needs: the scores and the probabilities of every
+    /// head (`heads·q_rows·kv_rows` each), the heads' outputs before they are interleaved
+    /// (`heads·q_rows·head_dim`, none for one row or one head), and [`GEMM_SCRATCH_F32`] for
+    /// the products on this core. `None` on overflow.
     pub fn scratch_len(&self) -> Option<usize> {
         let (h, d, tq, tk) = (self.heads, self.head_dim, self.q_rows, self.kv_rows);
         let hq = h.checked_mul(tq)?;
         let heads_out = if tq == 1 || h == 1 { 0 } else { hq.checked_mul(d)? };
-        let scaled = if self.q_scale == 1.0 { 0 } else { hq.checked_mul(d)? };
         hq.checked_mul(tk)?
+            .checked_mul(2)?
             .checked_add(heads_out)?
-            .checked_add(scaled)?
             .checked_add(GEMM_SCRATCH_F32)
     }
 
@@ -123,9 +122,6 @@ impl Attention {
         if out.len() < need {
             return Err(shape("attention: output smaller than rows × heads × head_dim"));
         }
-        if self.kv_rows > GEMM_SCRATCH_F32 {
-            return Err(shape("attention: more keys than one row of scores may hold"));
-        }
         let want = self
             .scratch_len()
             .ok_or(shape("attention: scratch size overflows"))?;
@@ -139,14 +135,13 @@ impl Attention {
     }
 
     /// Computes the attention into `out` (see the module documentation), each step across the
-    /// installed team when its work pays for it: the scaled queries, the scores `Q·Kᵀ` of
+    /// installed team when its work pays for it: the scores `Q·Kᵀ` of
     /// every head (batched products split by heads and row groups), each score row's scale,
     /// mask and softmax (split by rows), the products with `V`, and the heads interleaved into
     /// `out`. `scratch` holds at least [`Attention::scratch_len`] floats.
     ///
     /// Errors: an operand shorter than its view says, an output shorter than
-    /// `q_rows·heads·head_dim`, more than [`GEMM_SCRATCH_F32`] keys (`KernelError::Shape`), or
-    /// a short scratch (`KernelError::Scratch`).
+    /// `q_rows·heads·head_dim` (`KernelError::Shape`), or a short scratch (`KernelError::Scratch`).
     pub fn run(
         &self,
         q: &[f32],
@@ -168,35 +163,15 @@ impl Attention {
             return Ok(());
         }
         let direct = tq == 1 || h == 1;
-        let (scores, rest) = scratch.split_at_mut(h * tq * tk);
-        let (heads_out, rest) = rest.split_at_mut(if direct { 0 } else { h * tq * d });
-        let (scaled, local) = rest.split_at_mut(if self.q_scale == 1.0 { 0 } else { h * tq * d });
-        // The queries as `[heads, q_rows, head_dim]` views: in place, or scaled into `scaled`.
-        let qv = if self.q_scale == 1.0 {
-            (q, self.q)
-        } else {
-            let qs = self.q_scale;
-            let view = self.q;
-            parallel::for_chunks(scaled, d, d, |row0, chunk, _| {
-                for (i, o) in chunk.chunks_exact_mut(d).enumerate() {
-                    let (hh, t) = ((row0 + i) / tq, (row0 + i) % tq);
-                    let at = view.offset + hh * view.head_stride + t * view.row_stride;
-                    vec::binary_scalar_here(BinOp::Mul, &q[at..at + d], qs, o);
-                }
-            });
-            let view = HeadView {
-                offset: 0,
-                head_stride: tq * d,
-                row_stride: d,
-            };
-            (&*scaled, view)
-        };
+        let hq = h * tq;
+        let (scores, rest) = scratch.split_at_mut(hq * tk);
+        let (probs, rest) = rest.split_at_mut(hq * tk);
+        let (heads_out, local) = rest.split_at_mut(if direct { 0 } else { hq * d });
         // Scores: S_h = Q_h · K_hᵀ.
-        let (qd, qview) = qv;
-        let (kview, vview) = (self.k, self.v);
+        let (qview, kview, vview) = (self.q, self.k, self.v);
         let qk = |hh: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
             let a = MatRef::new(
-                &qd[qview.offset + hh * qview.head_stride..],
+                &q[qview.offset + hh * qview.head_stride..],
                 tq,
                 d,
                 qview.row_stride,
@@ -214,43 +189,44 @@ impl Attention {
         if !gemm::sgemm_batch_split((tq, tk, d), h, qk, scores)? {
             gemm::sgemm_batch((tq, tk, d), h, qk, scores, local)?;
         }
-        // Probabilities, row by row: softmax(scale · s + mask).
-        let (scale, strides) = (self.scale, self.mask_strides);
-        let rows = |row0: usize, chunk: &mut [f32], tmp: &mut [f32]| {
-            let tmp = &mut tmp[..tk];
-            for (i, s) in chunk.chunks_exact_mut(tk).enumerate() {
-                let (hh, t) = ((row0 + i) / tq, (row0 + i) % tq);
-                match mask {
-                    Some(m) => {
-                        let at = hh * strides.0 + t * strides.1;
-                        vec::binary_scalar_here(BinOp::Mul, s, scale, tmp);
-                        vec::binary_here(BinOp::Add, &*tmp, &m[at..at + tk], s);
-                        let _ = vec::softmax(s, tmp);
-                        s.copy_from_slice(tmp);
-                    }
-                    None => {
-                        tmp.copy_from_slice(s);
-                        let _ = vec::softmax_rows_scaled(tmp, s, tk, scale);
-                    }
-                }
+        // Probabilities of rows lo..hi: softmax(scale · q_scale · s + mask). The query scale
+        // is applied to the scores (the same product up to rounding).
+        let scale = self.scale * self.q_scale;
+        let (hs, rs) = self.mask_strides;
+        let rows = |lo: usize, s: &mut [f32], p: &mut [f32]| {
+            let Some(m) = mask else {
+                let _ = vec::softmax_rows_scaled(s, p, tk, scale);
+                return;
+            };
+            vec::binary_scalar_here(BinOp::Mul, s, scale, p);
+            let mut r = lo;
+            let hi = lo + s.len() / tk;
+            while r < hi {
+                // A run of rows of one head whose mask rows follow each other (or one row).
+                let (hh, t) = (r / tq, r % tq);
+                let run = if rs == tk { (tq - t).min(hi - r) } else { 1 };
+                let (a, b) = ((r - lo) * tk, (r - lo + run) * tk);
+                let at = hh * hs + t * rs;
+                vec::binary_here(BinOp::Add, &p[a..b], &m[at..at + run * tk], &mut s[a..b]);
+                r += run;
             }
+            let _ = vec::softmax_rows(s, p, tk);
         };
-        let all_rows = h * tq;
         let split = {
-            let shared = SharedSlice::new(&mut *scores);
-            parallel::try_split(all_rows, tk.saturating_mul(8), |lo, hi, tmp| {
-                // SAFETY: `try_split` hands out disjoint row ranges: these score rows belong
-                // to this part alone.
-                let chunk = unsafe { shared.range(lo * tk, hi * tk) };
-                rows(lo, chunk, tmp);
+            let (ss, ps) = (SharedSlice::new(&mut *scores), SharedSlice::new(&mut *probs));
+            parallel::try_split(hq, tk.saturating_mul(8), |lo, hi, _| {
+                // SAFETY: `try_split` hands out disjoint row ranges: these rows of scores and
+                // probabilities belong to this part alone.
+                let (s, p) = unsafe { (ss.range(lo * tk, hi * tk), ps.range(lo * tk, hi * tk)) };
+                rows(lo, s, p);
             })
         };
         if !split {
-            rows(0, scores, local);
+            rows(0, scores, probs);
         }
         // Outputs: O_h = P_h · V_h, straight into `out` when its layout is `[heads, rows, d]`.
         let pv = |hh: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
-            let a = MatRef::row_major(&scores[hh * tq * tk..], tq, tk)?;
+            let a = MatRef::row_major(&probs[hh * tq * tk..], tq, tk)?;
             let b = MatRef::new(
                 &v[vview.offset + hh * vview.head_stride..],
                 tk,

@@ -5,7 +5,6 @@ use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::attention::{Attention, HeadView};
-use crate::linalg::gemm::GEMM_SCRATCH_F32;
 
 use super::{bad, u32_at};
 
@@ -56,7 +55,7 @@ pub(super) fn of(op: rf::Operation<'_>) -> Result<Op, KernelError> {
         scale: a.scale(),
         q_scale: a.q_scale(),
     };
-    if attn.kv_rows > GEMM_SCRATCH_F32 || scratch_bytes(&attn).is_none() {
+    if scratch_bytes(&attn).is_none() {
         return Err(KernelError::Unsupported {
             detail: "ptera region: attention scores too large for a scratch area",
         });
