@@ -470,3 +470,98 @@ fn lowered_language_models_elide_their_row_slices() {
         check(case, "neon", &out.bytes);
     }
 }
+
+/// Operator keys of the kernel calls of method 0's chain 0.
+fn kernel_ops(bytes: &[u8]) -> Vec<String> {
+    let buf = ptera::host::AlignedBuf::from_bytes(bytes);
+    let program = ptera::Program::load(buf.as_slice()).unwrap();
+    let plan = program.methods().next().unwrap();
+    ptera_lower::partition::PlanView::new(plan)
+        .instrs
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| !k.is_empty())
+        .collect()
+}
+
+/// Every attention of the decoders, encoders and the ViT becomes one `Attention` region (the
+/// two products, the scale, the mask, the softmax and the head permutes, splits and slices
+/// around them: no `bmm` or `_softmax` call is left), a decoder's last layer for its last
+/// query row only; the lowered programs still match ExecuTorch and give the same bits on 2
+/// and 4 cores as on one. Without it (`attention: false`) the chains stay portable calls.
+#[test]
+fn attention_chains_become_one_region_each() {
+    use ptera::parallel::{scoped, Team};
+    use ptera::testing::CountingTeam;
+    use ptera_lower::{lower_with, Options};
+    let neon = Target::parse("neon").unwrap();
+    let registry = Registry::standard();
+    let bits = |o: &Outputs| -> Vec<Vec<u64>> {
+        o.iter()
+            .map(|(_, _, v)| v.iter().map(|x| x.to_bits()).collect())
+            .collect()
+    };
+    let teams = [CountingTeam::new(2), CountingTeam::new(4)];
+    for (case, layers, decoder) in [
+        ("gpt2_portable", 2, true),
+        ("opt_portable", 2, true),
+        ("gpt2t64_portable", 2, true),
+        ("optt64_portable", 2, true),
+        ("optb_portable", 3, true),
+        ("bert_portable", 2, false),
+        ("vit_portable", 2, false),
+    ] {
+        let out = lower(pte(case).as_slice(), &neon, &mut |_, _| {}).unwrap();
+        let a = &out.report.methods[0].attentions;
+        assert_eq!(a.len(), layers, "{case}: attention regions");
+        for (i, r) in a.iter().enumerate() {
+            let least = if decoder { 9 } else { 5 };
+            assert!(r.absorbed.len() >= least, "{case}: {:?}", r.absorbed);
+            assert!(r.absorbed.iter().any(|k| k == "aten::_softmax.out"));
+            let last = i + 1 == layers;
+            if decoder {
+                assert!(r.masked, "{case}: a decoder's attention is masked");
+                assert_eq!(
+                    r.q_rows == 1,
+                    last,
+                    "{case} layer {i}: {} query rows",
+                    r.q_rows
+                );
+            }
+        }
+        let ops = kernel_ops(&out.bytes);
+        for gone in ["aten::bmm.out", "aten::_softmax.out"] {
+            assert!(!ops.iter().any(|k| k == gone), "{case}: {gone} left");
+        }
+        check(case, "neon", &out.bytes);
+        let one = run_program(&out.bytes, case, &registry).unwrap();
+        for team in &teams {
+            let many = scoped(team, || run_program(&out.bytes, case, &registry)).unwrap();
+            assert!(
+                bits(&one) == bits(&many),
+                "{case} lowered: {} cores differ from one",
+                team.cores()
+            );
+        }
+        let opts = Options {
+            attention: false,
+            ..Options::default()
+        };
+        let kept = lower_with(pte(case).as_slice(), &neon, opts, &mut |_, _| {}).unwrap();
+        assert!(kept.report.methods[0].attentions.is_empty());
+        let softmaxes = kernel_ops(&kept.bytes)
+            .iter()
+            .filter(|k| *k == "aten::_softmax.out")
+            .count();
+        assert_eq!(softmaxes, layers, "{case} without attention regions");
+        check(case, "neon (no attention regions)", &kept.bytes);
+    }
+    for team in &teams {
+        assert!(
+            team.splits() > 10,
+            "{} cores: {}",
+            team.cores(),
+            team.splits()
+        );
+    }
+}

@@ -370,3 +370,157 @@ fn a_region_of_two_linear_operations_runs_both() {
     assert_eq!(got[0].f32(), [6.0, 3.0, 0.0, 0.0]);
     assert_eq!(got[1].f32(), [12.0, 0.0, 0.0, 0.0]);
 }
+
+/// An `Attention` region payload over arguments q = k = v = 0 (one `[t, 3·h·d]` tensor),
+/// mask 1 (`[t, t]`, shared by the heads), output 2, with `q_off` as the queries' offset.
+fn attention_payload(h: u32, d: u32, t: u32, q_off: u32, with_linear: bool) -> Vec<u8> {
+    use ptera::format::region_fb as rf;
+    let mut b = flatbuffers::FlatBufferBuilder::new();
+    let c = h * d;
+    let view = |off: u32| rf::HeadView::new(off, d, 3 * c);
+    let (qv, kv, vv) = (view(q_off), view(c), view(2 * c));
+    let att = rf::Attention::create(
+        &mut b,
+        &rf::AttentionArgs {
+            q: 0,
+            k: 0,
+            v: 0,
+            mask: 1,
+            output: 2,
+            heads: h,
+            head_dim: d,
+            q_rows: t,
+            kv_rows: t,
+            q_view: Some(&qv),
+            k_view: Some(&kv),
+            v_view: Some(&vv),
+            mask_head_stride: 0,
+            mask_row_stride: t,
+            scale: 0.5,
+            q_scale: 1.0,
+        },
+    );
+    let mut ops = vec![rf::Operation::create(
+        &mut b,
+        &rf::OperationArgs {
+            op_type: rf::Op::Attention,
+            op: Some(att.as_union_value()),
+            absorbed: None,
+        },
+    )];
+    if with_linear {
+        let w = rf::Weight::create(
+            &mut b,
+            &rf::WeightArgs {
+                layout: rf::WeightLayout::KxN,
+                arg: 1,
+                ..Default::default()
+            },
+        );
+        let lin = rf::Linear::create(
+            &mut b,
+            &rf::LinearArgs {
+                input: 0,
+                output: 2,
+                bias: -1,
+                weight: Some(w),
+                k: 1,
+                n: 1,
+                max_m: 1,
+                alpha: 1.0,
+                beta: 1.0,
+                activation: rf::Activation::None,
+            },
+        );
+        ops.push(rf::Operation::create(
+            &mut b,
+            &rf::OperationArgs {
+                op_type: rf::Op::Linear,
+                op: Some(lin.as_union_value()),
+                absorbed: None,
+            },
+        ));
+    }
+    let ops = b.create_vector(&ops);
+    let root = rf::Region::create(
+        &mut b,
+        &rf::RegionArgs {
+            abi: ptera::delegate::ptera::ABI,
+            isa: None,
+            vector_bits: 0,
+            ops: Some(ops),
+        },
+    );
+    b.finish(root, Some(ptera::delegate::ptera::IDENTIFIER));
+    b.finished_data().to_vec()
+}
+
+/// A hand-written `Attention` region computes causal attention over a fused `[t, 3·h·d]`
+/// projection (checked against the formula in f64); queries placed past the end of their
+/// tensor are an error naming their argument, not a read out of bounds; an Attention
+/// sharing its region with another operation is refused at load.
+#[test]
+fn attention_regions_compute_and_refuse_views_outside_their_tensors() {
+    let (h, d, t) = (2usize, 3usize, 5usize);
+    let c = h * d;
+    let mut rng = Rng(11);
+    let qkv = rand(&mut rng, t * 3 * c);
+    let mask: Vec<f32> = (0..t * t)
+        .map(|x| if x % t > x / t { -1e9 } else { 0.0 })
+        .collect();
+    let build = |payload: Vec<u8>| {
+        let mut op = OpTest::delegate("PteraBackend", payload);
+        let x = op.input_f32(&[1, t, 3 * c], &qkv);
+        let m = op.input_f32(&[1, 1, t, t], &mask);
+        let y = op.output(DType::F32, &[1, t, h, d]);
+        op.call(&[x, m, y]);
+        op
+    };
+    let got = build(attention_payload(h as u32, d as u32, t as u32, 0, false))
+        .run()
+        .unwrap();
+    let got = got[0].f32();
+    for hh in 0..h {
+        for i in 0..t {
+            let s: Vec<f64> = (0..t)
+                .map(|j| {
+                    let dot: f64 = (0..d)
+                        .map(|e| {
+                            qkv[i * 3 * c + hh * d + e] as f64
+                                * qkv[j * 3 * c + c + hh * d + e] as f64
+                        })
+                        .sum();
+                    dot * 0.5 + mask[i * t + j] as f64
+                })
+                .collect();
+            let mx = s.iter().cloned().fold(f64::MIN, f64::max);
+            let sum: f64 = s.iter().map(|x| (x - mx).exp()).sum();
+            for e in 0..d {
+                let want: f64 = (0..t)
+                    .map(|j| (s[j] - mx).exp() / sum * qkv[j * 3 * c + 2 * c + hh * d + e] as f64)
+                    .sum();
+                let g = got[i * c + hh * d + e] as f64;
+                assert!(
+                    (g - want).abs() < 1e-5,
+                    "head {hh} row {i} [{e}]: {g} vs {want}"
+                );
+            }
+        }
+    }
+    // Queries starting one column into the values' last row overrun the tensor: an error
+    // naming the queries' argument.
+    let past = (2 * c + 1) as u32;
+    match build(attention_payload(h as u32, d as u32, t as u32, past, false)).run() {
+        Err(ptera::Error::Delegate {
+            source: ptera::error::KernelError::Shape { arg: 0, .. },
+            ..
+        }) => {}
+        other => panic!("queries past their tensor: expected a shape error, got {other:?}"),
+    }
+    match build(attention_payload(h as u32, d as u32, t as u32, 0, true)).run() {
+        Err(ptera::Error::DelegateInit { backend, .. }) => {
+            assert_eq!(backend.as_str(), "PteraBackend")
+        }
+        other => panic!("attention with a linear: expected a DelegateInit error, got {other:?}"),
+    }
+}

@@ -73,7 +73,11 @@ impl Attention {
     pub fn scratch_len(&self) -> Option<usize> {
         let (h, d, tq, tk) = (self.heads, self.head_dim, self.q_rows, self.kv_rows);
         let hq = h.checked_mul(tq)?;
-        let heads_out = if tq == 1 || h == 1 { 0 } else { hq.checked_mul(d)? };
+        let heads_out = if tq == 1 || h == 1 {
+            0
+        } else {
+            hq.checked_mul(d)?
+        };
         hq.checked_mul(tk)?
             .checked_mul(2)?
             .checked_add(heads_out)?
@@ -120,7 +124,9 @@ impl Attention {
             .and_then(|x| x.checked_mul(d))
             .ok_or(shape("attention: output size overflows"))?;
         if out.len() < need {
-            return Err(shape("attention: output smaller than rows × heads × head_dim"));
+            return Err(shape(
+                "attention: output smaller than rows × heads × head_dim",
+            ));
         }
         let want = self
             .scratch_len()
@@ -213,7 +219,10 @@ impl Attention {
             let _ = vec::softmax_rows(s, p, tk);
         };
         let split = {
-            let (ss, ps) = (SharedSlice::new(&mut *scores), SharedSlice::new(&mut *probs));
+            let (ss, ps) = (
+                SharedSlice::new(&mut *scores),
+                SharedSlice::new(&mut *probs),
+            );
             parallel::try_split(hq, tk.saturating_mul(8), |lo, hi, _| {
                 // SAFETY: `try_split` hands out disjoint row ranges: these rows of scores and
                 // probabilities belong to this part alone.

@@ -191,7 +191,10 @@ fn scratch_holds_the_scores_and_the_heads() {
             .unwrap()
     };
     // Scores and probabilities, the heads' outputs before interleaving, the product scratch.
-    assert_eq!(len(6, 64, 64, 1.0), 2 * 6 * 64 * 64 + 6 * 64 * 16 + GEMM_SCRATCH_F32);
+    assert_eq!(
+        len(6, 64, 64, 1.0),
+        2 * 6 * 64 * 64 + 6 * 64 * 16 + GEMM_SCRATCH_F32
+    );
     // One query row: the heads are already interleaved.
     assert_eq!(len(6, 1, 64, 0.5), 2 * 6 * 64 + GEMM_SCRATCH_F32);
     assert_eq!(len(1, 17, 3, 1.0), 2 * 17 * 3 + GEMM_SCRATCH_F32);
@@ -234,6 +237,7 @@ fn short_operands_and_long_keys_are_errors() {
         );
     }
     let short_scratch = scratch.len() - 1;
-    let r = c.a.run(q, k, v, Some(m), &mut out, &mut scratch[..short_scratch]);
+    let r =
+        c.a.run(q, k, v, Some(m), &mut out, &mut scratch[..short_scratch]);
     assert!(matches!(r, Err(KernelError::Scratch { .. })), "{r:?}");
 }

@@ -178,14 +178,26 @@ pub(super) fn run(
         ctx.region_op(index, "Attention", n, macs);
     }
     let out = ctx.output_f32s(o.output, n)?;
-    let len = a.scratch_len().ok_or(bad("ptera region: attention scratch overflows"))?;
+    let len = a
+        .scratch_len()
+        .ok_or(bad("ptera region: attention scratch overflows"))?;
     let scratch = ctx.scratch_f32(len)?;
     a.run(q, k, v, mask, out, scratch).map_err(|e| match e {
-        // The kernel names no argument: name the operand by its place in the call.
-        KernelError::Shape { detail, .. } => KernelError::Shape {
-            arg: o.output,
-            detail,
-        },
+        // The kernel names no argument: name the operand its message is about.
+        KernelError::Shape { detail, .. } => {
+            let arg = if detail.contains("queries") {
+                o.q
+            } else if detail.contains("keys") {
+                o.k
+            } else if detail.contains("values") {
+                o.v
+            } else if detail.contains("mask") {
+                o.mask.unwrap_or(o.output)
+            } else {
+                o.output
+            };
+            KernelError::Shape { arg, detail }
+        }
         e => e,
     })
 }
