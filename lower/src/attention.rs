@@ -6,10 +6,11 @@
 //!
 //! The chain is found on the method's dataflow over bytes ([`Graph`]): each operand of the two
 //! products is traced back through the copies that only move elements (`permute_copy`,
-//! `split_with_sizes_copy`, `slice_copy`, same-shape `expand_copy`, `clone`, `view_copy`, and
-//! the views ExecuTorch elides by planning them over their base's bytes) to the tensor some
-//! other instruction computed, as a strided view `[heads, rows, head_dim]` of it with unit
-//! stride along `head_dim`. A query operand may also pass through one `mul` by a constant
+//! `split_with_sizes_copy`, `slice_copy`, `expand_copy`, `clone`, `view_copy`, and the views
+//! ExecuTorch elides by planning them over their base's bytes) to the tensor some other
+//! instruction computed, as a strided view `[heads, rows, head_dim]` of it with unit stride
+//! along `head_dim`. An `expand_copy` that repeats each K/V head for a group of query heads
+//! (grouped-query attention, Llama) becomes the operation's `kv_group`. A query operand may also pass through one `mul` by a constant
 //! scalar (OPT scales its queries): it becomes the operation's `q_scale`.
 //!
 //! A chain is taken only when nothing else reads what its instructions write (the whole chain
@@ -45,13 +46,16 @@ pub struct Match {
 }
 
 /// An operand as a strided view of a computed tensor: element `i` (a multi-index over `sizes`)
-/// is element `off + Σ i·strides` of `base`, times `scale`.
+/// is element `off + Σ (i / divs)·strides` of `base`, times `scale`. A divisor above 1 marks a
+/// dim made of a broadcast one merged into the dim before it: grouped-query attention's
+/// query heads, `kv_group` of them per K/V head.
 #[derive(Clone, Debug)]
 struct Strided {
     base: usize,
     off: usize,
     sizes: Vec<usize>,
     strides: Vec<usize>,
+    divs: Vec<usize>,
     scale: f32,
     /// Instructions traced through.
     through: Vec<usize>,
@@ -65,38 +69,45 @@ fn contiguous(sizes: &[usize]) -> Vec<usize> {
     st
 }
 
-/// Strides that view `(sizes, strides)` as `new` (same element count), when the view needs no
-/// copy: dims are split or merged only where they are contiguous with each other.
-fn restride(sizes: &[usize], strides: &[usize], new: &[usize]) -> Option<Vec<usize>> {
-    if sizes.iter().product::<usize>() != new.iter().product::<usize>() {
+/// One dim of a strided view: `(size, stride, divisor)`.
+type Dim = (usize, usize, usize);
+
+/// `(strides, divisors)` that view `old` as `new` (same element count), when the view needs
+/// no copy: dims are split or merged only where they are contiguous with each other; a dim
+/// with a divisor is taken whole. `None` otherwise.
+fn restride_dims(old: &[Dim], new: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
+    if old.iter().map(|d| d.0).product::<usize>() != new.iter().product::<usize>() {
         return None;
     }
-    let old: Vec<(usize, usize)> = sizes
-        .iter()
-        .zip(strides)
-        .filter(|(&s, _)| s != 1)
-        .map(|(&s, &t)| (s, t))
-        .collect();
-    let mut out = vec![0usize; new.len()];
+    let old: Vec<Dim> = old.iter().copied().filter(|d| d.0 != 1).collect();
+    let (mut strides, mut divs) = (vec![0usize; new.len()], vec![1usize; new.len()]);
     let mut nd = new.len();
     let mut i = old.len();
     while i > 0 {
         // One chunk of old dims contiguous with each other: old[j..i].
         let mut j = i - 1;
+        let whole = old[j].2 != 1;
         let mut numel = old[j].0;
-        while j > 0 && old[j - 1].1 == old[j].0 * old[j].1 {
+        while !whole && j > 0 && old[j - 1].2 == 1 && old[j - 1].1 == old[j].0 * old[j].1 {
             j -= 1;
             numel *= old[j].0;
         }
         let base = old[i - 1].1;
-        let mut got = 1usize;
+        let (mut got, top) = (1usize, nd);
         while nd > 0 && (got < numel || new[nd - 1] == 1) {
             nd -= 1;
-            out[nd] = got * base;
+            strides[nd] = got * base;
             got *= new[nd];
         }
         if got != numel {
             return None;
+        }
+        if whole {
+            let mut taken = (nd..top).filter(|&k| new[k] != 1);
+            let (Some(k), None) = (taken.next(), taken.next()) else {
+                return None;
+            };
+            (strides[k], divs[k]) = (old[j].1, old[j].2);
         }
         i = j;
     }
@@ -105,9 +116,36 @@ fn restride(sizes: &[usize], strides: &[usize], new: &[usize]) -> Option<Vec<usi
         if new[nd] != 1 {
             return None;
         }
-        out[nd] = 0;
+        strides[nd] = 0;
     }
-    Some(out)
+    Some((strides, divs))
+}
+
+/// [`restride_dims`] of `(sizes, strides, divs)`; when that fails, again with every broadcast
+/// dim (stride 0) merged into the dim before it (`(G, s, 1), (R, 0, 1)` → `(G·R, s, R)`).
+fn restride(
+    sizes: &[usize],
+    strides: &[usize],
+    divs: &[usize],
+    new: &[usize],
+) -> Option<(Vec<usize>, Vec<usize>)> {
+    let dims: Vec<Dim> = (0..sizes.len())
+        .map(|k| (sizes[k], strides[k], divs[k]))
+        .filter(|d| d.0 != 1)
+        .collect();
+    if let Some(r) = restride_dims(&dims, new) {
+        return Some(r);
+    }
+    let mut folded: Vec<Dim> = Vec::with_capacity(dims.len());
+    for d in dims {
+        match folded.last_mut() {
+            Some(o) if d.1 == 0 && d.2 == 1 && o.2 == 1 && o.1 != 0 => {
+                *o = (o.0 * d.0, o.1, d.0);
+            }
+            _ => folded.push(d),
+        }
+    }
+    restride_dims(&folded, new)
 }
 
 /// The f32 tensor `v` when it is contiguous and of static shape.
@@ -179,6 +217,7 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 let d = norm_dim(d, dims.len())?;
                 s.sizes[k] = x.sizes[d];
                 s.strides[k] = x.strides[d];
+                s.divs[k] = x.divs[d];
             }
             Some(s)
         }
@@ -197,6 +236,9 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 .collect();
             let idx = items.iter().position(|&o| o == w).unwrap_or(idx);
             let start: i64 = parts.get(..idx)?.iter().sum();
+            if x.divs[dim] != 1 {
+                return None;
+            }
             let mut s = x;
             s.off += start as usize * s.strides[dim];
             s.sizes[dim] = *parts.get(idx)? as usize;
@@ -218,6 +260,9 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
             } else {
                 0
             };
+            if x.divs[dim] != 1 {
+                return None;
+            }
             let mut s = x;
             s.off += start as usize * s.strides[dim];
             s.sizes[dim] = count as usize;
@@ -229,16 +274,30 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
         | "dim_order_ops::_clone_dim_order.out"
         | "aten::view_copy.out"
         | "aten::alias_copy.out" => {
-            let x = trace(g, program, a(0)?, j, q)?;
-            if x.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>()
-                || (key == "aten::expand_copy.out" && x.sizes != wsizes)
-            {
+            let mut x = trace(g, program, a(0)?, j, q)?;
+            if key == "aten::expand_copy.out" {
+                // Broadcast size-1 dims (a K/V head repeated for its query heads) read with
+                // stride 0; no new leading dims.
+                if x.sizes.len() != wsizes.len() {
+                    return None;
+                }
+                for k in 0..wsizes.len() {
+                    if x.sizes[k] != wsizes[k] {
+                        if x.sizes[k] != 1 {
+                            return None;
+                        }
+                        (x.sizes[k], x.strides[k], x.divs[k]) = (wsizes[k], 0, 1);
+                    }
+                }
+            }
+            if x.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>() {
                 return None;
             }
-            let strides = restride(&x.sizes, &x.strides, &wsizes)?;
+            let (strides, divs) = restride(&x.sizes, &x.strides, &x.divs, &wsizes)?;
             Some(Strided {
                 sizes: wsizes.clone(),
                 strides,
+                divs,
                 ..x
             })
         }
@@ -253,10 +312,11 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
             if xs.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>() {
                 return None;
             }
-            let strides = restride(&xs.sizes, &xs.strides, &wsizes)?;
+            let (strides, divs) = restride(&xs.sizes, &xs.strides, &xs.divs, &wsizes)?;
             Some(Strided {
                 sizes: wsizes.clone(),
                 strides,
+                divs,
                 scale: xs.scale * c as f32,
                 ..xs
             })
@@ -273,6 +333,7 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
             off: 0,
             sizes: wsizes.clone(),
             strides: contiguous(&wsizes),
+            divs: vec![1; wsizes.len()],
             scale: 1.0,
             through: Vec::new(),
         },
@@ -280,12 +341,13 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
     // `v` over `w`'s elements: all of them (a view), or a contiguous piece of a computed one.
     let numel_v: usize = sizes.iter().product();
     if e0 == 0 && numel_v == m.sizes.iter().product::<usize>() {
-        m.strides = restride(&m.sizes, &m.strides, &sizes)?;
+        (m.strides, m.divs) = restride(&m.sizes, &m.strides, &m.divs, &sizes)?;
         m.sizes = sizes;
         Some(m)
     } else if m.through.is_empty() {
         m.off = e0;
         m.strides = contiguous(&sizes);
+        m.divs = vec![1; sizes.len()];
         m.sizes = sizes;
         Some(m)
     } else {
@@ -312,19 +374,21 @@ fn read_only_by(g: &Graph<'_>, j: usize, except: &BTreeSet<usize>) -> bool {
     readers_ok && !g.outputs.iter().any(|&o| from_j(o, n))
 }
 
-/// The head views of a traced `[heads, rows, head_dim]` operand (`kt`: traced as `[heads,
-/// head_dim, rows]`, the keys' transpose).
-fn head_view(s: &Strided, kt: bool) -> Option<HeadView> {
+/// The head view of a traced `[heads, rows, head_dim]` operand (`kt`: traced as `[heads,
+/// head_dim, rows]`, the keys' transpose) and its query heads per head (its head dim's
+/// divisor: 1 unless K/V heads are shared).
+fn head_view(s: &Strided, kt: bool) -> Option<(HeadView, usize)> {
     let (rows, dim) = if kt { (2, 1) } else { (1, 2) };
-    if s.sizes.len() != 3 || s.strides[dim] != 1 {
+    if s.sizes.len() != 3 || s.strides[dim] != 1 || s.divs[1] != 1 || s.divs[2] != 1 {
         return None;
     }
     let u = |x: usize| u32::try_from(x).ok().map(|_| x);
-    Some(HeadView {
+    let view = HeadView {
         offset: u(s.off)?,
         head_stride: u(s.strides[0])?,
         row_stride: u(s.strides[rows])?,
-    })
+    };
+    Some((view, s.divs[0]))
 }
 
 /// The attention chain whose softmax is instruction `sm`, if it can be one operation.
@@ -389,7 +453,9 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     chain.push(bmm1);
     let q = trace(g, program, qa, bmm1, true)?;
     let kt = trace(g, program, ka, bmm1, false)?;
-    let (qv, kv) = (head_view(&q, false)?, head_view(&kt, true)?);
+    let ((qv, 1), (kv, group)) = (head_view(&q, false)?, head_view(&kt, true)?) else {
+        return None;
+    };
     let (h, tq, d) = (q.sizes[0], q.sizes[1], q.sizes[2]);
     let tk = kt.sizes[2];
     if kt.sizes[0] != h || kt.sizes[1] != d || h == 0 || d == 0 {
@@ -415,7 +481,10 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     }
     chain.push(bmm2);
     let v = trace(g, program, va, bmm2, false)?;
-    let vv = head_view(&v, false)?;
+    let (vv, vgroup) = head_view(&v, false)?;
+    if vgroup != group || h % group != 0 {
+        return None;
+    }
     if v.sizes != [h, tk, d] {
         return None;
     }
@@ -522,6 +591,7 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
             mask_strides,
             scale,
             q_scale: q.scale,
+            kv_group: group,
         },
     })
 }
@@ -553,20 +623,36 @@ mod tests {
 
     #[test]
     fn views_split_and_merge_contiguous_dims_only() {
+        let plain = |sizes: &[usize], strides: &[usize], new: &[usize]| {
+            restride(sizes, strides, &vec![1; sizes.len()], new).map(|r| r.0)
+        };
         // [T, 3C] columns C..2C viewed as [T, H, D].
-        assert_eq!(
-            restride(&[4, 6], &[18, 1], &[4, 2, 3]),
-            Some(vec![18, 3, 1])
-        );
+        assert_eq!(plain(&[4, 6], &[18, 1], &[4, 2, 3]), Some(vec![18, 3, 1]));
         // Heads permuted to the front, then merged with the batch of one: [1, H, T, D] → [H, T, D].
         assert_eq!(
-            restride(&[1, 2, 4, 3], &[72, 3, 18, 1], &[2, 4, 3]),
+            plain(&[1, 2, 4, 3], &[72, 3, 18, 1], &[2, 4, 3]),
             Some(vec![3, 18, 1])
         );
         // Rows of a strided view cannot merge with its heads.
-        assert_eq!(restride(&[2, 4, 3], &[3, 18, 1], &[8, 3]), None);
-        assert_eq!(restride(&[2, 3], &[3, 1], &[3, 2]), Some(vec![2, 1]));
-        assert_eq!(restride(&[2, 3], &[3, 1], &[5]), None);
-        assert_eq!(restride(&[1], &[1], &[1, 1]), Some(vec![0, 0]));
+        assert_eq!(plain(&[2, 4, 3], &[3, 18, 1], &[8, 3]), None);
+        assert_eq!(plain(&[2, 3], &[3, 1], &[3, 2]), Some(vec![2, 1]));
+        assert_eq!(plain(&[2, 3], &[3, 1], &[5]), None);
+        assert_eq!(plain(&[1], &[1], &[1, 1]), Some(vec![0, 0]));
+    }
+
+    #[test]
+    fn a_broadcast_kv_head_merges_into_grouped_query_heads() {
+        // K `[1, 2, 48, 16]` expanded to `[1, 2, 2, 48, 16]` (stride 0), viewed `[1, 4, 48, 16]`:
+        // query head h reads K/V head h / 2.
+        let (sizes, strides) = ([1, 2, 2, 48, 16], [1536, 768, 0, 16, 1]);
+        let got = restride(&sizes, &strides, &[1; 5], &[1, 4, 48, 16]);
+        let (st, dv) = got.unwrap();
+        assert_eq!((&st[1..], &dv[..]), (&[768, 16, 1][..], &[1, 2, 1, 1][..]));
+        // The same view without merging stays plain.
+        let same = restride(&sizes, &strides, &[1; 5], &[2, 2, 48, 16]);
+        assert_eq!(same, Some((vec![768, 0, 16, 1], vec![1; 4])));
+        // A grouped dim is taken whole: it cannot be split again.
+        let grouped = restride(&[4, 16], &[768, 1], &[2, 1], &[2, 2, 16]);
+        assert_eq!(grouped, None);
     }
 }

@@ -169,6 +169,7 @@ pub fn attention_region(
             mask_row_stride: a.mask_strides.1 as u32,
             scale: a.scale,
             q_scale: a.q_scale,
+            kv_group: a.kv_group as u32,
         },
     );
     let names: Vec<_> = m.absorbed.iter().map(|s| b.create_string(s)).collect();

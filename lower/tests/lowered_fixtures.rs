@@ -484,10 +484,10 @@ fn kernel_ops(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
-/// Every attention of the decoders, encoders and the ViT becomes one `Attention` region (the
-/// two products, the scale, the mask, the softmax and the head permutes, splits and slices
-/// around them: no `bmm` or `_softmax` call is left), a decoder's last layer for its last
-/// query row only; the lowered programs still match ExecuTorch and give the same bits on 2
+/// Every attention of the decoders (Llama's grouped-query heads too), encoders and the ViT
+/// becomes one `Attention` region (the two products, the scale, the mask, the softmax and the
+/// head permutes, splits, slices and K/V head repeats around them: no `bmm` or `_softmax`
+/// call is left), a decoder's last layer for its last query row only; the lowered programs still match ExecuTorch and give the same bits on 2
 /// and 4 cores as on one. Without it (`attention: false`) the chains stay portable calls.
 #[test]
 fn attention_chains_become_one_region_each() {
@@ -508,6 +508,7 @@ fn attention_chains_become_one_region_each() {
         ("gpt2t64_portable", 2, true),
         ("optt64_portable", 2, true),
         ("optb_portable", 3, true),
+        ("llama_portable", 2, true),
         ("bert_portable", 2, false),
         ("vit_portable", 2, false),
     ] {

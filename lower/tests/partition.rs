@@ -398,6 +398,7 @@ fn attention_payload(h: u32, d: u32, t: u32, q_off: u32, with_linear: bool) -> V
             mask_row_stride: t,
             scale: 0.5,
             q_scale: 1.0,
+            kv_group: 1,
         },
     );
     let mut ops = vec![rf::Operation::create(

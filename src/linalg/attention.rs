@@ -6,7 +6,8 @@
 //! Layout contract (f32 throughout):
 //! - operand `x` of `q`, `k`, `v` is viewed as `[heads, rows, head_dim]`: element `(h, t, d)`
 //!   is `x[offset + h·head_stride + t·row_stride + d]` ([`HeadView`]); `q` has `q_rows` rows,
-//!   `k` and `v` have `kv_rows`;
+//!   `k` and `v` have `kv_rows` and `heads / kv_group` heads (query head `h` reads K/V head
+//!   `h / kv_group`: grouped-query attention);
 //! - the additive mask, when given, is read at `h·mask_head_stride + i·mask_row_stride + j`
 //!   for query row `i` and key row `j` (a head stride of 0 shares one mask between heads);
 //! - the output is row-major `[q_rows, heads·head_dim]`: head `h` of row `i` at
@@ -47,6 +48,9 @@ pub struct Attention {
     /// Multiplies every query element before the product (1: none); applied to the scores
     /// with `scale`, which gives the same product up to rounding.
     pub q_scale: f32,
+    /// Query heads per K/V head (grouped-query attention; 1: one K/V head per query head):
+    /// query head `h` reads K/V head `h / kv_group`.
+    pub kv_group: usize,
 }
 
 fn shape(detail: &'static str) -> KernelError {
@@ -95,16 +99,22 @@ impl Attention {
         scratch: usize,
     ) -> Result<(), KernelError> {
         let (h, d) = (self.heads, self.head_dim);
-        let fits = |view: &HeadView, rows: usize, len: usize| {
-            extent(view, h, rows, d).is_some_and(|e| e <= len)
+        if self.kv_group == 0 || !h.is_multiple_of(self.kv_group) {
+            return Err(shape(
+                "attention: heads not a multiple of the K/V head group",
+            ));
+        }
+        let hkv = h / self.kv_group;
+        let fits = |view: &HeadView, heads: usize, rows: usize, len: usize| {
+            extent(view, heads, rows, d).is_some_and(|e| e <= len)
         };
-        if !fits(&self.q, self.q_rows, q.len()) {
+        if !fits(&self.q, h, self.q_rows, q.len()) {
             return Err(shape("attention: queries exceed their tensor"));
         }
-        if !fits(&self.k, self.kv_rows, k.len()) {
+        if !fits(&self.k, hkv, self.kv_rows, k.len()) {
             return Err(shape("attention: keys exceed their tensor"));
         }
-        if !fits(&self.v, self.kv_rows, v.len()) {
+        if !fits(&self.v, hkv, self.kv_rows, v.len()) {
             return Err(shape("attention: values exceed their tensor"));
         }
         if let Some(m) = mask {
@@ -174,7 +184,7 @@ impl Attention {
         let (probs, rest) = rest.split_at_mut(hq * tk);
         let (heads_out, local) = rest.split_at_mut(if direct { 0 } else { hq * d });
         // Scores: S_h = Q_h · K_hᵀ.
-        let (qview, kview, vview) = (self.q, self.k, self.v);
+        let (qview, kview, vview, group) = (self.q, self.k, self.v, self.kv_group);
         let qk = |hh: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
             let a = MatRef::new(
                 &q[qview.offset + hh * qview.head_stride..],
@@ -184,7 +194,7 @@ impl Attention {
                 1,
             )?;
             let b = MatRef::new(
-                &k[kview.offset + hh * kview.head_stride..],
+                &k[kview.offset + hh / group * kview.head_stride..],
                 d,
                 tk,
                 1,
@@ -237,7 +247,7 @@ impl Attention {
         let pv = |hh: usize| -> Result<(MatRef<'_>, MatRef<'_>), KernelError> {
             let a = MatRef::row_major(&probs[hh * tq * tk..], tq, tk)?;
             let b = MatRef::new(
-                &v[vview.offset + hh * vview.head_stride..],
+                &v[vview.offset + hh / group * vview.head_stride..],
                 tk,
                 d,
                 vview.row_stride,

@@ -11,6 +11,7 @@ fn reference(a: &Attention, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]
     let at = |x: &HeadView, hh: usize, t: usize, dd: usize| {
         x.offset + hh * x.head_stride + t * x.row_stride + dd
     };
+    let g = a.kv_group;
     let mut out = vec![0f32; tq * h * d];
     for hh in 0..h {
         for i in 0..tq {
@@ -19,7 +20,7 @@ fn reference(a: &Attention, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]
                     let dot: f64 = (0..d)
                         .map(|dd| {
                             let qv = (a.q_scale * q[at(&a.q, hh, i, dd)]) as f64;
-                            qv * k[at(&a.k, hh, j, dd)] as f64
+                            qv * k[at(&a.k, hh / g, j, dd)] as f64
                         })
                         .sum();
                     let m = mask.map_or(0.0, |m| {
@@ -33,7 +34,7 @@ fn reference(a: &Attention, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]
             let sum: f64 = s.iter().sum();
             for dd in 0..d {
                 let o: f64 = (0..tk)
-                    .map(|j| s[j] / sum * v[at(&a.v, hh, j, dd)] as f64)
+                    .map(|j| s[j] / sum * v[at(&a.v, hh / g, j, dd)] as f64)
                     .sum();
                 out[i * h * d + hh * d + dd] = o as f32;
             }
@@ -111,6 +112,7 @@ fn case(
             mask_strides: strides,
             scale: 1.0 / (d as f32).sqrt(),
             q_scale,
+            kv_group: 1,
         },
         q,
         k,
@@ -240,4 +242,56 @@ fn short_operands_and_long_keys_are_errors() {
     let r =
         c.a.run(q, k, v, Some(m), &mut out, &mut scratch[..short_scratch]);
     assert!(matches!(r, Err(KernelError::Scratch { .. })), "{r:?}");
+}
+
+#[test]
+fn grouped_query_heads_share_their_kv_head() {
+    let mut rng = Rng(13);
+    for &(h, group, tq, tk) in &[(4, 2, 17, 17), (6, 3, 1, 129), (4, 4, 3, 3), (2, 1, 5, 5)] {
+        let d = 16;
+        // Q `[h, tq, d]`, K and V `[h / group, tk, d]`, each its own tensor.
+        let hkv = h / group;
+        let view = |rows: usize| HeadView {
+            offset: 0,
+            head_stride: rows * d,
+            row_stride: d,
+        };
+        let c = Case {
+            a: Attention {
+                heads: h,
+                head_dim: d,
+                q_rows: tq,
+                kv_rows: tk,
+                q: view(tq),
+                k: view(tk),
+                v: view(tk),
+                mask_strides: (0, 0),
+                scale: 0.25,
+                q_scale: 1.0,
+                kv_group: group,
+            },
+            q: rng.vec(h * tq * d),
+            k: rng.vec(hkv * tk * d),
+            v: rng.vec(hkv * tk * d),
+            mask: None,
+        };
+        let want = reference(&c.a, &c.q, &c.k, &c.v, None);
+        close(
+            &run(&c).unwrap(),
+            &want,
+            &format!("h {h} group {group} tq {tq} tk {tk}"),
+        );
+        // The K/V tensors hold only h / group heads: one head more would overrun them.
+        let mut bad = c.a;
+        bad.kv_group = 1;
+        assert!(bad
+            .check(&c.q, &c.k, &c.v, None, &[0.0; 0], usize::MAX)
+            .is_err());
+    }
+    let mut c = case(&mut rng, (3, 4, 2, 2), false, 0, 1.0);
+    c.a.kv_group = 2;
+    assert!(
+        matches!(run(&c), Err(KernelError::Shape { .. })),
+        "3 heads in groups of 2"
+    );
 }

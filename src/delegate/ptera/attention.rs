@@ -54,7 +54,13 @@ pub(super) fn of(op: rf::Operation<'_>) -> Result<Op, KernelError> {
         mask_strides: (a.mask_head_stride() as usize, a.mask_row_stride() as usize),
         scale: a.scale(),
         q_scale: a.q_scale(),
+        kv_group: a.kv_group() as usize,
     };
+    if attn.kv_group == 0 || !attn.heads.is_multiple_of(attn.kv_group) {
+        return Err(bad(
+            "ptera region: attention heads not a multiple of the K/V group",
+        ));
+    }
     if scratch_bytes(&attn).is_none() {
         return Err(KernelError::Unsupported {
             detail: "ptera region: attention scores too large for a scratch area",
@@ -73,11 +79,11 @@ pub(super) fn of(op: rf::Operation<'_>) -> Result<Op, KernelError> {
 /// The record (little-endian u32 words): `0 q, 1 k, 2 v, 3 mask (u32::MAX none), 4 output,
 /// 5 heads, 6 head_dim, 7 q_rows, 8 kv_rows, 9-11 q view (offset, head stride, row stride),
 /// 12-14 k view, 15-17 v view, 18 mask head stride, 19 mask row stride, 20 scale,
-/// 21 q_scale (f32 bits)`.
+/// 21 q_scale (f32 bits), 22 kv_group`.
 pub(super) fn encode(o: &Op, r: &mut [u8]) {
     let a = &o.attn;
     let v = |x: &HeadView| [x.offset, x.head_stride, x.row_stride].map(|w| w as u32);
-    let mut words = [0u32; 22];
+    let mut words = [0u32; 23];
     words[..9].copy_from_slice(&[
         o.q as u32,
         o.k as u32,
@@ -96,6 +102,7 @@ pub(super) fn encode(o: &Op, r: &mut [u8]) {
     words[19] = a.mask_strides.1 as u32;
     words[20] = a.scale.to_bits();
     words[21] = a.q_scale.to_bits();
+    words[22] = a.kv_group as u32;
     for (i, w) in words.iter().enumerate() {
         r[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
     }
@@ -126,6 +133,7 @@ pub(super) fn decode(r: &[u8]) -> Op {
             mask_strides: (w(18), w(19)),
             scale: f32::from_bits(u32_at(r, 80)),
             q_scale: f32::from_bits(u32_at(r, 84)),
+            kv_group: w(22),
         },
     }
 }

@@ -1392,6 +1392,7 @@ impl<'a> Attention<'a> {
   pub const VT_MASK_ROW_STRIDE: ::flatbuffers::VOffsetT = 30;
   pub const VT_SCALE: ::flatbuffers::VOffsetT = 32;
   pub const VT_Q_SCALE: ::flatbuffers::VOffsetT = 34;
+  pub const VT_KV_GROUP: ::flatbuffers::VOffsetT = 36;
 
   #[inline]
   pub unsafe fn init_from_table(table: ::flatbuffers::Table<'a>) -> Self {
@@ -1403,6 +1404,7 @@ impl<'a> Attention<'a> {
     args: &'args AttentionArgs<'args>
   ) -> ::flatbuffers::WIPOffset<Attention<'bldr>> {
     let mut builder = AttentionBuilder::new(_fbb);
+    builder.add_kv_group(args.kv_group);
     builder.add_q_scale(args.q_scale);
     builder.add_scale(args.scale);
     builder.add_mask_row_stride(args.mask_row_stride);
@@ -1535,6 +1537,13 @@ impl<'a> Attention<'a> {
     // which contains a valid value in this slot
     unsafe { self._tab.get::<f32>(Attention::VT_Q_SCALE, Some(1.0)).unwrap()}
   }
+  #[inline]
+  pub fn kv_group(&self) -> u32 {
+    // Safety:
+    // Created from valid Table for this object
+    // which contains a valid value in this slot
+    unsafe { self._tab.get::<u32>(Attention::VT_KV_GROUP, Some(1)).unwrap()}
+  }
 }
 
 impl ::flatbuffers::Verifiable for Attention<'_> {
@@ -1559,6 +1568,7 @@ impl ::flatbuffers::Verifiable for Attention<'_> {
      .visit_field::<u32>("mask_row_stride", Self::VT_MASK_ROW_STRIDE, false)?
      .visit_field::<f32>("scale", Self::VT_SCALE, false)?
      .visit_field::<f32>("q_scale", Self::VT_Q_SCALE, false)?
+     .visit_field::<u32>("kv_group", Self::VT_KV_GROUP, false)?
      .finish();
     Ok(())
   }
@@ -1580,6 +1590,7 @@ pub struct AttentionArgs<'a> {
     pub mask_row_stride: u32,
     pub scale: f32,
     pub q_scale: f32,
+    pub kv_group: u32,
 }
 impl<'a> Default for AttentionArgs<'a> {
   #[inline]
@@ -1601,6 +1612,7 @@ impl<'a> Default for AttentionArgs<'a> {
       mask_row_stride: 0,
       scale: 1.0,
       q_scale: 1.0,
+      kv_group: 1,
     }
   }
 }
@@ -1675,6 +1687,10 @@ impl<'a: 'b, 'b, A: ::flatbuffers::Allocator + 'a> AttentionBuilder<'a, 'b, A> {
     self.fbb_.push_slot::<f32>(Attention::VT_Q_SCALE, q_scale, 1.0);
   }
   #[inline]
+  pub fn add_kv_group(&mut self, kv_group: u32) {
+    self.fbb_.push_slot::<u32>(Attention::VT_KV_GROUP, kv_group, 1);
+  }
+  #[inline]
   pub fn new(_fbb: &'b mut ::flatbuffers::FlatBufferBuilder<'a, A>) -> AttentionBuilder<'a, 'b, A> {
     let start = _fbb.start_table();
     AttentionBuilder {
@@ -1708,6 +1724,7 @@ impl ::core::fmt::Debug for Attention<'_> {
       ds.field("mask_row_stride", &self.mask_row_stride());
       ds.field("scale", &self.scale());
       ds.field("q_scale", &self.q_scale());
+      ds.field("kv_group", &self.kv_group());
       ds.finish()
   }
 }
