@@ -62,9 +62,9 @@ struct Strided {
 }
 
 fn contiguous(sizes: &[usize]) -> Vec<usize> {
-    let mut st = vec![1; sizes.len()];
+    let mut st = vec![1usize; sizes.len()];
     for i in (0..sizes.len().saturating_sub(1)).rev() {
-        st[i] = st[i + 1] * sizes[i + 1];
+        st[i] = st[i + 1].saturating_mul(sizes[i + 1]);
     }
     st
 }
@@ -88,7 +88,11 @@ fn restride_dims(old: &[Dim], new: &[usize]) -> Option<(Vec<usize>, Vec<usize>)>
         let mut j = i - 1;
         let whole = old[j].2 != 1;
         let mut numel = old[j].0;
-        while !whole && j > 0 && old[j - 1].2 == 1 && old[j - 1].1 == old[j].0 * old[j].1 {
+        while !whole
+            && j > 0
+            && old[j - 1].2 == 1
+            && old[j].0.checked_mul(old[j].1) == Some(old[j - 1].1)
+        {
             j -= 1;
             numel *= old[j].0;
         }
@@ -96,8 +100,8 @@ fn restride_dims(old: &[Dim], new: &[usize]) -> Option<(Vec<usize>, Vec<usize>)>
         let (mut got, top) = (1usize, nd);
         while nd > 0 && (got < numel || new[nd - 1] == 1) {
             nd -= 1;
-            strides[nd] = got * base;
-            got *= new[nd];
+            strides[nd] = got.checked_mul(base)?;
+            got = got.checked_mul(new[nd])?;
         }
         if got != numel {
             return None;
@@ -140,7 +144,7 @@ fn restride(
     for d in dims {
         match folded.last_mut() {
             Some(o) if d.1 == 0 && d.2 == 1 && o.2 == 1 && o.1 != 0 => {
-                *o = (o.0 * d.0, o.1, d.0);
+                *o = (o.0.saturating_mul(d.0), o.1, d.0);
             }
             _ => folded.push(d),
         }
@@ -159,8 +163,17 @@ fn static_f32(g: &Graph<'_>, v: usize) -> Option<Vec<usize>> {
         .then(|| vals.get(v).val_as_tensor())
         .flatten()
         .is_none_or(|t| t.shape_dynamism() != fb::TensorShapeDynamism::STATIC);
-    (!dynamic).then(|| t.sizes.clone())
+    // Element counts stay far from overflow in every product the tracing forms.
+    let numel = t
+        .sizes
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .filter(|&n| n <= MAX_ELEMS)?;
+    (!dynamic && numel > 0).then(|| t.sizes.clone())
 }
+
+/// Most elements a traced tensor may have (2^40).
+const MAX_ELEMS: usize = 1 << 40;
 
 /// Value `v` as a constant int list or int.
 fn ints(g: &Graph<'_>, v: usize) -> Option<Vec<i64>> {
@@ -187,8 +200,21 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
     let sizes = static_f32(g, v)?;
     let (mem, off_v, len_v) = g.alloc.get(v).copied().flatten()?;
     let src: Vec<Source> = g.sources(v, pc)?.into_iter().collect();
-    let [Source::Ins(j)] = src[..] else {
-        return None;
+    let j = match src[..] {
+        [Source::Ins(j)] => j,
+        // A method input (nothing wrote its bytes before): read where it is.
+        [Source::Start] if g.inputs.contains(&v) => {
+            return Some(Strided {
+                base: v,
+                off: 0,
+                strides: contiguous(&sizes),
+                divs: vec![1; sizes.len()],
+                sizes,
+                scale: 1.0,
+                through: Vec::new(),
+            });
+        }
+        _ => return None,
     };
     let ins = &g.ins[j];
     let w = ins.writes.iter().copied().find(|&w| {
@@ -240,8 +266,10 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 return None;
             }
             let mut s = x;
-            s.off += start as usize * s.strides[dim];
-            s.sizes[dim] = *parts.get(idx)? as usize;
+            s.off = s
+                .off
+                .checked_add((start as usize).checked_mul(s.strides[dim])?)?;
+            s.sizes[dim] = usize::try_from(*parts.get(idx)?).ok()?;
             Some(s)
         }
         "aten::slice_copy.Tensor_out" if ins.args.len() == 7 => {
@@ -264,9 +292,11 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 return None;
             }
             let mut s = x;
-            s.off += start as usize * s.strides[dim];
+            s.off = s
+                .off
+                .checked_add((start as usize).checked_mul(s.strides[dim])?)?;
             s.sizes[dim] = count as usize;
-            s.strides[dim] *= step as usize;
+            s.strides[dim] = s.strides[dim].checked_mul(step as usize)?;
             Some(s)
         }
         "aten::expand_copy.out"
@@ -476,7 +506,8 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
         return None;
     };
     let ps = static_f32(g, pa)?;
-    if ps.iter().product::<usize>() != h * tq * tk || g.alloc[pa]?.1 != g.alloc[p]?.1 {
+    let scores = h.checked_mul(tq)?.checked_mul(tk)?;
+    if ps.iter().product::<usize>() != scores || g.alloc[pa]?.1 != g.alloc[p]?.1 {
         return None;
     }
     chain.push(bmm2);
@@ -519,7 +550,7 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     if last == bmm2 && !(tq == 1 || h == 1) {
         return None;
     }
-    if static_f32(g, out)?.iter().product::<usize>() != tq * h * d {
+    if Some(static_f32(g, out)?.iter().product::<usize>()) != tq.checked_mul(h)?.checked_mul(d) {
         return None;
     }
     // The mask's strides over `[heads, q rows, kv rows]`.

@@ -525,3 +525,83 @@ fn attention_regions_compute_and_refuse_views_outside_their_tensors() {
         other => panic!("attention with a linear: expected a DelegateInit error, got {other:?}"),
     }
 }
+
+/// `softmax(0.5 · Q·Kᵀ + mask)·V` over `[1, t, h, d]` queries, keys and values, with the
+/// head permutes, the key transpose and the permute back, as an exported attention spells
+/// it; `scores_out`: the scaled scores are a method output as well.
+fn attention_program(h: usize, t: usize, d: usize, scores_out: bool, seed: u64) -> OpTest {
+    let mut rng = Rng(seed);
+    let mut p = OpTest::new("");
+    let q = p.input_f32(&[1, t, h, d], &rand(&mut rng, t * h * d));
+    let k = p.input_f32(&[1, t, h, d], &rand(&mut rng, t * h * d));
+    let v = p.input_f32(&[1, t, h, d], &rand(&mut rng, t * h * d));
+    let mask: Vec<f32> = (0..t * t)
+        .map(|x| if x % t > x / t { -1e9 } else { 0.0 })
+        .collect();
+    let m = p.input_f32(&[1, 1, t, t], &mask);
+    let c = p.constant_f32(&[], &[0.5]);
+    let qd = p.int_list(&[0, 2, 1, 3]);
+    let kd = p.int_list(&[0, 2, 3, 1]);
+    let vd = p.int_list(&[0, 2, 1, 3]);
+    let od = p.int_list(&[0, 2, 1, 3]);
+    let qp = p.intermediate_f32(&[1, h, t, d]);
+    let q3 = p.view_of(qp, &[h, t, d]);
+    let kp = p.intermediate_f32(&[1, h, d, t]);
+    let k3 = p.view_of(kp, &[h, d, t]);
+    let vp = p.intermediate_f32(&[1, h, t, d]);
+    let v3 = p.view_of(vp, &[h, t, d]);
+    let s = p.intermediate_f32(&[h, t, t]);
+    let s4 = p.view_of(s, &[1, h, t, t]);
+    let sc = if scores_out {
+        p.output(DType::F32, &[1, h, t, t])
+    } else {
+        p.intermediate_f32(&[1, h, t, t])
+    };
+    let one = p.int(1);
+    let sm = p.intermediate_f32(&[1, h, t, t]);
+    let last = p.int(-1);
+    let no = p.boolean(false);
+    let pr = p.intermediate_f32(&[1, h, t, t]);
+    let p3 = p.view_of(pr, &[h, t, t]);
+    let o = p.intermediate_f32(&[h, t, d]);
+    let o4 = p.view_of(o, &[1, h, t, d]);
+    let y = p.output(DType::F32, &[1, t, h, d]);
+    p.steps(&[
+        Step::Kernel("aten::permute_copy.out".into(), vec![q, qd, qp, qp]),
+        Step::Kernel("aten::permute_copy.out".into(), vec![k, kd, kp, kp]),
+        Step::Kernel("aten::permute_copy.out".into(), vec![v, vd, vp, vp]),
+        Step::Kernel("aten::bmm.out".into(), vec![q3, k3, s, s]),
+        Step::Kernel("aten::mul.out".into(), vec![s4, c, sc, sc]),
+        Step::Kernel("aten::add.out".into(), vec![sc, m, one, sm, sm]),
+        Step::Kernel("aten::_softmax.out".into(), vec![sm, last, no, pr, pr]),
+        Step::Kernel("aten::bmm.out".into(), vec![p3, v3, o, o]),
+        Step::Kernel("aten::permute_copy.out".into(), vec![o4, od, y, y]),
+    ]);
+    p
+}
+
+/// The chain above is one Attention region computing what the portable calls computed; when
+/// something else reads the scores (here: they are also an output) it stays portable.
+#[test]
+fn an_attention_chain_is_one_region_unless_its_inner_values_are_read() {
+    for (h, t, d) in [(3, 5, 4), (1, 17, 8), (2, 1, 3)] {
+        let prog = attention_program(h, t, d, false, 7);
+        let want = prog.run().unwrap();
+        let out = lowered(&prog, "neon");
+        let a = &out.report.methods[0].attentions;
+        assert_eq!(a.len(), 1, "h {h} t {t} d {d}");
+        assert_eq!(
+            (a[0].heads, a[0].head_dim, a[0].q_rows, a[0].kv_rows),
+            (h, d, t, t)
+        );
+        assert_eq!(a[0].absorbed.len(), 9);
+        close(&prog.run_program(&out.bytes).unwrap(), &want);
+        let prog = attention_program(h, t, d, true, 7);
+        let out = lowered(&prog, "neon");
+        assert!(
+            out.report.methods[0].attentions.is_empty(),
+            "scores read elsewhere"
+        );
+        close(&prog.run_program(&out.bytes).unwrap(), &prog.run().unwrap());
+    }
+}
