@@ -491,6 +491,10 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     if kt.sizes[0] != h || kt.sizes[1] != d || h == 0 || d == 0 {
         return None;
     }
+    // The softmax runs over the scores' key dim: its input ends in `[tq, tk]`.
+    if xs.len() < 2 || xs[xs.len() - 2..] != [tq, tk] {
+        return None;
+    }
     // The second product: the first later kept bmm reading the probabilities.
     let bmm2 = (sm + 1..g.ins.len()).find(|&i| {
         let ins = &g.ins[i];
@@ -507,7 +511,11 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     };
     let ps = static_f32(g, pa)?;
     let scores = h.checked_mul(tq)?.checked_mul(tk)?;
-    if ps.iter().product::<usize>() != scores || g.alloc[pa]?.1 != g.alloc[p]?.1 {
+    if ps.iter().product::<usize>() != scores
+        || ps != [h, tq, tk]
+        || g.alloc[pa]?.1 != g.alloc[p]?.1
+        || static_f32(g, o)? != [h, tq, d]
+    {
         return None;
     }
     chain.push(bmm2);

@@ -210,6 +210,8 @@ impl Attention {
         let scale = self.scale * self.q_scale;
         let (hs, rs) = self.mask_strides;
         let rows = |lo: usize, s: &mut [f32], p: &mut [f32]| {
+            // The slices are whole rows of `tk` (`try_split` cuts by rows), so the row
+            // functions' length checks cannot fail.
             let Some(m) = mask else {
                 let _ = vec::softmax_rows_scaled(s, p, tk, scale);
                 return;
