@@ -311,12 +311,12 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 if x.sizes.len() != wsizes.len() {
                     return None;
                 }
-                for k in 0..wsizes.len() {
-                    if x.sizes[k] != wsizes[k] {
+                for (k, &want) in wsizes.iter().enumerate() {
+                    if x.sizes[k] != want {
                         if x.sizes[k] != 1 {
                             return None;
                         }
-                        (x.sizes[k], x.strides[k], x.divs[k]) = (wsizes[k], 0, 1);
+                        (x.sizes[k], x.strides[k], x.divs[k]) = (want, 0, 1);
                     }
                 }
             }
