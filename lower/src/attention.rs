@@ -61,6 +61,19 @@ struct Strided {
     through: Vec<usize>,
 }
 
+impl Strided {
+    /// The same elements viewed as `sizes` (a reshape that needs no copy, see [`restride`]).
+    fn viewed_as(self, sizes: &[usize]) -> Option<Strided> {
+        let (strides, divs) = restride(&self.sizes, &self.strides, &self.divs, sizes)?;
+        Some(Strided {
+            sizes: sizes.to_vec(),
+            strides,
+            divs,
+            ..self
+        })
+    }
+}
+
 fn contiguous(sizes: &[usize]) -> Vec<usize> {
     let mut st = vec![1usize; sizes.len()];
     for i in (0..sizes.len().saturating_sub(1)).rev() {
@@ -320,16 +333,7 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                     }
                 }
             }
-            if x.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>() {
-                return None;
-            }
-            let (strides, divs) = restride(&x.sizes, &x.strides, &x.divs, &wsizes)?;
-            Some(Strided {
-                sizes: wsizes.clone(),
-                strides,
-                divs,
-                ..x
-            })
+            x.viewed_as(&wsizes)
         }
         "aten::mul.out" if q && ins.args.len() == 4 => {
             // A query scaled by a constant: (x, c) or (c, x), no broadcast of x.
@@ -338,18 +342,9 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 (Some(c), None) => (a(1)?, c),
                 _ => return None,
             };
-            let xs = trace(g, program, x, j, false)?;
-            if xs.sizes.iter().product::<usize>() != wsizes.iter().product::<usize>() {
-                return None;
-            }
-            let (strides, divs) = restride(&xs.sizes, &xs.strides, &xs.divs, &wsizes)?;
-            Some(Strided {
-                sizes: wsizes.clone(),
-                strides,
-                divs,
-                scale: xs.scale * c as f32,
-                ..xs
-            })
+            let mut xs = trace(g, program, x, j, false)?.viewed_as(&wsizes)?;
+            xs.scale *= c as f32;
+            Some(xs)
         }
         _ => None,
     };
@@ -371,9 +366,7 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
     // `v` over `w`'s elements: all of them (a view), or a contiguous piece of a computed one.
     let numel_v: usize = sizes.iter().product();
     if e0 == 0 && numel_v == m.sizes.iter().product::<usize>() {
-        (m.strides, m.divs) = restride(&m.sizes, &m.strides, &m.divs, &sizes)?;
-        m.sizes = sizes;
-        Some(m)
+        m.viewed_as(&sizes)
     } else if m.through.is_empty() {
         m.off = e0;
         m.strides = contiguous(&sizes);

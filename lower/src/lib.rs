@@ -541,6 +541,23 @@ pub fn lower_owned_to(
     )
 }
 
+/// A new region of ptera's backend: its payload becomes a segment, a new delegate of the
+/// method takes instruction `pc` (called with `args`), and the instructions it absorbed go.
+fn place_region(
+    segments: &mut Vec<Seg<'_>>,
+    edit: &mut emit::PlanEdit,
+    payload: Vec<u8>,
+    pc: usize,
+    args: Vec<i32>,
+    removed: &[usize],
+) {
+    segments.push(Seg::Bytes(payload));
+    edit.new_delegates.push((segments.len() - 1) as u32);
+    edit.replaced
+        .insert(pc, (edit.new_delegates.len() - 1, args));
+    edit.removed.extend(removed.iter().copied());
+}
+
 /// Partition, packing, emission and re-plan of a (rewritten, aligned) program.
 #[allow(clippy::too_many_arguments)]
 fn lower_stage(
@@ -1073,11 +1090,7 @@ fn lower_stage(
             };
             args.push(c.out);
             let bytes = payload::linear_region(target, c, weight, bias_arg, args.len() - 1);
-            segments.push(Seg::Bytes(bytes));
-            edit.new_delegates.push((segments.len() - 1) as u32);
-            edit.replaced
-                .insert(c.pc, (edit.new_delegates.len() - 1, args));
-            edit.removed.extend(c.removed.iter().copied());
+            place_region(&mut segments, &mut edit, bytes, c.pc, args, &c.removed);
             rep.regions.push(RegionReport {
                 instruction: c.pc,
                 absorbed: c.absorbed.clone(),
@@ -1187,11 +1200,7 @@ fn lower_stage(
                 let mask = m.mask.map(&mut arg);
                 let out = arg(m.out);
                 let bytes = payload::attention_region(target, &m, [q, k, v], mask, out);
-                segments.push(Seg::Bytes(bytes));
-                edit.new_delegates.push((segments.len() - 1) as u32);
-                edit.replaced
-                    .insert(m.pc, (edit.new_delegates.len() - 1, args));
-                edit.removed.extend(m.removed.iter().copied());
+                place_region(&mut segments, &mut edit, bytes, m.pc, args, &m.removed);
                 rep.attentions.push(AttentionReport {
                     instruction: m.pc,
                     absorbed: m.absorbed.clone(),

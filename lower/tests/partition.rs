@@ -256,6 +256,49 @@ fn targets_map_to_the_kernels_tiles() {
     assert_eq!(nr("x86-64-v4", 768), 32);
 }
 
+/// A `[K, N]`-weight Linear operation `(input, weight argument, output)` of `(k, n, max_m)`.
+fn linear_op<'b>(
+    b: &mut flatbuffers::FlatBufferBuilder<'b>,
+    (input, arg, output): (u32, i32, u32),
+    (k, n, max_m): (u32, u32, u32),
+    activation: ptera::format::region_fb::Activation,
+) -> flatbuffers::WIPOffset<ptera::format::region_fb::Operation<'b>> {
+    use ptera::format::region_fb as rf;
+    let w = rf::Weight::create(
+        b,
+        &rf::WeightArgs {
+            layout: rf::WeightLayout::KxN,
+            key: None,
+            nr: 0,
+            arg,
+            ..Default::default()
+        },
+    );
+    let lin = rf::Linear::create(
+        b,
+        &rf::LinearArgs {
+            input,
+            output,
+            bias: -1,
+            weight: Some(w),
+            k,
+            n,
+            max_m,
+            alpha: 1.0,
+            beta: 1.0,
+            activation,
+        },
+    );
+    rf::Operation::create(
+        b,
+        &rf::OperationArgs {
+            op_type: rf::Op::Linear,
+            op: Some(lin.as_union_value()),
+            absorbed: None,
+        },
+    )
+}
+
 /// A `[K, N]`-weight Linear region payload written by hand, with the given ABI version.
 fn region_payload(abi: u32) -> Vec<u8> {
     region_payload_of(abi, &[(0, 1, 2, 3, 2)])
@@ -268,38 +311,11 @@ fn region_payload_of(abi: u32, linears: &[(u32, i32, u32, u32, u32)]) -> Vec<u8>
     let mut b = flatbuffers::FlatBufferBuilder::new();
     let mut ops = Vec::new();
     for &(input, arg, output, k, n) in linears {
-        let w = rf::Weight::create(
+        ops.push(linear_op(
             &mut b,
-            &rf::WeightArgs {
-                layout: rf::WeightLayout::KxN,
-                key: None,
-                nr: 0,
-                arg,
-                ..Default::default()
-            },
-        );
-        let lin = rf::Linear::create(
-            &mut b,
-            &rf::LinearArgs {
-                input,
-                output,
-                bias: -1,
-                weight: Some(w),
-                k,
-                n,
-                max_m: 2,
-                alpha: 1.0,
-                beta: 1.0,
-                activation: rf::Activation::Relu,
-            },
-        );
-        ops.push(rf::Operation::create(
-            &mut b,
-            &rf::OperationArgs {
-                op_type: rf::Op::Linear,
-                op: Some(lin.as_union_value()),
-                absorbed: None,
-            },
+            (input, arg, output),
+            (k, n, 2),
+            rf::Activation::Relu,
         ));
     }
     let ops = b.create_vector(&ops);
@@ -410,36 +426,11 @@ fn attention_payload(h: u32, d: u32, t: u32, q_off: u32, with_linear: bool) -> V
         },
     )];
     if with_linear {
-        let w = rf::Weight::create(
+        ops.push(linear_op(
             &mut b,
-            &rf::WeightArgs {
-                layout: rf::WeightLayout::KxN,
-                arg: 1,
-                ..Default::default()
-            },
-        );
-        let lin = rf::Linear::create(
-            &mut b,
-            &rf::LinearArgs {
-                input: 0,
-                output: 2,
-                bias: -1,
-                weight: Some(w),
-                k: 1,
-                n: 1,
-                max_m: 1,
-                alpha: 1.0,
-                beta: 1.0,
-                activation: rf::Activation::None,
-            },
-        );
-        ops.push(rf::Operation::create(
-            &mut b,
-            &rf::OperationArgs {
-                op_type: rf::Op::Linear,
-                op: Some(lin.as_union_value()),
-                absorbed: None,
-            },
+            (0, 1, 2),
+            (1, 1, 1),
+            rf::Activation::None,
         ));
     }
     let ops = b.create_vector(&ops);
