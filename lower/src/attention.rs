@@ -62,6 +62,20 @@ struct Strided {
 }
 
 impl Strided {
+    /// Elements `start, start + step, ..` (`len` of them) along `dim`; `None` for a dim with
+    /// a divisor or an offset that overflows.
+    fn narrowed(mut self, dim: usize, start: usize, len: usize, step: usize) -> Option<Strided> {
+        if self.divs[dim] != 1 {
+            return None;
+        }
+        self.off = self
+            .off
+            .checked_add(start.checked_mul(self.strides[dim])?)?;
+        self.sizes[dim] = len;
+        self.strides[dim] = self.strides[dim].checked_mul(step)?;
+        Some(self)
+    }
+
     /// The same elements viewed as `sizes` (a reshape that needs no copy, see [`restride`]).
     fn viewed_as(self, sizes: &[usize]) -> Option<Strided> {
         let (strides, divs) = restride(&self.sizes, &self.strides, &self.divs, sizes)?;
@@ -275,15 +289,8 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
                 .collect();
             let idx = items.iter().position(|&o| o == w).unwrap_or(idx);
             let start: i64 = parts.get(..idx)?.iter().sum();
-            if x.divs[dim] != 1 {
-                return None;
-            }
-            let mut s = x;
-            s.off = s
-                .off
-                .checked_add((start as usize).checked_mul(s.strides[dim])?)?;
-            s.sizes[dim] = usize::try_from(*parts.get(idx)?).ok()?;
-            Some(s)
+            let len = usize::try_from(*parts.get(idx)?).ok()?;
+            x.narrowed(dim, usize::try_from(start).ok()?, len, 1)
         }
         "aten::slice_copy.Tensor_out" if ins.args.len() == 7 => {
             let x = trace(g, program, a(0)?, j, q)?;
@@ -301,16 +308,7 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
             } else {
                 0
             };
-            if x.divs[dim] != 1 {
-                return None;
-            }
-            let mut s = x;
-            s.off = s
-                .off
-                .checked_add((start as usize).checked_mul(s.strides[dim])?)?;
-            s.sizes[dim] = count as usize;
-            s.strides[dim] = s.strides[dim].checked_mul(step as usize)?;
-            Some(s)
+            x.narrowed(dim, start as usize, count as usize, step as usize)
         }
         "aten::expand_copy.out"
         | "aten::clone.out"
