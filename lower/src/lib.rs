@@ -103,6 +103,8 @@ pub struct AttentionReport {
     pub absorbed: Vec<String>,
     pub heads: usize,
     pub head_dim: usize,
+    /// Query heads per K/V head (1 unless grouped-query).
+    pub kv_group: usize,
     pub q_rows: usize,
     pub kv_rows: usize,
     pub masked: bool,
@@ -205,7 +207,7 @@ impl Report {
                 "other_delegates": m.other_delegates.iter().map(|(id, n)| json!({"id": id, "count": n})).collect::<Vec<_>>(),
                 "attentions": m.attentions.iter().map(|a| json!({
                     "instruction": a.instruction, "absorbed": a.absorbed, "heads": a.heads,
-                    "head_dim": a.head_dim, "q_rows": a.q_rows, "kv_rows": a.kv_rows,
+                    "head_dim": a.head_dim, "kv_group": a.kv_group, "q_rows": a.q_rows, "kv_rows": a.kv_rows,
                     "masked": a.masked,
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
@@ -1206,6 +1208,7 @@ fn lower_stage(
                     absorbed: m.absorbed.clone(),
                     heads: m.attn.heads,
                     head_dim: m.attn.head_dim,
+                    kv_group: m.attn.kv_group,
                     q_rows: m.attn.q_rows,
                     kv_rows: m.attn.kv_rows,
                     masked: m.mask.is_some(),

@@ -519,6 +519,9 @@ fn attention_chains_become_one_region_each() {
             let least = if decoder { 9 } else { 5 };
             assert!(r.absorbed.len() >= least, "{case}: {:?}", r.absorbed);
             assert!(r.absorbed.iter().any(|k| k == "aten::_softmax.out"));
+            // Llama's 4 query heads share 2 K/V heads.
+            let group = if case == "llama_portable" { 2 } else { 1 };
+            assert_eq!(r.kv_group, group, "{case}: query heads per K/V head");
             let last = i + 1 == layers;
             if decoder {
                 assert!(r.masked, "{case}: a decoder's attention is masked");

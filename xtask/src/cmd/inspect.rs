@@ -53,6 +53,7 @@ fn ptera_region(program: &Program<'_>, d: usize, payload: &[u8], region: &mut Va
         } else if let Some(a) = op.op_as_attention() {
             ops.push(
                 json!({"op": "Attention", "heads": a.heads(), "head_dim": a.head_dim(),
+                "kv_heads": a.heads() / a.kv_group().max(1),
                 "q_rows": a.q_rows(), "kv_rows": a.kv_rows(), "masked": a.mask() >= 0,
                 "scale": a.scale(), "q_scale": a.q_scale(),
                 "absorbed": op.absorbed().map(|a| a.iter().collect::<Vec<_>>())}),
@@ -358,9 +359,10 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
                         );
                     } else if op["op"] == "Attention" {
                         println!(
-                            "    Attention: {} heads of {}, {} query rows over {} key rows, {}",
+                            "    Attention: {} heads of {} ({} K/V heads), query rows {}, key rows {}, {}",
                             op["heads"],
                             op["head_dim"],
+                            op["kv_heads"],
                             op["q_rows"],
                             op["kv_rows"],
                             if op["masked"] == true {

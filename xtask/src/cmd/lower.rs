@@ -193,13 +193,14 @@ fn print_report(r: &Report, out: &Path) {
         }
         for a in &m.attentions {
             println!(
-                "  instruction {}: {} calls ({}) -> Attention, {} heads of {}, {} query rows over \
-                 {} key rows, {}",
+                "  instruction {}: {} calls ({}) -> Attention, {} heads of {} ({} K/V heads), \
+                 query rows {}, key rows {}, {}",
                 a.instruction,
                 a.absorbed.len(),
                 a.absorbed.join(" + "),
                 a.heads,
                 a.head_dim,
+                a.heads / a.kv_group.max(1),
                 a.q_rows,
                 a.kv_rows,
                 if a.masked { "masked" } else { "no mask" }
