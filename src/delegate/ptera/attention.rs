@@ -6,7 +6,7 @@ use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
 use crate::linalg::attention::{Attention, HeadView};
 
-use super::{bad, u32_at};
+use super::record::{bad, u32_at};
 
 /// Bytes of one attention record (see [`encode`]).
 pub(super) const RECORD: usize = 96;

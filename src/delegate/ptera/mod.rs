@@ -21,6 +21,9 @@
 //! attention's record, or the XNNPACK interpreter's own plan, so a run reads no flatbuffer.
 
 mod attention;
+mod record;
+
+use record::{bad, u32_at, u64_at};
 
 use crate::delegate::xnnpack::{self, FilterOverride};
 use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
@@ -187,10 +190,6 @@ fn xnn_parts<'p>(
         index: init.index,
     };
     Ok(Some((xinit, filters)))
-}
-
-fn bad(detail: &'static str) -> KernelError {
-    KernelError::Value { arg: 0, detail }
 }
 
 const VERIFIER: flatbuffers::VerifierOptions = flatbuffers::VerifierOptions {
@@ -497,21 +496,6 @@ fn quant_scratch_f32(m: usize, k: usize, layout: Int8Layout) -> Option<usize> {
     m.checked_mul(2)?
         .checked_add(m.checked_mul(k)?.div_ceil(64).checked_mul(16)?)?
         .checked_add(za)
-}
-
-/// The little-endian u32 at byte `at` of a record (0 past its end: records are written
-/// whole by `encode`, so this only guards against a short state area).
-fn u32_at(r: &[u8], at: usize) -> u32 {
-    r.get(at..at.wrapping_add(4))
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u32::from_le_bytes)
-}
-
-/// The little-endian u64 at byte `at` (0 past the end, as [`u32_at`]).
-fn u64_at(r: &[u8], at: usize) -> u64 {
-    r.get(at..at.wrapping_add(8))
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
 }
 
 /// The state record of one operation (little endian):
