@@ -62,6 +62,19 @@ struct Strided {
 }
 
 impl Strided {
+    /// All of the contiguous tensor `base` (of `sizes`), from element `off`.
+    fn whole(base: usize, off: usize, sizes: Vec<usize>) -> Strided {
+        Strided {
+            base,
+            off,
+            strides: contiguous(&sizes),
+            divs: vec![1; sizes.len()],
+            sizes,
+            scale: 1.0,
+            through: Vec::new(),
+        }
+    }
+
     /// Elements `start, start + step, ..` (`len` of them) along `dim`; `None` for a dim with
     /// a divisor or an offset that overflows.
     fn narrowed(mut self, dim: usize, start: usize, len: usize, step: usize) -> Option<Strided> {
@@ -230,17 +243,7 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
     let j = match src[..] {
         [Source::Ins(j)] => j,
         // A method input (nothing wrote its bytes before): read where it is.
-        [Source::Start] if g.inputs.contains(&v) => {
-            return Some(Strided {
-                base: v,
-                off: 0,
-                strides: contiguous(&sizes),
-                divs: vec![1; sizes.len()],
-                sizes,
-                scale: 1.0,
-                through: Vec::new(),
-            });
-        }
+        [Source::Start] if g.inputs.contains(&v) => return Some(Strided::whole(v, 0, sizes)),
         _ => return None,
     };
     let ins = &g.ins[j];
@@ -278,16 +281,12 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
             let x = trace(g, program, a(0)?, j, q)?;
             let parts = ints(g, a(1)?)?;
             let dim = norm_dim(g.const_int(a(2)?)?, x.sizes.len())?;
-            let idx = ins.writes.iter().position(|&o| o == w)?;
-            // `writes` lists the out list's items in order (the list value itself first when
-            // it is a tensor list value: skip non-tensors).
-            let items: Vec<usize> = ins
+            // `writes` holds the out list, then its items in order.
+            let idx = ins
                 .writes
                 .iter()
-                .copied()
-                .filter(|&o| g.tensor(o).is_some())
-                .collect();
-            let idx = items.iter().position(|&o| o == w).unwrap_or(idx);
+                .filter(|&&o| g.tensor(o).is_some())
+                .position(|&o| o == w)?;
             let start: i64 = parts.get(..idx)?.iter().sum();
             let len = usize::try_from(*parts.get(idx)?).ok()?;
             x.narrowed(dim, usize::try_from(start).ok()?, len, 1)
@@ -334,65 +333,24 @@ fn trace(g: &Graph<'_>, program: &Program<'_>, v: usize, pc: usize, q: bool) -> 
             x.viewed_as(&wsizes)
         }
         "aten::mul.out" if q && ins.args.len() == 4 => {
-            // A query scaled by a constant: (x, c) or (c, x), no broadcast of x.
-            let (x, c) = match (scalar(g, program, a(0)?), scalar(g, program, a(1)?)) {
-                (None, Some(c)) => (a(0)?, c),
-                (Some(c), None) => (a(1)?, c),
-                _ => return None,
-            };
+            // A query scaled by a constant, no broadcast of x.
+            let (x, c) = scaled(g, program, a(0)?, a(1)?)?;
             let mut xs = trace(g, program, x, j, false)?.viewed_as(&wsizes)?;
             xs.scale *= c as f32;
             Some(xs)
         }
         _ => None,
     };
-    let mut m = match moved {
-        Some(mut s) => {
-            s.through.push(j);
-            s
-        }
-        None => Strided {
-            base: w,
-            off: 0,
-            sizes: wsizes.clone(),
-            strides: contiguous(&wsizes),
-            divs: vec![1; wsizes.len()],
-            scale: 1.0,
-            through: Vec::new(),
-        },
-    };
     // `v` over `w`'s elements: all of them (a view), or a contiguous piece of a computed one.
-    let numel_v: usize = sizes.iter().product();
-    if e0 == 0 && numel_v == m.sizes.iter().product::<usize>() {
-        m.viewed_as(&sizes)
-    } else if m.through.is_empty() {
-        m.off = e0;
-        m.strides = contiguous(&sizes);
-        m.divs = vec![1; sizes.len()];
-        m.sizes = sizes;
-        Some(m)
-    } else {
-        None
+    let whole = sizes.iter().product::<usize>() == wsizes.iter().product::<usize>();
+    match moved {
+        Some(mut s) if e0 == 0 && whole => {
+            s.through.push(j);
+            s.viewed_as(&sizes)
+        }
+        Some(_) => None,
+        None => Some(Strided::whole(w, e0, sizes)),
     }
-}
-
-/// Kept instructions other than `except` reading bytes instruction `j` wrote, or a method
-/// output holding them: `true` when there are none.
-fn read_only_by(g: &Graph<'_>, j: usize, except: &BTreeSet<usize>) -> bool {
-    let from_j = |r: usize, at: usize| {
-        g.alloc.get(r).copied().flatten().is_some()
-            && g.sources(r, at)
-                .is_some_and(|s| s.contains(&Source::Ins(j)))
-    };
-    let n = g.ins.len();
-    let readers_ok = g
-        .ins
-        .iter()
-        .enumerate()
-        .skip(j + 1)
-        .filter(|(i, ins)| !ins.removed && !except.contains(i))
-        .all(|(i, ins)| !ins.reads.iter().any(|&r| from_j(r, i)));
-    readers_ok && !g.outputs.iter().any(|&o| from_j(o, n))
 }
 
 /// The head view of a traced `[heads, rows, head_dim]` operand (`kt`: traced as `[heads,
@@ -412,6 +370,15 @@ fn head_view(s: &Strided, kt: bool) -> Option<(HeadView, usize)> {
     Some((view, s.divs[0]))
 }
 
+/// The operands `(x, c)` of `x · c` or `c · x`, `c` a constant scalar.
+fn scaled(g: &Graph<'_>, program: &Program<'_>, a: usize, b: usize) -> Option<(usize, f64)> {
+    match (scalar(g, program, a), scalar(g, program, b)) {
+        (None, Some(c)) => Some((a, c)),
+        (Some(c), None) => Some((b, c)),
+        _ => None,
+    }
+}
+
 /// The attention chain whose softmax is instruction `sm`, if it can be one operation.
 fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> {
     let [x, dim, htf, p, _] = args_of(g, sm, "aten::_softmax.out", 5)?[..] else {
@@ -426,10 +393,9 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
         return None;
     }
     let mut chain = vec![sm];
-    let (mut cur, mut at) = (x, sm);
     let mut mask = None;
     let mut scale = 1.0f32;
-    let mut j = producer(g, cur, at)?;
+    let mut j = producer(g, x, sm)?;
     if let Some([a, b, alpha, _, _]) = args_of(g, j, "aten::add.out", 5).as_deref() {
         if scalar(g, program, *alpha) != Some(1.0) {
             return None;
@@ -449,24 +415,17 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
         }
         mask = Some(m);
         chain.push(j);
-        (cur, at) = (s, j);
-        j = producer(g, cur, at)?;
+        j = producer(g, s, j)?;
     }
     if let Some([a, b, _, _]) = args_of(g, j, "aten::mul.out", 4).as_deref() {
-        let (s, c) = match (scalar(g, program, *a), scalar(g, program, *b)) {
-            (None, Some(c)) => (*a, c),
-            (Some(c), None) => (*b, c),
-            _ => return None,
-        };
+        let (s, c) = scaled(g, program, *a, *b)?;
         if static_f32(g, s)?.iter().product::<usize>() != xs.iter().product::<usize>() {
             return None;
         }
         scale = c as f32;
         chain.push(j);
-        (cur, at) = (s, j);
-        j = producer(g, cur, at)?;
+        j = producer(g, s, j)?;
     }
-    let _ = (cur, at);
     let [qa, ka, _, _] = args_of(g, j, "aten::bmm.out", 4)?[..] else {
         return None;
     };
@@ -500,10 +459,7 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     let [pa, va, o, _] = args_of(g, bmm2, "aten::bmm.out", 4)?[..] else {
         return None;
     };
-    let ps = static_f32(g, pa)?;
-    let scores = h.checked_mul(tq)?.checked_mul(tk)?;
-    if ps.iter().product::<usize>() != scores
-        || ps != [h, tq, tk]
+    if static_f32(g, pa)? != [h, tq, tk]
         || g.alloc[pa]?.1 != g.alloc[p]?.1
         || static_f32(g, o)? != [h, tq, d]
     {
@@ -577,7 +533,7 @@ fn at_softmax(g: &Graph<'_>, program: &Program<'_>, sm: usize) -> Option<Match> 
     let mut absorbed: BTreeSet<usize> = chain.iter().copied().collect();
     absorbed.extend(q.through.iter().chain(&kt.through).chain(&v.through));
     for &j in &absorbed {
-        if j != last && !read_only_by(g, j, &absorbed) {
+        if j != last && !g.read_only_where(j, |pc, _| absorbed.contains(&pc)) {
             return None;
         }
     }

@@ -1162,16 +1162,10 @@ fn lower_stage(
             });
         }
         if opts.regions && opts.attention {
-            let dels = plans[pi].delegates().unwrap_or_default();
             let seg_bytes: Vec<&[u8]> = (0..program.segment_count())
                 .filter_map(|i| program.segment(i).ok())
                 .collect();
-            let dw = |d: usize| -> Option<Vec<usize>> {
-                let del = (d < dels.len()).then(|| dels.get(d))?;
-                let w = replan::delegate_outputs(del, &seg_bytes);
-                (!w.is_empty()).then_some(w)
-            };
-            let mut g = rewrite::graph::Graph::new(plans[pi], &dw);
+            let mut g = rewrite::graph::Graph::with_delegates(plans[pi], &seg_bytes);
             // Instructions the Linear regions absorb are not the attention's to take.
             for c in cands {
                 for &r in &c.removed {

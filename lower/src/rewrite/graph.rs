@@ -72,6 +72,18 @@ fn list_items(e: fb::EValue<'_>) -> Vec<usize> {
 }
 
 impl<'a> Graph<'a> {
+    /// Reads method `plan`, its delegates' outputs read from their payloads in `segments`
+    /// (the program's segments, in order).
+    pub fn with_delegates(plan: fb::ExecutionPlan<'a>, segments: &[&[u8]]) -> Graph<'a> {
+        let dels = plan.delegates().unwrap_or_default();
+        let dw = |d: usize| -> Option<Vec<usize>> {
+            let del = (d < dels.len()).then(|| dels.get(d))?;
+            let w = crate::replan::delegate_outputs(del, segments);
+            (!w.is_empty()).then_some(w)
+        };
+        Graph::new(plan, &dw)
+    }
+
     /// Reads method `plan`; `delegate_writes(delegate index)` gives the argument positions a
     /// delegate writes, when known.
     pub fn new(
@@ -307,9 +319,16 @@ impl<'a> Graph<'a> {
     /// Whether the bytes instruction `s` writes are read, and made a method output, only as
     /// value `out` (no later instruction reads them through a view under another name).
     pub fn read_by_name_only(&self, s: usize, out: usize) -> bool {
+        self.read_only_where(s, |_, r| r == out)
+    }
+
+    /// Whether every later kept read of the bytes instruction `s` wrote (as value `r` by
+    /// instruction `pc`), and every method output holding them (`pc` = the instruction
+    /// count), passes `ok(pc, r)`.
+    pub fn read_only_where(&self, s: usize, ok: impl Fn(usize, usize) -> bool) -> bool {
         let n = self.ins.len();
         let from_s = |r: usize, j: usize| {
-            r != out
+            !ok(j, r)
                 && self.alloc.get(r).copied().flatten().is_some()
                 && self
                     .sources(r, j)

@@ -161,12 +161,7 @@ pub fn rewrite(
     for (pi, plan) in plans.iter().enumerate() {
         let name = plan.name().unwrap_or("").to_string();
         let dels = plan.delegates().unwrap_or_default();
-        let dw = |d: usize| -> Option<Vec<usize>> {
-            let del = (d < dels.len()).then(|| dels.get(d))?;
-            let w = crate::replan::delegate_outputs(del, &segments);
-            (!w.is_empty()).then_some(w)
-        };
-        let mut g = Graph::new(*plan, &dw);
+        let mut g = Graph::with_delegates(*plan, &segments);
         let mut rep = MethodRewrites {
             method: name.clone(),
             ..Default::default()
