@@ -53,8 +53,18 @@ pub struct Attention {
     pub kv_group: usize,
 }
 
-fn shape(detail: &'static str) -> KernelError {
-    KernelError::Shape { arg: 0, detail }
+/// The operands, as a [`KernelError::Shape`] from [`Attention::run`] names them in `arg`.
+pub const OPERAND_Q: usize = 0;
+pub const OPERAND_K: usize = 1;
+pub const OPERAND_V: usize = 2;
+pub const OPERAND_MASK: usize = 3;
+pub const OPERAND_OUT: usize = 4;
+
+fn shape(operand: usize, detail: &'static str) -> KernelError {
+    KernelError::Shape {
+        arg: operand,
+        detail,
+    }
 }
 
 /// Elements a view of `heads × rows × dim` needs: one past its last element.
@@ -101,6 +111,7 @@ impl Attention {
         let (h, d) = (self.heads, self.head_dim);
         if self.kv_group == 0 || !h.is_multiple_of(self.kv_group) {
             return Err(shape(
+                OPERAND_K,
                 "attention: heads not a multiple of the K/V head group",
             ));
         }
@@ -109,13 +120,13 @@ impl Attention {
             extent(view, heads, rows, d).is_some_and(|e| e <= len)
         };
         if !fits(&self.q, h, self.q_rows, q.len()) {
-            return Err(shape("attention: queries exceed their tensor"));
+            return Err(shape(OPERAND_Q, "attention: queries exceed their tensor"));
         }
         if !fits(&self.k, hkv, self.kv_rows, k.len()) {
-            return Err(shape("attention: keys exceed their tensor"));
+            return Err(shape(OPERAND_K, "attention: keys exceed their tensor"));
         }
         if !fits(&self.v, hkv, self.kv_rows, v.len()) {
-            return Err(shape("attention: values exceed their tensor"));
+            return Err(shape(OPERAND_V, "attention: values exceed their tensor"));
         }
         if let Some(m) = mask {
             let (hs, rs) = self.mask_strides;
@@ -125,22 +136,26 @@ impl Attention {
                 row_stride: rs,
             };
             if extent(&view, h, self.q_rows, self.kv_rows).is_none_or(|e| e > m.len()) {
-                return Err(shape("attention: mask smaller than its strides say"));
+                return Err(shape(
+                    OPERAND_MASK,
+                    "attention: mask smaller than its strides say",
+                ));
             }
         }
         let need = self
             .q_rows
             .checked_mul(h)
             .and_then(|x| x.checked_mul(d))
-            .ok_or(shape("attention: output size overflows"))?;
+            .ok_or(shape(OPERAND_OUT, "attention: output size overflows"))?;
         if out.len() < need {
             return Err(shape(
+                OPERAND_OUT,
                 "attention: output smaller than rows × heads × head_dim",
             ));
         }
         let want = self
             .scratch_len()
-            .ok_or(shape("attention: scratch size overflows"))?;
+            .ok_or(shape(OPERAND_OUT, "attention: scratch size overflows"))?;
         if scratch < want {
             return Err(KernelError::Scratch {
                 needed: want.saturating_mul(4),
@@ -157,7 +172,8 @@ impl Attention {
     /// `out`. `scratch` holds at least [`Attention::scratch_len`] floats.
     ///
     /// Errors: an operand shorter than its view says, an output shorter than
-    /// `q_rows·heads·head_dim` (`KernelError::Shape`), or a short scratch (`KernelError::Scratch`).
+    /// `q_rows·heads·head_dim` (`KernelError::Shape` whose `arg` is the operand, `OPERAND_*`),
+    /// or a short scratch (`KernelError::Scratch`).
     pub fn run(
         &self,
         q: &[f32],

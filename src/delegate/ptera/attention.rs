@@ -4,7 +4,9 @@
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::KernelCtx;
-use crate::linalg::attention::{Attention, HeadView};
+use crate::linalg::attention::{
+    Attention, HeadView, OPERAND_K, OPERAND_MASK, OPERAND_Q, OPERAND_V,
+};
 
 use super::record::{bad, u32_at};
 
@@ -174,7 +176,14 @@ pub(super) fn run(
     index: usize,
     o: &Op,
 ) -> Result<(), KernelError> {
-    let (q, k, v) = (whole(ctx, o.q)?, whole(ctx, o.k)?, whole(ctx, o.v)?);
+    // A fused projection passes Q, K and V as one argument: bound once.
+    let q = whole(ctx, o.q)?;
+    let k = if o.k == o.q { q } else { whole(ctx, o.k)? };
+    let v = match o.v {
+        a if a == o.q => q,
+        a if a == o.k => k,
+        a => whole(ctx, a)?,
+    };
     let mask = match o.mask {
         Some(m) => Some(whole(ctx, m)?),
         None => None,
@@ -191,21 +200,17 @@ pub(super) fn run(
         .ok_or(bad("ptera region: attention scratch overflows"))?;
     let scratch = ctx.scratch_f32(len)?;
     a.run(q, k, v, mask, out, scratch).map_err(|e| match e {
-        // The kernel names no argument: name the operand its message is about.
-        KernelError::Shape { detail, .. } => {
-            let arg = if detail.contains("queries") {
-                o.q
-            } else if detail.contains("keys") {
-                o.k
-            } else if detail.contains("values") {
-                o.v
-            } else if detail.contains("mask") {
-                o.mask.unwrap_or(o.output)
-            } else {
-                o.output
-            };
-            KernelError::Shape { arg, detail }
-        }
+        // The kernel names the operand; the caller knows its argument.
+        KernelError::Shape { arg, detail } => KernelError::Shape {
+            arg: match arg {
+                OPERAND_Q => o.q,
+                OPERAND_K => o.k,
+                OPERAND_V => o.v,
+                OPERAND_MASK => o.mask.unwrap_or(o.output),
+                _ => o.output,
+            },
+            detail,
+        },
         e => e,
     })
 }
