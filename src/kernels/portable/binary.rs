@@ -16,14 +16,15 @@
 //! row-vector and scalar operands become flat loops); f32 operands have dedicated vectorised
 //! paths, and when every operand already has the compute dtype the loops run over typed slices.
 
-use super::broadcast::{bcast_err, bshape, map1, zip2};
+use super::broadcast::{bcast_err, bshape, is_trailing, map1, zip2};
 use super::common::{Ctx, Res};
 use super::compute::{num_kind, with_num, Ct, Float, Kind, Num};
 use super::promote::{check_cast, renormalize, Promo, Rhs};
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernel_api::KernelDef;
+use crate::kernel_api::{KernelDef, Value};
 use crate::linalg::vecmath as vec;
+use crate::shape::dims_eq;
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The binary arithmetic kernels, by operator key.
@@ -159,17 +160,10 @@ fn arith<'a>(
     Ok(())
 }
 
-/// Is `small` (leading 1s ignored) equal to the trailing dims of `big`?
-fn is_trailing(small: &[usize], big: &[usize]) -> bool {
-    let lead = small.iter().take_while(|&&d| d == 1).count();
-    let s = &small[lead..];
-    s.len() <= big.len() && s == &big[big.len() - s.len()..]
-}
-
 /// Is `small` equal to `big` except for a last dim of 1 (a per-row scalar)?
 fn is_column(small: &[usize], big: &[usize]) -> bool {
     let n = big.len();
-    n >= 2 && small.len() == n && small[..n - 1] == big[..n - 1] && small[n - 1] == 1
+    n >= 2 && small.len() == n && dims_eq(&small[..n - 1], &big[..n - 1]) && small[n - 1] == 1
 }
 
 /// f32 fast path of [`arith`] on the shared slice kernels: all-f32 operands, `add`/`sub` with
@@ -374,6 +368,9 @@ fn pow_scalar<T: Float>(x: &TensorRef<'_>, e: Scalar, out: &mut TensorMut<'_>) -
 /// `[self, other, (alpha,) out, out]` with a tensor `other`.
 fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
     ctx.expect_args(if has_alpha { 5 } else { 4 })?;
+    if same_shape_f32(ctx, op, has_alpha)? {
+        return Ok(());
+    }
     let x = ctx.input(0)?;
     let y = ctx.input(1)?;
     let alpha = if has_alpha {
@@ -383,6 +380,45 @@ fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
     };
     let out_arg = if has_alpha { 3 } else { 2 };
     arith(ctx, op, x, Rhs::T(y), 1, alpha, 2, out_arg)
+}
+
+/// The residual-add path of [`tensor_tensor`]: `add`, `sub` (alpha 1) and `mul` of two f32
+/// tensors of one shape into an f32 output already of that shape, bound to raw storage with
+/// no views, no promotion and no broadcast plan (a transformer layer runs two per row block).
+/// Computes what [`arith`] computes for them (`vec::binary`, element by element); `false`
+/// (nothing read or written) for any other call, which takes the general path.
+fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Result<bool, KernelError> {
+    let out_arg = if has_alpha { 3 } else { 2 };
+    let bop = match op {
+        Ar::Add => vec::BinOp::Add,
+        Ar::Sub => vec::BinOp::Sub,
+        Ar::Mul => vec::BinOp::Mul,
+        _ => return Ok(false),
+    };
+    // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's error).
+    if has_alpha {
+        match ctx.scalar(2) {
+            Ok(Scalar::Int(1)) => {}
+            Ok(Scalar::Double(v)) if v == 1.0 => {}
+            _ => return Ok(false),
+        }
+    }
+    for a in [0, 1, out_arg] {
+        if !matches!(ctx.value(a)?, Value::Tensor(_)) || ctx.out_dtype(a)? != DType::F32 {
+            return Ok(false);
+        }
+    }
+    let (xd, yd, od) = (ctx.dims(0)?, ctx.dims(1)?, ctx.dims(out_arg)?);
+    if !dims_eq(xd, yd) || !dims_eq(xd, od) {
+        return Ok(false);
+    }
+    let n = xd.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    let Some(n) = n else { return Ok(false) };
+    let xs = ctx.input_f32s(0, n)?;
+    let ys = ctx.input_f32s(1, n)?;
+    let os = ctx.output_f32s(out_arg, n)?;
+    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(out_arg))?;
+    Ok(true)
 }
 
 /// `[self, Scalar other, (alpha,) out, out]`.

@@ -805,3 +805,40 @@ fn arith_f32_fast_broadcast_forms() {
     )
     .is_err());
 }
+
+/// `add`/`sub` with alpha 1 (Int or Double) and `mul` of same-shape f32 tensors into an
+/// output of that shape (`same_shape_f32`, bound to raw storage) give the reference's bits;
+/// an output of another current shape is resized by the general path; a Bool alpha is still
+/// the general path's error.
+#[test]
+fn same_shape_f32_operands_match_the_reference() {
+    let mut rng = Rng(41);
+    for dims in [&[1usize][..], &[3], &[17], &[129], &[3, 129], &[1, 17, 3]] {
+        let n = numel(dims);
+        let x = rng.f32s(n, -4.0, 4.0);
+        let y = rng.f32s(n, -4.0, 4.0);
+        let cases: [(&str, Option<A>, fn(f32, f32) -> f32); 5] = [
+            ("aten::add.out", Some(A::Int(1)), |a, b| a + b),
+            ("aten::add.out", Some(A::Dbl(1.0)), |a, b| a + b),
+            ("aten::sub.out", Some(A::Int(1)), |a, b| a - b),
+            ("aten::sub.out", Some(A::Dbl(1.0)), |a, b| a - b),
+            ("aten::mul.out", None, |a, b| a * b),
+        ];
+        for (key, alpha, op) in cases {
+            let want: Vec<f32> = x.iter().zip(&y).map(|(&a, &b)| op(a, b)).collect();
+            for o in [out(DType::F32, dims), A::OutDyn(DType::F32, vec![n + 5])] {
+                let mut args = vec![f(dims, &x), f(dims, &y)];
+                args.extend(alpha.clone());
+                args.push(o);
+                let got = run1(key, &args);
+                assert_eq!(got.shape, dims, "{key} {dims:?}");
+                assert!(same(&got.f32(), &want), "{key} {dims:?}");
+            }
+        }
+        let e = kerr(
+            "aten::add.out",
+            &[f(dims, &x), f(dims, &y), A::Bo(true), out(DType::F32, dims)],
+        );
+        assert!(matches!(e, KernelError::Value { arg: 2, .. }), "{e:?}");
+    }
+}

@@ -429,3 +429,11 @@ pub(super) fn broadcast_into(
 #[cfg(test)]
 #[path = "broadcast_tests.rs"]
 mod tests;
+
+/// Is `small` (leading 1s ignored) equal to the trailing dims of `big`? (An operand that
+/// repeats along `big`'s leading dims: a row vector, a per-position mask.)
+pub(super) fn is_trailing(small: &[usize], big: &[usize]) -> bool {
+    let lead = small.iter().take_while(|&&d| d == 1).count();
+    let s = &small[lead..];
+    s.len() <= big.len() && crate::shape::dims_eq(s, &big[big.len() - s.len()..])
+}

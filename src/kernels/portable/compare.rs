@@ -11,15 +11,15 @@
 //! converted to the out dtype. float32 is computed in f32, float64 in f64, float16/bfloat16 in
 //! f32 rounded to the half type, integers in i64 wrapped to their common type, bool as bool.
 
-use super::broadcast::{bcast_err, bshape, map1, zip2, zip3};
+use super::broadcast::{bcast_err, bshape, is_trailing, map1, zip2, zip3};
 use super::common::{Ctx, Res};
 use super::compute::{kind, num_kind, with_ct, with_num, Bits, Ct, Num};
 use super::promote::{check_cast, renormalize, Promo, Rhs};
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel_api::KernelDef;
+use crate::kernel_api::{KernelDef, Value};
 use crate::linalg::vecmath as vec;
-use crate::shape::broadcast_shapes;
+use crate::shape::{broadcast_shapes, dims_eq};
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The comparison, logic and selection kernels, by operator key.
@@ -217,6 +217,9 @@ fn bitwise_t<T: Bits>(op: Bw, x: &TensorRef<'_>, rhs: Rhs<'_>, out: &mut TensorM
 /// Bitwise kernels: `[self, other (Tensor or Scalar), out, out]`, integer and bool dtypes.
 fn bitwise(ctx: &mut Ctx<'_, '_, '_>, op: Bw, scalar: bool) -> Res {
     ctx.expect_args(4)?;
+    if !scalar && bool_repeated(ctx, op)? {
+        return Ok(());
+    }
     let x = ctx.input(0)?;
     let rhs = if scalar {
         Rhs::S(ctx.scalar(1)?)
@@ -241,6 +244,52 @@ fn bitwise(ctx: &mut Ctx<'_, '_, '_>, op: Bw, scalar: bool) -> Res {
         renormalize(&mut out, common);
     }
     Ok(())
+}
+
+/// The mask path of [`bitwise`]: three bool tensors, `other` of `self`'s shape or of its
+/// trailing dims (a padding mask over a causal mask), the output already of `self`'s shape;
+/// bound to raw storage, no views and no broadcast plan. Each element is what the general
+/// path computes (bytes read as bools: nonzero is true; results 0 or 1). `false` (nothing
+/// read or written) for any other call.
+fn bool_repeated(ctx: &mut Ctx<'_, '_, '_>, op: Bw) -> Result<bool, KernelError> {
+    for a in 0..3 {
+        if !matches!(ctx.value(a)?, Value::Tensor(_)) || ctx.out_dtype(a)? != DType::Bool {
+            return Ok(false);
+        }
+    }
+    let (xd, yd, od) = (ctx.dims(0)?, ctx.dims(1)?, ctx.dims(2)?);
+    if !dims_eq(xd, od) || !is_trailing(yd, xd) {
+        return Ok(false);
+    }
+    let (x, xn, _) = ctx.input_raw(0)?;
+    let (y, yn, _) = ctx.input_raw(1)?;
+    let (o, on, _) = ctx.output_raw(2)?;
+    if xn == 0 {
+        return Ok(true);
+    }
+    if xn != on || yn == 0 || !xn.is_multiple_of(yn) {
+        return Err(bcast_err(2));
+    }
+    // SAFETY: the raw bindings hand out `xn`/`yn` readable bytes at `x`/`y` and `on` (= xn)
+    // writable bytes at `o`, which overlap no argument read (the rules of views), for the call.
+    let (xs, ys, os) = unsafe {
+        (
+            core::slice::from_raw_parts(x, xn),
+            core::slice::from_raw_parts(y, yn),
+            core::slice::from_raw_parts_mut(o, on),
+        )
+    };
+    for (orow, xrow) in os.chunks_exact_mut(yn).zip(xs.chunks_exact(yn)) {
+        for ((o, &a), &b) in orow.iter_mut().zip(xrow).zip(ys) {
+            let (a, b) = (a != 0, b != 0);
+            *o = match op {
+                Bw::And => a & b,
+                Bw::Or => a | b,
+                Bw::Xor => a ^ b,
+            } as u8;
+        }
+    }
+    Ok(true)
 }
 
 /// `aten::bitwise_and.Tensor_out(self, other, *, out)`: broadcast `&` (bool: logical and).

@@ -520,3 +520,53 @@ fn mask_fast_paths() {
         assert_eq!(gv, w);
     }
 }
+
+/// Bool masks repeated along the leading dims (`bool_repeated`: a padding mask over a causal
+/// mask) match the reference for and/or/xor, read any nonzero byte as true and write 0 or 1;
+/// shapes the path does not take (a column operand, a broadcast `self`) still go through the
+/// general path.
+#[test]
+fn bool_masks_repeated_over_rows_match_the_reference() {
+    let mut rng = Rng(31);
+    let cases: &[(&[usize], &[usize])] = &[
+        (&[1], &[1]),
+        (&[3], &[3]),
+        (&[1, 1, 17, 17], &[1, 1, 1, 17]),
+        (&[1, 1, 17, 17], &[17]),
+        (&[2, 129], &[1, 129]),
+        (&[3, 17], &[3, 17]),
+        (&[1, 1, 17, 17], &[1, 1, 17, 1]),
+        (&[1, 17], &[3, 17]),
+    ];
+    let keys: [(&str, fn(bool, bool) -> bool); 3] = [
+        ("aten::bitwise_and.Tensor_out", |a, b| a & b),
+        ("aten::bitwise_or.Tensor_out", |a, b| a | b),
+        ("aten::bitwise_xor.Tensor_out", |a, b| a ^ b),
+    ];
+    for &(sa, sb) in cases {
+        let so = broadcast_dims(sa, sb);
+        // Bytes 0, 1 and other nonzero values (true as well).
+        let byte = |rng: &mut Rng| [0u8, 1, 2, 255][rng.below(4) as usize];
+        let xa: Vec<u8> = (0..numel(sa)).map(|_| byte(&mut rng)).collect();
+        let ya: Vec<u8> = (0..numel(sb)).map(|_| byte(&mut rng)).collect();
+        for (key, op) in keys {
+            let got = run1(
+                key,
+                &[
+                    A::Raw(DType::Bool, sa.to_vec(), xa.clone()),
+                    A::Raw(DType::Bool, sb.to_vec(), ya.clone()),
+                    out(DType::Bool, &so),
+                ],
+            );
+            let want: Vec<u8> = (0..numel(&so))
+                .map(|k| {
+                    let a = xa[broadcast_index(k, &so, sa)] != 0;
+                    let b = ya[broadcast_index(k, &so, sb)] != 0;
+                    op(a, b) as u8
+                })
+                .collect();
+            assert_eq!(got.shape, so, "{key} {sa:?} {sb:?}");
+            assert_eq!(got.bytes, want, "{key} {sa:?} {sb:?}");
+        }
+    }
+}

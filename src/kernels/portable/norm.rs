@@ -174,7 +174,7 @@ fn layer_norm_f32(ctx: &mut Ctx<'_, '_, '_>) -> Res {
             continue;
         }
         need_dtype(ctx.out_dtype(arg)?, DType::F32, arg)?;
-        if ctx.dims(arg)? != &dims[axis..] {
+        if !crate::shape::dims_eq(ctx.dims(arg)?, &dims[axis..]) {
             return Err(shape_err(
                 arg,
                 "layer_norm: weight/bias must have normalized_shape",
