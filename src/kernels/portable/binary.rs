@@ -399,7 +399,7 @@ fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Result<
     if has_alpha {
         match ctx.scalar(2) {
             Ok(Scalar::Int(1)) => {}
-            Ok(Scalar::Double(v)) if v == 1.0 => {}
+            Ok(Scalar::Double(1.0)) => {}
             _ => return Ok(false),
         }
     }

@@ -817,7 +817,8 @@ fn same_shape_f32_operands_match_the_reference() {
         let n = numel(dims);
         let x = rng.f32s(n, -4.0, 4.0);
         let y = rng.f32s(n, -4.0, 4.0);
-        let cases: [(&str, Option<A>, fn(f32, f32) -> f32); 5] = [
+        type Case = (&'static str, Option<A>, fn(f32, f32) -> f32);
+        let cases: [Case; 5] = [
             ("aten::add.out", Some(A::Int(1)), |a, b| a + b),
             ("aten::add.out", Some(A::Dbl(1.0)), |a, b| a + b),
             ("aten::sub.out", Some(A::Int(1)), |a, b| a - b),

@@ -279,17 +279,27 @@ fn bool_repeated(ctx: &mut Ctx<'_, '_, '_>, op: Bw) -> Result<bool, KernelError>
             core::slice::from_raw_parts_mut(o, on),
         )
     };
-    for (orow, xrow) in os.chunks_exact_mut(yn).zip(xs.chunks_exact(yn)) {
-        for ((o, &a), &b) in orow.iter_mut().zip(xrow).zip(ys) {
-            let (a, b) = (a != 0, b != 0);
-            *o = match op {
-                Bw::And => a & b,
-                Bw::Or => a | b,
-                Bw::Xor => a ^ b,
-            } as u8;
+    // Rows of `other`'s length across the team (elementwise: any grouping gives the same bytes).
+    crate::parallel::for_chunks(os, yn, yn, |u, o, _| {
+        let x = &xs[u * yn..u * yn + o.len()];
+        match op {
+            Bw::And => repeated_rows(o, x, ys, |a, b| ((a != 0) & (b != 0)) as u8),
+            Bw::Or => repeated_rows(o, x, ys, |a, b| ((a | b) != 0) as u8),
+            Bw::Xor => repeated_rows(o, x, ys, |a, b| ((a != 0) ^ (b != 0)) as u8),
+        }
+    });
+    Ok(true)
+}
+
+/// `o[r·len + j] = f(x[r·len + j], y[j])` for every whole row (`len = y.len() > 0`): one
+/// loop per operation, so that the compiler vectorises it.
+#[inline(always)]
+fn repeated_rows(o: &mut [u8], x: &[u8], y: &[u8], f: impl Fn(u8, u8) -> u8 + Copy) {
+    for (orow, xrow) in o.chunks_exact_mut(y.len()).zip(x.chunks_exact(y.len())) {
+        for ((o, &a), &b) in orow.iter_mut().zip(xrow).zip(y) {
+            *o = f(a, b);
         }
     }
-    Ok(true)
 }
 
 /// `aten::bitwise_and.Tensor_out(self, other, *, out)`: broadcast `&` (bool: logical and).
@@ -387,6 +397,9 @@ fn logical_not_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
 /// contiguous.
 fn where_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     ctx.expect_args(5)?;
+    if where_f32_raw(ctx)? {
+        return Ok(());
+    }
     let c = ctx.input(0)?;
     let a = ctx.input(1)?;
     let b = ctx.input(2)?;
@@ -436,6 +449,72 @@ fn where_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     );
     renormalize(&mut out, common);
     Ok(())
+}
+
+/// The mask path of [`where_out`]: a bool (or u8) condition of the output's shape choosing
+/// between two f32 operands each of that shape or of one element (a causal mask's `0` and
+/// `-inf`), bound to raw storage with no views and no broadcast plan; the selects are those
+/// of the general path's f32 branch, split across the team the same way. `false` (nothing
+/// read or written) for any other call.
+fn where_f32_raw(ctx: &mut Ctx<'_, '_, '_>) -> Result<bool, KernelError> {
+    for a in 0..4 {
+        if !matches!(ctx.value(a)?, Value::Tensor(_)) {
+            return Ok(false);
+        }
+    }
+    if !matches!(ctx.out_dtype(0)?, DType::Bool | DType::U8) {
+        return Ok(false);
+    }
+    for a in 1..4 {
+        if ctx.out_dtype(a)? != DType::F32 {
+            return Ok(false);
+        }
+    }
+    let (cd, od) = (ctx.dims(0)?, ctx.dims(3)?);
+    if !dims_eq(cd, od) {
+        return Ok(false);
+    }
+    let n = cd.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    let Some(n) = n else { return Ok(false) };
+    // Each value operand: the condition's dims, or one element of rank at most the
+    // condition's (so that the broadcast shape is the condition's).
+    let fits = |d: &[usize]| dims_eq(d, cd) || (d.len() <= cd.len() && d.iter().all(|&x| x == 1));
+    let (ad, bd) = (ctx.dims(1)?, ctx.dims(2)?);
+    if !fits(ad) || !fits(bd) {
+        return Ok(false);
+    }
+    let same = dims_eq(ad, cd) && dims_eq(bd, cd);
+    if !same && (ad.iter().product::<usize>() != 1 || bd.iter().product::<usize>() != 1) {
+        return Ok(false);
+    }
+    let (na, nb) = if same { (n, n) } else { (1, 1) };
+    let (c, cn, _) = ctx.input_raw(0)?;
+    let xs = ctx.input_f32s(1, na)?;
+    let ys = ctx.input_f32s(2, nb)?;
+    let os = ctx.output_f32s(3, n)?;
+    if cn != n {
+        return Err(bcast_err(0));
+    }
+    let cs: &[u8] = if n == 0 {
+        &[]
+    } else {
+        // SAFETY: `input_raw` hands out `cn` (= n, checked) readable bytes at `c` for the
+        // call, not written by its output (the rules of views).
+        unsafe { core::slice::from_raw_parts(c, n) }
+    };
+    let errors = crate::parallel::FirstError::default();
+    crate::parallel::for_chunks(os, 1024, 512, |u, o, _| {
+        let (lo, hi) = (u * 1024, u * 1024 + o.len());
+        let r = match cs.get(lo..hi) {
+            Some(c) if same => vec::where_select(c, &xs[lo..hi], &ys[lo..hi], o),
+            Some(c) => vec::where_scalars(c, xs[0], ys[0], o),
+            None => Err(bcast_err(3)),
+        };
+        if r.is_err() {
+            errors.put(bcast_err(3));
+        }
+    });
+    errors.result().map(|_| true)
 }
 
 /// `aten::masked_fill.Scalar_out(self, mask, Scalar value, *, out)`: `mask ? value : self`,

@@ -570,3 +570,55 @@ fn bool_masks_repeated_over_rows_match_the_reference() {
         }
     }
 }
+
+/// `where` with f32 operands of the condition's shape or of one element (`where_f32_raw`)
+/// selects what the reference selects, any nonzero condition byte true, bool and u8
+/// conditions; operands that broadcast to a higher rank take the general path.
+#[test]
+fn where_over_f32_operands_of_the_condition_shape_matches_the_reference() {
+    let mut rng = Rng(43);
+    let ones: &[usize] = &[1, 1];
+    for cd in [&[1usize][..], &[3], &[17, 17], &[1, 1, 129]] {
+        let n = numel(cd);
+        let cond: Vec<u8> = (0..n).map(|_| [0u8, 1, 7][rng.below(3) as usize]).collect();
+        let full_a = rng.f32s(n, -3.0, 3.0);
+        let full_b = rng.f32s(n, -3.0, 3.0);
+        let one_rank5: &[usize] = &[1, 1, 1, 1, 1];
+        for (ad, bd) in [
+            (cd, cd),
+            (&[][..], &[][..]),
+            (ones, &[][..]),
+            (one_rank5, one_rank5),
+        ] {
+            let (a, b) = if ad == cd {
+                (full_a.clone(), full_b.clone())
+            } else {
+                (vec![-1.5f32], vec![f32::NEG_INFINITY])
+            };
+            let so = broadcast_dims(&broadcast_dims(cd, ad), bd);
+            for dt in [DType::Bool, DType::U8] {
+                let got = run1(
+                    "aten::where.self_out",
+                    &[
+                        A::Raw(dt, cd.to_vec(), cond.clone()),
+                        f(ad, &a),
+                        f(bd, &b),
+                        out(DType::F32, &so),
+                    ],
+                );
+                let want: Vec<f32> = (0..numel(&so))
+                    .map(|k| {
+                        let c = cond[broadcast_index(k, &so, cd)] != 0;
+                        if c {
+                            a[broadcast_index(k, &so, ad)]
+                        } else {
+                            b[broadcast_index(k, &so, bd)]
+                        }
+                    })
+                    .collect();
+                assert_eq!(got.shape, so, "{cd:?} {ad:?} {bd:?}");
+                assert!(same(&got.f32(), &want), "{cd:?} {ad:?} {bd:?} {dt:?}");
+            }
+        }
+    }
+}
