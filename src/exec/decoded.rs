@@ -9,6 +9,7 @@
 
 use crate::error::Error;
 use crate::format::fb;
+use crate::kernel_api::Prepared;
 
 use super::demand::RowDemand;
 
@@ -31,6 +32,8 @@ pub struct Decoded<'p> {
     pub args: &'p [i32],
     /// `(value, lo, hi)`: the call only needs rows `lo..hi` of its tensor argument `value`.
     pub rows: Option<(u32, u32, u32)>,
+    /// A kernel call's work decided at load (`exec::prepared`), run instead of the kernel.
+    pub prepared: Option<Prepared>,
 }
 
 impl Decoded<'static> {
@@ -40,6 +43,7 @@ impl Decoded<'static> {
         index: 0,
         args: &[],
         rows: None,
+        prepared: None,
     };
 }
 
@@ -99,6 +103,7 @@ pub fn decode<'p>(
                     index,
                     args,
                     rows,
+                    prepared: None,
                 };
             }
             at += 1;

@@ -13,7 +13,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::error::KernelError;
 use crate::format::{fb, Program};
-use crate::kernel_api::{Dynamism, KernelCtx, KernelFn, TensorSlot, Value};
+use crate::kernel_api::{Dynamism, KernelCtx, KernelFn, PrepareFn, TensorSlot, Value};
 use crate::shape::{Shape, MAX_RANK};
 
 /// Alignment of arenas, metadata and scratch.
@@ -52,6 +52,8 @@ pub struct Tables<'a, 'p> {
     pub values: &'a mut [Value<'p>],
     pub tensors: &'a mut [TensorSlot],
     pub kernels: &'a mut [KernelFn],
+    /// Per operator: its kernel's load-time preparation, if it has one (`exec::prepared`).
+    pub prepares: &'a mut [Option<PrepareFn>],
     pub delegates: &'a mut [DelegateSlot<'a, 'p>],
     /// The delegates' translated plans, one 16-aligned area after another in delegate order.
     pub delegate_state: &'a mut [u8],
@@ -96,6 +98,7 @@ impl<'a, 'p> Tables<'a, 'p> {
             values: bump.alloc(counts.values, Value::None)?,
             tensors: bump.alloc(counts.tensors, EMPTY_SLOT)?,
             kernels: bump.alloc(counts.operators, placeholder_kernel as KernelFn)?,
+            prepares: bump.alloc(counts.operators, None)?,
             delegates: bump.alloc(counts.delegates, DelegateSlot::unresolved(program))?,
             delegate_state: bump.alloc(counts.delegate_state, 0u8)?,
             input_set: bump.alloc(counts.inputs, false)?,

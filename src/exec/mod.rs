@@ -8,6 +8,7 @@ pub mod decoded;
 pub mod demand;
 pub mod elide;
 pub mod layout;
+pub mod prepared;
 pub mod registry;
 pub mod run;
 pub mod validate;

@@ -134,6 +134,21 @@ impl<'p> Frame<'_, '_, 'p> {
             .filter(|_| self.rows)
             .map(|(v, lo, hi)| (v as usize, lo as usize, hi as usize));
         let index = d.index as usize;
+        if let Some(p) = d.prepared {
+            // Decided at load (`exec::prepared`); `false`: a tensor changed since, so the
+            // kernel runs as usual.
+            match (p.run)(&p, self.tensors) {
+                Ok(true) => return Ok(pc + 1),
+                Ok(false) => {}
+                Err(source) => {
+                    return Err(Error::Kernel {
+                        instruction: pc,
+                        operator: op_name(self.plan, index),
+                        source,
+                    })
+                }
+            }
+        }
         let mut ctx = KernelCtx::new(self.values, self.tensors, d.args, self.scratch)
             .with_rows(rows)
             .with_alias_proof(proved)

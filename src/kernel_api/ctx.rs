@@ -164,12 +164,13 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         }
     }
 
-    /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
+    /// The same context with what loading proved of the call's aliasing.
     pub(crate) fn with_alias_proof(mut self, proof: AliasProof) -> Self {
         self.alias_proof = proof;
         self
     }
 
+    /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).
     pub(crate) fn with_rows(mut self, rows: Option<(usize, usize, usize)>) -> Self {
         self.rows = rows;
         self
@@ -339,6 +340,19 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             Value::BoolList(v) => Ok(v),
             _ => Err(self.type_err(arg, "BoolList")),
         }
+    }
+
+    /// Whether the tensor at `arg` is also named at another position of a call proved at load
+    /// (`exec::alias`: in a proved call only the last argument, the return, repeats a tensor;
+    /// an input named elsewhere is also the call's output). `false` when nothing was proved.
+    pub fn named_elsewhere(&self, arg: usize) -> bool {
+        self.alias_proof.shared() & (1u64 << arg.min(63)) != 0
+    }
+
+    /// The tensor-table slot of the tensor at `arg`: what a kernel's load-time preparation
+    /// ([`PrepareFn`](super::PrepareFn)) records of the tensors it binds.
+    pub fn tensor_slot(&self, arg: usize) -> Result<usize, KernelError> {
+        self.slot_of(arg)
     }
 
     fn slot_of(&self, arg: usize) -> Result<usize, KernelError> {

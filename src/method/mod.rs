@@ -103,6 +103,9 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             if let Some(slot) = tables.kernels.get_mut(i) {
                 *slot = k.run;
             }
+            if let Some(slot) = tables.prepares.get_mut(i) {
+                *slot = k.prepare;
+            }
         }
         // Each delegate's state area follows the previous one in delegate order (as
         // `MethodMeta` counted them: 16-byte rounded).
@@ -145,6 +148,13 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         );
         crate::exec::alias::prove(plan, tables.values, tables.tensors, tables.proved);
         crate::exec::decoded::decode(plan, &demand, tables.decoded)?;
+        crate::exec::prepared::prepare(
+            tables.values,
+            tables.tensors,
+            tables.prepares,
+            tables.proved,
+            tables.decoded,
+        );
         Ok(Method {
             meta,
             tables,
@@ -163,6 +173,16 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// (`exec::alias`): the run-time overlap check is skipped for these.
     pub fn alias_proved_calls(&self) -> usize {
         self.tables.proved.iter().filter(|p| p.proved()).count()
+    }
+
+    /// Kernel calls prepared at load (`exec::prepared`): each run goes straight to the work
+    /// decided then, with no argument decoding.
+    pub fn prepared_calls(&self) -> usize {
+        self.tables
+            .decoded
+            .iter()
+            .filter(|d| d.prepared.is_some())
+            .count()
     }
 
     /// Copies removed at load (`exec::elide`): their outputs were placed over their inputs'

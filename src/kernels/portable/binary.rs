@@ -22,16 +22,16 @@ use super::compute::{num_kind, with_num, Ct, Float, Kind, Num};
 use super::promote::{check_cast, renormalize, Promo, Rhs};
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernel_api::{KernelDef, Value};
+use crate::kernel_api::{KernelDef, Prepared, TensorSlot, Value};
 use crate::linalg::vecmath as vec;
 use crate::shape::dims_eq;
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The binary arithmetic kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
-    KernelDef::new("aten::add.out", add_out),
-    KernelDef::new("aten::sub.out", sub_out),
-    KernelDef::new("aten::mul.out", mul_out),
+    KernelDef::new("aten::add.out", add_out).with_prepare(prepare_add),
+    KernelDef::new("aten::sub.out", sub_out).with_prepare(prepare_sub),
+    KernelDef::new("aten::mul.out", mul_out).with_prepare(prepare_mul),
     KernelDef::new("aten::div.out", div_out),
     KernelDef::new("aten::div.out_mode", div_out_mode),
     KernelDef::new("aten::floor_divide.out", floor_divide_out),
@@ -388,36 +388,121 @@ fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
 /// Computes what [`arith`] computes for them (`vec::binary`, element by element); `false`
 /// (nothing read or written) for any other call, which takes the general path.
 fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Result<bool, KernelError> {
+    let Some((bop, n)) = same_shape_call(ctx, op, has_alpha)? else {
+        return Ok(false);
+    };
+    let out_arg = if has_alpha { 3 } else { 2 };
+    let xs = ctx.input_f32s(0, n)?;
+    let ys = ctx.input_f32s(1, n)?;
+    let os = ctx.output_f32s(out_arg, n)?;
+    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(out_arg))?;
+    Ok(true)
+}
+
+/// Whether a call takes [`same_shape_f32`]: its operation and element count, `None` if not.
+fn same_shape_call(
+    ctx: &Ctx<'_, '_, '_>,
+    op: Ar,
+    has_alpha: bool,
+) -> Result<Option<(vec::BinOp, usize)>, KernelError> {
     let out_arg = if has_alpha { 3 } else { 2 };
     let bop = match op {
         Ar::Add => vec::BinOp::Add,
         Ar::Sub => vec::BinOp::Sub,
         Ar::Mul => vec::BinOp::Mul,
-        _ => return Ok(false),
+        _ => return Ok(None),
     };
     // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's error).
     if has_alpha {
         match ctx.scalar(2) {
             Ok(Scalar::Int(1)) => {}
             Ok(Scalar::Double(1.0)) => {}
-            _ => return Ok(false),
+            _ => return Ok(None),
         }
     }
     for a in [0, 1, out_arg] {
         if !matches!(ctx.value(a)?, Value::Tensor(_)) || ctx.out_dtype(a)? != DType::F32 {
-            return Ok(false);
+            return Ok(None);
         }
     }
     let (xd, yd, od) = (ctx.dims(0)?, ctx.dims(1)?, ctx.dims(out_arg)?);
     if !dims_eq(xd, yd) || !dims_eq(xd, od) {
+        return Ok(None);
+    }
+    Ok(xd
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .map(|n| (bop, n)))
+}
+
+/// The load-time preparation of [`same_shape_f32`]'s calls: slots `[x, y, out]`, sizes
+/// `[elements, out argument]`, the operation as `param` (0 add, 1 sub, 2 mul).
+fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Option<Prepared> {
+    if ctx.nargs() != if has_alpha { 5 } else { 4 }
+        || ctx.named_elsewhere(0)
+        || ctx.named_elsewhere(1)
+    {
+        return None;
+    }
+    let (_, n) = same_shape_call(ctx, op, has_alpha).ok()??;
+    let out_arg = if has_alpha { 3 } else { 2 };
+    let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
+    Some(Prepared {
+        run: run_same_shape,
+        slots: [
+            slot(0)?,
+            slot(1)?,
+            slot(out_arg)?,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+        ],
+        sizes: [u32::try_from(n).ok()?, out_arg as u32],
+        param: match op {
+            Ar::Add => 0,
+            Ar::Sub => 1,
+            _ => 2,
+        },
+    })
+}
+
+fn prepare_add(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    prepare_same_shape(ctx, Ar::Add, true)
+}
+fn prepare_sub(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    prepare_same_shape(ctx, Ar::Sub, true)
+}
+fn prepare_mul(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    prepare_same_shape(ctx, Ar::Mul, false)
+}
+
+/// Runs a call prepared by [`prepare_same_shape`]: what [`same_shape_f32`] computes.
+fn run_same_shape(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelError> {
+    let Some(x) = tensors.get(p.slots[0] as usize) else {
+        return Ok(false);
+    };
+    let dims = x.shape.dims();
+    let bop = match p.param {
+        0 => vec::BinOp::Add,
+        1 => vec::BinOp::Sub,
+        _ => vec::BinOp::Mul,
+    };
+    // SAFETY: this record's runner during its call (the instruction loop calls it only for
+    // the call prepared at load, whose output was proved to overlap no other argument).
+    let bound = unsafe {
+        (
+            p.input_f32(tensors, 0, dims),
+            p.input_f32(tensors, 1, dims),
+            p.output_f32(tensors, 2, dims),
+        )
+    };
+    let (Some(xs), Some(ys), Some(os)) = bound else {
+        return Ok(false);
+    };
+    if os.len() != p.sizes[0] as usize {
         return Ok(false);
     }
-    let n = xd.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    let Some(n) = n else { return Ok(false) };
-    let xs = ctx.input_f32s(0, n)?;
-    let ys = ctx.input_f32s(1, n)?;
-    let os = ctx.output_f32s(out_arg, n)?;
-    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(out_arg))?;
+    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(p.sizes[1] as usize))?;
     Ok(true)
 }
 

@@ -843,3 +843,59 @@ fn same_shape_f32_operands_match_the_reference() {
         assert!(matches!(e, KernelError::Value { arg: 2, .. }), "{e:?}");
     }
 }
+
+/// A prepared same-shape call runs when its tensors are what preparing saw, and leaves the
+/// call to the general path (nothing written) when a shape, a dtype, the output's
+/// writability or its data changed since.
+#[test]
+fn a_prepared_same_shape_call_runs_only_on_what_it_was_prepared_for() {
+    use crate::kernel_api::{Dynamism, TensorSlot};
+    use crate::shape::Shape;
+    let mut x = [1.0f32, 2.0, 3.0];
+    let mut y = [10.0f32, 20.0, 30.0];
+    let mut o = [0.0f32; 3];
+    let slot = |p: *mut f32, dims: &[usize]| TensorSlot {
+        dtype: DType::F32,
+        dynamism: Dynamism::Static,
+        planned: true,
+        writable: true,
+        contiguous: true,
+        dim_order: core::array::from_fn(|i| i as u8),
+        shape: Shape::new(dims).unwrap(),
+        data: p as *mut u8,
+        capacity: 12,
+    };
+    let base = [
+        slot(x.as_mut_ptr(), &[3]),
+        slot(y.as_mut_ptr(), &[3]),
+        slot(o.as_mut_ptr(), &[3]),
+    ];
+    let p = Prepared {
+        run: run_same_shape,
+        slots: [
+            0,
+            1,
+            2,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+        ],
+        sizes: [3, 3],
+        param: 1,
+    };
+    let mut changed = base;
+    changed[1].shape = Shape::new(&[1, 3]).unwrap();
+    assert!(!run_same_shape(&p, &changed).unwrap());
+    let mut changed = base;
+    changed[0].dtype = DType::I32;
+    assert!(!run_same_shape(&p, &changed).unwrap());
+    let mut changed = base;
+    changed[2].writable = false;
+    assert!(!run_same_shape(&p, &changed).unwrap());
+    let mut changed = base;
+    changed[2].data = core::ptr::null_mut();
+    assert!(!run_same_shape(&p, &changed).unwrap());
+    assert_eq!(o, [0.0; 3]);
+    assert!(run_same_shape(&p, &base).unwrap());
+    assert_eq!(o, [-9.0, -18.0, -27.0]);
+}

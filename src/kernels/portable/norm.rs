@@ -14,13 +14,14 @@ use super::common::{
 };
 use crate::dtype::DType;
 use crate::error::KernelError;
-use crate::kernel_api::KernelDef;
+use crate::kernel_api::{KernelDef, Prepared, TensorSlot};
 use crate::linalg::vecmath as vec;
 use crate::parallel;
 
 /// The normalisation kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
-    KernelDef::new("aten::native_layer_norm.out", native_layer_norm_out),
+    KernelDef::new("aten::native_layer_norm.out", native_layer_norm_out)
+        .with_prepare(prepare_layer_norm),
     KernelDef::new("aten::native_group_norm.out", native_group_norm_out),
     KernelDef::new(
         "aten::_native_batch_norm_legit_no_training.out",
@@ -191,7 +192,23 @@ fn layer_norm_f32(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let od = ctx.output_f32s_shaped(5, &x_shape)?;
     let md = ctx.output_f32s_shaped(6, &stat_shape)?;
     let rd = ctx.output_f32s_shaped(7, &stat_shape)?;
-    // Rows across cores (each row computed as one core computes it).
+    layer_norm_split(xd, wd, bd, eps as f32, (m, n), (od, md, rd))
+}
+
+/// The rows of an f32 layer norm across the team's cores, each row computed as one core
+/// computes it: `x` holds `m` rows of `n`, `o` likewise, `mo` and `ro` one value per row.
+#[allow(clippy::type_complexity)]
+fn layer_norm_split(
+    xd: &[f32],
+    wd: Option<&[f32]>,
+    bd: Option<&[f32]>,
+    eps: f32,
+    (m, n): (usize, usize),
+    (od, md, rd): (&mut [f32], &mut [f32], &mut [f32]),
+) -> Res {
+    if xd.len() != m * n || od.len() != m * n || md.len() != m || rd.len() != m {
+        return Err(shape_err(5, "layer_norm: row length mismatch"));
+    }
     let (od, md, rd) = (
         parallel::SharedSlice::new(od),
         parallel::SharedSlice::new(md),
@@ -200,14 +217,116 @@ fn layer_norm_f32(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let errors = parallel::FirstError::default();
     parallel::for_units(m, n * 6, |lo, hi, _| {
         // SAFETY: rows lo..hi (and their statistics) belong to this part alone; the outputs
-        // hold m·n and m elements (bound at those shapes above).
+        // hold m·n and m elements (checked above).
         let (o, mo, ro) = unsafe { (od.range(lo * n, hi * n), md.range(lo, hi), rd.range(lo, hi)) };
         let xr = &xd[lo * n..hi * n];
-        if vec::layer_norm_rows(xr, wd, bd, eps as f32, n, o, mo, ro).is_err() {
+        if vec::layer_norm_rows(xr, wd, bd, eps, n, o, mo, ro).is_err() {
             errors.put(shape_err(5, "layer_norm: row length mismatch"));
         }
     });
     errors.result()
+}
+
+/// The load-time preparation of [`layer_norm_f32`]'s calls over the last dimension (the
+/// transformers' layer norms): slots `[x, weight, bias, out, mean, rstd]` (weight and bias
+/// may be absent), sizes `[rows, row length]`, epsilon's f32 bits as `param`.
+fn prepare_layer_norm(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    if ctx.nargs() != 9 || [0, 2, 3].iter().any(|&a| ctx.named_elsewhere(a)) {
+        return None;
+    }
+    for a in [0, 5, 6, 7] {
+        if ctx.out_dtype(a).ok()? != DType::F32 {
+            return None;
+        }
+    }
+    let ns = ctx.int_list(1).ok()?;
+    let eps = ctx.double(4).ok()?;
+    let xd = ctx.dims(0).ok()?;
+    let (&n, rows) = xd.split_last()?;
+    if ns.len() != 1 || u64::try_from(ns[0]).ok()? != n as u64 {
+        return None;
+    }
+    let m = rows.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+    let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
+    let mut affine = [Prepared::NO_SLOT; 2];
+    for (s, a) in affine.iter_mut().zip([2, 3]) {
+        if ctx.is_none(a).ok()? {
+            continue;
+        }
+        if ctx.out_dtype(a).ok()? != DType::F32 || !crate::shape::dims_eq(ctx.dims(a).ok()?, &[n]) {
+            return None;
+        }
+        *s = slot(a)?;
+    }
+    if !crate::shape::dims_eq(ctx.dims(5).ok()?, xd)
+        || !stats_of(ctx.dims(6).ok()?, xd)
+        || !stats_of(ctx.dims(7).ok()?, xd)
+    {
+        return None;
+    }
+    Some(Prepared {
+        run: run_layer_norm,
+        slots: [slot(0)?, affine[0], affine[1], slot(5)?, slot(6)?, slot(7)?],
+        sizes: [u32::try_from(m).ok()?, u32::try_from(n).ok()?],
+        param: (eps as f32).to_bits(),
+    })
+}
+
+/// Whether `s` is the statistics' shape of an input of `x` normalised over its last dim
+/// (`x` with the last dim 1).
+fn stats_of(s: &[usize], x: &[usize]) -> bool {
+    s.len() == x.len()
+        && s.split_last()
+            .is_some_and(|(&l, r)| l == 1 && crate::shape::dims_eq(r, &x[..x.len() - 1]))
+}
+
+/// Runs a call prepared by [`prepare_layer_norm`]: what [`layer_norm_f32`] computes.
+fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelError> {
+    let (m, n) = (p.sizes[0] as usize, p.sizes[1] as usize);
+    let (Some(x), Some(mt)) = (
+        tensors.get(p.slots[0] as usize),
+        tensors.get(p.slots[4] as usize),
+    ) else {
+        return Ok(false);
+    };
+    let (xd, sd) = (x.shape.dims(), mt.shape.dims());
+    if xd.last() != Some(&n) || x.shape.numel() != m * n || !stats_of(sd, xd) {
+        return Ok(false);
+    }
+    let row: &[usize] = &[n];
+    // SAFETY: this record's runner during its call (the instruction loop calls it only for
+    // the call prepared at load, whose outputs were proved to overlap no other argument);
+    // each output is bound once.
+    let bound = unsafe {
+        (
+            p.input_f32(tensors, 0, xd),
+            p.output_f32(tensors, 3, xd),
+            p.output_f32(tensors, 4, sd),
+            p.output_f32(tensors, 5, sd),
+        )
+    };
+    let (Some(xs), Some(od), Some(md), Some(rd)) = bound else {
+        return Ok(false);
+    };
+    let mut affine: [Option<&[f32]>; 2] = [None, None];
+    for (a, i) in affine.iter_mut().zip([1, 2]) {
+        if p.slots[i] != Prepared::NO_SLOT {
+            // SAFETY: as above.
+            match unsafe { p.input_f32(tensors, i, row) } {
+                Some(v) => *a = Some(v),
+                None => return Ok(false),
+            }
+        }
+    }
+    layer_norm_split(
+        xs,
+        affine[0],
+        affine[1],
+        f32::from_bits(p.param),
+        (m, n),
+        (od, md, rd),
+    )?;
+    Ok(true)
 }
 
 /// `aten::native_group_norm.out(Tensor input, Tensor? weight, Tensor? bias, SymInt N,
