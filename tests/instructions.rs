@@ -693,8 +693,7 @@ fn contiguous_slices_are_elided_at_load_where_the_plan_allows() {
 /// The layer norms and the same-shape f32 adds and multiplies of these language models are
 /// prepared at load (`exec::prepared`: the instruction loop runs the work decided then, not
 /// the kernel); `tests/fixtures.rs` checks the outputs are still ExecuTorch's. GPT-2: its 5
-/// layer norms and 9 of its 24 adds and multiplies (the others broadcast an operand or take a
-/// scalar); OPT: 5 layer norms and 5 of its 16 adds, multiplies and subtractions (the others
+/// layer norms and 9 of its 24 adds and multiplies (the others broadcast an operand); OPT: 5 layer norms and 5 of its 16 adds, multiplies and subtractions (the others
 /// broadcast or are int64 position arithmetic).
 #[test]
 fn residual_adds_and_layer_norms_are_prepared_at_load() {

@@ -1,10 +1,11 @@
 //! Kernel calls prepared at load. A kernel may offer a preparation
 //! ([`KernelDef::with_prepare`](crate::kernel_api::KernelDef::with_prepare)); for each of its
-//! calls whose outputs were proved not to alias any other argument (`exec::alias`), loading
-//! asks it once what the call will do, and the instruction loop then runs that [`Prepared`]
-//! record instead of the kernel: no context, no argument decoding, no per-argument checks
-//! beyond what may change after load (data bound, shapes). A transformer's residual adds and
-//! layer norms run this way, several per layer.
+//! calls whose outputs were proved not to alias any other argument (`exec::alias`; the
+//! preparation sees the proof and refuses an input that is also the output), loading asks it
+//! once what the call will do, and the instruction loop then runs that
+//! [`Prepared`](crate::kernel_api::Prepared) record instead of the kernel: no context, no
+//! argument decoding, no per-argument checks beyond what may change after load (data bound,
+//! shapes). A transformer's residual adds and layer norms run this way, several per layer.
 
 use super::alias::Proof;
 use super::decoded::{Decoded, Kind};

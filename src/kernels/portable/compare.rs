@@ -426,20 +426,7 @@ fn where_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         let n = os.len();
         let same = xs.len() == n && ys.len() == n;
         if same || (xs.len() == 1 && ys.len() == 1) {
-            // Elementwise: in chunks across the team's cores.
-            let errors = crate::parallel::FirstError::default();
-            crate::parallel::for_chunks(os, 1024, 512, |u, o, _| {
-                let (lo, hi) = (u * 1024, u * 1024 + o.len());
-                let r = match cs.get(lo..hi) {
-                    Some(c) if same => vec::where_select(c, &xs[lo..hi], &ys[lo..hi], o),
-                    Some(c) => vec::where_scalars(c, xs[0], ys[0], o),
-                    None => Err(bcast_err(3)),
-                };
-                if r.is_err() {
-                    errors.put(bcast_err(3));
-                }
-            });
-            return errors.result();
+            return select_f32(cs, xs, ys, same, os);
         }
     }
     with_ct!(
@@ -502,19 +489,31 @@ fn where_f32_raw(ctx: &mut Ctx<'_, '_, '_>) -> Result<bool, KernelError> {
         // call, not written by its output (the rules of views).
         unsafe { core::slice::from_raw_parts(c, n) }
     };
+    select_f32(cs, xs, ys, same, os).map(|_| true)
+}
+
+/// `os[i] = cs[i] != 0 ? xs[i] : ys[i]` (`same`), or between the one-element `xs` and `ys`,
+/// in chunks of 1,024 across the team's cores: the f32 selects of [`where_out`].
+fn select_f32(cs: &[u8], xs: &[f32], ys: &[f32], same: bool, os: &mut [f32]) -> Res {
     let errors = crate::parallel::FirstError::default();
     crate::parallel::for_chunks(os, 1024, 512, |u, o, _| {
         let (lo, hi) = (u * 1024, u * 1024 + o.len());
-        let r = match cs.get(lo..hi) {
-            Some(c) if same => vec::where_select(c, &xs[lo..hi], &ys[lo..hi], o),
-            Some(c) => vec::where_scalars(c, xs[0], ys[0], o),
-            None => Err(bcast_err(3)),
+        let r = match (cs.get(lo..hi), same) {
+            (Some(c), true) => match (xs.get(lo..hi), ys.get(lo..hi)) {
+                (Some(x), Some(y)) => vec::where_select(c, x, y, o),
+                _ => Err(bcast_err(3)),
+            },
+            (Some(c), false) => match (xs.first(), ys.first()) {
+                (Some(&x), Some(&y)) => vec::where_scalars(c, x, y, o),
+                _ => Err(bcast_err(3)),
+            },
+            (None, _) => Err(bcast_err(3)),
         };
         if r.is_err() {
             errors.put(bcast_err(3));
         }
     });
-    errors.result().map(|_| true)
+    errors.result()
 }
 
 /// `aten::masked_fill.Scalar_out(self, mask, Scalar value, *, out)`: `mask ? value : self`,
