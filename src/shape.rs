@@ -72,7 +72,7 @@ impl Shape {
     /// `memcmp`, which costs more than the few dims compared).
     #[inline]
     pub fn same_dims(&self, o: &Shape) -> bool {
-        self.rank == o.rank && self.dims().iter().zip(o.dims()).all(|(a, b)| a == b)
+        dims_eq(self.dims(), o.dims())
     }
 
     /// Number of elements (1 for rank 0). Saturates instead of overflowing.

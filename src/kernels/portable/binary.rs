@@ -22,7 +22,7 @@ use super::compute::{num_kind, with_num, Ct, Float, Kind, Num};
 use super::promote::{check_cast, renormalize, Promo, Rhs};
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernel_api::{KernelDef, Prepared, TensorSlot, Value};
+use crate::kernel_api::{KernelDef, Prepared, TensorSlot};
 use crate::linalg::vecmath as vec;
 use crate::shape::dims_eq;
 use crate::tensor::{TensorMut, TensorRef};
@@ -368,7 +368,7 @@ fn pow_scalar<T: Float>(x: &TensorRef<'_>, e: Scalar, out: &mut TensorMut<'_>) -
 /// `[self, other, (alpha,) out, out]` with a tensor `other`.
 fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
     ctx.expect_args(if has_alpha { 5 } else { 4 })?;
-    if same_shape_f32(ctx, op, has_alpha)? {
+    if same_shape_f32(ctx, op)? {
         return Ok(());
     }
     let x = ctx.input(0)?;
@@ -382,15 +382,25 @@ fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
     arith(ctx, op, x, Rhs::T(y), 1, alpha, 2, out_arg)
 }
 
+/// The operations [`same_shape_f32`] takes: the kernel's, the slice kernel's, and whether the
+/// call has an alpha (its output is then argument 3, else 2). A prepared call names its
+/// operation by index here.
+const SAME_SHAPE_OPS: [(Ar, vec::BinOp, bool); 3] = [
+    (Ar::Add, vec::BinOp::Add, true),
+    (Ar::Sub, vec::BinOp::Sub, true),
+    (Ar::Mul, vec::BinOp::Mul, false),
+];
+
 /// The residual-add path of [`tensor_tensor`]: `add`, `sub` (alpha 1) and `mul` of two f32
 /// tensors of one shape into an f32 output already of that shape, bound to raw storage with
 /// no views, no promotion and no broadcast plan (a transformer layer runs two per row block).
 /// Computes what [`arith`] computes for them (`vec::binary`, element by element); `false`
 /// (nothing read or written) for any other call, which takes the general path.
-fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Result<bool, KernelError> {
-    let Some((bop, n)) = same_shape_call(ctx, op, has_alpha)? else {
+fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar) -> Result<bool, KernelError> {
+    let Some((i, n)) = same_shape_call(ctx, op) else {
         return Ok(false);
     };
+    let (_, bop, has_alpha) = SAME_SHAPE_OPS[i];
     let out_arg = if has_alpha { 3 } else { 2 };
     let xs = ctx.input_f32s(0, n)?;
     let ys = ctx.input_f32s(1, n)?;
@@ -399,53 +409,42 @@ fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Result<
     Ok(true)
 }
 
-/// Whether a call takes [`same_shape_f32`]: its operation and element count, `None` if not.
-fn same_shape_call(
-    ctx: &Ctx<'_, '_, '_>,
-    op: Ar,
-    has_alpha: bool,
-) -> Result<Option<(vec::BinOp, usize)>, KernelError> {
-    let out_arg = if has_alpha { 3 } else { 2 };
-    let bop = match op {
-        Ar::Add => vec::BinOp::Add,
-        Ar::Sub => vec::BinOp::Sub,
-        Ar::Mul => vec::BinOp::Mul,
-        _ => return Ok(None),
-    };
-    // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's error).
-    if has_alpha {
-        match ctx.scalar(2) {
-            Ok(Scalar::Int(1)) => {}
-            Ok(Scalar::Double(1.0)) => {}
-            _ => return Ok(None),
-        }
-    }
-    for a in [0, 1, out_arg] {
-        if !matches!(ctx.value(a)?, Value::Tensor(_)) || ctx.out_dtype(a)? != DType::F32 {
-            return Ok(None);
-        }
-    }
-    let (xd, yd, od) = (ctx.dims(0)?, ctx.dims(1)?, ctx.dims(out_arg)?);
+/// Whether a call of `op` takes [`same_shape_f32`]: its index in [`SAME_SHAPE_OPS`] and its
+/// element count. The shapes are compared first (the cheapest refusal: broadcast calls).
+fn same_shape_call(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<(usize, usize)> {
+    let i = SAME_SHAPE_OPS.iter().position(|&(o, _, _)| o == op)?;
+    let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
+    let (xd, yd, od) = (
+        ctx.dims(0).ok()?,
+        ctx.dims(1).ok()?,
+        ctx.dims(out_arg).ok()?,
+    );
     if !dims_eq(xd, yd) || !dims_eq(xd, od) {
-        return Ok(None);
-    }
-    Ok(xd
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .map(|n| (bop, n)))
-}
-
-/// The load-time preparation of [`same_shape_f32`]'s calls: slots `[x, y, out]`, sizes
-/// `[elements, out argument]`, the operation as `param` (0 add, 1 sub, 2 mul).
-fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Option<Prepared> {
-    if ctx.nargs() != if has_alpha { 5 } else { 4 }
-        || ctx.named_elsewhere(0)
-        || ctx.named_elsewhere(1)
-    {
         return None;
     }
-    let (_, n) = same_shape_call(ctx, op, has_alpha).ok()??;
-    let out_arg = if has_alpha { 3 } else { 2 };
+    for a in [0, 1, out_arg] {
+        if ctx.out_dtype(a).ok()? != DType::F32 {
+            return None;
+        }
+    }
+    // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's error).
+    if out_arg == 3 && !matches!(ctx.scalar(2), Ok(Scalar::Int(1)) | Ok(Scalar::Double(1.0))) {
+        return None;
+    }
+    Some((i, xd.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?))
+}
+
+/// The load-time preparation of [`same_shape_f32`]'s calls: slots `[x, y, out]`, the index
+/// of the operation in [`SAME_SHAPE_OPS`] as `param`.
+fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
+    if ctx.named_elsewhere(0) || ctx.named_elsewhere(1) {
+        return None;
+    }
+    let (i, _) = same_shape_call(ctx, op)?;
+    let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
+    if ctx.nargs() != out_arg + 2 {
+        return None;
+    }
     let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
     Some(Prepared {
         run: run_same_shape,
@@ -457,36 +456,31 @@ fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Option<
             Prepared::NO_SLOT,
             Prepared::NO_SLOT,
         ],
-        sizes: [u32::try_from(n).ok()?, out_arg as u32],
-        param: match op {
-            Ar::Add => 0,
-            Ar::Sub => 1,
-            _ => 2,
-        },
+        sizes: [0; 2],
+        param: i as u32,
     })
 }
 
 fn prepare_add(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_same_shape(ctx, Ar::Add, true)
+    prepare_same_shape(ctx, Ar::Add)
 }
 fn prepare_sub(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_same_shape(ctx, Ar::Sub, true)
+    prepare_same_shape(ctx, Ar::Sub)
 }
 fn prepare_mul(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_same_shape(ctx, Ar::Mul, false)
+    prepare_same_shape(ctx, Ar::Mul)
 }
 
-/// Runs a call prepared by [`prepare_same_shape`]: what [`same_shape_f32`] computes.
+/// Runs a call prepared by [`prepare_same_shape`]: what [`same_shape_f32`] computes, over the
+/// three tensors' current (equal) shape.
 fn run_same_shape(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelError> {
-    let Some(x) = tensors.get(p.slots[0] as usize) else {
+    let (Some(x), Some(&(_, bop, has_alpha))) = (
+        tensors.get(p.slots[0] as usize),
+        SAME_SHAPE_OPS.get(p.param as usize),
+    ) else {
         return Ok(false);
     };
     let dims = x.shape.dims();
-    let bop = match p.param {
-        0 => vec::BinOp::Add,
-        1 => vec::BinOp::Sub,
-        _ => vec::BinOp::Mul,
-    };
     // SAFETY: this record's runner during its call (the instruction loop calls it only for
     // the call prepared at load, whose output was proved to overlap no other argument).
     let bound = unsafe {
@@ -499,10 +493,8 @@ fn run_same_shape(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelEr
     let (Some(xs), Some(ys), Some(os)) = bound else {
         return Ok(false);
     };
-    if os.len() != p.sizes[0] as usize {
-        return Ok(false);
-    }
-    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(p.sizes[1] as usize))?;
+    let out_arg = if has_alpha { 3 } else { 2 };
+    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(out_arg))?;
     Ok(true)
 }
 

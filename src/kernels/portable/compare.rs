@@ -463,15 +463,12 @@ fn where_f32_raw(ctx: &mut Ctx<'_, '_, '_>) -> Result<bool, KernelError> {
     }
     let n = cd.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     let Some(n) = n else { return Ok(false) };
-    // Each value operand: the condition's dims, or one element of rank at most the
-    // condition's (so that the broadcast shape is the condition's).
-    let fits = |d: &[usize]| dims_eq(d, cd) || (d.len() <= cd.len() && d.iter().all(|&x| x == 1));
+    // Both value operands of the condition's dims, or both of one element and of rank at
+    // most the condition's (so that the broadcast shape is the condition's).
+    let one = |d: &[usize]| d.len() <= cd.len() && d.iter().all(|&x| x == 1);
     let (ad, bd) = (ctx.dims(1)?, ctx.dims(2)?);
-    if !fits(ad) || !fits(bd) {
-        return Ok(false);
-    }
     let same = dims_eq(ad, cd) && dims_eq(bd, cd);
-    if !same && (ad.iter().product::<usize>() != 1 || bd.iter().product::<usize>() != 1) {
+    if !(same || one(ad) && one(bd)) {
         return Ok(false);
     }
     let (na, nb) = if same { (n, n) } else { (1, 1) };
@@ -479,15 +476,12 @@ fn where_f32_raw(ctx: &mut Ctx<'_, '_, '_>) -> Result<bool, KernelError> {
     let xs = ctx.input_f32s(1, na)?;
     let ys = ctx.input_f32s(2, nb)?;
     let os = ctx.output_f32s(3, n)?;
-    if cn != n {
-        return Err(bcast_err(0));
-    }
-    let cs: &[u8] = if n == 0 {
+    let cs: &[u8] = if cn == 0 {
         &[]
     } else {
-        // SAFETY: `input_raw` hands out `cn` (= n, checked) readable bytes at `c` for the
-        // call, not written by its output (the rules of views).
-        unsafe { core::slice::from_raw_parts(c, n) }
+        // SAFETY: `input_raw` hands out `cn` readable bytes at `c` for the call, not written
+        // by its output (the rules of views); a short condition is `select_f32`'s error.
+        unsafe { core::slice::from_raw_parts(c, cn) }
     };
     select_f32(cs, xs, ys, same, os).map(|_| true)
 }

@@ -206,7 +206,8 @@ fn layer_norm_split(
     (m, n): (usize, usize),
     (od, md, rd): (&mut [f32], &mut [f32], &mut [f32]),
 ) -> Res {
-    if xd.len() != m * n || od.len() != m * n || md.len() != m || rd.len() != m {
+    let mn = m.checked_mul(n);
+    if Some(xd.len()) != mn || Some(od.len()) != mn || md.len() != m || rd.len() != m {
         return Err(shape_err(5, "layer_norm: row length mismatch"));
     }
     let (od, md, rd) = (
@@ -229,7 +230,7 @@ fn layer_norm_split(
 
 /// The load-time preparation of [`layer_norm_f32`]'s calls over the last dimension (the
 /// transformers' layer norms): slots `[x, weight, bias, out, mean, rstd]` (weight and bias
-/// may be absent), sizes `[rows, row length]`, epsilon's f32 bits as `param`.
+/// may be absent), sizes `[row length, 0]`, epsilon's f32 bits as `param`.
 fn prepare_layer_norm(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
     if ctx.nargs() != 9 || [0, 2, 3].iter().any(|&a| ctx.named_elsewhere(a)) {
         return None;
@@ -242,11 +243,10 @@ fn prepare_layer_norm(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
     let ns = ctx.int_list(1).ok()?;
     let eps = ctx.double(4).ok()?;
     let xd = ctx.dims(0).ok()?;
-    let (&n, rows) = xd.split_last()?;
+    let &n = xd.last()?;
     if ns.len() != 1 || u64::try_from(ns[0]).ok()? != n as u64 {
         return None;
     }
-    let m = rows.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
     let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
     let mut affine = [Prepared::NO_SLOT; 2];
     for (s, a) in affine.iter_mut().zip([2, 3]) {
@@ -267,7 +267,7 @@ fn prepare_layer_norm(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
     Some(Prepared {
         run: run_layer_norm,
         slots: [slot(0)?, affine[0], affine[1], slot(5)?, slot(6)?, slot(7)?],
-        sizes: [u32::try_from(m).ok()?, u32::try_from(n).ok()?],
+        sizes: [u32::try_from(n).ok()?, 0],
         param: (eps as f32).to_bits(),
     })
 }
@@ -280,9 +280,10 @@ fn stats_of(s: &[usize], x: &[usize]) -> bool {
             .is_some_and(|(&l, r)| l == 1 && crate::shape::dims_eq(r, &x[..x.len() - 1]))
 }
 
-/// Runs a call prepared by [`prepare_layer_norm`]: what [`layer_norm_f32`] computes.
+/// Runs a call prepared by [`prepare_layer_norm`]: what [`layer_norm_f32`] computes, over the
+/// input's current rows (one statistic each).
 fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelError> {
-    let (m, n) = (p.sizes[0] as usize, p.sizes[1] as usize);
+    let n = p.sizes[0] as usize;
     let (Some(x), Some(mt)) = (
         tensors.get(p.slots[0] as usize),
         tensors.get(p.slots[4] as usize),
@@ -290,7 +291,7 @@ fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelEr
         return Ok(false);
     };
     let (xd, sd) = (x.shape.dims(), mt.shape.dims());
-    if xd.last() != Some(&n) || x.shape.numel() != m * n || !stats_of(sd, xd) {
+    if xd.last() != Some(&n) || !stats_of(sd, xd) {
         return Ok(false);
     }
     let row: &[usize] = &[n];
@@ -323,7 +324,7 @@ fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelEr
         affine[0],
         affine[1],
         f32::from_bits(p.param),
-        (m, n),
+        (md.len(), n),
         (od, md, rd),
     )?;
     Ok(true)
