@@ -412,6 +412,21 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         Ok((t.data, t.nbytes(), t.dtype))
     }
 
+    /// Item `k` of the tensor list at `arg` as raw storage `(data, bytes, dtype)` with the
+    /// checks of [`input_raw`](Self::input_raw), and its current dims (`None`: a `-1` entry of
+    /// an optional list): for a kernel binding a list's tensors without views.
+    pub fn list_input_raw(
+        &self,
+        arg: usize,
+        k: usize,
+    ) -> Result<Option<(*const u8, usize, DType, &[usize])>, KernelError> {
+        let Some(s) = self.list_slot(arg, k)? else {
+            return Ok(None);
+        };
+        let t = self.check_read(s, arg, false)?;
+        Ok(Some((t.data, t.nbytes(), t.dtype, t.shape.dims())))
+    }
+
     /// The output tensor at `arg` at its current shape as `(data, bytes, dtype)`: the checks
     /// of [`output`](Self::output) (writable, contiguous, no overlap with the call's other
     /// arguments), no resize and no view built. The range is the caller's to write while the

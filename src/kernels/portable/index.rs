@@ -544,6 +544,9 @@ impl<'a> AdvIndex<'a> {
 /// contiguous.
 fn index_tensor_out(ctx: &mut Ctx) -> Res {
     ctx.expect_args(4)?;
+    if index_leading_ints(ctx)? {
+        return Ok(());
+    }
     let x = ctx.input(0)?;
     let mut ai = AdvIndex::new(ctx, &x, 1)?;
     check_out_dtype(ctx, 2, x.dtype())?;
@@ -576,6 +579,200 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
         let d = dst.get_mut(b * blk..(b + 1) * blk).ok_or(oob)?;
         copy_block(src, off * es, d, oob)
     })
+}
+
+/// Most index tensors [`index_leading_ints`] takes.
+const LEADING_INTS: usize = 4;
+
+/// An int index tensor of [`index_leading_ints`]: its values (`multi`: one per broadcast
+/// position, else one value for every position), the size and element stride of the input
+/// dim it indexes.
+#[derive(Clone, Copy)]
+struct Leading<'a> {
+    vals: IdxVals<'a>,
+    multi: bool,
+    size: usize,
+    stride: usize,
+}
+
+impl IdxVals<'_> {
+    /// Whether every value lies in `-n..n` (an index of a dim of `n`; negative ones count
+    /// from the end).
+    fn all_within(&self, n: usize) -> bool {
+        let n = n.min(i64::MAX as usize) as i64;
+        match self {
+            IdxVals::I64(s) => s.iter().all(|&v| -n <= v && v < n),
+            IdxVals::I32(s) => s.iter().all(|&v| -n <= v as i64 && (v as i64) < n),
+        }
+    }
+}
+
+/// Copies block `p` of `dst` (`blk` bytes each, from block `b0`) from byte `off(p) · es` of
+/// `src`, with `off(p) = fixed + wrap(idx[p]) · stride`: one index tensor of many values,
+/// every value within `-size..size` (checked by the caller).
+#[allow(clippy::too_many_arguments)]
+fn gather_one<T: Copy + Into<i64>>(
+    idx: &[T],
+    (size, stride, fixed): (usize, usize, usize),
+    src: &[u8],
+    es: usize,
+    blk: usize,
+    b0: usize,
+    dst: &mut [u8],
+    err: KernelError,
+) -> Res {
+    let idx = idx.get(b0..).ok_or(err)?;
+    for (d, &v) in dst.chunks_exact_mut(blk).zip(idx) {
+        let v: i64 = v.into();
+        let w = if v < 0 { v + size as i64 } else { v } as usize;
+        copy_block(src, (fixed + w * stride) * es, d, err)?;
+    }
+    Ok(())
+}
+
+/// `index.Tensor` in its common case without the general walk's set-up (`AdvIndex`, a few
+/// thousand instructions for a mask of 16 elements): every index an int tensor over the
+/// leading dims of `self` in order (`x[i]`, `x[i, j]`; no `None` entry), each either one
+/// element or of one common shape. The result is the broadcast shape followed by `self`'s
+/// remaining dims; block `p` (`inner` elements) starts at input element
+/// `Σ idx_e[p] · stride_e`. `Ok(false)`, nothing written, for any other call and for an index
+/// out of range (the general path then reports it, in its own order).
+fn index_leading_ints(ctx: &mut Ctx) -> Result<bool, KernelError> {
+    let n = ctx.list_len(1)?;
+    let (xp, xbytes, dtype) = ctx.input_raw(0)?;
+    let xd = ctx.dims(0)?;
+    let r = xd.len();
+    if n == 0 || n > r.min(LEADING_INTS) {
+        return Ok(false);
+    }
+    let inner = prod(&xd[n..]);
+    let mut leads: heapless::Vec<Leading<'_>, LEADING_INTS> = heapless::Vec::new();
+    // The multi-element tensors' common dims, and the largest rank of the others.
+    let mut common: Option<&[usize]> = None;
+    let mut single_rank = 0;
+    let mut stride = inner;
+    for e in (0..n).rev() {
+        let Some((p, bytes, dt, dims)) = ctx.list_input_raw(1, e)? else {
+            return Ok(false);
+        };
+        let es = match dt {
+            DType::I64 => 8,
+            DType::I32 => 4,
+            _ => return Ok(false),
+        };
+        let len = bytes / es;
+        if len == 0 || !(p as usize).is_multiple_of(es) {
+            return Ok(false);
+        }
+        // SAFETY: `list_input_raw` hands out `bytes` readable bytes at `p` for the call's
+        // data lifetime, not written by any output of the call; `p` is aligned for `es`-byte
+        // integers (checked) and `len · es ≤ bytes`.
+        let vals = unsafe {
+            if dt == DType::I64 {
+                IdxVals::I64(core::slice::from_raw_parts(p as *const i64, len))
+            } else {
+                IdxVals::I32(core::slice::from_raw_parts(p as *const i32, len))
+            }
+        };
+        if len == 1 {
+            single_rank = single_rank.max(dims.len());
+        } else if let Some(c) = common {
+            if !crate::shape::dims_eq(c, dims) {
+                return Ok(false);
+            }
+        } else {
+            common = Some(dims);
+        }
+        let size = xd[e];
+        // Every index in range, else the general path reports the first bad one.
+        if !vals.all_within(size) {
+            return Ok(false);
+        }
+        let lead = Leading {
+            vals,
+            multi: len > 1,
+            size,
+            stride,
+        };
+        if leads.push(lead).is_err() {
+            return Ok(false);
+        }
+        stride = stride.saturating_mul(size);
+    }
+    // The broadcast shape: the common dims behind leading ones up to the largest rank, then
+    // `self`'s dims after the indexed ones.
+    let common = common.unwrap_or(&[]);
+    let mut out = Shape::scalar();
+    let pushed = (common.len()..single_rank)
+        .map(|_| 1)
+        .chain(common.iter().copied())
+        .chain(xd[n..].iter().copied())
+        .all(|d| out.push(d).is_some());
+    if !pushed {
+        return Ok(false);
+    }
+    checked_numel(out.dims(), 1)?;
+    let mut fixed = 0usize;
+    let mut multi: heapless::Vec<Leading<'_>, LEADING_INTS> = heapless::Vec::new();
+    for l in &leads {
+        if l.multi {
+            // Room for every entry.
+            let _ = multi.push(*l);
+        } else if let Some(v) = l.vals.at(0) {
+            let w = if v < 0 { v + l.size as i64 } else { v } as usize;
+            fixed += w * l.stride;
+        }
+    }
+    check_out_dtype(ctx, 2, dtype)?;
+    let mut o = ctx.output(2, &out)?;
+    let dst = o.bytes_mut();
+    let es = dtype.size();
+    let blk = inner * es;
+    if blk == 0 || dst.is_empty() {
+        return Ok(true);
+    }
+    // SAFETY: `input_raw` hands out `xbytes` readable bytes at `xp` for the call (or none:
+    // then `xbytes` is 0 and the slice empty), not written by the output (checked when it
+    // was bound).
+    let src: &[u8] = if xbytes == 0 {
+        &[]
+    } else {
+        unsafe { core::slice::from_raw_parts(xp, xbytes) }
+    };
+    let oob = shape_err(1, "index block outside the input");
+    let copy = |b0: usize, chunk: &mut [u8]| -> Res {
+        match multi.as_slice() {
+            [] => copy_block(src, fixed * es, chunk, oob),
+            [m] => {
+                let geo = (m.size, m.stride, fixed);
+                match m.vals {
+                    IdxVals::I64(v) => gather_one(v, geo, src, es, blk, b0, chunk, oob),
+                    IdxVals::I32(v) => gather_one(v, geo, src, es, blk, b0, chunk, oob),
+                }
+            }
+            many => {
+                for (i, d) in chunk.chunks_exact_mut(blk).enumerate() {
+                    let mut off = fixed;
+                    for l in many {
+                        let v = l.vals.at(b0 + i).ok_or(oob)?;
+                        let w = if v < 0 { v + l.size as i64 } else { v };
+                        off += w as usize * l.stride;
+                    }
+                    copy_block(src, off * es, d, oob)?;
+                }
+                Ok(())
+            }
+        }
+    };
+    let errors = crate::parallel::FirstError::default();
+    // About 10 instructions to find a block, plus its bytes.
+    crate::parallel::for_chunks(dst, blk, blk / 8 + 10, |b0, chunk, _| {
+        if let Err(e) = copy(b0, chunk) {
+            errors.put(e);
+        }
+    });
+    errors.result()?;
+    Ok(true)
 }
 
 /// Copies `d.len()` bytes of `src` from byte `at` into `d` (`err` when they run past `src`'s

@@ -696,3 +696,124 @@ fn single_valued_and_broadcast_int_indices_gather_and_fail_in_order() {
         }
     }
 }
+
+/// Int index tensors over the leading dims of `self` (the kernel's direct path: one element
+/// or one common shape each, no `None`), against index arithmetic: f32 and bool `self`, i64
+/// and i32 indices, negative indices, a single index of higher rank than the common shape
+/// (`x[s, c]` of a causal mask's padding row), every index a single element, sizes 1, 3, 17
+/// and 129; split across cores; an index out of range still reported as the general path
+/// reports it (the first in order, as `IndexOutOfBounds`).
+#[test]
+fn leading_int_indices_match_the_reference() {
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    let wrap = |v: i64, n: usize| if v < 0 { v + n as i64 } else { v } as usize;
+    // x dims, then per index: (dims, values); the expected result dims.
+    type Case = (Vec<usize>, Vec<(Vec<usize>, Vec<i64>)>, Vec<usize>);
+    let mut cases: Vec<Case> = Vec::new();
+    // The padding mask of a causal mask: x [1, 17] indexed by [[[[0]]]] and an arange of
+    // shape [1, 1, 1, 17] -> [1, 1, 1, 17].
+    cases.push((
+        vec![1, 17],
+        vec![
+            (vec![1, 1, 1, 1], vec![0]),
+            (vec![1, 1, 1, 17], (0..17).collect()),
+        ],
+        vec![1, 1, 1, 17],
+    ));
+    // x[idx] over [129, 3] with 17 indices in [1, 17], some negative.
+    let rows: Vec<i64> = (0..17).map(|i| (i * 53 % 129) as i64 - 64).collect();
+    cases.push((vec![129, 3], vec![(vec![1, 17], rows)], vec![1, 17, 3]));
+    // x[a, b] with both of shape [3] over [3, 17, 1].
+    cases.push((
+        vec![3, 17, 1],
+        vec![(vec![3], vec![2, -3, 1]), (vec![3], vec![16, 0, -17])],
+        vec![3, 1],
+    ));
+    // Every index one element: x[-1, 5] over [3, 17, 129] -> [129]; x[[1]] -> [1, 17, 129].
+    cases.push((
+        vec![3, 17, 129],
+        vec![(vec![], vec![-1]), (vec![1], vec![5])],
+        vec![1, 129],
+    ));
+    cases.push((vec![3, 17, 129], vec![(vec![1], vec![1])], vec![1, 17, 129]));
+    // x[-2, c] with c of shape [2, 2] over [3, 17, 3] -> [2, 2, 3]: one single index (an
+    // offset for every block) and one of many values.
+    cases.push((
+        vec![3, 17, 3],
+        vec![(vec![], vec![-2]), (vec![2, 2], vec![16, 0, -1, 5])],
+        vec![2, 2, 3],
+    ));
+    for (xd, idx, od) in &cases {
+        let x = data(numel(xd), 23);
+        let n = idx.len();
+        let bd = &od[..od.len() - (xd.len() - n)];
+        let want: Vec<f32> = (0..numel(od))
+            .map(|i| {
+                let o = unravel(i, od);
+                let p = ravel(&o[..bd.len()], bd);
+                let mut at: Vec<usize> = idx
+                    .iter()
+                    .enumerate()
+                    .map(|(e, (_, v))| wrap(v[if v.len() == 1 { 0 } else { p }], xd[e]))
+                    .collect();
+                at.extend_from_slice(&o[bd.len()..]);
+                x[ravel(&at, xd)]
+            })
+            .collect();
+        let items: Vec<Option<(Vec<usize>, Vec<i64>)>> =
+            idx.iter().map(|e| Some(e.clone())).collect();
+        let r = index_run(xd, &x, &items, od).unwrap();
+        assert_eq!(r.shape, od.to_vec(), "{xd:?} {idx:?}");
+        assert_eq!(r.f32(), want, "{xd:?} {idx:?}");
+        // Bool self and i32 indices: the same positions.
+        let xb: Vec<bool> = x.iter().map(|v| *v > 0.0).collect();
+        let mut t = OpTest::new("aten::index.Tensor_out");
+        let a = t.input_bool(xd, &xb);
+        let items: Vec<Option<i32>> = idx
+            .iter()
+            .map(|(d, v)| {
+                let v32: Vec<i32> = v.iter().map(|&v| v as i32).collect();
+                Some(t.input_i32(d, &v32))
+            })
+            .collect();
+        let l = t.opt_tensor_list(&items);
+        let o = t.output(DType::Bool, od);
+        t.call(&[a, l, o, o]);
+        let got = run_first(&t);
+        let wantb: Vec<u8> = want.iter().map(|v| u8::from(*v > 0.0)).collect();
+        assert_eq!(got.bytes, wantb, "bool {xd:?} {idx:?}");
+    }
+    // Out of range: the first bad index in order, after a good one.
+    let e = index_run(
+        &[3, 17],
+        &data(51, 3),
+        &[Some((vec![2], vec![2, 1])), Some((vec![2], vec![16, 17]))],
+        &[2],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        KernelError::IndexOutOfBounds {
+            arg: 1,
+            index: 17,
+            size: 17
+        }
+    );
+    // x[rows] of 300 blocks of 17 split across cores: the same bytes.
+    let xd = [129usize, 17];
+    let x: Vec<f32> = (0..numel(&xd)).map(|i| i as f32 - 900.0).collect();
+    let rows: Vec<i64> = (0..300).map(|i| (i * 37 % 129) as i64).collect();
+    let want: Vec<f32> = rows
+        .iter()
+        .flat_map(|&r| x[r as usize * 17..(r as usize + 1) * 17].to_vec())
+        .collect();
+    let gather = || index_run(&xd, &x, &[Some((vec![300], rows.clone()))], &[300, 17]);
+    assert_eq!(gather().map(|r| r.f32()).ok(), Some(want.clone()));
+    for cores in [2, 4] {
+        let team = CountingTeam::new(cores);
+        let got = scoped(&team, gather).map(|r| r.f32()).ok();
+        assert_eq!(got, Some(want.clone()), "{cores} cores");
+        assert!(team.splits() > 0, "not split on {cores} cores");
+    }
+}
