@@ -731,12 +731,11 @@ fn index_leading_ints(ctx: &mut Ctx) -> Result<bool, KernelError> {
     if blk == 0 || dst.is_empty() {
         return Ok(true);
     }
-    // SAFETY: `input_raw` hands out `xbytes` readable bytes at `xp` for the call (or none:
-    // then `xbytes` is 0 and the slice empty), not written by the output (checked when it
-    // was bound).
     let src: &[u8] = if xbytes == 0 {
         &[]
     } else {
+        // SAFETY: `input_raw` hands out `xbytes` readable bytes at `xp` for the call, not
+        // written by the output (checked when it was bound).
         unsafe { core::slice::from_raw_parts(xp, xbytes) }
     };
     let oob = shape_err(1, "index block outside the input");
