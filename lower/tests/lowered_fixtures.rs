@@ -569,3 +569,25 @@ fn attention_chains_become_one_region_each() {
         );
     }
 }
+
+/// The regions of one product over packed panels bind their input, output and bias at load
+/// (`Backend::prepare_call`), and run from that record (the outputs match ExecuTorch: the
+/// tests above run the same programs). Lowered for Neon, GPT-2 has eight such regions and OPT
+/// twelve (Q, K and V are products of their own); their LM heads read the weight as an
+/// argument and attention regions bind their tensors per call.
+#[test]
+fn one_product_regions_bind_their_tensors_at_load() {
+    use ptera::host::AlignedBuf;
+    use ptera::{MethodMeta, OwnedArenas, Program};
+    let neon = Target::parse("neon").unwrap();
+    for (case, want) in [("gpt2_portable", 8), ("opt_portable", 12)] {
+        let out = lower(pte(case).as_slice(), &neon, &mut |_, _| {}).unwrap();
+        let buf = AlignedBuf::from_bytes(&out.bytes);
+        let reg = Registry::standard();
+        let program = Program::load(buf.as_slice()).unwrap();
+        let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
+        let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+        let method = bufs.load(meta, &reg).unwrap();
+        assert_eq!(method.prepared_delegate_calls(), want, "{case}");
+    }
+}

@@ -10,7 +10,7 @@
 
 use crate::error::{self, Error, KernelError};
 use crate::format::Program;
-use crate::kernel_api::KernelCtx;
+use crate::kernel_api::{KernelCtx, Prepared};
 
 /// Everything a backend gets at load time for one delegate.
 #[derive(Clone, Copy)]
@@ -50,6 +50,24 @@ pub trait Backend: Sync {
         state: &[u8],
         ctx: &mut KernelCtx<'_, '_, '_>,
     ) -> Result<(), KernelError>;
+
+    /// A load-time look at one DelegateCall of this delegate (after `init`): given the call's
+    /// context as loading left it (every tensor's dtype, shape and dynamism known, no data
+    /// read), the tensors the call binds, decided once ([`Prepared`] without a runner), or
+    /// `None`. The record reaches `execute` through [`KernelCtx::prepared`]; `execute` must
+    /// still check what may change after load (shapes, bound data) and otherwise take its
+    /// general path. Called only for calls whose outputs were proved not to alias any other
+    /// argument (`exec::alias`); an input also named as the output
+    /// ([`KernelCtx::named_elsewhere`]) must be refused. The default prepares nothing.
+    fn prepare_call(
+        &self,
+        init: &DelegateInit<'_>,
+        state: &[u8],
+        ctx: &KernelCtx<'_, '_, '_>,
+    ) -> Option<Prepared> {
+        let _ = (init, state, ctx);
+        None
+    }
 
     /// What the region does with DelegateCall argument `arg`, for the load-time analyses
     /// (`exec::elide`); `state` is what `init` wrote. The default says it may read and write

@@ -134,10 +134,10 @@ impl<'p> Frame<'_, '_, 'p> {
             .filter(|_| self.rows)
             .map(|(v, lo, hi)| (v as usize, lo as usize, hi as usize));
         let index = d.index as usize;
-        if let Some(p) = d.prepared {
+        if let Some((p, run)) = d.prepared.and_then(|p| Some((p, p.run?))) {
             // Decided at load (`exec::prepared`); `false`: a tensor changed since, so the
             // kernel runs as usual.
-            match (p.run)(&p, self.tensors) {
+            match run(&p, self.tensors) {
                 Ok(true) => return Ok(pc + 1),
                 Ok(false) => {}
                 Err(source) => {
@@ -152,6 +152,7 @@ impl<'p> Frame<'_, '_, 'p> {
         let mut ctx = KernelCtx::new(self.values, self.tensors, d.args, self.scratch)
             .with_rows(rows)
             .with_alias_proof(proved)
+            .with_prepared(d.prepared)
             .with_observer(
                 self.observer
                     .as_mut()

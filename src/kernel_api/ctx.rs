@@ -2,6 +2,7 @@
 
 use core::marker::PhantomData;
 
+use super::prepared::Prepared;
 use super::value::{Dynamism, TensorSlot, Value};
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
@@ -40,6 +41,8 @@ pub struct KernelCtx<'c, 'a, 'p> {
     /// (`exec::alias`): [`KernelCtx::output`] skips its overlap check, keeping only the rule
     /// for positions that name one tensor twice.
     pub(crate) alias_proof: AliasProof,
+    /// The call's record prepared at load (a delegate call's bindings), if any.
+    pub(crate) prepared: Option<Prepared>,
     pub(crate) _mem: PhantomData<&'a mut [u8]>,
     /// Data ranges of outputs already handed out (`outputs_len` of them). Left uninitialised
     /// and last (`repr(C)`), so that making a context per call stores nothing here (as a
@@ -115,6 +118,7 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
             rows: None,
             observer: None,
             alias_proof: AliasProof::NONE,
+            prepared: None,
             _mem: PhantomData,
             outputs: core::mem::MaybeUninit::uninit(),
         }
@@ -168,6 +172,22 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     pub(crate) fn with_alias_proof(mut self, proof: AliasProof) -> Self {
         self.alias_proof = proof;
         self
+    }
+
+    /// The same context with the call's record prepared at load (see [`KernelCtx::prepared`]).
+    pub(crate) fn with_prepared(mut self, prepared: Option<Prepared>) -> Self {
+        self.prepared = prepared;
+        self
+    }
+
+    /// The record this call was prepared with at load (a delegate call's bindings, made by
+    /// its backend's [`prepare_call`](crate::delegate::Backend::prepare_call)), and the
+    /// method's tensor table its slots index: bind them with [`Prepared::input_f32`] /
+    /// [`Prepared::output_f32`](Prepared::output_f32) under their contract.
+    ///
+    /// [`Prepared::input_f32`]: Prepared::input_f32
+    pub fn prepared(&self) -> Option<(&Prepared, &[TensorSlot])> {
+        Some((self.prepared.as_ref()?, &*self.tensors))
     }
 
     /// The same context with a row demand `(value, lo, hi)` (see [`KernelCtx::demanded_rows`]).

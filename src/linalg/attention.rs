@@ -23,6 +23,11 @@ use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
 use crate::linalg::vecmath::{self as vec, BinOp};
 use crate::parallel::{self, SharedSlice};
 
+/// What a row's calls cost beyond its elements, in multiply-adds (the unit of
+/// [`parallel::Team::min_work`]): a row of scores takes its scale, mask and softmax as three
+/// calls, about 150 instructions whatever its length.
+const ROW_SETUP: usize = 512;
+
 /// Where one operand's heads live in its tensor (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeadView {
@@ -251,7 +256,9 @@ impl Attention {
                 SharedSlice::new(&mut *scores),
                 SharedSlice::new(&mut *probs),
             );
-            parallel::try_split(hq, tk.saturating_mul(8), |lo, hi, _| {
+            // A row's scale, mask and softmax calls cost about 150 instructions beyond its
+            // elements (`ROW_SETUP` multiply-adds' worth), so a few short rows split too.
+            parallel::try_split(hq, tk.saturating_mul(8) + ROW_SETUP, |lo, hi, _| {
                 // SAFETY: `try_split` hands out disjoint row ranges: these rows of scores and
                 // probabilities belong to this part alone.
                 let (s, p) = unsafe { (ss.range(lo * tk, hi * tk), ps.range(lo * tk, hi * tk)) };
@@ -280,7 +287,8 @@ impl Attention {
         if !direct {
             // `[heads, rows, d]` → `[rows, heads, d]`, split by output rows.
             let src = &*heads_out;
-            parallel::for_chunks(out, h * d, h * d, |t0, chunk, _| {
+            // A row is `h` copies of `d` elements, each a call.
+            parallel::for_chunks(out, h * d, h * (d + ROW_SETUP / 4), |t0, chunk, _| {
                 for (i, row) in chunk.chunks_exact_mut(h * d).enumerate() {
                     let t = t0 + i;
                     for (hh, o) in row.chunks_exact_mut(d).enumerate() {

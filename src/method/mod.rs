@@ -152,6 +152,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
             tables.values,
             tables.tensors,
             tables.prepares,
+            tables.delegates,
             tables.proved,
             tables.decoded,
         );
@@ -178,10 +179,19 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// Kernel calls prepared at load (`exec::prepared`): each run goes straight to the work
     /// decided then, with no argument decoding.
     pub fn prepared_calls(&self) -> usize {
-        self.tables
-            .decoded
-            .iter()
-            .filter(|d| d.prepared.is_some())
+        self.prepared_of(crate::exec::decoded::Kind::Kernel)
+    }
+
+    /// Delegate calls whose backend bound their tensors at load
+    /// ([`Backend::prepare_call`](crate::delegate::Backend::prepare_call)).
+    pub fn prepared_delegate_calls(&self) -> usize {
+        self.prepared_of(crate::exec::decoded::Kind::Delegate)
+    }
+
+    fn prepared_of(&self, kind: crate::exec::decoded::Kind) -> usize {
+        let decoded = self.tables.decoded.iter();
+        decoded
+            .filter(|d| d.kind == kind && d.prepared.is_some())
             .count()
     }
 

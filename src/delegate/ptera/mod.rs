@@ -29,7 +29,7 @@ use crate::delegate::xnnpack::{self, FilterOverride};
 use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
-use crate::kernel_api::KernelCtx;
+use crate::kernel_api::{KernelCtx, Prepared, TensorSlot};
 use crate::linalg::gemm::{self, MatRef, PackedB, GEMM_SCRATCH_F32, MAX_NR};
 use crate::linalg::quant::{self, packed::Int8Layout, QParams, QWeights};
 use crate::linalg::vecmath as vec;
@@ -712,6 +712,40 @@ impl Backend for PteraBackend {
         Ok(())
     }
 
+    /// A region of one product over packed panels binds its input, output and bias from a
+    /// record made here (slots in that order), when none of them is named at another position
+    /// of the call.
+    fn prepare_call(
+        &self,
+        _: &DelegateInit<'_>,
+        state: &[u8],
+        ctx: &KernelCtx<'_, '_, '_>,
+    ) -> Option<Prepared> {
+        let rec = state.get(STATE_HEAD..STATE_HEAD + STATE_PER_OP)?;
+        if u32_at(state, 4) != KIND_LINEAR || u32_at(state, 0) != 1 {
+            return None;
+        }
+        let (l, _) = decode(rec);
+        let args = [Some(l.input), Some(l.output), l.bias];
+        if !matches!(l.weight, WeightRef::Packed { .. })
+            || args.iter().flatten().any(|&a| ctx.named_elsewhere(a))
+        {
+            return None;
+        }
+        let mut slots = [Prepared::NO_SLOT; 6];
+        for (s, a) in slots.iter_mut().zip(args) {
+            if let Some(a) = a {
+                *s = u32::try_from(ctx.tensor_slot(a).ok()?).ok()?;
+            }
+        }
+        Some(Prepared {
+            run: None,
+            slots,
+            sizes: [0; 2],
+            param: 0,
+        })
+    }
+
     /// A linear's input, bias and weight argument are read, its output written whole (rows a
     /// row demand leaves out are never read: `exec::demand`); a wrapped XNNPACK payload's plan
     /// says for itself. A state area that does not parse gives the safe default.
@@ -824,6 +858,44 @@ impl Backend for PteraBackend {
     }
 }
 
+/// The tensors of one product bound to raw storage: `m` rows of the input, the bias and the
+/// output.
+struct Bound<'t> {
+    m: usize,
+    x: &'t [f32],
+    bias: Option<&'t [f32]>,
+    out: &'t mut [f32],
+}
+
+/// A one-product region's tensors from the call's record prepared at load
+/// ([`PteraBackend::prepare_call`]: slots input, output, bias), when they still are what the
+/// product takes: f32 and contiguous, the input `[.., k]`, the output `m · n` elements ending
+/// in `n`, the bias `n` elements. `None`: the general path binds them (and reports what is
+/// wrong).
+fn bind_prepared<'t>(p: &Prepared, tensors: &[TensorSlot], l: &Linear) -> Option<Bound<'t>> {
+    let xd = tensors.get(p.slots[0] as usize)?.shape.dims();
+    let (&k, lead) = xd.split_last()?;
+    let m = lead.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+    let od = tensors.get(p.slots[1] as usize)?.shape.dims();
+    let shaped = od.last() == Some(&l.n)
+        && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(l.n);
+    if k != l.k || !shaped {
+        return None;
+    }
+    let bias = match tensors.get(p.slots[2] as usize) {
+        None => None,
+        // SAFETY: the record of this call, prepared at load for a call whose outputs were
+        // proved to overlap no other argument; read while the call runs.
+        Some(b) => Some(unsafe { p.input_f32(tensors, 2, b.shape.dims()) }?),
+    };
+    if bias.is_some_and(|b| b.len() != l.n) {
+        return None;
+    }
+    // SAFETY: as the bias; the output is bound once, here.
+    let (x, out) = unsafe { (p.input_f32(tensors, 0, xd)?, p.output_f32(tensors, 1, od)?) };
+    Some(Bound { m, x, bias, out })
+}
+
 /// Runs one linear operation: `out = act(alpha · x · W + beta · bias)`.
 fn linear(
     ctx: &mut KernelCtx<'_, '_, '_>,
@@ -831,6 +903,48 @@ fn linear(
     l: &Linear,
     packed: Option<PackedB<'_>>,
 ) -> Result<(), KernelError> {
+    // A call prepared at load binds its tensors from the record (one product with packed
+    // panels); any other, or one whose tensors changed, binds them here.
+    let prepared = match (ctx.prepared(), &packed) {
+        (Some((p, tensors)), Some(_)) => bind_prepared(p, tensors, l),
+        _ => None,
+    };
+    let (bound, plain) = match prepared {
+        Some(b) => (b, None),
+        None => bind(ctx, l)?,
+    };
+    let Bound { m, x, bias, out } = bound;
+    let (lo, hi) = match ctx.demanded_rows(l.output) {
+        Some((lo, hi)) if lo < hi && hi <= m => (lo, hi),
+        _ => (0, m),
+    };
+    if ctx.observed() {
+        ctx.region_op(index, "Linear", m * l.n, ((hi - lo) * l.n * l.k) as u64);
+    }
+    let (k, n) = (l.k, l.n);
+    let rows = hi - lo;
+    // `beta` scales the bias; the GEMM adds its bias unscaled.
+    let direct_bias = if l.beta == 1.0 { bias } else { None };
+    // The whole declared scratch: the kernel that reads these panels may not be the one
+    // `sgemm_scratch_len` assumes for this shape (another tile width, or the per-panel
+    // fallback), and every GEMM fits in GEMM_SCRATCH_F32.
+    let scratch = ctx.scratch_f32(GEMM_SCRATCH_F32)?;
+    let a = MatRef::row_major(&x[lo * k..], rows, k)?;
+    let c = &mut out[lo * n..hi * n];
+    match (packed, plain) {
+        (Some(b), _) => gemm::sgemm_prepacked(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
+        (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
+        (None, None) => return Err(bad("ptera region: linear without weight")),
+    }
+    finish(l, bias, c)
+}
+
+/// The general binding of one linear operation's tensors through the call's arguments, with
+/// a weight given as an argument viewed as `[K, N]`.
+fn bind<'a>(
+    ctx: &mut KernelCtx<'_, 'a, '_>,
+    l: &Linear,
+) -> Result<(Bound<'a>, Option<MatRef<'a>>), KernelError> {
     // The input's and the output's shapes compared in place; the tensors bound to raw storage
     // (no views, no shape copies: this runs once per product).
     let (m, out_shaped) = {
@@ -851,7 +965,7 @@ fn linear(
             && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(l.n);
         (m, shaped)
     };
-    let xd = ctx.input_f32s(l.input, m.saturating_mul(l.k))?;
+    let x = ctx.input_f32s(l.input, m.saturating_mul(l.k))?;
     let bias = match l.bias {
         Some(b) => Some(ctx.input_f32s(b, l.n)?),
         None => None,
@@ -874,14 +988,7 @@ fn linear(
         }
         WeightRef::Packed { .. } | WeightRef::Quant { .. } => None,
     };
-    let (lo, hi) = match ctx.demanded_rows(l.output) {
-        Some((lo, hi)) if lo < hi && hi <= m => (lo, hi),
-        _ => (0, m),
-    };
-    if ctx.observed() {
-        ctx.region_op(index, "Linear", m * l.n, ((hi - lo) * l.n * l.k) as u64);
-    }
-    let od: &mut [f32] = if out_shaped {
+    let out: &mut [f32] = if out_shaped {
         ctx.output_f32s(l.output, m.saturating_mul(l.n))?
     } else {
         // Resized to the input's shape with the last dim `n`.
@@ -891,22 +998,7 @@ fn linear(
         let mut out = ctx.output(l.output, &shape)?;
         out.as_mut_slice::<f32>()?
     };
-    let (k, n) = (l.k, l.n);
-    let rows = hi - lo;
-    // `beta` scales the bias; the GEMM adds its bias unscaled.
-    let direct_bias = if l.beta == 1.0 { bias } else { None };
-    // The whole declared scratch: the kernel that reads these panels may not be the one
-    // `sgemm_scratch_len` assumes for this shape (another tile width, or the per-panel
-    // fallback), and every GEMM fits in GEMM_SCRATCH_F32.
-    let scratch = ctx.scratch_f32(GEMM_SCRATCH_F32)?;
-    let a = MatRef::row_major(&xd[lo * k..], rows, k)?;
-    let c = &mut od[lo * n..hi * n];
-    match (packed, plain) {
-        (Some(b), _) => gemm::sgemm_prepacked(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
-        (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
-        (None, None) => return Err(bad("ptera region: linear without weight")),
-    }
-    finish(l, bias, c)
+    Ok((Bound { m, x, bias, out }, plain))
 }
 
 /// A quantized weight: rows in a [`QWeights`] layout, or int8 rows packed `qc8w_p4x4`.

@@ -447,7 +447,7 @@ fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
     }
     let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
     Some(Prepared {
-        run: run_same_shape,
+        run: Some(run_same_shape),
         slots: [
             slot(0)?,
             slot(1)?,

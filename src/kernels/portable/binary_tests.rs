@@ -871,7 +871,7 @@ fn a_prepared_same_shape_call_runs_only_on_what_it_was_prepared_for() {
         slot(o.as_mut_ptr(), &[3]),
     ];
     let p = Prepared {
-        run: run_same_shape,
+        run: Some(run_same_shape),
         slots: [
             0,
             1,

@@ -8,6 +8,14 @@ use super::select::micro_kernel_for;
 use super::tiles::SharedC;
 use crate::error::KernelError;
 
+/// What setting up one product of a split batch costs, in multiply-adds (the unit of
+/// [`Team::min_work`](crate::parallel::Team::min_work)): choosing and checking the kernel,
+/// the plan, packing set-up and the edge paths take several hundred instructions whatever
+/// the size (a one-row product of 16 × 16, 256 multiply-adds, takes about 900 on Neon). A
+/// split counts it per part, so that the small products of attention heads at short
+/// sequences go to every core instead of two.
+pub const PRODUCT_SETUP: usize = 1024;
+
 /// `count` products of one shape on this core, `C_i = A_i·B_i` into the row-major `m × n`
 /// block `c[i·m·n ..][.. m·n]`, with `(A_i, B_i) = operands(i)` (`m × k` and `k × n`, any
 /// strides as in [`sgemm`]): a batched matmul's heads. The micro-kernel, the checks of C and
@@ -114,7 +122,8 @@ pub fn sgemm_batch_split<'x>(
         // One-row products take the GEMV ([`sgemm`]): whole products per core.
         let errors = crate::parallel::FirstError::default();
         let shared = crate::parallel::SharedSlice::new(c);
-        let split = crate::parallel::try_split(count, n.saturating_mul(k), |lo, hi, scratch| {
+        let work = n.saturating_mul(k).saturating_add(PRODUCT_SETUP);
+        let split = crate::parallel::try_split(count, work, |lo, hi, scratch| {
             // SAFETY: products lo..hi of C belong to this part alone.
             let mine = unsafe { shared.range(lo * mn, hi * mn) };
             if let Err(e) = sgemm_batch((m, n, k), hi - lo, |j| operands(lo + j), mine, scratch) {
@@ -139,7 +148,11 @@ pub fn sgemm_batch_split<'x>(
     };
     let (call, shared, errors) = (&call, &shared, crate::parallel::FirstError::default());
     let units = count * q;
-    let work = m.saturating_mul(n).saturating_mul(k).div_ceil(q);
+    let work = m
+        .saturating_mul(n)
+        .saturating_mul(k)
+        .div_ceil(q)
+        .saturating_add(PRODUCT_SETUP);
     let split = crate::parallel::try_split(units, work, |u0, u1, scratch| {
         if let Err(e) = scratch_need(uk, (m, n, k), scratch.len()) {
             errors.put(e);

@@ -1,0 +1,96 @@
+//! [`Prepared`]: a call's work decided at load (see `exec::prepared`).
+
+use super::value::TensorSlot;
+use crate::dtype::DType;
+use crate::error::KernelError;
+use crate::shape::dims_eq;
+
+/// Runs a [`Prepared`] call over the method's tensor table: `Ok(true)` when it ran, `Ok(false)`
+/// (nothing read or written) when a tensor no longer is what preparing saw, and the call must
+/// take the kernel's general path.
+pub type PreparedFn = fn(&Prepared, &[TensorSlot]) -> Result<bool, KernelError>;
+
+/// A call decided at load: the kernel's runner and what it binds. The instruction loop calls
+/// `run` instead of the kernel, with no context, argument decoding or per-argument checks;
+/// the runner checks only what may change after load (data bound, shapes). A delegate call's
+/// record has no runner: it holds the tensors the call binds, which the backend reads through
+/// [`KernelCtx::prepared`] (see [`Backend::prepare_call`](crate::delegate::Backend::prepare_call)).
+#[derive(Clone, Copy, Debug)]
+pub struct Prepared {
+    /// The kernel's runner (`None`: a delegate call's bindings).
+    pub run: Option<PreparedFn>,
+    /// Tensor slots of the call in the kernel's (or backend's) own order (`u32::MAX`: absent).
+    pub slots: [u32; 6],
+    /// Sizes decided at load (elements, rows, row length: the kernel's own meaning).
+    pub sizes: [u32; 2],
+    /// One more parameter (an operation code, an epsilon's bits: the kernel's own meaning).
+    pub param: u32,
+}
+
+impl Prepared {
+    /// No slot at this position.
+    pub const NO_SLOT: u32 = u32::MAX;
+
+    /// The tensor of slot position `i` and its element count, if it still is a contiguous
+    /// f32 tensor of `dims` whose data is bound (or empty) at a 4-aligned address, within its
+    /// capacity: what a runner checks before binding a tensor it was prepared for.
+    #[inline]
+    fn f32_slot<'t>(
+        &self,
+        tensors: &'t [TensorSlot],
+        i: usize,
+        dims: &[usize],
+    ) -> Option<(&'t TensorSlot, usize)> {
+        let t = tensors.get(*self.slots.get(i)? as usize)?;
+        if t.dtype != DType::F32 || !t.contiguous || !dims_eq(t.shape.dims(), dims) {
+            return None;
+        }
+        let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+        let inside = n.checked_mul(4).is_some_and(|b| b <= t.capacity);
+        (n == 0 || (inside && !t.data.is_null() && (t.data as usize).is_multiple_of(4)))
+            .then_some((t, n))
+    }
+
+    /// Slot position `i` as an f32 input of `dims` (`None`: it no longer is one).
+    ///
+    /// # Safety
+    /// Called by this record's runner while its call runs: the tensor's data is readable for
+    /// the call, and no output of the call overlaps it (proved at load before preparing).
+    pub unsafe fn input_f32<'a>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        dims: &[usize],
+    ) -> Option<&'a [f32]> {
+        let (t, n) = self.f32_slot(tensors, i, dims)?;
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: a bound f32 tensor of n elements (checked) at a 4-aligned address, readable
+        // and not written by the call (this function's contract).
+        Some(unsafe { core::slice::from_raw_parts(t.data as *const f32, n) })
+    }
+
+    /// Slot position `i` as a writable f32 output of `dims` (`None`: it no longer is one).
+    ///
+    /// # Safety
+    /// As [`Prepared::input_f32`]; the call writes this tensor alone among its arguments, and
+    /// the runner binds it once.
+    pub unsafe fn output_f32<'a>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        dims: &[usize],
+    ) -> Option<&'a mut [f32]> {
+        let (t, n) = self.f32_slot(tensors, i, dims)?;
+        if !t.writable {
+            return None;
+        }
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: as `input_f32`; the tensor is writable and overlaps no other argument of the
+        // call, and this is its only binding while the call runs (the contract).
+        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut f32, n) })
+    }
+}
