@@ -68,6 +68,12 @@ fn same(a: usize, b: usize) -> Res {
 /// as one core would, and the split changes no bit.
 const CHUNK: usize = 64;
 
+/// What one element of an arithmetic operation costs in the unit of
+/// [`Team::min_work`](crate::parallel::Team::min_work) (multiply-adds: four to a Neon
+/// instruction): about one instruction per element (two loads, the operation and a store per
+/// vector of four), so four.
+const ELEMENT_OP: usize = 4;
+
 /// `f(x_part, out_part)` over `CHUNK`-aligned parts of equal-length `x` and `out`, split across
 /// the installed team when `cost` (instructions per element, roughly) times the length pays.
 fn map(x: &[f32], out: &mut [f32], cost: usize, f: impl Fn(&[f32], &mut [f32]) + Sync) {
@@ -192,7 +198,7 @@ pub fn gelu_erf(x: &[f32], out: &mut [f32]) -> Res {
 /// `out[i] = max(x[i], 0)`; NaN stays NaN.
 pub fn relu(x: &[f32], out: &mut [f32]) -> Res {
     same(x.len(), out.len())?;
-    map(x, out, 1, generic::relu);
+    map(x, out, ELEMENT_OP, generic::relu);
     Ok(())
 }
 
@@ -311,7 +317,7 @@ pub fn layer_norm_rows(
 pub fn binary(op: BinOp, a: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;
     same(b.len(), out.len())?;
-    crate::parallel::for_chunks(out, CHUNK, CHUNK, |u, o, _| {
+    crate::parallel::for_chunks(out, CHUNK, CHUNK * ELEMENT_OP, |u, o, _| {
         let r = u * CHUNK..u * CHUNK + o.len();
         dispatch!(binary(op, &a[r.clone()], &b[r], o))
     });
@@ -337,14 +343,14 @@ pub fn scalar_binary_here(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) {
 /// `out[i] = a[i] op s`.
 pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;
-    map(a, out, 1, |a, o| dispatch!(binary_scalar(op, a, s, o)));
+    map(a, out, ELEMENT_OP, |a, o| dispatch!(binary_scalar(op, a, s, o)));
     Ok(())
 }
 
 /// `out[i] = s op b[i]`.
 pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) -> Res {
     same(b.len(), out.len())?;
-    map(b, out, 1, |b, o| dispatch!(scalar_binary(op, s, b, o)));
+    map(b, out, ELEMENT_OP, |b, o| dispatch!(scalar_binary(op, s, b, o)));
     Ok(())
 }
 
@@ -357,7 +363,7 @@ pub fn binary_row(op: BinOp, a: &[f32], row: &[f32], out: &mut [f32]) -> Res {
     if !a.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
-    for_row_pieces(out, row.len(), 1, |at, r0, o| {
+    for_row_pieces(out, row.len(), ELEMENT_OP, |at, r0, o| {
         let n = o.len();
         if let (Some(x), Some(r)) = (a.get(at..at + n), row.get(r0..r0 + n)) {
             dispatch!(binary(op, x, r, o));
@@ -375,7 +381,7 @@ pub fn row_binary(op: BinOp, row: &[f32], b: &[f32], out: &mut [f32]) -> Res {
     if !b.len().is_multiple_of(row.len()) {
         return Err(mismatch());
     }
-    for_row_pieces(out, row.len(), 1, |at, r0, o| {
+    for_row_pieces(out, row.len(), ELEMENT_OP, |at, r0, o| {
         let n = o.len();
         if let (Some(r), Some(y)) = (row.get(r0..r0 + n), b.get(at..at + n)) {
             dispatch!(binary(op, r, y, o));
@@ -398,7 +404,7 @@ pub fn binary_col(op: BinOp, a: &[f32], col: &[f32], out: &mut [f32]) -> Res {
     if n == 0 {
         return Ok(());
     }
-    crate::parallel::for_chunks(out, n, n, |r0, out, _| {
+    crate::parallel::for_chunks(out, n, n * ELEMENT_OP, |r0, out, _| {
         let a = &a[r0 * n..r0 * n + out.len()];
         for ((o, x), &c) in out
             .chunks_exact_mut(n)
