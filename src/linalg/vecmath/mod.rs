@@ -343,14 +343,18 @@ pub fn scalar_binary_here(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) {
 /// `out[i] = a[i] op s`.
 pub fn binary_scalar(op: BinOp, a: &[f32], s: f32, out: &mut [f32]) -> Res {
     same(a.len(), out.len())?;
-    map(a, out, ELEMENT_OP, |a, o| dispatch!(binary_scalar(op, a, s, o)));
+    map(a, out, ELEMENT_OP, |a, o| {
+        dispatch!(binary_scalar(op, a, s, o))
+    });
     Ok(())
 }
 
 /// `out[i] = s op b[i]`.
 pub fn scalar_binary(op: BinOp, s: f32, b: &[f32], out: &mut [f32]) -> Res {
     same(b.len(), out.len())?;
-    map(b, out, ELEMENT_OP, |b, o| dispatch!(scalar_binary(op, s, b, o)));
+    map(b, out, ELEMENT_OP, |b, o| {
+        dispatch!(scalar_binary(op, s, b, o))
+    });
     Ok(())
 }
 
