@@ -56,6 +56,7 @@ impl Prepared {
     /// # Safety
     /// Called by this record's runner while its call runs: the tensor's data is readable for
     /// the call, and no output of the call overlaps it (proved at load before preparing).
+    #[inline]
     pub unsafe fn input_f32<'a>(
         &self,
         tensors: &[TensorSlot],
@@ -76,6 +77,7 @@ impl Prepared {
     /// # Safety
     /// As [`Prepared::input_f32`]; the call writes this tensor alone among its arguments, and
     /// the runner binds it once.
+    #[inline]
     pub unsafe fn output_f32<'a>(
         &self,
         tensors: &[TensorSlot],

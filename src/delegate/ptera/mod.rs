@@ -714,7 +714,8 @@ impl Backend for PteraBackend {
 
     /// A region of one product over packed panels binds its input, output and bias from a
     /// record made here (slots in that order), when none of them is named at another position
-    /// of the call.
+    /// of the call (an attention region binds its few tensors through the arguments as
+    /// cheaply: a fused projection's Q, K and V are one tensor, bound once).
     fn prepare_call(
         &self,
         _: &DelegateInit<'_>,
