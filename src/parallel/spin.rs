@@ -50,6 +50,9 @@ pub struct SpinTeam {
     busy: AtomicBool,
     /// Each core's scratch (pointer, floats), written once when it joins.
     scratch: [Slot; MAX_CORES],
+    /// The smallest scratch of the cores that joined (lowered before each joins): what
+    /// [`Team::scratch_f32`] reports, asked once per split product.
+    scratch_min: AtomicUsize,
     min_work: usize,
 }
 
@@ -79,6 +82,7 @@ impl SpinTeam {
                     len: UnsafeCell::new(0),
                 }
             }; MAX_CORES],
+            scratch_min: AtomicUsize::new(usize::MAX),
             min_work,
         }
     }
@@ -102,6 +106,7 @@ impl SpinTeam {
             *slot.ptr.get() = scratch.as_mut_ptr();
             *slot.len.get() = scratch.len();
         }
+        self.scratch_min.fetch_min(scratch.len(), Ordering::AcqRel);
         let got = self.online.fetch_add(1, Ordering::AcqRel);
         assert!(got == index, "spin team: cores must join in index order");
         events::send();
@@ -161,12 +166,12 @@ impl Team for SpinTeam {
     }
 
     fn scratch_f32(&self) -> usize {
-        let n = self.online.load(Ordering::Acquire);
-        // SAFETY: slots below `online` were written before their core's release increment.
-        (0..n)
-            .map(|i| unsafe { *self.scratch[i].len.get() })
-            .min()
-            .unwrap_or(0)
+        // A core lowers the minimum before it counts itself online: never more than any
+        // online core has (at most a joining core's smaller scratch, which is safe).
+        if self.online.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        self.scratch_min.load(Ordering::Acquire)
     }
 
     fn busy(&self) -> bool {

@@ -74,6 +74,29 @@ fn spin_team_serves_jobs_from_threads() {
     }
 }
 
+/// A spin team reports the smallest scratch of the cores that joined, and every part gets at
+/// least that much.
+#[test]
+fn spin_team_reports_the_smallest_scratch_of_its_cores() {
+    static TEAM: SpinTeam = SpinTeam::new(1);
+    assert_eq!(TEAM.scratch_f32(), 0, "no core yet");
+    TEAM.primary(std::vec![0.0f32; 64].leak());
+    assert_eq!(TEAM.scratch_f32(), 64);
+    for (index, len) in [(1, 48), (2, 17), (3, 129)] {
+        std::thread::spawn(move || TEAM.serve(index, std::vec![0.0f32; len].leak()));
+        while TEAM.online() <= index {
+            std::thread::yield_now();
+        }
+    }
+    assert_eq!(TEAM.scratch_f32(), 17);
+    let seen = AtomicUsize::new(0);
+    TEAM.run(4, &|core| {
+        assert!(core.scratch.len() >= 17);
+        seen.fetch_add(1, Ordering::Relaxed);
+    });
+    assert_eq!(seen.load(Ordering::Relaxed), 4);
+}
+
 #[test]
 fn scoped_installs_and_restores() {
     with_team(|t| assert!(t.is_none()));

@@ -280,7 +280,9 @@ fn bool_repeated(ctx: &mut Ctx<'_, '_, '_>, op: Bw) -> Result<bool, KernelError>
         )
     };
     // Rows of `other`'s length across the team (elementwise: any grouping gives the same bytes).
-    crate::parallel::for_chunks(os, yn, yn, |u, o, _| {
+    // A row's loop costs about 30 instructions besides a quarter per byte: `yn + 128`
+    // multiply-adds' worth (four to an instruction).
+    crate::parallel::for_chunks(os, yn, yn + 128, |u, o, _| {
         let x = &xs[u * yn..u * yn + o.len()];
         match op {
             Bw::And => repeated_rows(o, x, ys, |a, b| ((a != 0) & (b != 0)) as u8),
@@ -487,11 +489,12 @@ fn where_f32_raw(ctx: &mut Ctx<'_, '_, '_>) -> Result<bool, KernelError> {
 }
 
 /// `os[i] = cs[i] != 0 ? xs[i] : ys[i]` (`same`), or between the one-element `xs` and `ys`,
-/// in chunks of 1,024 across the team's cores: the f32 selects of [`where_out`].
+/// in chunks of 64 across the team's cores: the f32 selects of [`where_out`]. A select costs
+/// about 1.5 instructions an element, six multiply-adds' worth.
 fn select_f32(cs: &[u8], xs: &[f32], ys: &[f32], same: bool, os: &mut [f32]) -> Res {
     let errors = crate::parallel::FirstError::default();
-    crate::parallel::for_chunks(os, 1024, 512, |u, o, _| {
-        let (lo, hi) = (u * 1024, u * 1024 + o.len());
+    crate::parallel::for_chunks(os, 64, 64 * 6, |u, o, _| {
+        let (lo, hi) = (u * 64, u * 64 + o.len());
         let r = match (cs.get(lo..hi), same) {
             (Some(c), true) => match (xs.get(lo..hi), ys.get(lo..hi)) {
                 (Some(x), Some(y)) => vec::where_select(c, x, y, o),
