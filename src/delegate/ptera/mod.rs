@@ -859,6 +859,13 @@ impl Backend for PteraBackend {
     }
 }
 
+/// Whether an output of dims `od` holds `m` rows of `n` as it is (last dim `n`, `m · n`
+/// elements): then it keeps its shape.
+fn holds_rows(od: &[usize], m: usize, n: usize) -> bool {
+    od.last() == Some(&n)
+        && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(n)
+}
+
 /// The tensors of one product bound to raw storage: `m` rows of the input, the bias and the
 /// output.
 struct Bound<'t> {
@@ -878,9 +885,7 @@ fn bind_prepared<'t>(p: &Prepared, tensors: &[TensorSlot], l: &Linear) -> Option
     let (&k, lead) = xd.split_last()?;
     let m = lead.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
     let od = tensors.get(p.slots[1] as usize)?.shape.dims();
-    let shaped = od.last() == Some(&l.n)
-        && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(l.n);
-    if k != l.k || !shaped {
+    if k != l.k || !holds_rows(od, m, l.n) {
         return None;
     }
     let bias = match tensors.get(p.slots[2] as usize) {
@@ -961,10 +966,7 @@ fn bind<'a>(
         let m = xd[..r - 1].iter().fold(1usize, |a, &d| a.saturating_mul(d));
         // An output already holding `m` rows of `n` keeps its shape (the program's: a product
         // of a 3-D input's rows declared 2-D stays 2-D); any other is resized below.
-        let od = ctx.dims(l.output)?;
-        let shaped = od.last() == Some(&l.n)
-            && od.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == m.checked_mul(l.n);
-        (m, shaped)
+        (m, holds_rows(ctx.dims(l.output)?, m, l.n))
     };
     let x = ctx.input_f32s(l.input, m.saturating_mul(l.k))?;
     let bias = match l.bias {

@@ -584,13 +584,11 @@ fn index_tensor_out(ctx: &mut Ctx) -> Res {
 /// Most index tensors [`index_leading_ints`] takes.
 const LEADING_INTS: usize = 4;
 
-/// An int index tensor of [`index_leading_ints`]: its values (`multi`: one per broadcast
-/// position, else one value for every position), the size and element stride of the input
-/// dim it indexes.
+/// An int index tensor of many values in [`index_leading_ints`] (one per broadcast
+/// position), the size and element stride of the input dim it indexes.
 #[derive(Clone, Copy)]
 struct Leading<'a> {
     vals: IdxVals<'a>,
-    multi: bool,
     size: usize,
     stride: usize,
 }
@@ -646,7 +644,9 @@ fn index_leading_ints(ctx: &mut Ctx) -> Result<bool, KernelError> {
         return Ok(false);
     }
     let inner = prod(&xd[n..]);
-    let mut leads: heapless::Vec<Leading<'_>, LEADING_INTS> = heapless::Vec::new();
+    // The tensors of many values, and the input offset the one-element ones add to every block.
+    let mut multi: heapless::Vec<Leading<'_>, LEADING_INTS> = heapless::Vec::new();
+    let mut fixed = 0usize;
     // The multi-element tensors' common dims, and the largest rank of the others.
     let mut common: Option<&[usize]> = None;
     let mut single_rank = 0;
@@ -688,13 +688,11 @@ fn index_leading_ints(ctx: &mut Ctx) -> Result<bool, KernelError> {
         if !vals.all_within(size) {
             return Ok(false);
         }
-        let lead = Leading {
-            vals,
-            multi: len > 1,
-            size,
-            stride,
-        };
-        if leads.push(lead).is_err() {
+        if len == 1 {
+            if let Some(v) = vals.at(0) {
+                fixed += (if v < 0 { v + size as i64 } else { v }) as usize * stride;
+            }
+        } else if multi.push(Leading { vals, size, stride }).is_err() {
             return Ok(false);
         }
         stride = stride.saturating_mul(size);
@@ -712,17 +710,6 @@ fn index_leading_ints(ctx: &mut Ctx) -> Result<bool, KernelError> {
         return Ok(false);
     }
     checked_numel(out.dims(), 1)?;
-    let mut fixed = 0usize;
-    let mut multi: heapless::Vec<Leading<'_>, LEADING_INTS> = heapless::Vec::new();
-    for l in &leads {
-        if l.multi {
-            // Room for every entry.
-            let _ = multi.push(*l);
-        } else if let Some(v) = l.vals.at(0) {
-            let w = if v < 0 { v + l.size as i64 } else { v } as usize;
-            fixed += w * l.stride;
-        }
-    }
     check_out_dtype(ctx, 2, dtype)?;
     let mut o = ctx.output(2, &out)?;
     let dst = o.bytes_mut();
