@@ -77,17 +77,7 @@ pub fn sgemm_batch<'x>(
         // SAFETY: product i alone, on this core, through the exclusive borrow of its block of
         // C (validated for every block by `Call::checked` of the whole `count·m·n`: each
         // block has the first block's extent); scratch checked above.
-        unsafe {
-            part(
-                &call,
-                ASource::Mat(a),
-                b,
-                shared,
-                None,
-                (0, n.div_ceil(uk.nr)),
-                scratch,
-            )
-        };
+        unsafe { part(&call, ASource::Mat(a), b, shared, None, (0, n), scratch) };
     }
     Ok(())
 }
@@ -184,17 +174,7 @@ pub fn sgemm_batch_split<'x>(
             // SAFETY: the units of a split are disjoint, so each (product, row tiles) block of
             // C is written by one part; scratch checked above; C validated by `Call::checked`
             // for every block.
-            unsafe {
-                part(
-                    call,
-                    ASource::Mat(a),
-                    b,
-                    ci,
-                    rows,
-                    (0, n.div_ceil(uk.nr)),
-                    scratch,
-                )
-            };
+            unsafe { part(call, ASource::Mat(a), b, ci, rows, (0, n), scratch) };
             u = i * q + g1;
         }
     });

@@ -132,6 +132,7 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) run: Option<TileRunFn>,
     pub(in crate::linalg::gemm) edge: Option<EdgeFn>,
     pub(in crate::linalg::gemm) part: Option<PartFn>,
+    pub(in crate::linalg::gemm) short: Option<ShortFn>,
 }
 
 /// A kernel's entry for the N edge of a product (`n mod NR` columns left): the tile computed
@@ -185,6 +186,37 @@ pub type PartFn = unsafe fn(
     hi: f32,
     rows: usize,
     cols: usize,
+);
+
+/// A kernel's entry for a *short* tile: at most `MR/2` rows, and of a B panel either both
+/// column halves or one (`NR/2` columns). It does half the work of the partial tile for
+/// such rows (a 16-token prompt in 32-row tiles), and a half panel is a unit the driver can
+/// give a core of its own: a 64-column product at 16 rows goes to four cores, not two.
+///
+/// # Contract of `short(k, a, b, ldb, c, rsc, alpha, beta, bias, lo, hi, rows, cols, first)`
+/// The [`PartFn`] contract for `1 ≤ rows ≤ MR/2` rows and the `cols` columns
+/// `first .. first + cols` of the tile, where `first` is `0` or `NR/2` and
+/// `1 ≤ cols ≤ NR − first`: `a`, `b`, `c` and `bias` point at the tile's column 0 as for
+/// [`PartFn`] (B rows `NR` readable floats); rows `i < rows` of C hold columns
+/// `first .. first + cols` readable and writable at `c + i·rsc + first`, and nothing else of
+/// C is read or written; `bias` is null or readable at `first .. first + cols`. It stores,
+/// for `i < rows`, `first ≤ j < first + cols`, exactly the bits the kernel's [`PartFn`]
+/// stores for `(i, j)` (same accumulation order, same epilogue operations).
+pub type ShortFn = unsafe fn(
+    k: usize,
+    a: *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    rsc: isize,
+    alpha: f32,
+    beta: f32,
+    bias: *const f32,
+    lo: f32,
+    hi: f32,
+    rows: usize,
+    cols: usize,
+    first: usize,
 );
 
 /// A kernel's entry for a run of whole tiles along one row of tiles: the tile kernel's body
@@ -319,6 +351,7 @@ impl MicroKernel {
             run: None,
             edge: None,
             part: None,
+            short: None,
         }
     }
 
@@ -342,6 +375,19 @@ impl MicroKernel {
     pub const unsafe fn with_part(self, part: PartFn) -> MicroKernel {
         MicroKernel {
             part: Some(part),
+            ..self
+        }
+    }
+
+    /// The same kernel with an entry for short tiles (at most `MR/2` rows, half panels).
+    ///
+    /// # Safety
+    /// `short` must implement the [`ShortFn`] contract for this kernel's tile, on every CPU
+    /// that can obtain the value; the kernel has a [`PartFn`] (whose bits it reproduces) and
+    /// no wide entry.
+    pub const unsafe fn with_short(self, short: ShortFn) -> MicroKernel {
+        MicroKernel {
+            short: Some(short),
             ..self
         }
     }

@@ -330,7 +330,9 @@ pub(super) fn scratch_need(
 /// The split never changes a result bit: every part uses the same micro-kernel and the same
 /// depth blocks (`plan` depends on `k` and the kernel only), and parts are whole `NR`-column
 /// panels or whole `MR`-row tiles, so each C tile is computed by the same kernel calls, in the
-/// same order, through the same path (whole tile or edge tile) as on one core.
+/// same order, through the same path (whole tile or edge tile) as on one core. Short tiles
+/// (at most `MR/2` rows, [`col_unit`]) split by half panels: the short entry computes
+/// either half with the bits it gives the whole panel.
 fn run_nest(
     call: &Call<'_>,
     a: ASource<'_>,
@@ -351,7 +353,9 @@ fn run_nest(
         }) else {
             return false;
         };
-        let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(uk.nr));
+        // Column units: panels, or half panels for short tiles.
+        let cw = col_unit(uk, m);
+        let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(cw));
         let work = m.saturating_mul(n).saturating_mul(k);
         let cores = team.cores();
         // Column panels keep each core's B apart and need no A rows split; rows when the
@@ -406,6 +410,7 @@ fn run_nest(
             let (gi, gj) = (core.index / pc, core.index % pc);
             let rows = (pr > 1).then(|| range(row_tiles, pr, gi));
             let cols = range(col_panels, pc, gj);
+            let cols = (cols.0 * cw, (cols.1 * cw).min(n));
             if rows.is_none_or(|(lo, hi)| lo < hi) && cols.0 < cols.1 {
                 // SAFETY: parts of one split get disjoint row-tile × column-panel rectangles
                 // of C; `shared` is C of this call, borrowed until `run` has joined every
@@ -417,7 +422,7 @@ fn run_nest(
     });
     if !split {
         // SAFETY: the whole product, on this core, through the exclusive borrow of `c`.
-        unsafe { part(call, a, b, shared, None, (0, n.div_ceil(uk.nr)), scratch) };
+        unsafe { part(call, a, b, shared, None, (0, n), scratch) };
     }
     Ok(())
 }
@@ -460,7 +465,20 @@ pub(super) fn fewer_packs(
     best.0
 }
 
-/// Computes column panels `cols` of row tiles `rows` (`None`: every row) of `call` into C.
+/// The columns of one unit of a split by columns: half a panel when the product's tiles are
+/// all short (at most `mr/2` rows) and the kernel has a [`ShortFn`](super::ShortFn) for them,
+/// else a panel. Whichever it is, every tile is computed by the same entry as on one core.
+#[inline]
+pub(super) fn col_unit(uk: &MicroKernel, m: usize) -> usize {
+    if uk.short.is_some() && uk.wide.is_none() && 2 * m <= uk.mr {
+        uk.nr / 2
+    } else {
+        uk.nr
+    }
+}
+
+/// Computes columns `cols` (`j0 .. j1`, whole [`col_unit`]s of the product, the last one
+/// possibly cut at `n`) of row tiles `rows` (`None`: every row) of `call` into C.
 ///
 /// # Safety
 /// `c` is the call's validated C (`check_call`), not accessed by anyone else but other parts
@@ -476,7 +494,9 @@ pub(super) unsafe fn part(
     scratch: &mut [f32],
 ) {
     let (uk, m, n, k, ldc) = (call.uk, call.m, call.n, call.k, call.ldc);
-    let (j0, j1) = (cols.0 * uk.nr, (cols.1 * uk.nr).min(n));
+    // The part's panels, j0 .. j1 (its columns, lo .. hi of them, may start or end mid-panel).
+    let (lo, hi) = cols;
+    let (j0, j1) = (lo - lo % uk.nr, (hi.div_ceil(uk.nr) * uk.nr).min(n));
     let b = if (j0, j1) == (0, n) {
         b
     } else {
@@ -499,6 +519,9 @@ pub(super) unsafe fn part(
     let bias = call.bias.map(|bv| &bv[j0..]);
     // SAFETY: per this function's contract; `c_off` starts row i0 / column j0 of C.
     let mut t = unsafe { Tiles::window(uk, c, c_off, ldc, call.alpha, bias, (call.lo, call.hi)) };
+    if (lo, hi) != (j0, j1) {
+        t.set_columns(lo - j0, hi - j0);
+    }
     // A plan made for the whole product serves a part that is the whole product.
     let whole = call.plans.filter(|_| rows == m && cols == n);
     match (a, b) {

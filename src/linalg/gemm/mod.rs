@@ -69,8 +69,8 @@ pub mod x86;
 
 pub use batch::{sgemm_batch, sgemm_batch_split};
 pub use contract::{
-    EdgeFn, ExpandFn, MicroKernel, MicroKernelFn, PackFn, PartFn, RowKernels, TileRunFn, WideA,
-    GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
+    EdgeFn, ExpandFn, MicroKernel, MicroKernelFn, PackFn, PartFn, RowKernels, ShortFn, TileRunFn,
+    WideA, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
     kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,

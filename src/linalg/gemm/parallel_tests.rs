@@ -141,6 +141,46 @@ fn split_products_are_bit_identical() {
     }
 }
 
+/// Products of at most `mr/2` rows, with a kernel that has short tiles, split by half
+/// panels: two panels go to four cores, and parts start and end mid-panel (3 cores over 4
+/// halves, odd half counts, a last half cut at `n`); every operand form gives one core's
+/// bits. (Kernels without short tiles, e.g. on x86 or Neon, have nothing here to split.)
+#[test]
+fn short_products_split_by_half_panels() {
+    let mut rng = Rng(0x4a1f);
+    for uk in kernels().into_iter().filter(|uk| uk.short.is_some()) {
+        let (mr, nr) = (uk.mr(), uk.nr());
+        for &(m, n, k) in &[
+            (mr / 2, 2 * nr, 64),
+            (3, 2 * nr - 5, 37),
+            (mr / 2, 3 * nr / 2 + 1, 129),
+            (1, 5 * nr / 2, 17),
+            (mr / 2 - 1, 7 * nr / 2, 300),
+        ] {
+            let a = rng.vec(m * k);
+            let b = rng.vec(k * n);
+            let bias = rng.vec(n);
+            let one = bits(&products(uk, &a, &b, &bias, (m, n, k)));
+            let halves = n.div_ceil(nr / 2);
+            for cores in [2, 3, 4] {
+                let team = CountingTeam::new(cores);
+                let many = scoped(&team, || bits(&products(uk, &a, &b, &bias, (m, n, k))));
+                assert!(
+                    one == many,
+                    "{} {m}x{n}x{k} on {cores} cores differs from one core",
+                    uk.name()
+                );
+                assert_eq!(
+                    team.widest(),
+                    cores.min(halves),
+                    "{} {m}x{n}x{k}: parts on {cores} cores",
+                    uk.name()
+                );
+            }
+        }
+    }
+}
+
 /// Two row tiles by three column panels on 4 cores: a 2 × 2 grid (each part packs one row
 /// tile of A) instead of 3 column parts that each pack both; the same bits either way.
 #[test]

@@ -11,8 +11,8 @@ pub(super) struct SharedC {
     pub(super) len: usize,
 }
 
-// SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels
-// or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
+// SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels,
+// half panels of short tiles, or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
 unsafe impl Sync for SharedC {}
 // SAFETY: as for `Sync`: a pointer to C handed to the cores of one split call.
 unsafe impl Send for SharedC {}
@@ -37,6 +37,10 @@ pub(super) struct Tiles<'k> {
     /// The wide entry when the running loop nest's A panels are wide (no row kernels
     /// then: only the tile's wide entry reads them); `None`: the plain entry.
     wide: Option<MicroKernelFn>,
+    /// The columns this part computes, `lo .. hi` from its column 0: all of its panels, or
+    /// from / up to the middle of one when the part is made of half panels (short tiles
+    /// only, see [`Tiles::set_columns`]).
+    win: (usize, usize),
     tmp: core::mem::MaybeUninit<[f32; MAX_MR * MAX_NR]>,
 }
 
@@ -67,6 +71,7 @@ impl<'k> Tiles<'k> {
             lo,
             hi,
             wide: None,
+            win: (0, usize::MAX),
             tmp: core::mem::MaybeUninit::uninit(),
         }
     }
@@ -75,6 +80,14 @@ impl<'k> Tiles<'k> {
     #[inline]
     pub(super) fn set_wide(&mut self, wide: Option<WideA>) {
         self.wide = wide.map(|w| w.kernel);
+    }
+
+    /// Computes only columns `lo .. hi` of the part's panels: `lo` is 0 or `nr/2` (the part
+    /// starts mid-panel), `hi` ends inside the last panel. Only for a part whose tiles are
+    /// all short (at most `mr/2` rows, the kernel's [`ShortFn`]): they alone honour it.
+    #[inline]
+    pub(super) fn set_columns(&mut self, lo: usize, hi: usize) {
+        self.win = (lo, hi);
     }
 
     /// The epilogue arguments of `np` whole tiles from column `col0`: on the last depth block
@@ -284,6 +297,39 @@ impl<'k> Tiles<'k> {
         if mrb == mr && nrb == nr {
             // SAFETY: a whole tile of this part, A and B per this function's contract.
             unsafe { self.panels(ap, bptr, ldb, 0, 1, kc, row0, col0, beta, last) };
+            return;
+        }
+        if let (Some(short), None, true) = (self.uk.short, self.wide, 2 * mrb <= mr) {
+            // At most half the tile's rows: the short tile, over the columns of the tile that
+            // are this part's (a half panel when the part starts or ends inside it).
+            let first = self.win.0.saturating_sub(col0);
+            let end = nrb.min(self.win.1.saturating_sub(col0));
+            if first < end {
+                let bias_p = bias.map_or(core::ptr::null(), |bv| bv.as_ptr());
+                // SAFETY: the ShortFn contract: `ap` the MR-interleaved panel of kc steps (no
+                // wide entry selected), `bptr` kc rows of nr readable floats (caller), rows
+                // 0 .. mrb ≤ mr/2 of the tile hold columns first .. end ≤ nrb inside the
+                // window (bounds above; `first` is 0 or nr/2: `set_columns`), the bias null
+                // or nrb ≥ end floats from the tile's column 0.
+                unsafe {
+                    short(
+                        kc,
+                        ap.as_ptr(),
+                        bptr,
+                        ldb,
+                        self.c.wrapping_add(c_off),
+                        ldc as isize,
+                        self.alpha,
+                        beta,
+                        bias_p,
+                        lo,
+                        hi,
+                        mrb,
+                        end - first,
+                        first,
+                    )
+                };
+            }
             return;
         }
         if let (Some(part), None) = (self.uk.part, self.wide) {

@@ -20,6 +20,8 @@ pub mod sme;
 #[cfg(target_arch = "aarch64")]
 mod sme_pack;
 #[cfg(target_arch = "aarch64")]
+pub mod sme_short;
+#[cfg(target_arch = "aarch64")]
 mod streaming;
 #[cfg(target_arch = "aarch64")]
 pub mod sve;

@@ -40,6 +40,7 @@
 //! (anything else) moves each slice to a vector, scales, adds `beta·C` and the bias.
 
 pub use super::sme_pack::{pack_za, pack_za2};
+pub use super::sme_short::kernel_sme2_short;
 pub(crate) use super::streaming::streaming_asm;
 pub use super::streaming::svl_bytes;
 use crate::linalg::gemm::contract::{clamps, MicroKernel};
@@ -912,12 +913,15 @@ macro_rules! statics_sme2 {
     ($($id:ident = $t:literal),*) => {
         $(
             // SAFETY: as `statics!` for `kernel_sme2` / `pack_za2`; `kernel_sme2_part`
-            // implements the PartFn contract for the same tile under the same condition.
+            // implements the PartFn contract and `kernel_sme2_short` the ShortFn contract
+            // (with the part's bits) for the same tile under the same condition; no wide
+            // entry.
             static $id: MicroKernel = unsafe {
                 MicroKernel::new("sme2-2x2za", $t, $t, kernel_sme2)
                     .with_packer(pack_za2)
                     .with_kc_max(1024)
                     .with_part(kernel_sme2_part)
+                    .with_short(kernel_sme2_short)
             };
         )*
     };
