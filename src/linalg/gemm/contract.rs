@@ -126,6 +126,7 @@ pub struct MicroKernel {
     pub(in crate::linalg::gemm) nr: usize,
     pub(in crate::linalg::gemm) kernel: MicroKernelFn,
     pub(in crate::linalg::gemm) pack: Option<PackFn>,
+    pub(in crate::linalg::gemm) pack_edge: Option<PackFn>,
     pub(in crate::linalg::gemm) kc_max: usize,
     pub(in crate::linalg::gemm) rows: Option<RowKernels>,
     pub(in crate::linalg::gemm) wide: Option<WideA>,
@@ -345,6 +346,7 @@ impl MicroKernel {
             nr,
             kernel,
             pack: None,
+            pack_edge: None,
             kc_max: KC,
             rows: None,
             wide: None,
@@ -447,6 +449,20 @@ impl MicroKernel {
     pub const unsafe fn with_packer(self, pack: PackFn) -> MicroKernel {
         MicroKernel {
             pack: Some(pack),
+            ..self
+        }
+    }
+
+    /// The same kernel with a packer for edge panels (fewer runs than the panel's width, from
+    /// its lane 0), whose contract is [`PackFn`]'s with lanes `runs .. w` of every depth step
+    /// **zeroed** instead of untouched (the whole panel written: no zero-fill before it).
+    ///
+    /// # Safety
+    /// `pack_edge` must implement that contract for `w` = this kernel's `mr` and `nr`, on
+    /// every CPU that can obtain the value.
+    pub const unsafe fn with_edge_packer(self, pack_edge: PackFn) -> MicroKernel {
+        MicroKernel {
+            pack_edge: Some(pack_edge),
             ..self
         }
     }

@@ -31,6 +31,33 @@ pub(super) fn kernel_pack(
     unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
 }
 
+/// The kernel's edge packer ([`MicroKernel::with_edge_packer`]) on `runs < w` depth-contiguous
+/// runs `data[base + i·ld ..][..kc]` (`i < runs`, all inside `data`: the caller's validated
+/// view) into the whole width-`w` panel `d`, lanes `runs..w` zeroed by it; `false` if the
+/// kernel has none or it declines (nothing written then).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn kernel_pack_edge(
+    uk: &MicroKernel,
+    data: &[f32],
+    base: usize,
+    ld: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    d: &mut [f32],
+) -> bool {
+    let Some(pack) = uk.pack_edge else {
+        return false;
+    };
+    let d = &mut d[..kc * w];
+    let src = &data[base..];
+    // SAFETY: the edge packer's contract: w is this kernel's mr or nr (callers), runs i <
+    // runs < w at src + i·ld hold kc readable floats (inside `data`, caller), `d` holds kc·w
+    // floats (the whole panel, from its lane 0), kc ≥ 1 (the driver never packs an empty
+    // depth block).
+    unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
+}
+
 /// Packs the whole groups of four among `runs` depth-contiguous runs
 /// `src[base + i·ld ..][..kc]` into lanes `0 .. 4·⌊runs/4⌋` of the width-`w` panel `dst`
 /// (`dst[p·w + i]`) with Neon's interleave ([`super::arm::neon::pack_runs_x4`]), for a

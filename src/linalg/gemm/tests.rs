@@ -563,6 +563,57 @@ fn output_clamp_every_kernel_and_path() {
     }
 }
 
+/// Every kernel's edge packer (SME2's: fewer runs than the panel's width) against its
+/// definition: each run count below the width, depths with and without a 4-step remainder
+/// and across depth chunks; lanes past the runs zero, nothing written past the panel. Then
+/// the driver over edge panels that reach it (A rows and transposed-B columns short of a
+/// tile) against the reference.
+#[test]
+fn edge_packers_fill_the_whole_panel() {
+    use super::pack_panel::kernel_pack_edge;
+    let mut rng = Rng(0xed9e);
+    let mut tried = 0;
+    for uk in kernels().into_iter().filter(|uk| uk.pack_edge.is_some()) {
+        for w in [uk.mr, uk.nr] {
+            for kc in [1usize, 3, 4, 5, 16, 17, 37, 70] {
+                let ld = kc + 3;
+                let src: Vec<f32> = (0..w * ld).map(|_| rng.next()).collect();
+                for runs in 1..w {
+                    let mut panel = vec![f32::NAN; kc * w + 8];
+                    assert!(
+                        kernel_pack_edge(uk, &src, 0, ld, runs, w, kc, &mut panel),
+                        "{} declined {runs} runs",
+                        uk.name
+                    );
+                    for p in 0..kc {
+                        for i in 0..w {
+                            let want = if i < runs { src[i * ld + p] } else { 0.0 };
+                            let got = panel[p * w + i];
+                            assert_eq!(
+                                got.to_bits(),
+                                want.to_bits(),
+                                "{} w {w} kc {kc} runs {runs}: step {p} lane {i}",
+                                uk.name
+                            );
+                        }
+                    }
+                    assert!(
+                        panel[kc * w..].iter().all(|v| v.is_nan()),
+                        "{} past the panel",
+                        uk.name
+                    );
+                    tried += 1;
+                }
+            }
+            for &(m, n, k) in &[(w / 2, 2 * w + 3, 37), (w - 1, w + 1, 70), (3, 5, 17)] {
+                check(uk, &mut rng, m, n, k, 0, 1, 1.0, 0.0, true, 0);
+                check(uk, &mut rng, m, n, k, 0, 1, 0.5, 1.0, false, 3);
+            }
+        }
+    }
+    std::println!("edge packers: {tried} panels");
+}
+
 /// `pack_a_taps` (the convolutions' patch packer) against its definition: every kernel,
 /// every lane offset and run count that fits a panel, depths with and without a 4-step
 /// remainder, one and several taps. The runs the kernel's packer declines (fewer than four,

@@ -39,7 +39,7 @@
 //! (`alpha = 1, beta = 1`, no bias) first loads C into ZA, then accumulates and stores; mode 0
 //! (anything else) moves each slice to a vector, scales, adds `beta·C` and the bias.
 
-pub use super::sme_pack::{pack_za, pack_za2};
+pub use super::sme_pack::{pack_za, pack_za2, pack_za2_edge};
 pub use super::sme_short::kernel_sme2_short;
 pub(crate) use super::streaming::streaming_asm;
 pub use super::streaming::svl_bytes;
@@ -914,14 +914,15 @@ macro_rules! statics_sme2 {
         $(
             // SAFETY: as `statics!` for `kernel_sme2` / `pack_za2`; `kernel_sme2_part`
             // implements the PartFn contract and `kernel_sme2_short` the ShortFn contract
-            // (with the part's bits) for the same tile under the same condition; no wide
-            // entry.
+            // (with the part's bits) for the same tile under the same condition, and
+            // `pack_za2_edge` the edge packer's contract for w = MR = NR; no wide entry.
             static $id: MicroKernel = unsafe {
                 MicroKernel::new("sme2-2x2za", $t, $t, kernel_sme2)
                     .with_packer(pack_za2)
                     .with_kc_max(1024)
                     .with_part(kernel_sme2_part)
                     .with_short(kernel_sme2_short)
+                    .with_edge_packer(pack_za2_edge)
             };
         )*
     };

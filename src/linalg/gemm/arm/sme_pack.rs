@@ -323,3 +323,147 @@ pub unsafe fn pack_za2(
     }
     true
 }
+
+/// The SME2 edge packer: `1 ≤ runs ≤ 2S` depth-contiguous runs into a whole `2S`-interleaved
+/// panel, lanes `runs .. 2S` zero (the `pack_edge` contract of
+/// [`MicroKernel::with_edge_packer`](crate::linalg::gemm::MicroKernel::with_edge_packer)):
+/// `dst[p*2S + i] = src[i*lda + p]` for `i < runs`, 0 for `runs ≤ i < 2S`, `p < kc`. Per depth
+/// chunk of S steps ZA is zeroed, runs `0 .. min(runs, S)` are loaded into `za0`'s horizontal
+/// slices and the rest into `za1`'s (four per iteration), and each group of four steps leaves
+/// through one 4-vector `mova` of vertical slices per tile and one strided 2-vector store per
+/// step, as [`pack_za2`]: a 16-row A at SVL 512 costs about 6 instructions a depth step, where
+/// zero-filling the panel and interleaving the rows with Neon cost 12.
+///
+/// # Safety
+/// `w == 2S` (the packer's kernel's tile: the caller's guarantee), `1 ≤ runs ≤ w`; runs `i < runs` at `src + i*lda`
+/// hold `kc ≥ 1` readable floats, `dst` holds `2S·kc` writable floats; the CPU has SME2 and
+/// the caller is not in streaming mode.
+pub unsafe fn pack_za2_edge(
+    src: *const f32,
+    lda: usize,
+    runs: usize,
+    w: usize,
+    kc: usize,
+    dst: *mut f32,
+) -> bool {
+    if runs == 0 || runs > w || kc == 0 {
+        return false;
+    }
+    // SAFETY: loads read, for runs r < runs, floats k0 .. k0 + min(S, kc − k0) of run r
+    // (`whilelt` masks lanes at or past kc); stores write the 2S floats of steps k0 .. k0 +
+    // min(S, kc − k0), inside the 2S·kc floats of `dst`. Streaming mode and ZA are entered and
+    // left inside the block; every vector/predicate register, x12 and the flags are declared
+    // clobbered. SME2 present (caller).
+    unsafe {
+        streaming_asm!(
+            ".arch_extension sme2",
+            "smstart",
+            "ptrue p0.s",
+            "ptrue pn8.s",
+            "cntw {s}",
+            "lsl {mr4}, {s}, #3", // one step, bytes: 2S floats
+            "lsl {lda4}, {lda}, #2",
+            "lsl {l2}, {lda}, #1",
+            "add {l3}, {l2}, {lda}",
+            "cmp {runs}, {s}",
+            "csel {r0}, {runs}, {s}, lo", // runs into za0
+            "sub {r1}, {runs}, {r0}",     // runs into za1
+            "mov {k0}, #0",
+            "2:",
+            "zero {{za}}",
+            "whilelt p1.s, {k0}, {kc}",
+            "add {rp}, {src}, {k0}, lsl #2",
+            // za0: four runs an iteration, then one at a time.
+            "mov w12, #0",
+            "and {g}, {r0}, #-4",
+            "3:",
+            "cmp x12, {g}",
+            "b.hs 4f",
+            "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
+            "ld1w {{za0h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
+            "ld1w {{za0h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
+            "ld1w {{za0h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
+            "add {rp}, {rp}, {lda4}, lsl #2",
+            "add w12, w12, #4",
+            "b 3b",
+            "4:",
+            "cmp x12, {r0}",
+            "b.hs 5f",
+            "ld1w {{za0h.s[w12, 0]}}, p1/z, [{rp}]",
+            "add {rp}, {rp}, {lda4}",
+            "add w12, w12, #1",
+            "b 4b",
+            // za1: runs S .. runs (rp is at run S when there are any).
+            "5:",
+            "mov w12, #0",
+            "and {g}, {r1}, #-4",
+            "6:",
+            "cmp x12, {g}",
+            "b.hs 7f",
+            "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rp}]",
+            "ld1w {{za1h.s[w12, 1]}}, p1/z, [{rp}, {lda}, lsl #2]",
+            "ld1w {{za1h.s[w12, 2]}}, p1/z, [{rp}, {l2}, lsl #2]",
+            "ld1w {{za1h.s[w12, 3]}}, p1/z, [{rp}, {l3}, lsl #2]",
+            "add {rp}, {rp}, {lda4}, lsl #2",
+            "add w12, w12, #4",
+            "b 6b",
+            "7:",
+            "cmp x12, {r1}",
+            "b.hs 8f",
+            "ld1w {{za1h.s[w12, 0]}}, p1/z, [{rp}]",
+            "add {rp}, {rp}, {lda4}",
+            "add w12, w12, #1",
+            "b 7b",
+            // The chunk's steps: four at a time, then one at a time.
+            "8:",
+            "sub {cnt}, {kc}, {k0}",
+            "cmp {cnt}, {s}",
+            "csel {cnt}, {cnt}, {s}, lo",
+            "mov w12, #0",
+            "and {g}, {cnt}, #-4",
+            "9:",
+            "cmp x12, {g}",
+            "b.hs 10f",
+            "mova {{z0.s-z3.s}}, za0v.s[w12, 0:3]",
+            "mova {{z8.s-z11.s}}, za1v.s[w12, 0:3]",
+            "st1w {{z0.s, z8.s}}, pn8, [{dst}]",
+            "st1w {{z1.s, z9.s}}, pn8, [{dst}, #2, mul vl]",
+            "st1w {{z2.s, z10.s}}, pn8, [{dst}, #4, mul vl]",
+            "st1w {{z3.s, z11.s}}, pn8, [{dst}, #6, mul vl]",
+            "addvl {dst}, {dst}, #8",
+            "add w12, w12, #4",
+            "b 9b",
+            "10:",
+            "cmp x12, {cnt}",
+            "b.hs 11f",
+            "st1w {{za0v.s[w12, 0]}}, p0, [{dst}]",
+            "st1w {{za1v.s[w12, 0]}}, p0, [{dst}, {s}, lsl #2]",
+            "add {dst}, {dst}, {mr4}",
+            "add w12, w12, #1",
+            "b 10b",
+            "11:",
+            "add {k0}, {k0}, {s}",
+            "cmp {k0}, {kc}",
+            "b.lo 2b",
+            "smstop",
+            src = in(reg) src,
+            lda = in(reg) lda,
+            runs = in(reg) runs,
+            kc = in(reg) kc,
+            dst = inout(reg) dst => _,
+            s = out(reg) _,
+            mr4 = out(reg) _,
+            lda4 = out(reg) _,
+            l2 = out(reg) _,
+            l3 = out(reg) _,
+            r0 = out(reg) _,
+            r1 = out(reg) _,
+            k0 = out(reg) _,
+            rp = out(reg) _,
+            cnt = out(reg) _,
+            g = out(reg) _,
+            out("x12") _,
+        );
+    }
+    true
+}
