@@ -494,9 +494,14 @@ pub(super) unsafe fn part(
     scratch: &mut [f32],
 ) {
     let (uk, m, n, k, ldc) = (call.uk, call.m, call.n, call.k, call.ldc);
-    // The part's panels, j0 .. j1 (its columns, lo .. hi of them, may start or end mid-panel).
+    // The part's panels, j0 .. j1 (its columns, lo .. hi of them, may start or end mid-panel
+    // where the units are half panels; whole panels, or the whole product, are its own).
     let (lo, hi) = cols;
-    let (j0, j1) = (lo - lo % uk.nr, (hi.div_ceil(uk.nr) * uk.nr).min(n));
+    let (j0, j1) = if (lo, hi) == (0, n) || col_unit(uk, m) == uk.nr {
+        (lo, hi)
+    } else {
+        (lo - lo % uk.nr, (hi.div_ceil(uk.nr) * uk.nr).min(n))
+    };
     let b = if (j0, j1) == (0, n) {
         b
     } else {
