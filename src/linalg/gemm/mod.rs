@@ -28,8 +28,11 @@
 //! ```
 //!
 //! The first depth block applies the caller's `beta`, later blocks accumulate (`beta = 1`),
-//! and the last depth block adds the bias. Edge tiles (M or N tails) are computed into a
-//! local tile from zero-padded panels and only their valid part is merged into C.
+//! and the last depth block adds the bias. Edge tiles (M or N tails) go straight into C
+//! through a kernel's partial-tile entry where it has one, else are computed into a local tile
+//! from zero-padded panels and only their valid part is merged into C; tiles of at most half
+//! the kernel's rows go to its short-tile entry where it has one (SME2), which also lets a
+//! split cut panels in half.
 //!
 //! Operands are strided views ([`MatRef`]), so transposed operands need no copy:
 //! `linear` multiplies by `weight` viewed transposed, `bmm` walks batches by slicing.

@@ -26,5 +26,7 @@ mod streaming;
 #[cfg(target_arch = "aarch64")]
 pub mod sve;
 
+#[cfg(all(test, target_arch = "aarch64"))]
+mod sme_tests;
 #[cfg(test)]
 mod tests;
