@@ -2,12 +2,12 @@
 
 use super::contract::MicroKernel;
 use super::matref::MatRef;
-use super::pack_panel::{kernel_pack, kernel_pack_edge, pack_panel};
+use super::pack_panel::{kernel_pack, pack_panel};
 
 /// Packs `A[ic..ic+mcb, pc..pc+kc]` into MR-row-interleaved micro-panels: panel `q` (rows
 /// `ic + q·mr ..`) occupies `dst[q·kc·mr ..][.. kc·mr]` with `dst[p·mr + i] = A(row i, pc+p)`,
-/// rows past `mcb` zero. Whole panels of a row-major A use the kernel's own packer if it
-/// has one; edge panels the shared one.
+/// rows past `mcb` zero. Panels of a row-major A use the kernel's own packer if it has one
+/// (its edge packer for the edge panel, [`kernel_pack`]); others the shared one.
 pub(super) fn pack_a(
     uk: &MicroKernel,
     a: &MatRef<'_>,
@@ -23,17 +23,9 @@ pub(super) fn pack_a(
         let d = &mut dst[q * kc * mr..(q + 1) * kc * mr];
         let base = (ic + ir) * a.rs + pc * a.cs;
         // Runs (rows ic+ir .. +rows ≤ m, columns pc .. pc+kc ≤ k of a validated view) are
-        // contiguous when cs = 1. An edge panel goes to `pack_panel` directly (it zero-fills
-        // once and takes Neon's interleave for whole groups of four itself, where a packer
-        // that declines the row count would cost a second fill), unless the kernel has an
-        // edge packer, which writes the zeros itself.
-        let own = a.cs == 1
-            && if rows == mr {
-                kernel_pack(uk, a.data, base, a.rs, rows, mr, kc, d)
-            } else {
-                kernel_pack_edge(uk, a.data, base, a.rs, rows, mr, kc, d)
-            };
-        if !own {
+        // contiguous when cs = 1: the kernel's packer (its edge packer for an edge panel), or
+        // the shared one.
+        if !(a.cs == 1 && kernel_pack(uk, a.data, base, a.rs, rows, mr, kc, d)) {
             pack_panel(a.data, base, a.rs, a.cs, rows, mr, kc, d);
         }
     }

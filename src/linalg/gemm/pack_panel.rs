@@ -4,8 +4,11 @@
 use super::contract::MicroKernel;
 
 /// The kernel's own packer on `runs` depth-contiguous runs `data[base + i·ld ..][..kc]`
-/// (`i < runs`, all inside `data`: the caller's validated view) into the width-`w` panel `d`,
-/// lanes `runs..w` zeroed; `false` if the kernel has no packer or it declines.
+/// (`i < runs ≤ w`, all inside `data`: the caller's validated view) into the whole width-`w`
+/// panel `d`: a whole panel (`runs == w`) by its packer, an edge panel by its edge packer
+/// ([`MicroKernel::with_edge_packer`], which zeroes lanes `runs..w` itself); `false` when the
+/// kernel has none for this count or declines (nothing written then: the caller packs the
+/// panel with [`pack_panel`], which zero-fills once and interleaves groups of four by Neon).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn kernel_pack(
     uk: &MicroKernel,
@@ -17,44 +20,16 @@ pub(super) fn kernel_pack(
     kc: usize,
     d: &mut [f32],
 ) -> bool {
-    let Some(pack) = uk.pack else {
-        return false;
-    };
-    let d = &mut d[..kc * w];
-    if runs < w {
-        d.fill(0.0);
-    }
-    let src = &data[base..];
-    // SAFETY: the PackFn contract: w is this kernel's mr or nr (callers), runs i < runs ≤ w at
-    // src + i·ld hold kc readable floats (inside `data`, caller), `d` holds kc·w floats,
-    // kc ≥ 1 (the driver never packs an empty depth block).
-    unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
-}
-
-/// The kernel's edge packer ([`MicroKernel::with_edge_packer`]) on `runs < w` depth-contiguous
-/// runs `data[base + i·ld ..][..kc]` (`i < runs`, all inside `data`: the caller's validated
-/// view) into the whole width-`w` panel `d`, lanes `runs..w` zeroed by it; `false` if the
-/// kernel has none or it declines (nothing written then).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn kernel_pack_edge(
-    uk: &MicroKernel,
-    data: &[f32],
-    base: usize,
-    ld: usize,
-    runs: usize,
-    w: usize,
-    kc: usize,
-    d: &mut [f32],
-) -> bool {
-    let Some(pack) = uk.pack_edge else {
+    let pack = if runs == w { uk.pack } else { uk.pack_edge };
+    let Some(pack) = pack else {
         return false;
     };
     let d = &mut d[..kc * w];
     let src = &data[base..];
-    // SAFETY: the edge packer's contract: w is this kernel's mr or nr (callers), runs i <
-    // runs < w at src + i·ld hold kc readable floats (inside `data`, caller), `d` holds kc·w
-    // floats (the whole panel, from its lane 0), kc ≥ 1 (the driver never packs an empty
-    // depth block).
+    // SAFETY: the PackFn contract (the edge packer's for runs < w): w is this kernel's mr or
+    // nr (callers), runs i < runs ≤ w at src + i·ld hold kc readable floats (inside `data`,
+    // caller), `d` holds kc·w floats (the whole panel, from its lane 0), kc ≥ 1 (the driver
+    // never packs an empty depth block).
     unsafe { pack(src.as_ptr(), ld, runs, w, kc, d.as_mut_ptr()) }
 }
 

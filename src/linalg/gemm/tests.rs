@@ -255,8 +255,9 @@ fn long_depth_blocks_and_in_place_b() {
 
 #[test]
 fn edge_panels_through_kernel_packers() {
-    // Row and column tails that are multiples of 4 (the Neon packer takes them, lanes
-    // beyond zeroed) and ones that are not (the driver packs them), B stored transposed.
+    // Row and column tails that are multiples of 4 (the shared packer interleaves them with
+    // Neon, lanes beyond zeroed) and ones that are not (the rest lane by lane), or a kernel's
+    // edge packer (SME2); B stored transposed.
     let mut rng = Rng(2024);
     for uk in kernels() {
         for &(m, n, k) in &[
@@ -570,7 +571,7 @@ fn output_clamp_every_kernel_and_path() {
 /// tile) against the reference.
 #[test]
 fn edge_packers_fill_the_whole_panel() {
-    use super::pack_panel::kernel_pack_edge;
+    use super::pack_panel::kernel_pack;
     let mut rng = Rng(0xed9e);
     let mut tried = 0;
     for uk in kernels().into_iter().filter(|uk| uk.pack_edge.is_some()) {
@@ -581,7 +582,7 @@ fn edge_packers_fill_the_whole_panel() {
                 for runs in 1..w {
                     let mut panel = vec![f32::NAN; kc * w + 8];
                     assert!(
-                        kernel_pack_edge(uk, &src, 0, ld, runs, w, kc, &mut panel),
+                        kernel_pack(uk, &src, 0, ld, runs, w, kc, &mut panel),
                         "{} declined {runs} runs",
                         uk.name
                     );

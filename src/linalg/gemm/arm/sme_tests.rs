@@ -1,7 +1,7 @@
 //! Tests of the SME2 short tile (`sme_short`) against the partial tile it stands in for.
 
 use super::sme;
-use super::tests::epilogue_args;
+use super::tests::{epilogue_args, TileRef};
 use crate::testing::Rng;
 use std::format;
 
@@ -112,23 +112,17 @@ fn sme2_short_tiles_have_the_partial_tiles_bits() {
                                         t[i * rsc + j].to_bits(),
                                         "{at}: ({i}, {j}) differs from the partial tile"
                                     );
-                                    let dot: f64 = (0..k)
-                                        .map(|p| a[p * mr + i] as f64 * b[p * ldb + j] as f64)
-                                        .sum();
-                                    let mut want = alpha as f64 * dot;
-                                    if beta != 0.0 {
-                                        want += beta as f64 * was as f64;
-                                    }
-                                    if with_bias {
-                                        want += bias[j] as f64;
-                                    }
-                                    if clamp {
-                                        want = want.clamp(-0.5, 0.5);
-                                    }
-                                    assert!(
-                                        (got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
-                                        "{at}: ({i}, {j}) {got} vs {want}"
-                                    );
+                                    let bias = with_bias.then_some(&bias[..]);
+                                    let tile = TileRef {
+                                        a: &a,
+                                        b: &b,
+                                        mr,
+                                        ldb,
+                                        k,
+                                        bias,
+                                        clamp,
+                                    };
+                                    tile.assert_near(&at, (i, j), (alpha, beta), got, was);
                                 }
                             }
                         }

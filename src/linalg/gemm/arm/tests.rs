@@ -542,23 +542,17 @@ fn sme2_partial_tiles_match_the_reference() {
                                     );
                                     continue;
                                 }
-                                let dot: f64 = (0..k)
-                                    .map(|p| a[p * mr + i] as f64 * b[p * ldb + j] as f64)
-                                    .sum();
-                                let mut want = alpha as f64 * dot;
-                                if beta != 0.0 {
-                                    want += beta as f64 * was as f64;
-                                }
-                                if with_bias {
-                                    want += bias[j] as f64;
-                                }
-                                if clamp {
-                                    want = want.clamp(-0.5, 0.5);
-                                }
-                                assert!(
-                                    (got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
-                                    "{at}: ({i}, {j}) {got} vs {want}"
-                                );
+                                let bias = with_bias.then_some(&bias[..]);
+                                let tile = TileRef {
+                                    a: &a,
+                                    b: &b,
+                                    mr,
+                                    ldb,
+                                    k,
+                                    bias,
+                                    clamp,
+                                };
+                                tile.assert_near(&at, (i, j), (alpha, beta), got, was);
                             }
                         }
                         if alpha == 1.0 && !with_bias && !clamp {
@@ -601,6 +595,52 @@ fn sme2_partial_tiles_match_the_reference() {
                 }
             }
         }
+    }
+}
+
+/// The operands of a direct kernel call, for an f64 reference of its tile: A MR-interleaved
+/// (`mr` floats a depth step), `k` rows of B `ldb` apart, the bias (if any) and whether the
+/// call clamped into `[-0.5, 0.5]` (as [`epilogue_args`] sets it up).
+#[cfg(target_arch = "aarch64")]
+pub(super) struct TileRef<'t> {
+    pub(super) a: &'t [f32],
+    pub(super) b: &'t [f32],
+    pub(super) mr: usize,
+    pub(super) ldb: usize,
+    pub(super) k: usize,
+    pub(super) bias: Option<&'t [f32]>,
+    pub(super) clamp: bool,
+}
+
+#[cfg(target_arch = "aarch64")]
+impl TileRef<'_> {
+    /// Asserts that element `(i, j)`, `was` before the call and `got` after, is within 1e-4
+    /// (relative, plus 1e-4) of `alpha·Σ a(i,p)·b(p,j) (+ beta·was) (+ bias[j])`, clamped.
+    pub(super) fn assert_near(
+        &self,
+        at: &str,
+        (i, j): (usize, usize),
+        (alpha, beta): (f32, f32),
+        got: f32,
+        was: f32,
+    ) {
+        let dot: f64 = (0..self.k)
+            .map(|p| self.a[p * self.mr + i] as f64 * self.b[p * self.ldb + j] as f64)
+            .sum();
+        let mut want = alpha as f64 * dot;
+        if beta != 0.0 {
+            want += beta as f64 * was as f64;
+        }
+        if let Some(bv) = self.bias {
+            want += bv[j] as f64;
+        }
+        if self.clamp {
+            want = want.clamp(-0.5, 0.5);
+        }
+        assert!(
+            (got as f64 - want).abs() <= 1e-4 * (1.0 + want.abs()),
+            "{at}: ({i}, {j}) {got} vs {want}"
+        );
     }
 }
 
