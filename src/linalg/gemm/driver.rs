@@ -466,11 +466,12 @@ pub(super) fn fewer_packs(
 }
 
 /// The columns of one unit of a split by columns: half a panel when the product's tiles are
-/// all short (at most `mr/2` rows) and the kernel has a [`ShortFn`](super::ShortFn) for them,
-/// else a panel. Whichever it is, every tile is computed by the same entry as on one core.
+/// all short (at most `mr/2` rows) and the kernel has a [`ShortFn`](super::ShortFn) for them
+/// (such a kernel has no wide entry: `MicroKernel::with_short`), else a panel. Whichever it
+/// is, every tile is computed by the same entry as on one core.
 #[inline]
 pub(super) fn col_unit(uk: &MicroKernel, m: usize) -> usize {
-    if uk.short.is_some() && uk.wide.is_none() && 2 * m <= uk.mr {
+    if uk.short.is_some() && 2 * m <= uk.mr {
         uk.nr / 2
     } else {
         uk.nr

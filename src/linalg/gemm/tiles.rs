@@ -12,7 +12,8 @@ pub(super) struct SharedC {
 }
 
 // SAFETY: the cores of a split product write disjoint sets of C elements (whole column panels,
-// half panels of short tiles, or whole row tiles, `run_nest`), and `Team::run` joins them before C's borrow ends.
+// half panels of short tiles, or whole row tiles, `run_nest`), and `Team::run` joins them
+// before C's borrow ends.
 unsafe impl Sync for SharedC {}
 // SAFETY: as for `Sync`: a pointer to C handed to the cores of one split call.
 unsafe impl Send for SharedC {}
@@ -317,7 +318,7 @@ impl<'k> Tiles<'k> {
                         ap.as_ptr(),
                         bptr,
                         ldb,
-                        self.c.wrapping_add(c_off),
+                        self.c.add(c_off),
                         ldc as isize,
                         self.alpha,
                         beta,

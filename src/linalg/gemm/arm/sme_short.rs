@@ -57,6 +57,22 @@ macro_rules! both_pair {
     };
 }
 
+/// Sixteen packed depth steps as asm text: `$pair!` at immediate offsets 0, 4, .. 28 vectors.
+macro_rules! pairs16 {
+    ($pair:ident) => {
+        concat!(
+            $pair!("0"),
+            $pair!("4"),
+            $pair!("8"),
+            $pair!("12"),
+            $pair!("16"),
+            $pair!("20"),
+            $pair!("24"),
+            $pair!("28"),
+        )
+    };
+}
+
 /// The four C row offsets of a group of rows, as register operands: row 0 at the base, rows
 /// 1..3 at `{n}`, `{o5}`, `{o6}` floats.
 macro_rules! row4 {
@@ -242,14 +258,7 @@ pub unsafe fn kernel_sme2_short(
             "lsr {n}, {k}, #4",
             "cbz {n}, 33f",
             "31:",
-            half_pair!("0"),
-            half_pair!("4"),
-            half_pair!("8"),
-            half_pair!("12"),
-            half_pair!("16"),
-            half_pair!("20"),
-            half_pair!("24"),
-            half_pair!("28"),
+            pairs16!(half_pair),
             "add {a}, {a}, {s}, lsl #7",
             "add {b}, {b}, {s}, lsl #7",
             "subs {n}, {n}, #1",
@@ -350,14 +359,7 @@ pub unsafe fn kernel_sme2_short(
             "lsr {n}, {k}, #4",
             "cbz {n}, 133f",
             "131:",
-            both_pair!("0"),
-            both_pair!("4"),
-            both_pair!("8"),
-            both_pair!("12"),
-            both_pair!("16"),
-            both_pair!("20"),
-            both_pair!("24"),
-            both_pair!("28"),
+            pairs16!(both_pair),
             "add {a}, {a}, {s}, lsl #7",
             "add {b}, {b}, {s}, lsl #7",
             "subs {n}, {n}, #1",
