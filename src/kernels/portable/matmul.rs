@@ -47,6 +47,13 @@ fn rows_needed(ctx: &Ctx<'_, '_, '_>, out: usize, m: usize) -> (usize, usize) {
     }
 }
 
+/// The kernel's whole GEMM scratch (every kernel here declares [`GEMM_SCRATCH`]): with all of
+/// it the GEMM skips sizing the scratch for the shape, which costs more than the rest of a
+/// small product's set-up.
+fn gemm_scratch<'s>(ctx: &'s mut Ctx<'_, '_, '_>) -> Result<&'s mut [f32], KernelError> {
+    ctx.scratch_f32(GEMM_SCRATCH_F32)
+}
+
 fn scalar_f32(s: Scalar) -> f32 {
     s.as_f64() as f32
 }
@@ -72,7 +79,7 @@ fn mm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let (lo, hi) = rows_needed(ctx, 2, m);
     let mut out = ctx.output(2, &make_shape(&[m, n], 2)?)?;
     let od = out.as_mut_slice::<f32>()?;
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+    let scratch = gemm_scratch(ctx)?;
     gemm::sgemm(
         MatRef::row_major(&ad[lo * k..], hi - lo, k)?,
         MatRef::row_major(bd, k, n)?,
@@ -109,7 +116,7 @@ fn bmm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let (ad, bd) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
     let mut out = ctx.output(2, &make_shape(&[nb, m, n], 2)?)?;
     let od = out.as_mut_slice::<f32>()?;
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, n, k))?;
+    let scratch = gemm_scratch(ctx)?;
     batched(ad, bd, od, nb, m, k, n, 1.0, 0.0, scratch)
 }
 
@@ -215,16 +222,16 @@ fn addmm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     let bm = MatRef::row_major(bd, k, n)?;
     if beta == 0.0 {
         bcast_strides(s.dims(), &[m, n], 0)?;
-        let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+        let scratch = gemm_scratch(ctx)?;
         return gemm::sgemm(am, bm, &mut od[lo * n..], n, alpha, 0.0, None, scratch);
     }
     if beta == 1.0 && row_vector && n > 0 {
         // The common Linear case: bias per output column, added in the GEMM epilogue.
-        let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+        let scratch = gemm_scratch(ctx)?;
         return gemm::sgemm(am, bm, &mut od[lo * n..], n, alpha, 0.0, Some(sd), scratch);
     }
     broadcast_into(sd, s.dims(), od, &[m, n], 0)?;
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, n, k))?;
+    let scratch = gemm_scratch(ctx)?;
     gemm::sgemm(am, bm, &mut od[lo * n..], n, alpha, beta, None, scratch)
 }
 
@@ -266,7 +273,7 @@ fn baddbmm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
     } else {
         broadcast_into(sd, s.dims(), od, &[nb, m, n], 0)?;
     }
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(m, n, k))?;
+    let scratch = gemm_scratch(ctx)?;
     batched(ad, bd, od, nb, m, k, n, alpha, beta, scratch)
 }
 
@@ -321,7 +328,7 @@ fn linear_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
         }
         _ => (0.0, None),
     };
-    let scratch = ctx.scratch_f32(gemm::sgemm_scratch_len(hi - lo, nout, nin))?;
+    let scratch = gemm_scratch(ctx)?;
     gemm::sgemm(
         am,
         bm,
