@@ -690,15 +690,17 @@ fn contiguous_slices_are_elided_at_load_where_the_plan_allows() {
     check(&t, 0, &[5.0, -6.0]);
 }
 
-/// The layer norms and the same-shape f32 adds and multiplies of these language models are
-/// prepared at load (`exec::prepared`: the instruction loop runs the work decided then, not
-/// the kernel); `tests/fixtures.rs` checks the outputs are still ExecuTorch's. GPT-2: its 5
-/// layer norms and 9 of its 24 adds and multiplies (the others broadcast an operand); OPT: 5 layer norms and 5 of its 16 adds, multiplies and subtractions (the others
-/// broadcast or are int64 position arithmetic).
+/// The layer norms, the same-shape f32 adds and multiplies and the matrix products of these
+/// language models are prepared at load (`exec::prepared`: the instruction loop runs the work
+/// decided then, not the kernel); `tests/fixtures.rs` checks the outputs are still
+/// ExecuTorch's. GPT-2: its 5 layer norms, 9 of its 24 adds and multiplies (the others
+/// broadcast an operand), its 8 `addmm` and 4 `bmm` (not the logits' `mm`, whose last row
+/// alone is demanded); OPT: 5 layer norms, 5 of its 16 adds, multiplies and subtractions (the
+/// others broadcast or are int64 position arithmetic), its 12 `addmm` and 4 `bmm`.
 #[test]
-fn residual_adds_and_layer_norms_are_prepared_at_load() {
+fn residual_adds_layer_norms_and_products_are_prepared_at_load() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
-    for (case, want) in [("gpt2_portable", 14), ("opt_portable", 10)] {
+    for (case, want) in [("gpt2_portable", 26), ("opt_portable", 26)] {
         let bytes = std::fs::read(format!("{dir}{case}.pte")).unwrap();
         assert_eq!(with_method(&bytes, |m| m.prepared_calls()), want, "{case}");
     }

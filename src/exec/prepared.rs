@@ -5,7 +5,8 @@
 //! once what the call will do, and the instruction loop then runs that
 //! [`Prepared`](crate::kernel_api::Prepared) record instead of the kernel: no context, no
 //! argument decoding, no per-argument checks beyond what may change after load (data bound,
-//! shapes). A transformer's residual adds and layer norms run this way, several per layer.
+//! shapes). A transformer's residual adds, layer norms and matrix products (`addmm`, `mm`,
+//! `bmm`) run this way, several per layer. A runner gets the method's kernel scratch.
 //!
 //! A delegate call is offered to its backend the same way
 //! ([`Backend::prepare_call`](crate::delegate::Backend::prepare_call)): its record names the
@@ -32,7 +33,14 @@ pub fn prepare<'p>(
         if p.elided() || !p.proved() {
             continue;
         }
-        let ctx = KernelCtx::new(values, tensors, d.args, &mut []).with_alias_proof(*p);
+        // The call's row demand (`exec::demand`), for a preparation that computes whole
+        // outputs to refuse a call whose rows are restricted.
+        let rows = d
+            .rows
+            .map(|(v, lo, hi)| (v as usize, lo as usize, hi as usize));
+        let ctx = KernelCtx::new(values, tensors, d.args, &mut [])
+            .with_alias_proof(*p)
+            .with_rows(rows);
         d.prepared = match d.kind {
             Kind::Kernel => match prepares.get(d.index as usize) {
                 Some(Some(f)) => f(&ctx),

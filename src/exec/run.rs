@@ -137,7 +137,7 @@ impl<'p> Frame<'_, '_, 'p> {
         if let Some((p, run)) = d.prepared.and_then(|p| Some((p, p.run?))) {
             // Decided at load (`exec::prepared`); `false`: a tensor changed since, so the
             // kernel runs as usual.
-            match run(&p, self.tensors) {
+            match run(&p, self.tensors, self.scratch) {
                 Ok(true) => return Ok(pc + 1),
                 Ok(false) => {}
                 Err(source) => {

@@ -752,21 +752,26 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
     /// Scratch viewed as `n` f32 (aligned); error if it is too small. Borrowed, not taken:
     /// the operations of one delegate call (a region's products) each get it in turn.
     pub fn scratch_f32(&mut self, n: usize) -> Result<&mut [f32], KernelError> {
-        let bytes = &mut *self.scratch;
-        let off = bytes.as_ptr().align_offset(core::mem::align_of::<f32>());
-        let got = bytes.len();
-        if off > got || (got - off) / 4 < n {
-            return Err(KernelError::Scratch {
-                needed: n * 4 + 3,
-                got,
-            });
-        }
-        let (_, rest) = bytes.split_at_mut(off);
-        let (use_, _) = rest.split_at_mut(n * 4);
-        // SAFETY: `use_` is a live, exclusively borrowed byte range of exactly 4*n bytes whose
-        // start is 4-byte aligned (align_offset above); every bit pattern is a valid f32.
-        Ok(unsafe { core::slice::from_raw_parts_mut(use_.as_mut_ptr() as *mut f32, n) })
+        f32_scratch(self.scratch, n)
     }
+}
+
+/// The first `n` f32-aligned floats of a byte scratch ([`KernelCtx::scratch_f32`]; a prepared
+/// call's runner gets the scratch as bytes).
+pub fn f32_scratch(bytes: &mut [u8], n: usize) -> Result<&mut [f32], KernelError> {
+    let off = bytes.as_ptr().align_offset(core::mem::align_of::<f32>());
+    let got = bytes.len();
+    if off > got || (got - off) / 4 < n {
+        return Err(KernelError::Scratch {
+            needed: n * 4 + 3,
+            got,
+        });
+    }
+    let (_, rest) = bytes.split_at_mut(off);
+    let (use_, _) = rest.split_at_mut(n * 4);
+    // SAFETY: `use_` is a live, exclusively borrowed byte range of exactly 4*n bytes whose
+    // start is 4-byte aligned (align_offset above); every bit pattern is a valid f32.
+    Ok(unsafe { core::slice::from_raw_parts_mut(use_.as_mut_ptr() as *mut f32, n) })
 }
 
 /// The checks of [`KernelCtx::input_f32s`] and [`KernelCtx::output_f32s`]: f32, `len`

@@ -11,7 +11,7 @@ mod ctx;
 mod prepared;
 mod value;
 
-pub use ctx::{AliasProof, IntList, KernelCtx, Observer, MAX_LIST};
+pub use ctx::{f32_scratch, AliasProof, IntList, KernelCtx, Observer, MAX_LIST};
 pub use prepared::{Prepared, PreparedFn};
 pub use value::{Dynamism, TensorSlot, Value};
 

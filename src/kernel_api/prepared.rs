@@ -5,10 +5,11 @@ use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::shape::dims_eq;
 
-/// Runs a [`Prepared`] call over the method's tensor table: `Ok(true)` when it ran, `Ok(false)`
-/// (nothing read or written) when a tensor no longer is what preparing saw, and the call must
-/// take the kernel's general path.
-pub type PreparedFn = fn(&Prepared, &[TensorSlot]) -> Result<bool, KernelError>;
+/// Runs a [`Prepared`] call over the method's tensor table with the method's kernel scratch
+/// (at least what the kernel declared): `Ok(true)` when it ran, `Ok(false)` (nothing read or
+/// written) when a tensor no longer is what preparing saw, and the call must take the
+/// kernel's general path.
+pub type PreparedFn = fn(&Prepared, &[TensorSlot], &mut [u8]) -> Result<bool, KernelError>;
 
 /// A call decided at load: the kernel's runner and what it binds. The instruction loop calls
 /// `run` instead of the kernel, with no context, argument decoding or per-argument checks;
@@ -22,7 +23,7 @@ pub struct Prepared {
     /// Tensor slots of the call in the kernel's (or backend's) own order (`u32::MAX`: absent).
     pub slots: [u32; 6],
     /// Sizes decided at load (elements, rows, row length: the kernel's own meaning).
-    pub sizes: [u32; 2],
+    pub sizes: [u32; 4],
     /// One more parameter (an operation code, an epsilon's bits: the kernel's own meaning).
     pub param: u32,
 }

@@ -742,7 +742,7 @@ impl Backend for PteraBackend {
         Some(Prepared {
             run: None,
             slots,
-            sizes: [0; 2],
+            sizes: [0; 4],
             param: 0,
         })
     }

@@ -456,7 +456,7 @@ fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
             Prepared::NO_SLOT,
             Prepared::NO_SLOT,
         ],
-        sizes: [0; 2],
+        sizes: [0; 4],
         param: i as u32,
     })
 }
@@ -473,7 +473,7 @@ fn prepare_mul(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
 
 /// Runs a call prepared by [`prepare_same_shape`]: what [`same_shape_f32`] computes, over the
 /// three tensors' current (equal) shape.
-fn run_same_shape(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelError> {
+fn run_same_shape(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
     let (Some(x), Some(&(_, bop, has_alpha))) = (
         tensors.get(p.slots[0] as usize),
         SAME_SHAPE_OPS.get(p.param as usize),

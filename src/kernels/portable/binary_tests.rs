@@ -880,22 +880,22 @@ fn a_prepared_same_shape_call_runs_only_on_what_it_was_prepared_for() {
             Prepared::NO_SLOT,
             Prepared::NO_SLOT,
         ],
-        sizes: [3, 3],
+        sizes: [3, 3, 0, 0],
         param: 1,
     };
     let mut changed = base;
     changed[1].shape = Shape::new(&[1, 3]).unwrap();
-    assert!(!run_same_shape(&p, &changed).unwrap());
+    assert!(!run_same_shape(&p, &changed, &mut []).unwrap());
     let mut changed = base;
     changed[0].dtype = DType::I32;
-    assert!(!run_same_shape(&p, &changed).unwrap());
+    assert!(!run_same_shape(&p, &changed, &mut []).unwrap());
     let mut changed = base;
     changed[2].writable = false;
-    assert!(!run_same_shape(&p, &changed).unwrap());
+    assert!(!run_same_shape(&p, &changed, &mut []).unwrap());
     let mut changed = base;
     changed[2].data = core::ptr::null_mut();
-    assert!(!run_same_shape(&p, &changed).unwrap());
+    assert!(!run_same_shape(&p, &changed, &mut []).unwrap());
     assert_eq!(o, [0.0; 3]);
-    assert!(run_same_shape(&p, &base).unwrap());
+    assert!(run_same_shape(&p, &base, &mut []).unwrap());
     assert_eq!(o, [-9.0, -18.0, -27.0]);
 }

@@ -3,9 +3,11 @@
 //! f32 only; every tensor is contiguous; the output is resized to the product shape and every
 //! element is written (only the demanded rows when the program reads a subset of rows, as for
 //! last-position logits). `addmm`/`baddbmm`/`linear` broadcast their bias to the output first.
+//! `mm`, `bmm` and Linear-shaped `addmm` calls are prepared at load ([`super::matmul_prepared`]).
 
 use super::broadcast::{bcast_strides, broadcast_into};
 use super::common::{checked_prod, make_shape, need_dtype, shape_err, Ctx, Res};
+use super::matmul_prepared::{prepare_addmm, prepare_bmm, prepare_mm};
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
@@ -18,9 +20,9 @@ pub(super) const GEMM_SCRATCH: usize = GEMM_SCRATCH_F32 * 4 + 16;
 
 /// The matmul kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
-    KernelDef::with_scratch("aten::mm.out", mm_out, GEMM_SCRATCH),
-    KernelDef::with_scratch("aten::bmm.out", bmm_out, GEMM_SCRATCH),
-    KernelDef::with_scratch("aten::addmm.out", addmm_out, GEMM_SCRATCH),
+    KernelDef::with_scratch("aten::mm.out", mm_out, GEMM_SCRATCH).with_prepare(prepare_mm),
+    KernelDef::with_scratch("aten::bmm.out", bmm_out, GEMM_SCRATCH).with_prepare(prepare_bmm),
+    KernelDef::with_scratch("aten::addmm.out", addmm_out, GEMM_SCRATCH).with_prepare(prepare_addmm),
     KernelDef::with_scratch("aten::baddbmm.out", baddbmm_out, GEMM_SCRATCH),
     KernelDef::with_scratch("aten::linear.out", linear_out, GEMM_SCRATCH),
 ];
@@ -122,7 +124,7 @@ fn bmm_out(ctx: &mut Ctx<'_, '_, '_>) -> Res {
 
 /// `c[i] = alpha·a[i]·b[i] + beta·c[i]` for `nb` row-major batches.
 #[allow(clippy::too_many_arguments)]
-fn batched(
+pub(super) fn batched(
     ad: &[f32],
     bd: &[f32],
     od: &mut [f32],

@@ -46,6 +46,7 @@ pub mod fill;
 pub mod flip_roll;
 pub mod index;
 pub mod matmul;
+mod matmul_prepared;
 pub mod norm;
 pub mod pad;
 pub mod pool;

@@ -267,7 +267,7 @@ fn prepare_layer_norm(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
     Some(Prepared {
         run: Some(run_layer_norm),
         slots: [slot(0)?, affine[0], affine[1], slot(5)?, slot(6)?, slot(7)?],
-        sizes: [u32::try_from(n).ok()?, 0],
+        sizes: [u32::try_from(n).ok()?, 0, 0, 0],
         param: (eps as f32).to_bits(),
     })
 }
@@ -282,7 +282,7 @@ fn stats_of(s: &[usize], x: &[usize]) -> bool {
 
 /// Runs a call prepared by [`prepare_layer_norm`]: what [`layer_norm_f32`] computes, over the
 /// input's current rows (one statistic each).
-fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot]) -> Result<bool, KernelError> {
+fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
     let n = p.sizes[0] as usize;
     let (Some(x), Some(mt)) = (
         tensors.get(p.slots[0] as usize),
