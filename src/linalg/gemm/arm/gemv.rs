@@ -322,7 +322,8 @@ unsafe fn sme2_block(
     }
 }
 
-/// Row-major B. Preconditions (checked by [`sgemv`]): `x.len() ≥ k`, `y.len() ≥ n`,
+/// Row-major B, in blocks of 48 columns, then 16, 4 and 1. Preconditions (checked by
+/// [`sgemv`]): `x.len() ≥ k`, `y.len() ≥ n`,
 /// `(k-1)·brs + n - 1 < b.len()`, bias ≥ n.
 #[allow(clippy::too_many_arguments)]
 fn rows(
@@ -346,6 +347,29 @@ fn rows(
             finish(v, &mut y[j + l], alpha, beta, bias, j + l);
         }
         j += 48;
+    }
+    // Columns past the last 48-block: 16 at a time (four accumulators: a 32-column tail took
+    // twice a 48-block's instructions in fours), then fours, then one by one. Every column's
+    // sum is the same fused multiply-add chain in depth order whichever loop computes it.
+    while j + 16 <= n {
+        let mut acc = [0.0f32; 16];
+        // SAFETY: columns j..j+16 ≤ n of rows p < k are in `b`; Neon is baseline on AArch64.
+        unsafe {
+            let mut a = [vdupq_n_f32(0.0); 4];
+            for (p, &xp) in x[..k].iter().enumerate() {
+                let bp = b.as_ptr().add(p * brs + j);
+                for (q, aq) in a.iter_mut().enumerate() {
+                    *aq = vfmaq_n_f32(*aq, vld1q_f32(bp.add(4 * q)), xp);
+                }
+            }
+            for (q, aq) in a.iter().enumerate() {
+                vst1q_f32(acc.as_mut_ptr().add(4 * q), *aq);
+            }
+        }
+        for (l, &v) in acc.iter().enumerate() {
+            finish(v, &mut y[j + l], alpha, beta, bias, j + l);
+        }
+        j += 16;
     }
     while j + 4 <= n {
         let mut acc = [0.0f32; 4];
