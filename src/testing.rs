@@ -103,6 +103,8 @@ pub struct Inspected {
     pub outputs: Vec<TestTensor>,
     pub demands: Vec<crate::exec::demand::RowDemand>,
     pub tensors: Vec<TestTensor>,
+    /// Calls prepared at load ([`crate::method::Method::prepared_calls`]).
+    pub prepared: usize,
 }
 
 /// One-operator program builder and runner.
@@ -673,6 +675,7 @@ impl OpTest {
         let mut seen = Inspected::default();
         self.run_with(|m| {
             seen.demands = m.row_demands().to_vec();
+            seen.prepared = m.prepared_calls();
             seen.tensors = values
                 .iter()
                 .map(|&v| {

@@ -16,13 +16,14 @@
 //! row-vector and scalar operands become flat loops); f32 operands have dedicated vectorised
 //! paths, and when every operand already has the compute dtype the loops run over typed slices.
 
+use super::binary_prepared::{prepare_add, prepare_mul, prepare_sub};
 use super::broadcast::{bcast_err, bshape, is_trailing, map1, zip2};
 use super::common::{Ctx, Res};
 use super::compute::{num_kind, with_num, Ct, Float, Kind, Num};
 use super::promote::{check_cast, renormalize, Promo, Rhs};
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
-use crate::kernel_api::{KernelDef, Prepared, TensorSlot};
+use crate::kernel_api::KernelDef;
 use crate::linalg::vecmath as vec;
 use crate::shape::dims_eq;
 use crate::tensor::{TensorMut, TensorRef};
@@ -53,7 +54,7 @@ pub static KERNELS: &[KernelDef] = &[
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Ar {
+pub(super) enum Ar {
     Add,
     Sub,
     /// `other - alpha·self` (rsub).
@@ -161,7 +162,7 @@ fn arith<'a>(
 }
 
 /// Is `small` equal to `big` except for a last dim of 1 (a per-row scalar)?
-fn is_column(small: &[usize], big: &[usize]) -> bool {
+pub(super) fn is_column(small: &[usize], big: &[usize]) -> bool {
     let n = big.len();
     n >= 2 && small.len() == n && dims_eq(&small[..n - 1], &big[..n - 1]) && small[n - 1] == 1
 }
@@ -385,7 +386,7 @@ fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
 /// The operations [`same_shape_f32`] takes: the kernel's, the slice kernel's, and whether the
 /// call has an alpha (its output is then argument 3, else 2). A prepared call names its
 /// operation by index here.
-const SAME_SHAPE_OPS: [(Ar, vec::BinOp, bool); 3] = [
+pub(super) const SAME_SHAPE_OPS: [(Ar, vec::BinOp, bool); 3] = [
     (Ar::Add, vec::BinOp::Add, true),
     (Ar::Sub, vec::BinOp::Sub, true),
     (Ar::Mul, vec::BinOp::Mul, false),
@@ -411,7 +412,7 @@ fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar) -> Result<bool, KernelError
 
 /// Whether a call of `op` takes [`same_shape_f32`]: its index in [`SAME_SHAPE_OPS`] and its
 /// element count. The shapes are compared first (the cheapest refusal: broadcast calls).
-fn same_shape_call(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<(usize, usize)> {
+pub(super) fn same_shape_call(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<(usize, usize)> {
     let i = SAME_SHAPE_OPS.iter().position(|&(o, _, _)| o == op)?;
     let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
     let (xd, yd, od) = (
@@ -432,70 +433,6 @@ fn same_shape_call(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<(usize, usize)> {
         return None;
     }
     Some((i, xd.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?))
-}
-
-/// The load-time preparation of [`same_shape_f32`]'s calls: slots `[x, y, out]`, the index
-/// of the operation in [`SAME_SHAPE_OPS`] as `param`.
-fn prepare_same_shape(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
-    if ctx.named_elsewhere(0) || ctx.named_elsewhere(1) {
-        return None;
-    }
-    let (i, _) = same_shape_call(ctx, op)?;
-    let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
-    if ctx.nargs() != out_arg + 2 {
-        return None;
-    }
-    let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
-    Some(Prepared {
-        run: Some(run_same_shape),
-        slots: [
-            slot(0)?,
-            slot(1)?,
-            slot(out_arg)?,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-        ],
-        sizes: [0; 4],
-        param: i as u32,
-    })
-}
-
-fn prepare_add(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_same_shape(ctx, Ar::Add)
-}
-fn prepare_sub(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_same_shape(ctx, Ar::Sub)
-}
-fn prepare_mul(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_same_shape(ctx, Ar::Mul)
-}
-
-/// Runs a call prepared by [`prepare_same_shape`]: what [`same_shape_f32`] computes, over the
-/// three tensors' current (equal) shape.
-fn run_same_shape(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
-    let (Some(x), Some(&(_, bop, has_alpha))) = (
-        tensors.get(p.slots[0] as usize),
-        SAME_SHAPE_OPS.get(p.param as usize),
-    ) else {
-        return Ok(false);
-    };
-    let dims = x.shape.dims();
-    // SAFETY: this record's runner during its call (the instruction loop calls it only for
-    // the call prepared at load, whose output was proved to overlap no other argument).
-    let bound = unsafe {
-        (
-            p.input_f32(tensors, 0, dims),
-            p.input_f32(tensors, 1, dims),
-            p.output_f32(tensors, 2, dims),
-        )
-    };
-    let (Some(xs), Some(ys), Some(os)) = bound else {
-        return Ok(false);
-    };
-    let out_arg = if has_alpha { 3 } else { 2 };
-    vec::binary(bop, xs, ys, os).map_err(|_| bcast_err(out_arg))?;
-    Ok(true)
 }
 
 /// `[self, Scalar other, (alpha,) out, out]`.

@@ -32,6 +32,7 @@
 use crate::kernel_api::KernelDef;
 
 pub mod binary;
+mod binary_prepared;
 mod broadcast;
 pub mod cast;
 mod common;

@@ -1,0 +1,182 @@
+//! f32 `add`, `sub` (alpha 1) and `mul` calls prepared at load (`exec::prepared`): the
+//! operation and how the operands meet (the [`Form`]: same shape, one operand a single
+//! element, a trailing row repeated, a per-row scalar) are decided once; each run checks
+//! that the tensors still meet that way and calls the slice kernel the general path
+//! ([`super::binary`]'s f32 fast path) would call for them, so the bits are the same. A call
+//! whose tensors changed since returns to the general path.
+//!
+//! A transformer's residual adds are the same shape; its GELU's scalings are a tensor by a
+//! one-element constant, its attention mask a `[1, 1, T, T]` row added to every head.
+
+use super::binary::{is_column, Ar, SAME_SHAPE_OPS};
+use super::broadcast::{bcast_err, is_trailing};
+use super::common::Ctx;
+use crate::dtype::{DType, Scalar};
+use crate::error::KernelError;
+use crate::kernel_api::{Prepared, TensorSlot};
+use crate::linalg::vecmath as vec;
+use crate::shape::dims_eq;
+
+/// How the operands `x` and `y` of a call meet in its output `o` (`o` has the broadcast
+/// shape of the two): in the order the general path tries them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+enum Form {
+    /// `x`, `y` and `o` of one shape.
+    Same = 0,
+    /// `x` of `o`'s shape, `y` one element (`vec::binary_scalar`).
+    Scalar = 1,
+    /// `y` of `o`'s shape, `x` one element (`vec::scalar_binary`).
+    ScalarFirst = 2,
+    /// `x` of `o`'s shape, `y` its trailing dims (`vec::binary_row`).
+    Row = 3,
+    /// `y` of `o`'s shape, `x` its trailing dims (`vec::row_binary`).
+    RowFirst = 4,
+    /// `x` of `o`'s shape, `y` one value per row (`vec::binary_col`).
+    Column = 5,
+}
+
+const FORMS: [Form; 6] = [
+    Form::Same,
+    Form::Scalar,
+    Form::ScalarFirst,
+    Form::Row,
+    Form::RowFirst,
+    Form::Column,
+];
+
+fn numel(d: &[usize]) -> Option<usize> {
+    d.iter().try_fold(1usize, |a, &v| a.checked_mul(v))
+}
+
+/// The form of operands of dims `xd` and `yd` written to an output of dims `od`, when the
+/// general path's f32 fast path takes them with that slice kernel and `od` is their
+/// broadcast shape (the full operand has `od`'s dims, the other no more dims than `od`).
+fn form(xd: &[usize], yd: &[usize], od: &[usize]) -> Option<Form> {
+    let n = numel(od)?;
+    let (xn, yn) = (numel(xd)?, numel(yd)?);
+    let (x_full, y_full) = (dims_eq(xd, od), dims_eq(yd, od));
+    let fits = |d: &[usize]| d.len() <= od.len();
+    // The general path's order (`arith_f32_fast`), by element counts; the dims then decide
+    // whether the shapes are the ones that branch gives.
+    let f = if xn == n && yn == n {
+        Form::Same
+    } else if xn == n && yn == 1 {
+        Form::Scalar
+    } else if yn == n && xn == 1 {
+        Form::ScalarFirst
+    } else if xn == n && is_trailing(yd, od) {
+        Form::Row
+    } else if yn == n && is_trailing(xd, od) {
+        Form::RowFirst
+    } else if xn == n && dims_eq(xd, od) && is_column(yd, od) {
+        Form::Column
+    } else {
+        return None;
+    };
+    let shapes = match f {
+        Form::Same => x_full && y_full,
+        Form::Scalar | Form::Row | Form::Column => x_full && fits(yd),
+        Form::ScalarFirst | Form::RowFirst => y_full && fits(xd),
+    };
+    shapes.then_some(f)
+}
+
+/// The load-time preparation of an f32 `op` call: slots `[x, y, out]`, `param` the index of
+/// the operation in [`SAME_SHAPE_OPS`] and the form's code times 256.
+fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
+    if ctx.named_elsewhere(0) || ctx.named_elsewhere(1) {
+        return None;
+    }
+    let i = SAME_SHAPE_OPS.iter().position(|&(o, _, _)| o == op)?;
+    let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
+    if ctx.nargs() != out_arg + 2 {
+        return None;
+    }
+    for a in [0, 1, out_arg] {
+        if ctx.out_dtype(a).ok()? != DType::F32 {
+            return None;
+        }
+    }
+    // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's error).
+    if out_arg == 3 && !matches!(ctx.scalar(2), Ok(Scalar::Int(1)) | Ok(Scalar::Double(1.0))) {
+        return None;
+    }
+    let f = form(
+        ctx.dims(0).ok()?,
+        ctx.dims(1).ok()?,
+        ctx.dims(out_arg).ok()?,
+    )?;
+    let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
+    Some(Prepared {
+        run: Some(run_binary),
+        slots: [
+            slot(0)?,
+            slot(1)?,
+            slot(out_arg)?,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+        ],
+        sizes: [0; 4],
+        param: i as u32 | (f as u32) << 8,
+    })
+}
+
+pub(super) fn prepare_add(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    prepare_binary(ctx, Ar::Add)
+}
+pub(super) fn prepare_sub(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    prepare_binary(ctx, Ar::Sub)
+}
+pub(super) fn prepare_mul(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
+    prepare_binary(ctx, Ar::Mul)
+}
+
+/// Runs a call prepared by [`prepare_binary`] over the three tensors' current shapes, when
+/// they still meet in the prepared form: the slice kernel of that form.
+pub(super) fn run_binary(
+    p: &Prepared,
+    tensors: &[TensorSlot],
+    _: &mut [u8],
+) -> Result<bool, KernelError> {
+    let (Some(x), Some(y), Some(o), Some(&(_, bop, has_alpha)), Some(&want)) = (
+        tensors.get(p.slots[0] as usize),
+        tensors.get(p.slots[1] as usize),
+        tensors.get(p.slots[2] as usize),
+        SAME_SHAPE_OPS.get((p.param & 0xff) as usize),
+        FORMS.get((p.param >> 8) as usize),
+    ) else {
+        return Ok(false);
+    };
+    let (xd, yd, od) = (x.shape.dims(), y.shape.dims(), o.shape.dims());
+    if form(xd, yd, od) != Some(want) {
+        return Ok(false);
+    }
+    // SAFETY: this record's runner during its call (the instruction loop calls it only for
+    // the call prepared at load, whose output was proved to overlap no other argument).
+    let bound = unsafe {
+        (
+            p.input_f32(tensors, 0, xd),
+            p.input_f32(tensors, 1, yd),
+            p.output_f32(tensors, 2, od),
+        )
+    };
+    let (Some(xs), Some(ys), Some(os)) = bound else {
+        return Ok(false);
+    };
+    let r = match want {
+        Form::Same => vec::binary(bop, xs, ys, os),
+        Form::Scalar => vec::binary_scalar(bop, xs, ys[0], os),
+        Form::ScalarFirst => vec::scalar_binary(bop, xs[0], ys, os),
+        Form::Row => vec::binary_row(bop, xs, ys, os),
+        Form::RowFirst => vec::row_binary(bop, xs, ys, os),
+        Form::Column => vec::binary_col(bop, xs, ys, os),
+    };
+    r.map_err(|_| bcast_err(if has_alpha { 3 } else { 2 }))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+#[path = "binary_prepared_tests.rs"]
+mod tests;

@@ -1,0 +1,164 @@
+//! Prepared f32 adds, subtractions and multiplies: each form prepared at load and giving the
+//! exact IEEE results of the operation, and the runner's refusals.
+
+use super::*;
+use crate::kernel_api::Dynamism;
+use crate::shape::Shape;
+use crate::testing::{OpTest, Rng};
+use std::vec::Vec;
+
+/// One call of `op` on operands of dims `xd` and `yd`, output `od`: whether it was prepared,
+/// and whether every output element is exactly `x op y` at its broadcast positions.
+fn prepared_and_exact(op: &str, xd: &[usize], yd: &[usize], od: &[usize]) -> (bool, bool) {
+    let mut rng = Rng(5);
+    let (xn, yn) = (xd.iter().product::<usize>(), yd.iter().product::<usize>());
+    let (x, y) = (rng.vec(xn), rng.vec(yn));
+    let mut t = OpTest::new(op);
+    let (ix, iy) = (t.input_f32(xd, &x), t.input_f32(yd, &y));
+    let o = t.output(DType::F32, od);
+    if op == "aten::mul.out" {
+        t.call(&[ix, iy, o, o]);
+    } else {
+        let one = t.int(1);
+        t.call(&[ix, iy, one, o, o]);
+    }
+    let r = t.run_inspect(&[]).unwrap();
+    let got = r.outputs[0].f32();
+    let at = |d: &[usize], v: &[f32], i: usize| {
+        // The element of an operand of dims `d` that output index `i` reads (broadcast).
+        let mut rem = i;
+        let mut idx = 0usize;
+        let mut stride = 1usize;
+        for (k, &on) in od.iter().enumerate().rev() {
+            let c = rem % on;
+            rem /= on;
+            let dk = (k + d.len()).checked_sub(od.len());
+            if let Some(dk) = dk {
+                if d[dk] != 1 {
+                    idx += c * stride;
+                }
+                stride *= d[dk];
+            }
+        }
+        v[idx]
+    };
+    let exact = got.iter().enumerate().all(|(i, g)| {
+        let (a, b) = (at(xd, &x, i), at(yd, &y, i));
+        let want = match op {
+            "aten::add.out" => a + b,
+            "aten::sub.out" => a - b,
+            _ => a * b,
+        };
+        g.to_bits() == want.to_bits()
+    });
+    (
+        r.prepared == 1,
+        exact && got.len() == od.iter().product::<usize>(),
+    )
+}
+
+/// Every form, on odd sizes, for each operation: prepared, and the exact results.
+#[test]
+fn each_form_is_prepared_and_exact() {
+    let cases: [(&[usize], &[usize], &[usize]); 8] = [
+        (&[3, 17], &[3, 17], &[3, 17]),
+        (&[1, 5, 129], &[], &[1, 5, 129]),
+        (&[1], &[17, 3], &[17, 3]),
+        (&[2, 3, 17], &[17], &[2, 3, 17]),
+        (&[1, 4, 3, 3], &[1, 1, 3, 3], &[1, 4, 3, 3]),
+        (&[1, 129], &[3, 129], &[3, 129]),
+        (&[5, 17], &[5, 1], &[5, 17]),
+        (&[1, 1, 1], &[1, 1, 1], &[1, 1, 1]),
+    ];
+    for op in ["aten::add.out", "aten::sub.out", "aten::mul.out"] {
+        for (xd, yd, od) in cases {
+            assert_eq!(
+                prepared_and_exact(op, xd, yd, od),
+                (true, true),
+                "{op} {xd:?} {yd:?}"
+            );
+        }
+    }
+}
+
+/// Operands the fast path does not take as one of the forms (a broadcast on both sides, a
+/// middle dim) are not prepared, and the general path still gives the exact results.
+#[test]
+fn other_broadcasts_are_left_to_the_general_path() {
+    let cases: [(&[usize], &[usize], &[usize]); 3] = [
+        (&[3, 1], &[1, 4], &[3, 4]),
+        (&[2, 3, 4], &[2, 1, 4], &[2, 3, 4]),
+        (&[3, 4], &[1, 1, 3, 4], &[1, 1, 3, 4]),
+    ];
+    for (xd, yd, od) in cases {
+        assert_eq!(
+            prepared_and_exact("aten::add.out", xd, yd, od),
+            (false, true),
+            "{xd:?} {yd:?}"
+        );
+    }
+}
+
+/// A prepared call runs when its tensors are what preparing saw, and leaves the call to the
+/// general path (nothing written) when a shape no longer meets the prepared form, a dtype,
+/// the output's writability or its data changed since.
+#[test]
+fn a_prepared_call_runs_only_on_what_it_was_prepared_for() {
+    let mut x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut y = [10.0f32, 20.0, 30.0];
+    let mut o = [0.0f32; 6];
+    let slot = |p: *mut f32, dims: &[usize], n: usize| TensorSlot {
+        dtype: DType::F32,
+        dynamism: Dynamism::Static,
+        planned: true,
+        writable: true,
+        contiguous: true,
+        dim_order: core::array::from_fn(|i| i as u8),
+        shape: Shape::new(dims).unwrap(),
+        data: p as *mut u8,
+        capacity: 4 * n,
+    };
+    let base = [
+        slot(x.as_mut_ptr(), &[2, 3], 6),
+        slot(y.as_mut_ptr(), &[3], 3),
+        slot(o.as_mut_ptr(), &[2, 3], 6),
+    ];
+    // Subtraction (index 1), a trailing row.
+    let p = Prepared {
+        run: Some(run_binary),
+        slots: [
+            0,
+            1,
+            2,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+            Prepared::NO_SLOT,
+        ],
+        sizes: [0; 4],
+        param: 1 | (Form::Row as u32) << 8,
+    };
+    let mut changes: Vec<[TensorSlot; 3]> = Vec::new();
+    let mut c = base;
+    c[1].shape = Shape::new(&[1, 3]).unwrap();
+    changes.push(c); // still a trailing row, but [1, 3]: runs (below)
+    let mut c = base;
+    c[1].shape = Shape::new(&[2, 1]).unwrap();
+    c[1].capacity = 8;
+    changes.push(c); // a column now: another form
+    let mut c = base;
+    c[0].dtype = DType::I32;
+    changes.push(c);
+    let mut c = base;
+    c[2].writable = false;
+    changes.push(c);
+    let mut c = base;
+    c[2].data = core::ptr::null_mut();
+    changes.push(c);
+    for (i, c) in changes.iter().enumerate().skip(1) {
+        assert!(!run_binary(&p, c, &mut []).unwrap(), "change {i}");
+    }
+    assert_eq!(o, [0.0; 6]);
+    assert!(run_binary(&p, &changes[0], &mut []).unwrap());
+    assert!(run_binary(&p, &base, &mut []).unwrap());
+    assert_eq!(o, [-9.0, -18.0, -27.0, -6.0, -15.0, -24.0]);
+}
