@@ -463,6 +463,12 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         Ok(self.tensors[self.slot_of(arg)?].shape.dims())
     }
 
+    /// The table entry of argument `arg`'s tensor: dtype, dynamism, layout (what a load-time
+    /// preparation inspects).
+    pub fn entry(&self, arg: usize) -> Result<&TensorSlot, KernelError> {
+        Ok(&self.tensors[self.slot_of(arg)?])
+    }
+
     /// The f32 input at `arg`, which must hold exactly `len` elements, bound to its storage
     /// with the checks of a view ([`input_raw`](Self::input_raw)) and none of its copies.
     #[inline]

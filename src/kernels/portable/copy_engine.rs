@@ -456,7 +456,7 @@ pub(super) fn copy_swapped(
 
 /// [`copy_swapped`] on elements `T` (`per_word`: elements per 8 bytes, for the split
 /// decision), lengths checked by the caller.
-fn swap_runs<T: Copy + Send + Sync>(
+pub(super) fn swap_runs<T: Copy + Send + Sync>(
     src: &[T],
     dst: &mut [T],
     (a, b, d): (usize, usize, usize),

@@ -60,6 +60,7 @@ pub mod softmax;
 pub mod tril;
 pub mod unary;
 pub mod view;
+mod view_prepared;
 
 #[cfg(test)]
 mod registry_tests;

@@ -10,6 +10,7 @@ use super::common::{
     value_err, wrap, Ctx, Res,
 };
 use super::copy_engine::{copy_same, copy_swapped, copy_view, View};
+use super::view_prepared::prepare_permute;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::tensor::{Shape, TensorRef, MAX_RANK};
@@ -21,7 +22,7 @@ pub static KERNELS: &[KernelDef] = &[
     KernelDef::new("aten::squeeze_copy.dims_out", squeeze_copy_dims_out),
     KernelDef::new("aten::squeeze_copy.dim_out", squeeze_copy_dim_out),
     KernelDef::new("aten::squeeze_copy.out", squeeze_copy_out),
-    KernelDef::new("aten::permute_copy.out", permute_copy_out),
+    KernelDef::new("aten::permute_copy.out", permute_copy_out).with_prepare(prepare_permute),
     KernelDef::new("aten::transpose_copy.int_out", transpose_copy_int_out),
     KernelDef::new("aten::t_copy.out", t_copy_out),
     KernelDef::new("aten::expand_copy.out", expand_copy_out),
@@ -179,7 +180,7 @@ fn permuted_copy(ctx: &mut Ctx, x: &TensorRef, perm: &[usize], out_arg: usize) -
 
 /// A permute that [`permuted_copy`] does without the copy engine's plan.
 #[derive(Debug, PartialEq)]
-enum RunsOrder {
+pub(super) enum RunsOrder {
     /// The output has the input's bytes (only size-1 dims move).
     Same,
     /// The input is `[a, b, d]` and the output `[b, a, d]`: runs of `d` elements move whole
@@ -193,7 +194,7 @@ enum RunsOrder {
 /// (second, first, third) a [`RunsOrder::Swap`] (the head permutes of attention, `[1, T, H,
 /// D]` ↔ `[1, H, T, D]`). `None` for anything else (a transpose of the innermost dims, a
 /// rotation of three blocks, ...).
-fn runs_order(dims: &[usize], perm: &[usize]) -> Option<RunsOrder> {
+pub(super) fn runs_order(dims: &[usize], perm: &[usize]) -> Option<RunsOrder> {
     // The next input dim after `q` that is not of size 1.
     let next = |q: usize| (q + 1..dims.len()).find(|&i| dims[i] != 1);
     // Blocks in output order: (first input dim, last input dim, elements).
