@@ -1,9 +1,11 @@
-//! f32 `permute_copy` calls that move whole runs (the head permutes of attention, `[1, T, H,
-//! D]` ↔ `[1, H, T, D]`: [`RunsOrder::Swap`]) prepared at load (`exec::prepared`): the
-//! permutation is read and reduced to its swap once, and each run binds the two tensors and
-//! moves the runs as the general path ([`super::view`]) does. Both tensors must be static
-//! (their shapes cannot change after load, so the swap stays right); the runner still checks
-//! their dtype and binding, and a call whose tensors changed returns to the general path.
+//! f32 `permute_copy` calls prepared at load (`exec::prepared`) when they move whole runs
+//! (the head permutes of attention, `[1, T, H, D]` ↔ `[1, H, T, D]`: [`RunsOrder::Swap`]) or
+//! transpose the last two dims (a weight `[N, K]` → `[K, N]`, keys `[.., T, D]` → `[.., D,
+//! T]`): the permutation is read and reduced once, and each run binds the two tensors and
+//! moves the elements (a copy: the bits are the input's whichever way they move). Both
+//! tensors must be static (their shapes cannot change after load, so the reduction stays
+//! right); the runner still checks their dtype and binding, and a call whose tensors changed
+//! returns to the general path ([`super::view`]).
 
 use super::common::{wrap, Ctx};
 use super::copy_engine::swap_runs;
@@ -11,10 +13,19 @@ use super::view::{runs_order, RunsOrder};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::{Dynamism, Prepared, TensorSlot};
+use crate::linalg::vecmath as vec;
+use crate::parallel;
 use crate::tensor::MAX_RANK;
 
-/// `aten::permute_copy.out(self, dims, *, out)`: slots `[self, out]`, sizes the swap's
-/// `[a, b, d]` (input `[a, b, d]`, output `[b, a, d]`).
+/// `Prepared::param` of a swap of runs: sizes `[a, b, d]`, input `[a, b, d]`, output `[b, a,
+/// d]`.
+const SWAP: u32 = 0;
+/// `Prepared::param` of a transpose of the last two dims: sizes `[batches, a, b]`, input
+/// `[batches, a, b]`, output `[batches, b, a]`.
+const TRANSPOSE: u32 = 1;
+
+/// `aten::permute_copy.out(self, dims, *, out)`: slots `[self, out]`, the reduction in
+/// `param` ([`SWAP`] or [`TRANSPOSE`]) and its sizes.
 pub(super) fn prepare_permute(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
     if ctx.nargs() != 4 || ctx.named_elsewhere(0) {
         return None;
@@ -48,8 +59,18 @@ pub(super) fn prepare_permute(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
     if od.len() != r || perm.iter().zip(od).any(|(&p, &o)| xd[p] != o) {
         return None;
     }
-    let Some(RunsOrder::Swap(a, b, d)) = runs_order(xd, perm) else {
-        return None;
+    let ((a, b, d), param) = match runs_order(xd, perm) {
+        Some(RunsOrder::Swap(a, b, d)) => ((a, b, d), SWAP),
+        _ if r >= 2
+            && perm[..r - 2].iter().enumerate().all(|(i, &p)| p == i)
+            && (perm[r - 2], perm[r - 1]) == (r - 1, r - 2) =>
+        {
+            let batches = xd[..r - 2]
+                .iter()
+                .try_fold(1usize, |v, &x| v.checked_mul(x))?;
+            ((batches, xd[r - 2], xd[r - 1]), TRANSPOSE)
+        }
+        _ => return None,
     };
     let size = |v: usize| u32::try_from(v).ok();
     Some(Prepared {
@@ -63,11 +84,13 @@ pub(super) fn prepare_permute(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
             Prepared::NO_SLOT,
         ],
         sizes: [size(a)?, size(b)?, size(d)?, 0],
-        param: 0,
+        param,
     })
 }
 
-/// Runs a call prepared by [`prepare_permute`]: the runs of `[a, b, d]` moved to `[b, a, d]`.
+/// Runs a call prepared by [`prepare_permute`]: the runs of `[a, b, d]` moved to `[b, a, d]`,
+/// or each of the `batches` `[a, b]` matrices transposed, in groups of 4 output rows across
+/// the cores.
 fn run_permute(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
     let (Some(x), Some(o)) = (
         tensors.get(p.slots[0] as usize),
@@ -94,7 +117,45 @@ fn run_permute(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<boo
     if xs.len() != a * b * d || os.len() != xs.len() {
         return Ok(false);
     }
-    swap_runs(xs, os, (a, b, d), 1, 2)?;
+    if p.param == SWAP {
+        swap_runs(xs, os, (a, b, d), 1, 2)?;
+        return Ok(true);
+    }
+    // A transpose: `a` batches of `b × d` matrices; unit `u` is output rows `4g .. 4g + 4` of
+    // batch `u / groups` (output row `i` is input column `i`); a part transposes its units of
+    // each matrix in one call.
+    let (batches, rows, cols) = (a, b, d);
+    let groups = cols.div_ceil(4);
+    let errors = parallel::FirstError::default();
+    let out = parallel::SharedSlice::new(os);
+    let move_units = |lo: usize, hi: usize| {
+        let mut u = lo;
+        while u < hi {
+            // The units of one matrix in this range: one call.
+            let (m, g0) = (u / groups, u % groups);
+            let g1 = groups.min(g0 + (hi - u));
+            u += g1 - g0;
+            let (i0, i1) = (4 * g0, (4 * g1).min(cols));
+            let base = m * rows * cols;
+            // SAFETY: output rows i0..i1 of matrix m belong to this unit alone.
+            let dst = unsafe { out.range(base + i0 * rows, base + i1 * rows) };
+            let r = match xs.get(base + i0..base + rows * cols) {
+                Some(src) => vec::transpose32(src, cols, dst, rows, i1 - i0, rows),
+                None => Err(KernelError::Shape {
+                    arg: 2,
+                    detail: "permute: output size does not match the input",
+                }),
+            };
+            if let Err(e) = r {
+                errors.put(e);
+            }
+        }
+    };
+    let units = batches * groups;
+    if !parallel::try_split(units, 8 * rows, |lo, hi, _| move_units(lo, hi)) {
+        move_units(0, units);
+    }
+    errors.result()?;
     Ok(true)
 }
 

@@ -1,5 +1,5 @@
-//! Prepared head permutes: prepared at load when they move whole runs, the general path's
-//! output, and the runner's refusals.
+//! Prepared permutes: prepared at load when they move whole runs or transpose the last two
+//! dims, the reference output, and the runner's refusals.
 
 use super::*;
 use crate::shape::Shape;
@@ -37,19 +37,25 @@ fn permute(xd: &[usize], perm: &[i64]) -> (bool, bool) {
 }
 
 #[test]
-fn head_permutes_are_prepared_and_exact() {
+fn head_permutes_and_transposes_are_prepared_and_exact() {
     for (xd, perm) in [
         (&[1usize, 5, 3, 7][..], &[0i64, 2, 1, 3][..]),
         (&[1, 3, 5, 7], &[0, 2, 1, 3]),
         (&[2, 17, 3], &[1, 0, 2]),
         (&[4, 3, 129], &[1, 0, 2]),
+        // Transposes of the last two dims: weights, batched keys, odd edges.
+        (&[3, 5], &[1, 0]),
+        (&[1, 3, 5, 7], &[0, 1, 3, 2]),
+        (&[2, 17, 129], &[0, 2, 1]),
+        (&[1, 1], &[1, 0]),
+        (&[64, 192], &[1, 0]),
     ] {
         assert_eq!(permute(xd, perm), (true, true), "{xd:?} {perm:?}");
     }
-    // Transposes of the innermost dims take the copy engine's plan: not prepared.
+    // Rotations take the copy engine's plan: not prepared.
     for (xd, perm) in [
-        (&[1usize, 3, 5, 7][..], &[0i64, 1, 3, 2][..]),
-        (&[3, 5], &[1, 0]),
+        (&[2usize, 3, 4][..], &[2i64, 0, 1][..]),
+        (&[3, 5, 7], &[1, 2, 0]),
     ] {
         assert_eq!(permute(xd, perm), (false, true), "{xd:?} {perm:?}");
     }
