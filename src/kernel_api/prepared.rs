@@ -52,6 +52,61 @@ impl Prepared {
             .then_some((t, n))
     }
 
+    /// The tensor of slot position `i` and its byte count, if it is a contiguous tensor whose
+    /// data is bound (or empty) within its capacity: the byte view of an identity copy.
+    #[inline]
+    fn byte_slot<'t>(
+        &self,
+        tensors: &'t [TensorSlot],
+        i: usize,
+    ) -> Option<(&'t TensorSlot, usize)> {
+        let t = tensors.get(*self.slots.get(i)? as usize)?;
+        let n = t
+            .shape
+            .dims()
+            .iter()
+            .try_fold(t.dtype.size(), |a, &d| a.checked_mul(d))?;
+        (t.contiguous && (n == 0 || (n <= t.capacity && !t.data.is_null()))).then_some((t, n))
+    }
+
+    /// Slot position `i`'s bytes as an input (`None`: not a bound contiguous tensor).
+    ///
+    /// # Safety
+    /// As [`Prepared::input_f32`].
+    #[inline]
+    pub unsafe fn input_bytes<'a>(&self, tensors: &[TensorSlot], i: usize) -> Option<&'a [u8]> {
+        let (t, n) = self.byte_slot(tensors, i)?;
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: n bytes of bound storage within the tensor's capacity (checked), readable and
+        // not written by the call (this function's contract).
+        Some(unsafe { core::slice::from_raw_parts(t.data, n) })
+    }
+
+    /// Slot position `i`'s bytes as the call's writable output (`None`: not a bound, writable
+    /// contiguous tensor).
+    ///
+    /// # Safety
+    /// As [`Prepared::output_f32`].
+    #[inline]
+    pub unsafe fn output_bytes<'a>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+    ) -> Option<&'a mut [u8]> {
+        let (t, n) = self.byte_slot(tensors, i)?;
+        if !t.writable {
+            return None;
+        }
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: as `input_bytes`; the output overlaps no other argument of the call and is
+        // bound once (the contract).
+        Some(unsafe { core::slice::from_raw_parts_mut(t.data, n) })
+    }
+
     /// Slot position `i` as an f32 input of `dims` (`None`: it no longer is one).
     ///
     /// # Safety

@@ -12,22 +12,28 @@ use super::common::{shape_err, value_err, Ctx, Res};
 use super::compute::{kind, with_ct, Ct};
 use super::convert::convert_run;
 use super::copy_engine::{convert_view, copy_same, copy_view, View};
+use super::copy_prepared::{
+    prepare_clone, prepare_dim_order_copy, prepare_plain_copy, prepare_to_copy,
+};
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::tensor::{TensorMut, TensorRef, MAX_RANK};
 
 /// The cast, copy and dim-order kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
-    KernelDef::new("aten::_to_copy.out", to_copy_out),
-    KernelDef::new("aten::clone.out", clone_out),
-    KernelDef::new("aten::alias_copy.out", alias_copy_out),
-    KernelDef::new("aten::detach_copy.out", detach_copy_out),
-    KernelDef::new("aten::lift_fresh_copy.out", lift_fresh_copy_out),
-    KernelDef::new("dim_order_ops::_clone_dim_order.out", clone_dim_order_out),
+    KernelDef::new("aten::_to_copy.out", to_copy_out).with_prepare(prepare_to_copy),
+    KernelDef::new("aten::clone.out", clone_out).with_prepare(prepare_clone),
+    KernelDef::new("aten::alias_copy.out", alias_copy_out).with_prepare(prepare_plain_copy),
+    KernelDef::new("aten::detach_copy.out", detach_copy_out).with_prepare(prepare_plain_copy),
+    KernelDef::new("aten::lift_fresh_copy.out", lift_fresh_copy_out)
+        .with_prepare(prepare_plain_copy),
+    KernelDef::new("dim_order_ops::_clone_dim_order.out", clone_dim_order_out)
+        .with_prepare(prepare_dim_order_copy),
     KernelDef::new(
         "dim_order_ops::_to_dim_order_copy.out",
         to_dim_order_copy_out,
-    ),
+    )
+    .with_prepare(prepare_dim_order_copy),
 ];
 
 /// Elementwise copy of `x` into `out` (same numel) converting to out's dtype like C++

@@ -42,6 +42,7 @@ pub mod concat;
 pub mod conv;
 mod convert;
 mod copy_engine;
+mod copy_prepared;
 pub mod cumsum;
 pub mod fill;
 pub mod flip_roll;

@@ -10,6 +10,7 @@ use super::common::{
     value_err, wrap, Ctx, Res,
 };
 use super::copy_engine::{copy_same, copy_swapped, copy_view, View};
+use super::copy_prepared::prepare_expand;
 use super::view_prepared::prepare_permute;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
@@ -25,7 +26,7 @@ pub static KERNELS: &[KernelDef] = &[
     KernelDef::new("aten::permute_copy.out", permute_copy_out).with_prepare(prepare_permute),
     KernelDef::new("aten::transpose_copy.int_out", transpose_copy_int_out),
     KernelDef::new("aten::t_copy.out", t_copy_out),
-    KernelDef::new("aten::expand_copy.out", expand_copy_out),
+    KernelDef::new("aten::expand_copy.out", expand_copy_out).with_prepare(prepare_expand),
     KernelDef::new("aten::repeat.out", repeat_out),
 ];
 
