@@ -228,6 +228,9 @@ fn split_into(
     let outer = prod(&x.dims()[..dim]);
     let inner = prod(&x.dims()[dim + 1..]);
     let src = x.bytes();
+    if outer > 1 && count <= SPLIT_ROWS_MAX {
+        return split_rows(ctx, x, dim, count, &size_of, keep_dim, out_arg);
+    }
     let mut off = 0usize;
     for k in 0..count {
         let sz = size_of(k);
@@ -259,6 +262,74 @@ fn split_into(
             }
         }
         off += sz;
+    }
+    Ok(())
+}
+
+/// Most pieces [`split_rows`] binds at once.
+const SPLIT_ROWS_MAX: usize = 16;
+
+/// [`split_into`] for pieces of rows (`dim` not the outermost non-trivial dim): every
+/// output bound first, then all their rows copied in one parallel step (the query, key and
+/// value of an attention layer split from one product: 3 × T rows, too few per output to
+/// split each alone). The checks were made by the caller.
+fn split_rows(
+    ctx: &mut Ctx,
+    x: &TensorRef,
+    dim: usize,
+    count: usize,
+    size_of: &impl Fn(usize) -> usize,
+    keep_dim: bool,
+    out_arg: usize,
+) -> Res {
+    let es = x.dtype().size();
+    let total = x.dims()[dim];
+    let outer = prod(&x.dims()[..dim]);
+    let inner = prod(&x.dims()[dim + 1..]);
+    let src = x.bytes();
+    let stride = total * inner * es;
+    // Per piece: its output, its row width in bytes and where its rows start in a row of x.
+    let mut pieces: heapless::Vec<(parallel::SharedSlice<'_, u8>, usize, usize), SPLIT_ROWS_MAX> =
+        heapless::Vec::new();
+    let mut off = 0usize;
+    for k in 0..count {
+        let sz = size_of(k);
+        let mut shape = *x.shape();
+        if keep_dim {
+            shape.dims_mut()[dim] = sz;
+        } else {
+            shape.remove(dim);
+        }
+        let mut out = ctx.list_output(out_arg, k, &shape)?;
+        let w = sz * inner * es;
+        let dst = out
+            .bytes_mut()
+            .get_mut(..outer * w)
+            .ok_or(shape_err(out_arg, "split output too small"))?;
+        let dst = parallel::SharedSlice::new(dst);
+        if pieces.push((dst, w, off * inner * es)).is_err() {
+            return Err(shape_err(out_arg, "too many split outputs"));
+        }
+        off += sz;
+    }
+    // Unit u: row u % outer of piece u / outer (about one instruction per 16 bytes).
+    let units = count * outer;
+    let work = stride / count.max(1) / 16 + 8;
+    let copy = |lo: usize, hi: usize| {
+        for u in lo..hi {
+            let (k, o) = (u / outer, u % outer);
+            if let Some((dst, w, base)) = pieces.get(k) {
+                // SAFETY: row o of piece k belongs to unit u alone.
+                let row = unsafe { dst.range(o * w, (o + 1) * w) };
+                let s0 = o * stride + base;
+                if let Some(s) = src.get(s0..s0 + row.len()) {
+                    row.copy_from_slice(s);
+                }
+            }
+        }
+    };
+    if !parallel::try_split(units, work, |lo, hi, _| copy(lo, hi)) {
+        copy(0, units);
     }
     Ok(())
 }

@@ -198,3 +198,49 @@ fn split_with_sizes_split_and_unbind() {
         assert_eq!(r[k].i64(), v[k * 2..k * 2 + 2].to_vec());
     }
 }
+
+/// Pieces of rows (an attention layer's query, key and value split from one product) are
+/// copied in one step over every output's rows: the same bytes on one core and on 2- and
+/// 4-core teams, which split it.
+#[test]
+fn row_pieces_split_in_one_step_across_a_team() {
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    for (t_rows, widths) in [
+        (17usize, &[8usize, 8, 8][..]),
+        (3, &[5, 0, 129]),
+        (64, &[64, 64, 64]),
+    ] {
+        let c: usize = widths.iter().sum();
+        let x = data(t_rows * c, 7);
+        let run = || {
+            let mut t = OpTest::new("aten::split_with_sizes_copy.out");
+            let a = t.input_f32(&[1, t_rows, c], &x);
+            let sizes: Vec<i64> = widths.iter().map(|&w| w as i64).collect();
+            let s = t.int_list(&sizes);
+            let dm = t.int(2);
+            let outs: Vec<i32> = widths
+                .iter()
+                .map(|&w| t.output(DType::F32, &[1, t_rows, w]))
+                .collect();
+            let l = t.tensor_list(&outs);
+            let l2 = t.tensor_list(&outs);
+            t.call(&[a, s, dm, l, l2]);
+            t.run().unwrap().iter().map(|r| r.f32()).collect::<Vec<_>>()
+        };
+        let one = run();
+        let mut start = 0;
+        for (k, &w) in widths.iter().enumerate() {
+            let want: Vec<f32> = (0..t_rows)
+                .flat_map(|r| x[r * c + start..r * c + start + w].to_vec())
+                .collect();
+            assert_eq!(one[k], want, "{t_rows} {widths:?} piece {k}");
+            start += w;
+        }
+        for cores in [2, 4] {
+            let team = CountingTeam::new(cores);
+            assert_eq!(scoped(&team, run), one, "{t_rows} {widths:?} {cores}");
+            assert!(team.splits() > 0, "{t_rows} {widths:?} {cores}: not split");
+        }
+    }
+}

@@ -115,3 +115,40 @@ fn a_prepared_permute_runs_only_on_what_it_was_prepared_for() {
     assert!(run_permute(&p, &base, &mut []).unwrap());
     assert_eq!(o, [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
 }
+
+/// Prepared swaps and transposes on 2- and 4-core teams: the one-core bytes, split.
+#[test]
+fn prepared_permutes_split_across_a_team() {
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    for (xd, perm) in [
+        (&[1usize, 17, 6, 16][..], &[0i64, 2, 1, 3][..]),
+        (&[96, 384], &[1, 0]),
+        (&[1, 6, 17, 16], &[0, 1, 3, 2]),
+        (&[5, 9], &[1, 0]),
+    ] {
+        let n: usize = xd.iter().product();
+        let x = Rng(4).vec(n);
+        let od: Vec<usize> = perm.iter().map(|&p| xd[p as usize]).collect();
+        let run = || {
+            let mut t = OpTest::new("aten::permute_copy.out");
+            let ix = t.input_f32(xd, &x);
+            let dims = t.int_list(perm);
+            let o = t.output(DType::F32, &od);
+            t.call(&[ix, dims, o, o]);
+            let r = t.run_inspect(&[]).unwrap();
+            assert_eq!(r.prepared, 1);
+            r.outputs[0].f32()
+        };
+        let one = run();
+        for cores in [2, 4] {
+            let team = CountingTeam::new(cores);
+            let got = scoped(&team, run);
+            assert!(got
+                .iter()
+                .zip(&one)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(team.splits() > 0, "{xd:?} {perm:?} {cores}: not split");
+        }
+    }
+}
