@@ -33,8 +33,27 @@ impl Prepared {
     pub const NO_SLOT: u32 = u32::MAX;
 
     /// The tensor of slot position `i` and its element count, if it still is a contiguous
-    /// f32 tensor of `dims` whose data is bound (or empty) at a 4-aligned address, within its
-    /// capacity: what a runner checks before binding a tensor it was prepared for.
+    /// tensor of `dtype` (elements of `size` bytes, aligned to them) and `dims` whose data is
+    /// bound (or empty) within its capacity: what a runner checks before binding a tensor it
+    /// was prepared for.
+    #[inline]
+    fn typed_slot<'t>(
+        &self,
+        tensors: &'t [TensorSlot],
+        i: usize,
+        (dtype, size): (DType, usize),
+        dims: &[usize],
+    ) -> Option<(&'t TensorSlot, usize)> {
+        let t = tensors.get(*self.slots.get(i)? as usize)?;
+        if t.dtype != dtype || !t.contiguous || !dims_eq(t.shape.dims(), dims) {
+            return None;
+        }
+        let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+        let inside = n.checked_mul(size).is_some_and(|b| b <= t.capacity);
+        (n == 0 || (inside && !t.data.is_null() && (t.data as usize).is_multiple_of(size)))
+            .then_some((t, n))
+    }
+
     #[inline]
     fn f32_slot<'t>(
         &self,
@@ -42,14 +61,50 @@ impl Prepared {
         i: usize,
         dims: &[usize],
     ) -> Option<(&'t TensorSlot, usize)> {
-        let t = tensors.get(*self.slots.get(i)? as usize)?;
-        if t.dtype != DType::F32 || !t.contiguous || !dims_eq(t.shape.dims(), dims) {
+        self.typed_slot(tensors, i, (DType::F32, 4), dims)
+    }
+
+    /// Slot position `i` as an int64 input of `dims` (`None`: it no longer is one).
+    ///
+    /// # Safety
+    /// As [`Prepared::input_f32`].
+    #[inline]
+    pub unsafe fn input_i64<'a>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        dims: &[usize],
+    ) -> Option<&'a [i64]> {
+        let (t, n) = self.typed_slot(tensors, i, (DType::I64, 8), dims)?;
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: a bound int64 tensor of n elements (checked) at an 8-aligned address,
+        // readable and not written by the call (this function's contract).
+        Some(unsafe { core::slice::from_raw_parts(t.data as *const i64, n) })
+    }
+
+    /// Slot position `i` as a writable int64 output of `dims` (`None`: it no longer is one).
+    ///
+    /// # Safety
+    /// As [`Prepared::output_f32`].
+    #[inline]
+    pub unsafe fn output_i64<'a>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        dims: &[usize],
+    ) -> Option<&'a mut [i64]> {
+        let (t, n) = self.typed_slot(tensors, i, (DType::I64, 8), dims)?;
+        if !t.writable {
             return None;
         }
-        let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
-        let inside = n.checked_mul(4).is_some_and(|b| b <= t.capacity);
-        (n == 0 || (inside && !t.data.is_null() && (t.data as usize).is_multiple_of(4)))
-            .then_some((t, n))
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: as `input_i64`; the tensor is writable and overlaps no other argument of
+        // the call, and this is its only binding while the call runs (the contract).
+        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut i64, n) })
     }
 
     /// The tensor of slot position `i` and its byte count, if it is a contiguous tensor whose

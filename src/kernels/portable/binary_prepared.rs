@@ -7,6 +7,10 @@
 //!
 //! A transformer's residual adds are the same shape; its GELU's scalings are a tensor by a
 //! one-element constant, its attention mask a `[1, 1, T, T]` row added to every head.
+//!
+//! int64 calls (position arithmetic) are prepared in the forms the general path's int64 fast
+//! path takes, same shape and a one-element right operand, with any Int alpha: wrapping
+//! arithmetic, as there.
 
 use super::binary::{is_column, Ar, SAME_SHAPE_OPS};
 use super::broadcast::{bcast_err, is_trailing};
@@ -82,8 +86,25 @@ fn form(xd: &[usize], yd: &[usize], od: &[usize]) -> Option<Form> {
     shapes.then_some(f)
 }
 
-/// The load-time preparation of an f32 `op` call: slots `[x, y, out]`, `param` the index of
-/// the operation in [`SAME_SHAPE_OPS`] and the form's code times 256.
+/// `Prepared::param` bit of an int64 call.
+const INT64: u32 = 1 << 16;
+
+/// The int64 form of operands of dims `xd` and `yd` into `od`: what the general path's int64
+/// fast path takes (`x` of `od`'s dims; `y` too, or one element of no more dims when the
+/// output is not itself one element).
+fn form_i64(xd: &[usize], yd: &[usize], od: &[usize]) -> Option<Form> {
+    if !dims_eq(xd, od) {
+        return None;
+    }
+    if dims_eq(yd, od) {
+        return Some(Form::Same);
+    }
+    (numel(yd)? == 1 && numel(od)? != 1 && yd.len() <= od.len()).then_some(Form::Scalar)
+}
+
+/// The load-time preparation of an f32 or int64 `op` call: slots `[x, y, out]`, `param` the
+/// index of the operation in [`SAME_SHAPE_OPS`], the form's code times 256 and [`INT64`];
+/// an int64 call's alpha in `sizes[0..2]` (low and high halves).
 fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
     if ctx.named_elsewhere(0) || ctx.named_elsewhere(1) {
         return None;
@@ -93,20 +114,43 @@ fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
     if ctx.nargs() != out_arg + 2 {
         return None;
     }
+    let dtype = ctx.out_dtype(0).ok()?;
     for a in [0, 1, out_arg] {
-        if ctx.out_dtype(a).ok()? != DType::F32 {
+        if ctx.out_dtype(a).ok()? != dtype {
             return None;
         }
     }
-    // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's error).
-    if out_arg == 3 && !matches!(ctx.scalar(2), Ok(Scalar::Int(1)) | Ok(Scalar::Double(1.0))) {
-        return None;
-    }
-    let f = form(
+    let (xd, yd, od) = (
         ctx.dims(0).ok()?,
         ctx.dims(1).ok()?,
         ctx.dims(out_arg).ok()?,
-    )?;
+    );
+    let (f, param, sizes) = match dtype {
+        DType::F32 => {
+            // alpha exactly 1, as an Int or a Double (a Bool alpha is the general path's
+            // error).
+            if out_arg == 3
+                && !matches!(ctx.scalar(2), Ok(Scalar::Int(1)) | Ok(Scalar::Double(1.0)))
+            {
+                return None;
+            }
+            (form(xd, yd, od)?, 0, [0; 4])
+        }
+        DType::I64 => {
+            // An Int alpha (a Double or Bool one is the general path's error).
+            let alpha = match out_arg {
+                3 => match ctx.scalar(2).ok()? {
+                    Scalar::Int(a) => a,
+                    _ => return None,
+                },
+                _ => 1,
+            };
+            let bits = alpha as u64;
+            let sizes = [bits as u32, (bits >> 32) as u32, 0, 0];
+            (form_i64(xd, yd, od)?, INT64, sizes)
+        }
+        _ => return None,
+    };
     let slot = |a| ctx.tensor_slot(a).ok().and_then(|s| u32::try_from(s).ok());
     Some(Prepared {
         run: Some(run_binary),
@@ -118,8 +162,8 @@ fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
             Prepared::NO_SLOT,
             Prepared::NO_SLOT,
         ],
-        sizes: [0; 4],
-        param: i as u32 | (f as u32) << 8,
+        sizes,
+        param: i as u32 | (f as u32) << 8 | param,
     })
 }
 
@@ -140,16 +184,19 @@ pub(super) fn run_binary(
     tensors: &[TensorSlot],
     _: &mut [u8],
 ) -> Result<bool, KernelError> {
-    let (Some(x), Some(y), Some(o), Some(&(_, bop, has_alpha)), Some(&want)) = (
+    let (Some(x), Some(y), Some(o), Some(&(op, bop, has_alpha)), Some(&want)) = (
         tensors.get(p.slots[0] as usize),
         tensors.get(p.slots[1] as usize),
         tensors.get(p.slots[2] as usize),
         SAME_SHAPE_OPS.get((p.param & 0xff) as usize),
-        FORMS.get((p.param >> 8) as usize),
+        FORMS.get((p.param >> 8 & 0xff) as usize),
     ) else {
         return Ok(false);
     };
     let (xd, yd, od) = (x.shape.dims(), y.shape.dims(), o.shape.dims());
+    if p.param & INT64 != 0 {
+        return Ok(run_i64(p, tensors, op, want, (xd, yd, od)));
+    }
     // Same shape (a residual add): two comparisons, what `form` would conclude from them.
     let meets = if want == Form::Same {
         dims_eq(xd, od) && dims_eq(yd, od)
@@ -181,6 +228,44 @@ pub(super) fn run_binary(
     };
     r.map_err(|_| bcast_err(if has_alpha { 3 } else { 2 }))?;
     Ok(true)
+}
+
+/// The int64 runner of [`run_binary`]: `x + alpha·y`, `x − alpha·y` or `x·y`, wrapping.
+fn run_i64(
+    p: &Prepared,
+    tensors: &[TensorSlot],
+    op: Ar,
+    want: Form,
+    (xd, yd, od): (&[usize], &[usize], &[usize]),
+) -> bool {
+    if form_i64(xd, yd, od) != Some(want) {
+        return false;
+    }
+    // SAFETY: as in `run_binary`.
+    let bound = unsafe {
+        (
+            p.input_i64(tensors, 0, xd),
+            p.input_i64(tensors, 1, yd),
+            p.output_i64(tensors, 2, od),
+        )
+    };
+    let (Some(xs), Some(ys), Some(os)) = bound else {
+        return false;
+    };
+    let al = (u64::from(p.sizes[1]) << 32 | u64::from(p.sizes[0])) as i64;
+    let f = |a: i64, b: i64| match op {
+        Ar::Add => a.wrapping_add(al.wrapping_mul(b)),
+        Ar::Sub => a.wrapping_sub(al.wrapping_mul(b)),
+        _ => a.wrapping_mul(b),
+    };
+    match (want, ys) {
+        (Form::Scalar, &[b]) => os.iter_mut().zip(xs).for_each(|(o, &a)| *o = f(a, b)),
+        _ => os
+            .iter_mut()
+            .zip(xs.iter().zip(ys))
+            .for_each(|(o, (&a, &b))| *o = f(a, b)),
+    }
+    true
 }
 
 #[cfg(test)]

@@ -162,3 +162,55 @@ fn a_prepared_call_runs_only_on_what_it_was_prepared_for() {
     assert!(run_binary(&p, &base, &mut []).unwrap());
     assert_eq!(o, [-9.0, -18.0, -27.0, -6.0, -15.0, -24.0]);
 }
+
+/// int64 calls (position arithmetic): same shape and a one-element right operand prepared,
+/// any Int alpha, wrapping; a one-element left operand left to the general path. The results
+/// are exact either way.
+#[test]
+fn int64_calls_are_prepared_in_the_fast_paths_forms() {
+    let cases: [(&[usize], &[usize], &[usize], bool); 5] = [
+        (&[16], &[16], &[16], true),
+        (&[1, 16], &[], &[1, 16], true),
+        (&[3, 17], &[1, 1], &[3, 17], true),
+        (&[1], &[5], &[5], false),
+        (&[1, 4], &[3, 1], &[3, 4], false),
+    ];
+    for op in ["aten::add.out", "aten::sub.out", "aten::mul.out"] {
+        for (xd, yd, od, prepared) in cases {
+            let (xn, yn) = (xd.iter().product::<usize>(), yd.iter().product::<usize>());
+            let x: Vec<i64> = (0..xn as i64).map(|v| v * 0x1234_5678_9abc - 7).collect();
+            let y: Vec<i64> = (0..yn as i64).map(|v| i64::MAX - 3 * v).collect();
+            let alpha = 3i64;
+            let mut t = OpTest::new(op);
+            let (ix, iy) = (t.input_i64(xd, &x), t.input_i64(yd, &y));
+            let o = t.output(DType::I64, od);
+            if op == "aten::mul.out" {
+                t.call(&[ix, iy, o, o]);
+            } else {
+                let a = t.int(alpha);
+                t.call(&[ix, iy, a, o, o]);
+            }
+            let r = t.run_inspect(&[]).unwrap();
+            assert_eq!(r.prepared == 1, prepared, "{op} {xd:?} {yd:?}");
+            let got = r.outputs[0].i64();
+            let n = got.len();
+            for (i, &g) in got.iter().enumerate() {
+                // x full, one element or a trailing row; y full, one element or a column.
+                let a = if xn == n { x[i] } else { x[i % xn] };
+                let b = if yn == n {
+                    y[i]
+                } else if yn == 1 {
+                    y[0]
+                } else {
+                    y[i / (n / yn)]
+                };
+                let want = match op {
+                    "aten::add.out" => a.wrapping_add(alpha.wrapping_mul(b)),
+                    "aten::sub.out" => a.wrapping_sub(alpha.wrapping_mul(b)),
+                    _ => a.wrapping_mul(b),
+                };
+                assert_eq!(g, want, "{op} {xd:?} {yd:?} element {i}");
+            }
+        }
+    }
+}
