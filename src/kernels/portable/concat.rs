@@ -317,13 +317,20 @@ fn split_rows(
     let units = count * outer;
     let work = stride / count.max(1) / 16 + 50;
     let copy = |lo: usize, hi: usize| {
-        for u in lo..hi {
-            let (k, o) = (u / outer, u % outer);
-            if let Some((dst, w, base)) = pieces.get(k) {
-                // SAFETY: row o of piece k belongs to unit u alone.
-                let row = unsafe { dst.range(o * w, (o + 1) * w) };
-                let s0 = o * stride + base;
-                if let Some(s) = src.get(s0..s0 + row.len()) {
+        let mut u = lo;
+        while u < hi {
+            // The rows o0..o1 of piece k in this range: one loop.
+            let (k, o0) = (u / outer, u % outer);
+            let o1 = outer.min(o0 + (hi - u));
+            u += o1 - o0;
+            let Some(&(ref dst, w, base)) = pieces.get(k).filter(|p| p.1 > 0) else {
+                continue;
+            };
+            // SAFETY: rows o0..o1 of piece k belong to this range's units alone.
+            let rows = unsafe { dst.range(o0 * w, o1 * w) };
+            for (j, row) in rows.chunks_exact_mut(w).enumerate() {
+                let s0 = (o0 + j) * stride + base;
+                if let Some(s) = src.get(s0..s0 + w) {
                     row.copy_from_slice(s);
                 }
             }
