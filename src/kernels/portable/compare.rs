@@ -109,8 +109,25 @@ fn compare(ctx: &mut Ctx<'_, '_, '_>, op: Cm, scalar: bool) -> Res {
     with_num!(num_kind(common), T, compare_t::<T>(op, &x, rhs, &mut out))
 }
 
-/// Same-shape / scalar comparisons of f32 or i64 tensors into a bool mask on the shared slice
-/// kernels; `false` when the case is not covered.
+/// Whether `x` (dims `xd`) is a row of the output's last dim and `y` a column of its
+/// second-to-last, every other dim of all three 1: `out[i][j] = x[j] op y[i]`.
+fn outer(xd: &[usize], yd: &[usize], od: &[usize]) -> bool {
+    let r = od.len();
+    let ones = |d: &[usize], keep: usize| {
+        d.len() <= r && d[..d.len().saturating_sub(keep)].iter().all(|&v| v == 1)
+    };
+    r >= 2
+        && od[..r - 2].iter().all(|&v| v == 1)
+        && ones(xd, 1)
+        && xd.last() == Some(&od[r - 1])
+        && ones(yd, 2)
+        && yd.len() >= 2
+        && yd[yd.len() - 2..] == [od[r - 2], 1]
+        && od[r - 1] > 0
+}
+
+/// Same-shape / scalar / row-against-column comparisons of f32 or i64 tensors into a bool
+/// mask on the shared slice kernels; `false` when the case is not covered.
 fn compare_fast(
     op: Cm,
     x: &TensorRef<'_>,
@@ -134,13 +151,27 @@ fn compare_fast(
     macro_rules! go {
         ($t:ty) => {{
             let xs = x.as_slice::<$t>()?;
-            if xs.len() != n {
+            let row = matches!(rhs, Rhs::T(y) if y.dtype() == common
+                && outer(x.dims(), y.dims(), out.dims()));
+            if xs.len() != n && !row {
                 return Ok(false);
             }
             let r = match rhs {
-                Rhs::T(y) if y.dtype() == common && y.numel() == n => {
+                Rhs::T(y) if !row && y.dtype() == common && y.numel() == n => {
                     let ys = y.as_slice::<$t>()?;
                     vec::compare(c, xs, ys, out.as_mut_slice::<u8>()?)
+                }
+                Rhs::T(y) if row => {
+                    // A row against a column (a causal mask from two position ranges): row
+                    // `i` of the output is the row compared with the column's element `i`.
+                    let ys = y.as_slice::<$t>()?;
+                    let os = out.as_mut_slice::<u8>()?;
+                    let m = xs.len();
+                    let mut r = Ok(());
+                    for (o, &yv) in os.chunks_exact_mut(m.max(1)).zip(ys) {
+                        r = r.and(vec::compare_scalar(c, xs, yv, o));
+                    }
+                    r
                 }
                 Rhs::S(s) => {
                     vec::compare_scalar(c, xs, <$t>::from_scalar(s), out.as_mut_slice::<u8>()?)
