@@ -2,7 +2,7 @@
 //! exact IEEE results of the operation, and the runner's refusals.
 
 use super::*;
-use crate::kernel_api::Dynamism;
+use crate::kernels::portable::test_util::{record, table_entry};
 use crate::shape::Shape;
 use crate::testing::{OpTest, Rng};
 use std::vec::Vec;
@@ -107,36 +107,15 @@ fn a_prepared_call_runs_only_on_what_it_was_prepared_for() {
     let mut x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
     let mut y = [10.0f32, 20.0, 30.0];
     let mut o = [0.0f32; 6];
-    let slot = |p: *mut f32, dims: &[usize], n: usize| TensorSlot {
-        dtype: DType::F32,
-        dynamism: Dynamism::Static,
-        planned: true,
-        writable: true,
-        contiguous: true,
-        dim_order: core::array::from_fn(|i| i as u8),
-        shape: Shape::new(dims).unwrap(),
-        data: p as *mut u8,
-        capacity: 4 * n,
-    };
+    let slot =
+        |p: *mut f32, dims: &[usize], n: usize| table_entry(DType::F32, p.cast(), dims, 4 * n);
     let base = [
         slot(x.as_mut_ptr(), &[2, 3], 6),
         slot(y.as_mut_ptr(), &[3], 3),
         slot(o.as_mut_ptr(), &[2, 3], 6),
     ];
     // Subtraction (index 1), a trailing row.
-    let p = Prepared {
-        run: Some(run_binary),
-        slots: [
-            0,
-            1,
-            2,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-        ],
-        sizes: [0; 4],
-        param: 1 | (Form::Row as u32) << 8,
-    };
+    let p = record(run_binary, &[0, 1, 2], [0; 4], 1 | (Form::Row as u32) << 8);
     let mut changes: Vec<[TensorSlot; 3]> = Vec::new();
     let mut c = base;
     c[1].shape = Shape::new(&[1, 3]).unwrap();

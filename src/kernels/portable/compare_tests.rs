@@ -7,17 +7,21 @@ use crate::kernels::portable::test_util::{
 use crate::testing::{broadcast_dims, broadcast_index, Rng};
 use std::vec::Vec;
 
+/// The comparison operators and their reference (exact in f64 for f32 and small int64
+/// values).
+const CMP_OPS: [(&str, fn(f64, f64) -> bool); 6] = [
+    ("eq", |x, y| x == y),
+    ("ne", |x, y| x != y),
+    ("lt", |x, y| x < y),
+    ("le", |x, y| x <= y),
+    ("gt", |x, y| x > y),
+    ("ge", |x, y| x >= y),
+];
+
 #[test]
 fn comparisons() {
     let mut rng = Rng(5);
-    let ops: [(&str, fn(f32, f32) -> bool); 6] = [
-        ("eq", |x, y| x == y),
-        ("ne", |x, y| x != y),
-        ("lt", |x, y| x < y),
-        ("le", |x, y| x <= y),
-        ("gt", |x, y| x > y),
-        ("ge", |x, y| x >= y),
-    ];
+    let ops = CMP_OPS;
     for &(sa, sb) in SHAPE_PAIRS {
         let so = broadcast_dims(sa, sb);
         let mut a: Vec<f32> = rng
@@ -38,8 +42,8 @@ fn comparisons() {
             let want: Vec<bool> = (0..n)
                 .map(|k| {
                     op(
-                        a[broadcast_index(k, &so, sa)],
-                        c[broadcast_index(k, &so, sb)],
+                        a[broadcast_index(k, &so, sa)].into(),
+                        c[broadcast_index(k, &so, sb)].into(),
                     )
                 })
                 .collect();
@@ -48,7 +52,7 @@ fn comparisons() {
                 &[f(sa, &a), f(sb, &c), out(DType::Bool, &so)],
             );
             assert_eq!(got.bools(), want, "{name} {sa:?} {sb:?}");
-            let want: Vec<bool> = (0..numel(sa)).map(|k| op(a[k], 0.5)).collect();
+            let want: Vec<bool> = (0..numel(sa)).map(|k| op(a[k].into(), 0.5)).collect();
             let got = run1(
                 &std::format!("aten::{name}.Scalar_out"),
                 &[f(sa, &a), A::Dbl(0.5), out(DType::Bool, sa)],
@@ -56,7 +60,7 @@ fn comparisons() {
             assert_eq!(got.bools(), want, "{name} scalar {sa:?}");
             // int64 inputs with an integer scalar
             let ai: Vec<i64> = (0..numel(sb)).map(|k| c[k] as i64).collect();
-            let want: Vec<bool> = ai.iter().map(|&v| op(v as f32, 1.0)).collect();
+            let want: Vec<bool> = ai.iter().map(|&v| op(v as f64, 1.0)).collect();
             let got = run1(
                 &std::format!("aten::{name}.Scalar_out"),
                 &[i(sb, &ai), A::Int(1), out(DType::Bool, sb)],
@@ -628,14 +632,7 @@ fn where_over_f32_operands_of_the_condition_shape_matches_the_reference() {
 /// reference; the column against the row goes the general way, also to the reference.
 #[test]
 fn rows_against_columns_match_the_reference() {
-    let ops: [(&str, fn(f64, f64) -> bool); 6] = [
-        ("eq", |x, y| x == y),
-        ("ne", |x, y| x != y),
-        ("lt", |x, y| x < y),
-        ("le", |x, y| x <= y),
-        ("gt", |x, y| x > y),
-        ("ge", |x, y| x >= y),
-    ];
+    let ops = CMP_OPS;
     let mut rng = Rng(8);
     let cases: [(&[usize], &[usize]); 5] = [
         (&[1, 1, 1, 17], &[1, 1, 5, 1]),

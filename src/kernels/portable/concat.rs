@@ -234,13 +234,7 @@ fn split_into(
     let mut off = 0usize;
     for k in 0..count {
         let sz = size_of(k);
-        let mut shape = *x.shape();
-        if keep_dim {
-            shape.dims_mut()[dim] = sz;
-        } else {
-            shape.remove(dim);
-        }
-        let mut out = ctx.list_output(out_arg, k, &shape)?;
+        let mut out = piece_output(ctx, x, (dim, sz, keep_dim), (out_arg, k))?;
         let dst = out.bytes_mut();
         let w = sz * inner * es;
         if w > 0 {
@@ -264,6 +258,23 @@ fn split_into(
         off += sz;
     }
     Ok(())
+}
+
+/// Output `k` of the list at `out_arg`, resized to piece `sz` of `x` along `dim` (the dim
+/// removed when `keep_dim` is false: unbind).
+fn piece_output<'a>(
+    ctx: &mut Ctx<'_, 'a, '_>,
+    x: &TensorRef,
+    (dim, sz, keep_dim): (usize, usize, bool),
+    (out_arg, k): (usize, usize),
+) -> Result<crate::tensor::TensorMut<'a>, KernelError> {
+    let mut shape = *x.shape();
+    if keep_dim {
+        shape.dims_mut()[dim] = sz;
+    } else {
+        shape.remove(dim);
+    }
+    ctx.list_output(out_arg, k, &shape)
 }
 
 /// Most pieces [`split_rows`] binds at once.
@@ -294,13 +305,7 @@ fn split_rows(
     let mut off = 0usize;
     for k in 0..count {
         let sz = size_of(k);
-        let mut shape = *x.shape();
-        if keep_dim {
-            shape.dims_mut()[dim] = sz;
-        } else {
-            shape.remove(dim);
-        }
-        let mut out = ctx.list_output(out_arg, k, &shape)?;
+        let mut out = piece_output(ctx, x, (dim, sz, keep_dim), (out_arg, k))?;
         let w = sz * inner * es;
         let dst = out
             .bytes_mut()

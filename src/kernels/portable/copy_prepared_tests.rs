@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::dtype::DType;
+use crate::kernels::portable::test_util::{record, table_entry};
 use crate::testing::{OpTest, Rng};
 use std::vec;
 use std::vec::Vec;
@@ -113,31 +114,9 @@ fn a_prepared_copy_runs_only_on_what_it_was_prepared_for() {
     use crate::shape::Shape;
     let mut x = [1u8, 2, 3, 4, 5, 6, 7, 8];
     let mut o = [0u8; 8];
-    let slot = |p: *mut u8, dims: &[usize]| TensorSlot {
-        dtype: DType::I32,
-        dynamism: Dynamism::Static,
-        planned: true,
-        writable: true,
-        contiguous: true,
-        dim_order: core::array::from_fn(|i| i as u8),
-        shape: Shape::new(dims).unwrap(),
-        data: p,
-        capacity: 8,
-    };
+    let slot = |p: *mut u8, dims: &[usize]| table_entry(DType::I32, p, dims, 8);
     let base = [slot(x.as_mut_ptr(), &[2]), slot(o.as_mut_ptr(), &[2])];
-    let p = Prepared {
-        run: Some(run_copy),
-        slots: [
-            0,
-            1,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-        ],
-        sizes: [0; 4],
-        param: 1,
-    };
+    let p = record(run_copy, &[0, 1], [0; 4], 1);
     let mut changes: Vec<[TensorSlot; 2]> = Vec::new();
     let mut c = base;
     c[1].dtype = DType::F32;

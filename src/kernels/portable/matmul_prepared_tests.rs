@@ -1,40 +1,20 @@
 //! The prepared product runner against the GEMM it hands the call to, and its refusals.
 
 use super::*;
-use crate::kernel_api::{Dynamism, TensorSlot};
+use crate::kernel_api::TensorSlot;
+use crate::kernels::portable::test_util::{record, table_entry};
 use crate::shape::Shape;
 use crate::testing::Rng;
 use std::vec;
 use std::vec::Vec;
 
 fn slot(data: &mut [f32], dims: &[usize]) -> TensorSlot {
-    TensorSlot {
-        dtype: DType::F32,
-        dynamism: Dynamism::Static,
-        planned: true,
-        writable: true,
-        contiguous: true,
-        dim_order: core::array::from_fn(|i| i as u8),
-        shape: Shape::new(dims).unwrap(),
-        data: data.as_mut_ptr() as *mut u8,
-        capacity: data.len() * 4,
-    }
+    table_entry(DType::F32, data.as_mut_ptr().cast(), dims, data.len() * 4)
 }
 
-fn record(sizes: [usize; 4], bias: bool, param: u32) -> Prepared {
-    Prepared {
-        run: Some(run_product),
-        slots: [
-            0,
-            1,
-            2,
-            if bias { 3 } else { Prepared::NO_SLOT },
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-        ],
-        sizes: sizes.map(|s| s as u32),
-        param,
-    }
+fn product(sizes: [usize; 4], bias: bool, param: u32) -> Prepared {
+    let slots: &[u32] = if bias { &[0, 1, 2, 3] } else { &[0, 1, 2] };
+    record(run_product, slots, sizes.map(|s| s as u32), param)
 }
 
 /// The scratch a method gives a matmul kernel (as declared, byte-aligned anyhow).
@@ -82,7 +62,7 @@ fn prepared_products_give_the_general_paths_bits() {
                 slot(&mut out, &[m, n]),
                 slot(&mut c, &[1, n]),
             ];
-            let p = record([1, m, k, n], bias, 0);
+            let p = product([1, m, k, n], bias, 0);
             assert!(run_product(&p, &tensors, &mut scratch()).unwrap());
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&out), bits(&want), "{m}x{k}x{n} bias {bias}");
@@ -110,7 +90,7 @@ fn prepared_batched_products_give_each_products_bits() {
             slot(&mut b, &[nb, k, n]),
             slot(&mut out, &[nb, m, n]),
         ];
-        let p = record([nb, m, k, n], false, BATCHED);
+        let p = product([nb, m, k, n], false, BATCHED);
         assert!(run_product(&p, &tensors, &mut scratch()).unwrap());
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&out), bits(&want), "{nb}x{m}x{k}x{n}");
@@ -132,7 +112,7 @@ fn a_prepared_product_runs_only_on_what_it_was_prepared_for() {
         slot(&mut out, &[m, n]),
         slot(&mut c, &[n]),
     ];
-    let p = record([1, m, k, n], true, 0);
+    let p = product([1, m, k, n], true, 0);
     let mut changes: Vec<[TensorSlot; 4]> = Vec::new();
     let mut t = base;
     t[0].shape = Shape::new(&[m, k, 1]).unwrap();

@@ -268,3 +268,42 @@ pub(super) fn ramp(n: usize, scale: f32) -> Vec<f32> {
         .map(|k| (((k * 7919) % 1000) as f32 / 500.0 - 1.0) * scale + 0.125)
         .collect()
 }
+
+/// A static, planned, writable, contiguous tensor-table entry of `dtype` and `dims` (default
+/// dim order) over `capacity` bytes at `data`: what the runner tests of prepared calls bind.
+pub(super) fn table_entry(
+    dtype: DType,
+    data: *mut u8,
+    dims: &[usize],
+    capacity: usize,
+) -> crate::kernel_api::TensorSlot {
+    crate::kernel_api::TensorSlot {
+        dtype,
+        dynamism: crate::kernel_api::Dynamism::Static,
+        planned: true,
+        writable: true,
+        contiguous: true,
+        dim_order: core::array::from_fn(|i| i as u8),
+        shape: crate::shape::Shape::new(dims).unwrap(),
+        data,
+        capacity,
+    }
+}
+
+/// A prepared record running `run` over table entries `slots` (the other positions absent).
+pub(super) fn record(
+    run: crate::kernel_api::PreparedFn,
+    slots: &[u32],
+    sizes: [u32; 4],
+    param: u32,
+) -> crate::kernel_api::Prepared {
+    use crate::kernel_api::Prepared;
+    let mut all = [Prepared::NO_SLOT; 6];
+    all[..slots.len()].copy_from_slice(slots);
+    Prepared {
+        run: Some(run),
+        slots: all,
+        sizes,
+        param,
+    }
+}

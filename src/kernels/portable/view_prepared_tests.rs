@@ -2,10 +2,23 @@
 //! dims, the reference output, and the runner's refusals.
 
 use super::*;
+use crate::kernels::portable::test_util::{record, table_entry};
 use crate::shape::Shape;
 use crate::testing::{OpTest, Rng};
 use std::vec;
 use std::vec::Vec;
+
+/// Runs a permute of `x` (dims `xd`) by `perm`: whether it was prepared, and its output.
+fn run_permute_of(x: &[f32], xd: &[usize], perm: &[i64]) -> (bool, Vec<f32>) {
+    let od: Vec<usize> = perm.iter().map(|&p| xd[p as usize]).collect();
+    let mut t = OpTest::new("aten::permute_copy.out");
+    let ix = t.input_f32(xd, x);
+    let dims = t.int_list(perm);
+    let o = t.output(DType::F32, &od);
+    t.call(&[ix, dims, o, o]);
+    let r = t.run_inspect(&[]).unwrap();
+    (r.prepared == 1, r.outputs[0].f32())
+}
 
 /// A permute of `x` (dims `xd`) by `perm`: whether it was prepared, and whether its output is
 /// the reference permute element for element.
@@ -13,13 +26,7 @@ fn permute(xd: &[usize], perm: &[i64]) -> (bool, bool) {
     let n: usize = xd.iter().product();
     let x = Rng(11).vec(n);
     let od: Vec<usize> = perm.iter().map(|&p| xd[p as usize]).collect();
-    let mut t = OpTest::new("aten::permute_copy.out");
-    let ix = t.input_f32(xd, &x);
-    let dims = t.int_list(perm);
-    let o = t.output(DType::F32, &od);
-    t.call(&[ix, dims, o, o]);
-    let r = t.run_inspect(&[]).unwrap();
-    let got = r.outputs[0].f32();
+    let (prepared, got) = run_permute_of(&x, xd, perm);
     // Output index i: its coordinates in `od`, the input coordinate of each dim p = perm[k].
     let mut strides = vec![1usize; xd.len()];
     for k in (0..xd.len().saturating_sub(1)).rev() {
@@ -33,7 +40,7 @@ fn permute(xd: &[usize], perm: &[i64]) -> (bool, bool) {
         }
         got[i].to_bits() == x[src].to_bits()
     });
-    (r.prepared == 1, exact && got.len() == n)
+    (prepared, exact && got.len() == n)
 }
 
 #[test]
@@ -67,34 +74,12 @@ fn head_permutes_and_transposes_are_prepared_and_exact() {
 fn a_prepared_permute_runs_only_on_what_it_was_prepared_for() {
     let mut x: Vec<f32> = (0..6).map(|v| v as f32).collect();
     let mut o = [f32::NAN; 6];
-    let slot = |p: *mut f32, dims: &[usize]| TensorSlot {
-        dtype: DType::F32,
-        dynamism: Dynamism::Static,
-        planned: true,
-        writable: true,
-        contiguous: true,
-        dim_order: core::array::from_fn(|i| i as u8),
-        shape: Shape::new(dims).unwrap(),
-        data: p as *mut u8,
-        capacity: 24,
-    };
+    let slot = |p: *mut f32, dims: &[usize]| table_entry(DType::F32, p.cast(), dims, 24);
     let base = [
         slot(x.as_mut_ptr(), &[2, 3, 1]),
         slot(o.as_mut_ptr(), &[3, 2, 1]),
     ];
-    let p = Prepared {
-        run: Some(run_permute),
-        slots: [
-            0,
-            1,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-            Prepared::NO_SLOT,
-        ],
-        sizes: [2, 3, 1, 0],
-        param: 0,
-    };
+    let p = record(run_permute, &[0, 1], [2, 3, 1, 0], 0);
     let mut changes: Vec<[TensorSlot; 2]> = Vec::new();
     let mut c = base;
     c[0].dynamism = Dynamism::Bound;
@@ -127,18 +112,11 @@ fn prepared_permutes_split_across_a_team() {
         (&[1, 6, 17, 16], &[0, 1, 3, 2]),
         (&[5, 9], &[1, 0]),
     ] {
-        let n: usize = xd.iter().product();
-        let x = Rng(4).vec(n);
-        let od: Vec<usize> = perm.iter().map(|&p| xd[p as usize]).collect();
+        let x = Rng(4).vec(xd.iter().product());
         let run = || {
-            let mut t = OpTest::new("aten::permute_copy.out");
-            let ix = t.input_f32(xd, &x);
-            let dims = t.int_list(perm);
-            let o = t.output(DType::F32, &od);
-            t.call(&[ix, dims, o, o]);
-            let r = t.run_inspect(&[]).unwrap();
-            assert_eq!(r.prepared, 1);
-            r.outputs[0].f32()
+            let (prepared, out) = run_permute_of(&x, xd, perm);
+            assert!(prepared);
+            out
         };
         let one = run();
         for cores in [2, 4] {
