@@ -163,15 +163,20 @@ fn compare_fast(
                 }
                 Rhs::T(y) if row => {
                     // A row against a column (a causal mask from two position ranges): row
-                    // `i` of the output is the row compared with the column's element `i`.
+                    // `i` of the output is the row compared with the column's element `i`;
+                    // whole rows across the cores (about 2 instructions an element).
                     let ys = y.as_slice::<$t>()?;
                     let os = out.as_mut_slice::<u8>()?;
-                    let m = xs.len();
-                    let mut r = Ok(());
-                    for (o, &yv) in os.chunks_exact_mut(m.max(1)).zip(ys) {
-                        r = r.and(vec::compare_scalar(c, xs, yv, o));
-                    }
-                    r
+                    let m = xs.len().max(1);
+                    let errors = crate::parallel::FirstError::default();
+                    crate::parallel::for_chunks(os, m, 2 * m + 16, |i0, rows, _| {
+                        for (o, &yv) in rows.chunks_exact_mut(m).zip(&ys[i0.min(ys.len())..]) {
+                            if let Err(e) = vec::compare_scalar(c, xs, yv, o) {
+                                errors.put(e);
+                            }
+                        }
+                    });
+                    errors.result()
                 }
                 Rhs::S(s) => {
                     vec::compare_scalar(c, xs, <$t>::from_scalar(s), out.as_mut_slice::<u8>()?)

@@ -670,3 +670,29 @@ fn rows_against_columns_match_the_reference() {
         }
     }
 }
+
+/// A row against a column splits its rows across a team: the one-core mask, split.
+#[test]
+fn rows_against_columns_split_across_a_team() {
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    let pos: Vec<i64> = (0..64).collect();
+    let run = || {
+        run1(
+            "aten::le.Tensor_out",
+            &[
+                i(&[1, 1, 1, 64], &pos),
+                i(&[1, 1, 64, 1], &pos),
+                out(DType::Bool, &[1, 1, 64, 64]),
+            ],
+        )
+        .bools()
+    };
+    let one = run();
+    assert!((0..64 * 64).all(|k| one[k] == (k % 64 <= k / 64)));
+    for cores in [2, 4] {
+        let team = CountingTeam::new(cores);
+        assert_eq!(scoped(&team, run), one, "{cores}");
+        assert!(team.splits() > 0, "{cores}: not split");
+    }
+}
