@@ -17,7 +17,7 @@
 //! paths, and when every operand already has the compute dtype the loops run over typed slices.
 
 use super::binary_prepared::{prepare_add, prepare_mul, prepare_sub};
-use super::broadcast::{bcast_err, bshape, is_trailing, map1, zip2};
+use super::broadcast::{bcast_err, bshape, is_column, is_trailing, map1, zip2};
 use super::common::{Ctx, Res};
 use super::compute::{num_kind, with_num, Ct, Float, Kind, Num};
 use super::promote::{check_cast, renormalize, Promo, Rhs};
@@ -54,7 +54,7 @@ pub static KERNELS: &[KernelDef] = &[
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Ar {
+enum Ar {
     Add,
     Sub,
     /// `other - alpha·self` (rsub).
@@ -159,12 +159,6 @@ fn arith<'a>(
     }
     renormalize(&mut out, result);
     Ok(())
-}
-
-/// Is `small` equal to `big` except for a last dim of 1 (a per-row scalar)?
-pub(super) fn is_column(small: &[usize], big: &[usize]) -> bool {
-    let n = big.len();
-    n >= 2 && small.len() == n && dims_eq(&small[..n - 1], &big[..n - 1]) && small[n - 1] == 1
 }
 
 /// f32 fast path of [`arith`] on the shared slice kernels: all-f32 operands, `add`/`sub` with
@@ -386,7 +380,7 @@ fn tensor_tensor(ctx: &mut Ctx<'_, '_, '_>, op: Ar, has_alpha: bool) -> Res {
 /// The operations [`same_shape_f32`] takes: the kernel's, the slice kernel's, and whether the
 /// call has an alpha (its output is then argument 3, else 2). A prepared call names its
 /// operation by index here.
-pub(super) const SAME_SHAPE_OPS: [(Ar, vec::BinOp, bool); 3] = [
+const SAME_SHAPE_OPS: [(Ar, vec::BinOp, bool); 3] = [
     (Ar::Add, vec::BinOp::Add, true),
     (Ar::Sub, vec::BinOp::Sub, true),
     (Ar::Mul, vec::BinOp::Mul, false),
@@ -412,7 +406,7 @@ fn same_shape_f32(ctx: &mut Ctx<'_, '_, '_>, op: Ar) -> Result<bool, KernelError
 
 /// Whether a call of `op` takes [`same_shape_f32`]: its index in [`SAME_SHAPE_OPS`] and its
 /// element count. The shapes are compared first (the cheapest refusal: broadcast calls).
-pub(super) fn same_shape_call(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<(usize, usize)> {
+fn same_shape_call(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<(usize, usize)> {
     let i = SAME_SHAPE_OPS.iter().position(|&(o, _, _)| o == op)?;
     let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
     let (xd, yd, od) = (

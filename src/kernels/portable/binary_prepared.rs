@@ -12,8 +12,7 @@
 //! path takes, same shape and a one-element right operand, with any Int alpha: wrapping
 //! arithmetic, as there.
 
-use super::binary::{is_column, Ar, SAME_SHAPE_OPS};
-use super::broadcast::{bcast_err, is_trailing};
+use super::broadcast::{bcast_err, is_column, is_trailing};
 use super::common::Ctx;
 use crate::dtype::{DType, Scalar};
 use crate::error::KernelError;
@@ -86,6 +85,14 @@ fn form(xd: &[usize], yd: &[usize], od: &[usize]) -> Option<Form> {
     shapes.then_some(f)
 }
 
+/// The operations prepared, by index (`Prepared::param`'s low byte): the slice kernels'
+/// operation and whether the call has an alpha (its output is then argument 3, else 2).
+const OPS: [(vec::BinOp, bool); 3] = [
+    (vec::BinOp::Add, true),
+    (vec::BinOp::Sub, true),
+    (vec::BinOp::Mul, false),
+];
+
 /// `Prepared::param` bit of an int64 call.
 const INT64: u32 = 1 << 16;
 
@@ -103,14 +110,14 @@ fn form_i64(xd: &[usize], yd: &[usize], od: &[usize]) -> Option<Form> {
 }
 
 /// The load-time preparation of an f32 or int64 `op` call: slots `[x, y, out]`, `param` the
-/// index of the operation in [`SAME_SHAPE_OPS`], the form's code times 256 and [`INT64`];
+/// index of the operation in [`OPS`], the form's code times 256 and [`INT64`];
 /// an int64 call's alpha in `sizes[0..2]` (low and high halves).
-fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
+fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: vec::BinOp) -> Option<Prepared> {
     if ctx.named_elsewhere(0) || ctx.named_elsewhere(1) {
         return None;
     }
-    let i = SAME_SHAPE_OPS.iter().position(|&(o, _, _)| o == op)?;
-    let out_arg = if SAME_SHAPE_OPS[i].2 { 3 } else { 2 };
+    let i = OPS.iter().position(|&(o, _)| o == op)?;
+    let out_arg = if OPS[i].1 { 3 } else { 2 };
     if ctx.nargs() != out_arg + 2 {
         return None;
     }
@@ -168,13 +175,13 @@ fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: Ar) -> Option<Prepared> {
 }
 
 pub(super) fn prepare_add(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_binary(ctx, Ar::Add)
+    prepare_binary(ctx, vec::BinOp::Add)
 }
 pub(super) fn prepare_sub(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_binary(ctx, Ar::Sub)
+    prepare_binary(ctx, vec::BinOp::Sub)
 }
 pub(super) fn prepare_mul(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
-    prepare_binary(ctx, Ar::Mul)
+    prepare_binary(ctx, vec::BinOp::Mul)
 }
 
 /// Runs a call prepared by [`prepare_binary`] over the three tensors' current shapes, when
@@ -184,18 +191,18 @@ pub(super) fn run_binary(
     tensors: &[TensorSlot],
     _: &mut [u8],
 ) -> Result<bool, KernelError> {
-    let (Some(x), Some(y), Some(o), Some(&(op, bop, has_alpha)), Some(&want)) = (
+    let (Some(x), Some(y), Some(o), Some(&(bop, has_alpha)), Some(&want)) = (
         tensors.get(p.slots[0] as usize),
         tensors.get(p.slots[1] as usize),
         tensors.get(p.slots[2] as usize),
-        SAME_SHAPE_OPS.get((p.param & 0xff) as usize),
+        OPS.get((p.param & 0xff) as usize),
         FORMS.get((p.param >> 8 & 0xff) as usize),
     ) else {
         return Ok(false);
     };
     let (xd, yd, od) = (x.shape.dims(), y.shape.dims(), o.shape.dims());
     if p.param & INT64 != 0 {
-        return Ok(run_i64(p, tensors, op, want, (xd, yd, od)));
+        return Ok(run_i64(p, tensors, bop, want, (xd, yd, od)));
     }
     // Same shape (a residual add): two comparisons, what `form` would conclude from them.
     let meets = if want == Form::Same {
@@ -234,7 +241,7 @@ pub(super) fn run_binary(
 fn run_i64(
     p: &Prepared,
     tensors: &[TensorSlot],
-    op: Ar,
+    op: vec::BinOp,
     want: Form,
     (xd, yd, od): (&[usize], &[usize], &[usize]),
 ) -> bool {
@@ -254,8 +261,8 @@ fn run_i64(
     };
     let al = (u64::from(p.sizes[1]) << 32 | u64::from(p.sizes[0])) as i64;
     let f = |a: i64, b: i64| match op {
-        Ar::Add => a.wrapping_add(al.wrapping_mul(b)),
-        Ar::Sub => a.wrapping_sub(al.wrapping_mul(b)),
+        vec::BinOp::Add => a.wrapping_add(al.wrapping_mul(b)),
+        vec::BinOp::Sub => a.wrapping_sub(al.wrapping_mul(b)),
         _ => a.wrapping_mul(b),
     };
     match (want, ys) {

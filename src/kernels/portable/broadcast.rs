@@ -430,6 +430,15 @@ pub(super) fn broadcast_into(
 #[path = "broadcast_tests.rs"]
 mod tests;
 
+/// Is `small` equal to `big` except for a last dim of 1 (a per-row scalar)?
+pub(super) fn is_column(small: &[usize], big: &[usize]) -> bool {
+    let n = big.len();
+    n >= 2
+        && small.len() == n
+        && crate::shape::dims_eq(&small[..n - 1], &big[..n - 1])
+        && small[n - 1] == 1
+}
+
 /// Is `small` (leading 1s ignored) equal to the trailing dims of `big`? (An operand that
 /// repeats along `big`'s leading dims: a row vector, a per-position mask.)
 pub(super) fn is_trailing(small: &[usize], big: &[usize]) -> bool {

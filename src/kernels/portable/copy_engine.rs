@@ -548,6 +548,48 @@ pub(super) fn convert_view(
     Ok(())
 }
 
+/// A permute done without the copy engine's plan (`view::permuted_copy`, the prepared
+/// permutes).
+#[derive(Debug, PartialEq)]
+pub(super) enum RunsOrder {
+    /// The output has the input's bytes (only size-1 dims move).
+    Same,
+    /// The input is `[a, b, d]` and the output `[b, a, d]`: runs of `d` elements move whole
+    /// (a swap that moves the innermost dims is a transpose, left to the engine's tiles).
+    Swap(usize, usize, usize),
+}
+
+/// The permute `perm` of a contiguous tensor of dims `dims` as a [`RunsOrder`], when it is
+/// one: size-1 dims dropped, output neighbours that are neighbours in the input, in order,
+/// merged into blocks; one block is [`RunsOrder::Same`], three blocks whose input order is
+/// (second, first, third) a [`RunsOrder::Swap`] (the head permutes of attention, `[1, T, H,
+/// D]` ↔ `[1, H, T, D]`). `None` for anything else (a transpose of the innermost dims, a
+/// rotation of three blocks, ...).
+pub(super) fn runs_order(dims: &[usize], perm: &[usize]) -> Option<RunsOrder> {
+    // The next input dim after `q` that is not of size 1.
+    let next = |q: usize| (q + 1..dims.len()).find(|&i| dims[i] != 1);
+    // Blocks in output order: (first input dim, last input dim, elements).
+    let mut g: heapless::Vec<(usize, usize, usize), MAX_RANK> = heapless::Vec::new();
+    for &p in perm {
+        let n = *dims.get(p)?;
+        if n == 1 {
+            continue;
+        }
+        match g.last_mut() {
+            Some(last) if next(last.1) == Some(p) => {
+                last.1 = p;
+                last.2 *= n;
+            }
+            _ => g.push((p, p, n)).ok()?,
+        }
+    }
+    match g.as_slice() {
+        [] | [_] => Some(RunsOrder::Same),
+        [x, y, z] if y.0 < x.0 && x.0 < z.0 => Some(RunsOrder::Swap(y.2, x.2, z.2)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 #[path = "copy_engine_tests.rs"]
 mod tests;

@@ -10,7 +10,7 @@
 //! (`[n]` or `[1, n]`: the Linear layer). Others take the general path every time.
 
 use super::common::Ctx;
-use super::matmul::batched;
+use super::matmul_batch::batched;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::{f32_scratch, Prepared, TensorSlot};

@@ -48,6 +48,7 @@ pub mod fill;
 pub mod flip_roll;
 pub mod index;
 pub mod matmul;
+mod matmul_batch;
 mod matmul_prepared;
 pub mod norm;
 pub mod pad;

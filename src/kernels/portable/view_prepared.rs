@@ -8,8 +8,7 @@
 //! returns to the general path ([`super::view`]).
 
 use super::common::{wrap, Ctx};
-use super::copy_engine::swap_runs;
-use super::view::{runs_order, RunsOrder};
+use super::copy_engine::{runs_order, swap_runs, RunsOrder};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::{Dynamism, Prepared, TensorSlot};
