@@ -182,10 +182,8 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
 
     /// The record this call was prepared with at load (a delegate call's bindings, made by
     /// its backend's [`prepare_call`](crate::delegate::Backend::prepare_call)), and the
-    /// method's tensor table its slots index: bind them with [`Prepared::input_f32`] /
-    /// [`Prepared::output_f32`](Prepared::output_f32) under their contract.
-    ///
-    /// [`Prepared::input_f32`]: Prepared::input_f32
+    /// method's tensor table its slots index: bind them with [`Prepared::input`] /
+    /// [`Prepared::output`] under their contract.
     pub fn prepared(&self) -> Option<(&Prepared, &[TensorSlot])> {
         Some((self.prepared.as_ref()?, &*self.tensors))
     }

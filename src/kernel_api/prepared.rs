@@ -1,9 +1,9 @@
 //! [`Prepared`]: a call's work decided at load (see `exec::prepared`).
 
 use super::value::TensorSlot;
-use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::shape::dims_eq;
+use crate::tensor::Element;
 
 /// Runs a [`Prepared`] call over the method's tensor table with the method's kernel scratch
 /// (at least what the kernel declared): `Ok(true)` when it ran, `Ok(false)` (nothing read or
@@ -33,78 +33,25 @@ impl Prepared {
     pub const NO_SLOT: u32 = u32::MAX;
 
     /// The tensor of slot position `i` and its element count, if it still is a contiguous
-    /// tensor of `dtype` (elements of `size` bytes, aligned to them) and `dims` whose data is
-    /// bound (or empty) within its capacity: what a runner checks before binding a tensor it
-    /// was prepared for.
+    /// tensor of `T`'s dtype and `dims` whose data is bound (or empty) at an address aligned
+    /// to `T`, within its capacity: what a runner checks before binding a tensor it was
+    /// prepared for.
     #[inline]
-    fn typed_slot<'t>(
+    fn typed_slot<'t, T: Element>(
         &self,
         tensors: &'t [TensorSlot],
         i: usize,
-        (dtype, size): (DType, usize),
         dims: &[usize],
     ) -> Option<(&'t TensorSlot, usize)> {
         let t = tensors.get(*self.slots.get(i)? as usize)?;
-        if t.dtype != dtype || !t.contiguous || !dims_eq(t.shape.dims(), dims) {
+        if t.dtype != T::DTYPE || !t.contiguous || !dims_eq(t.shape.dims(), dims) {
             return None;
         }
+        let size = core::mem::size_of::<T>();
         let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
         let inside = n.checked_mul(size).is_some_and(|b| b <= t.capacity);
         (n == 0 || (inside && !t.data.is_null() && (t.data as usize).is_multiple_of(size)))
             .then_some((t, n))
-    }
-
-    #[inline]
-    fn f32_slot<'t>(
-        &self,
-        tensors: &'t [TensorSlot],
-        i: usize,
-        dims: &[usize],
-    ) -> Option<(&'t TensorSlot, usize)> {
-        self.typed_slot(tensors, i, (DType::F32, 4), dims)
-    }
-
-    /// Slot position `i` as an int64 input of `dims` (`None`: it no longer is one).
-    ///
-    /// # Safety
-    /// As [`Prepared::input_f32`].
-    #[inline]
-    pub unsafe fn input_i64<'a>(
-        &self,
-        tensors: &[TensorSlot],
-        i: usize,
-        dims: &[usize],
-    ) -> Option<&'a [i64]> {
-        let (t, n) = self.typed_slot(tensors, i, (DType::I64, 8), dims)?;
-        if n == 0 {
-            return Some(&[]);
-        }
-        // SAFETY: a bound int64 tensor of n elements (checked) at an 8-aligned address,
-        // readable and not written by the call (this function's contract).
-        Some(unsafe { core::slice::from_raw_parts(t.data as *const i64, n) })
-    }
-
-    /// Slot position `i` as a writable int64 output of `dims` (`None`: it no longer is one).
-    ///
-    /// # Safety
-    /// As [`Prepared::output_f32`].
-    #[inline]
-    pub unsafe fn output_i64<'a>(
-        &self,
-        tensors: &[TensorSlot],
-        i: usize,
-        dims: &[usize],
-    ) -> Option<&'a mut [i64]> {
-        let (t, n) = self.typed_slot(tensors, i, (DType::I64, 8), dims)?;
-        if !t.writable {
-            return None;
-        }
-        if n == 0 {
-            return Some(&mut []);
-        }
-        // SAFETY: as `input_i64`; the tensor is writable and overlaps no other argument of
-        // the call, and this is its only binding while the call runs (the contract).
-        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut i64, n) })
     }
 
     /// The tensor of slot position `i` and its byte count, if it is a contiguous tensor whose
@@ -127,7 +74,7 @@ impl Prepared {
     /// Slot position `i`'s bytes as an input (`None`: not a bound contiguous tensor).
     ///
     /// # Safety
-    /// As [`Prepared::input_f32`].
+    /// As [`Prepared::input`].
     #[inline]
     pub unsafe fn input_bytes<'a>(&self, tensors: &[TensorSlot], i: usize) -> Option<&'a [u8]> {
         let (t, n) = self.byte_slot(tensors, i)?;
@@ -143,7 +90,7 @@ impl Prepared {
     /// contiguous tensor).
     ///
     /// # Safety
-    /// As [`Prepared::output_f32`].
+    /// As [`Prepared::output`].
     #[inline]
     pub unsafe fn output_bytes<'a>(
         &self,
@@ -162,48 +109,51 @@ impl Prepared {
         Some(unsafe { core::slice::from_raw_parts_mut(t.data, n) })
     }
 
-    /// Slot position `i` as an f32 input of `dims` (`None`: it no longer is one).
+    /// Slot position `i` as an input of `T` elements and `dims` (`None`: it no longer is
+    /// one).
     ///
     /// # Safety
     /// Called by this record's runner while its call runs: the tensor's data is readable for
     /// the call, and no output of the call overlaps it (proved at load before preparing).
     #[inline]
-    pub unsafe fn input_f32<'a>(
+    pub unsafe fn input<'a, T: Element>(
         &self,
         tensors: &[TensorSlot],
         i: usize,
         dims: &[usize],
-    ) -> Option<&'a [f32]> {
-        let (t, n) = self.f32_slot(tensors, i, dims)?;
+    ) -> Option<&'a [T]> {
+        let (t, n) = self.typed_slot::<T>(tensors, i, dims)?;
         if n == 0 {
             return Some(&[]);
         }
-        // SAFETY: a bound f32 tensor of n elements (checked) at a 4-aligned address, readable
-        // and not written by the call (this function's contract).
-        Some(unsafe { core::slice::from_raw_parts(t.data as *const f32, n) })
+        // SAFETY: a bound tensor of n elements of T (checked) at an address aligned to T,
+        // readable and not written by the call (this function's contract); every bit pattern
+        // is a T (`Element`).
+        Some(unsafe { core::slice::from_raw_parts(t.data as *const T, n) })
     }
 
-    /// Slot position `i` as a writable f32 output of `dims` (`None`: it no longer is one).
+    /// Slot position `i` as a writable output of `T` elements and `dims` (`None`: it no
+    /// longer is one).
     ///
     /// # Safety
-    /// As [`Prepared::input_f32`]; the call writes this tensor alone among its arguments, and
-    /// the runner binds it once.
+    /// As [`Prepared::input`]; the call writes this tensor alone among its arguments, and the
+    /// runner binds it once.
     #[inline]
-    pub unsafe fn output_f32<'a>(
+    pub unsafe fn output<'a, T: Element>(
         &self,
         tensors: &[TensorSlot],
         i: usize,
         dims: &[usize],
-    ) -> Option<&'a mut [f32]> {
-        let (t, n) = self.f32_slot(tensors, i, dims)?;
+    ) -> Option<&'a mut [T]> {
+        let (t, n) = self.typed_slot::<T>(tensors, i, dims)?;
         if !t.writable {
             return None;
         }
         if n == 0 {
             return Some(&mut []);
         }
-        // SAFETY: as `input_f32`; the tensor is writable and overlaps no other argument of the
+        // SAFETY: as `input`; the tensor is writable and overlaps no other argument of the
         // call, and this is its only binding while the call runs (the contract).
-        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut f32, n) })
+        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
     }
 }

@@ -892,13 +892,13 @@ fn bind_prepared<'t>(p: &Prepared, tensors: &[TensorSlot], l: &Linear) -> Option
         None => None,
         // SAFETY: the record of this call, prepared at load for a call whose outputs were
         // proved to overlap no other argument; read while the call runs.
-        Some(b) => Some(unsafe { p.input_f32(tensors, 2, b.shape.dims()) }?),
+        Some(b) => Some(unsafe { p.input::<f32>(tensors, 2, b.shape.dims()) }?),
     };
     if bias.is_some_and(|b| b.len() != l.n) {
         return None;
     }
     // SAFETY: as the bias; the output is bound once, here.
-    let (x, out) = unsafe { (p.input_f32(tensors, 0, xd)?, p.output_f32(tensors, 1, od)?) };
+    let (x, out) = unsafe { (p.input(tensors, 0, xd)?, p.output(tensors, 1, od)?) };
     Some(Bound { m, x, bias, out })
 }
 

@@ -217,9 +217,9 @@ pub(super) fn run_binary(
     // the call prepared at load, whose output was proved to overlap no other argument).
     let bound = unsafe {
         (
-            p.input_f32(tensors, 0, xd),
-            p.input_f32(tensors, 1, yd),
-            p.output_f32(tensors, 2, od),
+            p.input::<f32>(tensors, 0, xd),
+            p.input::<f32>(tensors, 1, yd),
+            p.output::<f32>(tensors, 2, od),
         )
     };
     let (Some(xs), Some(ys), Some(os)) = bound else {
@@ -251,9 +251,9 @@ fn run_i64(
     // SAFETY: as in `run_binary`.
     let bound = unsafe {
         (
-            p.input_i64(tensors, 0, xd),
-            p.input_i64(tensors, 1, yd),
-            p.output_i64(tensors, 2, od),
+            p.input::<i64>(tensors, 0, xd),
+            p.input::<i64>(tensors, 1, yd),
+            p.output::<i64>(tensors, 2, od),
         )
     };
     let (Some(xs), Some(ys), Some(os)) = bound else {

@@ -117,9 +117,9 @@ fn run_product(
     // output is bound once.
     let bound = unsafe {
         (
-            p.input_f32(tensors, 0, &ad[from..]),
-            p.input_f32(tensors, 1, &bd[from..]),
-            p.output_f32(tensors, 2, &od[from..]),
+            p.input::<f32>(tensors, 0, &ad[from..]),
+            p.input::<f32>(tensors, 1, &bd[from..]),
+            p.output::<f32>(tensors, 2, &od[from..]),
         )
     };
     let (Some(a), Some(b), Some(out)) = bound else {
@@ -128,7 +128,7 @@ fn run_product(
     let bias = match bias_dims {
         None => None,
         // SAFETY: as above (an input).
-        Some(d) => match unsafe { p.input_f32(tensors, 3, d) } {
+        Some(d) => match unsafe { p.input::<f32>(tensors, 3, d) } {
             Some(v) => Some(v),
             None => return Ok(false),
         },

@@ -300,10 +300,10 @@ fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<
     // each output is bound once.
     let bound = unsafe {
         (
-            p.input_f32(tensors, 0, xd),
-            p.output_f32(tensors, 3, xd),
-            p.output_f32(tensors, 4, sd),
-            p.output_f32(tensors, 5, sd),
+            p.input::<f32>(tensors, 0, xd),
+            p.output::<f32>(tensors, 3, xd),
+            p.output::<f32>(tensors, 4, sd),
+            p.output::<f32>(tensors, 5, sd),
         )
     };
     let (Some(xs), Some(od), Some(md), Some(rd)) = bound else {
@@ -313,7 +313,7 @@ fn run_layer_norm(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<
     for (a, i) in affine.iter_mut().zip([1, 2]) {
         if p.slots[i] != Prepared::NO_SLOT {
             // SAFETY: as above.
-            match unsafe { p.input_f32(tensors, i, row) } {
+            match unsafe { p.input::<f32>(tensors, i, row) } {
                 Some(v) => *a = Some(v),
                 None => return Ok(false),
             }

@@ -106,8 +106,8 @@ fn run_permute(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<boo
     // output is bound once.
     let bound = unsafe {
         (
-            p.input_f32(tensors, 0, x.shape.dims()),
-            p.output_f32(tensors, 1, o.shape.dims()),
+            p.input::<f32>(tensors, 0, x.shape.dims()),
+            p.output::<f32>(tensors, 1, o.shape.dims()),
         )
     };
     let (Some(xs), Some(os)) = bound else {
