@@ -15,7 +15,7 @@ pub type PreparedFn = fn(&Prepared, &[TensorSlot], &mut [u8]) -> Result<bool, Ke
 /// `run` instead of the kernel, with no context, argument decoding or per-argument checks;
 /// the runner checks only what may change after load (data bound, shapes). A delegate call's
 /// record has no runner: it holds the tensors the call binds, which the backend reads through
-/// [`KernelCtx::prepared`] (see [`Backend::prepare_call`](crate::delegate::Backend::prepare_call)).
+/// [`KernelCtx::prepared`](super::KernelCtx::prepared) (see [`Backend::prepare_call`](crate::delegate::Backend::prepare_call)).
 #[derive(Clone, Copy, Debug)]
 pub struct Prepared {
     /// The kernel's runner (`None`: a delegate call's bindings).

@@ -3,7 +3,7 @@
 //! f32 only; every tensor is contiguous; the output is resized to the product shape and every
 //! element is written (only the demanded rows when the program reads a subset of rows, as for
 //! last-position logits). `addmm`/`baddbmm`/`linear` broadcast their bias to the output first.
-//! `mm`, `bmm` and Linear-shaped `addmm` calls are prepared at load ([`super::matmul_prepared`]).
+//! `mm`, `bmm` and Linear-shaped `addmm` calls are prepared at load (`matmul_prepared.rs`).
 
 use super::broadcast::{bcast_strides, broadcast_into};
 use super::common::{checked_prod, make_shape, need_dtype, shape_err, Ctx, Res};
