@@ -59,6 +59,20 @@ pub(super) fn checked_numel(dims: &[usize], arg: usize) -> Result<usize, KernelE
 }
 
 /// Product of dims of an existing tensor (cannot overflow: the tensor exists in memory).
+/// Units `lo..hi` of a split over blocks of `per` units each (unit `u` is unit `u % per` of
+/// block `u / per`), one `f(block, first, end)` per block the range touches: a part's work in
+/// one call per block rather than one per unit.
+pub(super) fn block_runs(lo: usize, hi: usize, per: usize, mut f: impl FnMut(usize, usize, usize)) {
+    let per = per.max(1);
+    let mut u = lo;
+    while u < hi {
+        let (block, first) = (u / per, u % per);
+        let end = per.min(first + (hi - u));
+        u += end - first;
+        f(block, first, end);
+    }
+}
+
 pub(super) fn prod(dims: &[usize]) -> usize {
     dims.iter().product()
 }

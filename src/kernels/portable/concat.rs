@@ -5,7 +5,8 @@
 //! Layout contract: inputs and outputs are contiguous (the default dim order).
 
 use super::common::{
-    checked_numel, list_item, make_shape, prod, shape_err, to_size, value_err, wrap, Ctx, Res,
+    block_runs, checked_numel, list_item, make_shape, prod, shape_err, to_size, value_err, wrap,
+    Ctx, Res,
 };
 use super::convert::convert_run;
 use super::promote::can_cast;
@@ -322,14 +323,10 @@ fn split_rows(
     let units = count * outer;
     let work = stride / count.max(1) / 16 + 50;
     let copy = |lo: usize, hi: usize| {
-        let mut u = lo;
-        while u < hi {
+        block_runs(lo, hi, outer, |k, o0, o1| {
             // The rows o0..o1 of piece k in this range: one loop.
-            let (k, o0) = (u / outer, u % outer);
-            let o1 = outer.min(o0 + (hi - u));
-            u += o1 - o0;
             let Some(&(ref dst, w, base)) = pieces.get(k).filter(|p| p.1 > 0) else {
-                continue;
+                return;
             };
             // SAFETY: rows o0..o1 of piece k belong to this range's units alone.
             let rows = unsafe { dst.range(o0 * w, o1 * w) };
@@ -339,7 +336,7 @@ fn split_rows(
                     row.copy_from_slice(s);
                 }
             }
-        }
+        })
     };
     if !parallel::try_split(units, work, |lo, hi, _| copy(lo, hi)) {
         copy(0, units);

@@ -6,7 +6,7 @@
 //! elements). Every view is bounds-checked against its source before anything is copied.
 //! [`convert_view`] is the converting variant.
 
-use super::common::{checked_numel, shape_err, Res};
+use super::common::{block_runs, checked_numel, shape_err, Res};
 use super::convert::{convert_elem, convert_run};
 use crate::dtype::DType;
 use crate::error::KernelError;
@@ -546,6 +546,46 @@ pub(super) fn convert_view(
         }
     })?;
     Ok(())
+}
+
+/// Transposes each of the `batches` row-major `rows × cols` matrices of `src` into `dst`
+/// (`cols × rows` each; lengths `batches·rows·cols`, checked by the caller): output rows in
+/// groups of 4 split across the team, a part's groups of one matrix in one `transpose32`
+/// call. Bits copied unchanged. `arg` names the output.
+pub(super) fn transpose_matrices(
+    src: &[f32],
+    dst: &mut [f32],
+    (batches, rows, cols): (usize, usize, usize),
+    arg: usize,
+) -> Res {
+    let groups = cols.div_ceil(4);
+    let errors = parallel::FirstError::default();
+    let out = parallel::SharedSlice::new(dst);
+    let move_units = |lo: usize, hi: usize| {
+        // Unit u: output rows 4g .. 4g + 4 of matrix u / groups (output row i is input
+        // column i).
+        block_runs(lo, hi, groups, |m, g0, g1| {
+            let (i0, i1) = (4 * g0, (4 * g1).min(cols));
+            let base = m * rows * cols;
+            // SAFETY: output rows i0..i1 of matrix m belong to these units alone.
+            let d = unsafe { out.range(base + i0 * rows, base + i1 * rows) };
+            let r = match src.get(base + i0..base + rows * cols) {
+                Some(s) => vec::transpose32(s, cols, d, rows, i1 - i0, rows),
+                None => Err(shape_err(
+                    arg,
+                    "output size does not match the permuted input",
+                )),
+            };
+            if let Err(e) = r {
+                errors.put(e);
+            }
+        })
+    };
+    let units = batches * groups;
+    if !parallel::try_split(units, 8 * rows, |lo, hi, _| move_units(lo, hi)) {
+        move_units(0, units);
+    }
+    errors.result()
 }
 
 /// A permute done without the copy engine's plan (`view::permuted_copy`, the prepared

@@ -8,12 +8,10 @@
 //! returns to the general path ([`super::view`]).
 
 use super::common::{wrap, Ctx};
-use super::copy_engine::{runs_order, swap_runs, RunsOrder};
+use super::copy_engine::{runs_order, swap_runs, transpose_matrices, RunsOrder};
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::{Dynamism, Prepared, TensorSlot};
-use crate::linalg::vecmath as vec;
-use crate::parallel;
 use crate::tensor::MAX_RANK;
 
 /// `Prepared::param` of a swap of runs: sizes `[a, b, d]`, input `[a, b, d]`, output `[b, a,
@@ -118,43 +116,9 @@ fn run_permute(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<boo
     }
     if p.param == SWAP {
         swap_runs(xs, os, (a, b, d), 1, 2)?;
-        return Ok(true);
+    } else {
+        transpose_matrices(xs, os, (a, b, d), 2)?;
     }
-    // A transpose: `a` batches of `b × d` matrices; unit `u` is output rows `4g .. 4g + 4` of
-    // batch `u / groups` (output row `i` is input column `i`); a part transposes its units of
-    // each matrix in one call.
-    let (batches, rows, cols) = (a, b, d);
-    let groups = cols.div_ceil(4);
-    let errors = parallel::FirstError::default();
-    let out = parallel::SharedSlice::new(os);
-    let move_units = |lo: usize, hi: usize| {
-        let mut u = lo;
-        while u < hi {
-            // The units of one matrix in this range: one call.
-            let (m, g0) = (u / groups, u % groups);
-            let g1 = groups.min(g0 + (hi - u));
-            u += g1 - g0;
-            let (i0, i1) = (4 * g0, (4 * g1).min(cols));
-            let base = m * rows * cols;
-            // SAFETY: output rows i0..i1 of matrix m belong to this unit alone.
-            let dst = unsafe { out.range(base + i0 * rows, base + i1 * rows) };
-            let r = match xs.get(base + i0..base + rows * cols) {
-                Some(src) => vec::transpose32(src, cols, dst, rows, i1 - i0, rows),
-                None => Err(KernelError::Shape {
-                    arg: 2,
-                    detail: "permute: output size does not match the input",
-                }),
-            };
-            if let Err(e) = r {
-                errors.put(e);
-            }
-        }
-    };
-    let units = batches * groups;
-    if !parallel::try_split(units, 8 * rows, |lo, hi, _| move_units(lo, hi)) {
-        move_units(0, units);
-    }
-    errors.result()?;
     Ok(true)
 }
 
