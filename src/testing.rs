@@ -105,6 +105,8 @@ pub struct Inspected {
     pub tensors: Vec<TestTensor>,
     /// Calls prepared at load ([`crate::method::Method::prepared_calls`]).
     pub prepared: usize,
+    /// Calls run at load ([`crate::method::Method::folded_calls`]).
+    pub folded: usize,
 }
 
 /// One-operator program builder and runner.
@@ -676,6 +678,7 @@ impl OpTest {
         self.run_with(|m| {
             seen.demands = m.row_demands().to_vec();
             seen.prepared = m.prepared_calls();
+            seen.folded = m.folded_calls();
             seen.tensors = values
                 .iter()
                 .map(|&v| {

@@ -49,7 +49,7 @@ impl Decoded<'static> {
 
 /// The argument vector as a slice of the program bytes, if it is a 4-byte-aligned `i32` array
 /// on a little-endian machine.
-fn as_slice(v: flatbuffers::Vector<'_, i32>) -> Option<&[i32]> {
+pub(crate) fn as_slice(v: flatbuffers::Vector<'_, i32>) -> Option<&[i32]> {
     let bytes = v.bytes();
     if cfg!(target_endian = "big") || !(bytes.as_ptr() as usize).is_multiple_of(4) {
         return None;

@@ -744,6 +744,10 @@ pub fn elide(
     let state = |v: usize| is_state(plan, v);
     let mut elided = 0;
     for (at, ins) in instructions(plan).enumerate() {
+        // Calls folded at load (`exec::fold`) no longer run.
+        if proved.get(at).is_some_and(|p| p.elided()) {
+            continue;
+        }
         let Some((sv, s, dv, d)) = identity_copy(plan, ins, values) else {
             if at < proved.len() && elide_block(plan, ins, values, tensors, delegates, at) {
                 proved[at] = Proof::ELIDED;

@@ -45,6 +45,8 @@ pub struct Counts {
     pub scratch: usize,
     /// Instructions of all chains.
     pub instructions: usize,
+    /// Bytes of the values folded at load (`exec::fold`).
+    pub fold: usize,
 }
 
 /// The runtime tables of a loaded method, in metadata-buffer order.
@@ -64,6 +66,9 @@ pub struct Tables<'a, 'p> {
     pub proved: &'a mut [crate::exec::alias::Proof],
     /// Per instruction (across chains, in order): decoded once at load (`exec::decoded`).
     pub decoded: &'a mut [crate::exec::decoded::Decoded<'p>],
+    /// The values folded at load that the forward reads (`exec::fold`), one 16-aligned
+    /// tensor after another in value order.
+    pub fold: &'a mut [u8],
 }
 
 fn placeholder_kernel(_: &mut KernelCtx<'_, '_, '_>) -> Result<(), KernelError> {
@@ -105,6 +110,7 @@ impl<'a, 'p> Tables<'a, 'p> {
             scratch: bump.alloc(counts.scratch, 0u8)?,
             proved: bump.alloc(counts.instructions, crate::exec::alias::Proof::NONE)?,
             decoded: bump.alloc(counts.instructions, crate::exec::decoded::Decoded::NONE)?,
+            fold: bump.alloc(counts.fold, 0u8)?,
         })
     }
 

@@ -7,6 +7,7 @@ pub mod alias;
 pub mod decoded;
 pub mod demand;
 pub mod elide;
+pub mod fold;
 pub mod layout;
 pub mod prepared;
 pub mod registry;

@@ -63,9 +63,18 @@ impl AliasProof {
     /// A call with nothing left to do at run time (`exec::elide`).
     pub const ELIDED: AliasProof = AliasProof(1 << 62);
 
-    /// The call is skipped: its output already holds its result.
+    /// A call run once at load (`exec::fold`): skipped like an elided copy.
+    pub const FOLDED: AliasProof = AliasProof(1 << 62 | 1);
+
+    /// The call is skipped: its output already holds its result (an elided copy, or a call
+    /// folded at load).
     pub fn elided(self) -> bool {
-        self == Self::ELIDED
+        self == Self::ELIDED || self == Self::FOLDED
+    }
+
+    /// The call was run at load (`exec::fold`).
+    pub fn folded(self) -> bool {
+        self == Self::FOLDED
     }
 
     /// A proved call whose `shared` positions name one tensor twice.

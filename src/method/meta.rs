@@ -9,7 +9,7 @@ use crate::delegate::{self, DelegateInit, Requirements};
 use crate::dtype::DType;
 use crate::error::{self, Error};
 use crate::exec::layout::{self, Counts, Tables, ARENA_ALIGN};
-use crate::exec::{validate, Registry};
+use crate::exec::{fold, validate, Registry};
 use crate::format::{fb, Program};
 use crate::shape::Shape;
 
@@ -21,6 +21,8 @@ pub struct MethodMeta<'p> {
     /// Entries of every runtime table (`exec::layout`).
     pub(crate) counts: Counts,
     pub(crate) metadata_bytes: usize,
+    /// Most bytes of values folded at load (`exec::fold`) the metadata buffer keeps.
+    pub(crate) fold_budget: usize,
 }
 
 /// Static facts about one tensor input or output.
@@ -100,6 +102,7 @@ impl<'p> MethodMeta<'p> {
                 ..Counts::default()
             },
             metadata_bytes: 0,
+            fold_budget: fold::DEFAULT_BUDGET,
         };
         meta.counts.tensors = validate::values(program, plan)?;
         validate::io(plan)?;
@@ -115,8 +118,26 @@ impl<'p> MethodMeta<'p> {
                 unresolved.get_or_insert(e);
             }
         }
+        meta.counts.fold = fold::plan(&meta.program, plan, meta.fold_budget).bytes;
         meta.metadata_bytes = Tables::bytes(&meta.counts, meta.program)?;
         Ok((meta, unresolved))
+    }
+
+    /// The same method with at most `bytes` of values folded at load (`exec::fold`: calls
+    /// whose operands are all constants run once, at load, and their results the forward
+    /// reads are kept in the metadata buffer). 0 folds nothing: every call runs in every
+    /// forward (host tools that read intermediate values want that). The default is
+    /// [`exec::fold::DEFAULT_BUDGET`](crate::exec::fold::DEFAULT_BUDGET).
+    pub fn with_fold_budget(mut self, bytes: usize) -> Result<Self, Error> {
+        self.fold_budget = bytes;
+        self.counts.fold = fold::plan(&self.program, self.plan, bytes).bytes;
+        self.metadata_bytes = Tables::bytes(&self.counts, self.program)?;
+        Ok(self)
+    }
+
+    /// Bytes of the metadata buffer that hold values folded at load.
+    pub fn folded_bytes(&self) -> usize {
+        self.counts.fold
     }
 
     pub fn name(&self) -> &'p str {

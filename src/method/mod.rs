@@ -31,6 +31,8 @@ pub struct Method<'a, 'p> {
     tables: Tables<'a, 'p>,
     /// Output rows the program reads of some matmuls' outputs ([`demand`]).
     demand: heapless::Vec<RowDemand, { demand::MAX_DEMANDS }>,
+    /// Calls run once at load (`exec::fold`).
+    folded: usize,
     /// Executed instructions one `execute` may take.
     step_limit: u64,
     _arenas: PhantomData<&'a mut [u8]>,
@@ -107,6 +109,10 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
                 *slot = k.prepare;
             }
         }
+        // Calls whose operands are all constants run now, once (`exec::fold`), before the
+        // analyses below see the tables.
+        let fold = crate::exec::fold::plan(&program, plan, meta.fold_budget);
+        let folded = crate::exec::fold::apply(&program, plan, &fold, &mut tables);
         // Each delegate's state area follows the previous one in delegate order (as
         // `MethodMeta` counted them: 16-byte rounded).
         let mut rest: &'a mut [u8] = core::mem::take(&mut tables.delegate_state);
@@ -159,6 +165,7 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
         Ok(Method {
             meta,
             tables,
+            folded,
             demand,
             step_limit: crate::exec::run::DEFAULT_STEP_LIMIT,
             _arenas: PhantomData,
@@ -198,7 +205,14 @@ impl<'a, 'p: 'a> Method<'a, 'p> {
     /// Copies removed at load (`exec::elide`): their outputs were placed over their inputs'
     /// bytes, and `execute` skips them.
     pub fn elided_calls(&self) -> usize {
-        self.tables.proved.iter().filter(|p| p.elided()).count()
+        let proved = self.tables.proved.iter();
+        proved.filter(|p| p.elided() && !p.folded()).count()
+    }
+
+    /// Calls run once at load (`exec::fold`: their operands are all constants); `execute`
+    /// skips them and the forward reads their results from the metadata buffer.
+    pub fn folded_calls(&self) -> usize {
+        self.folded
     }
 
     /// The instructions `execute` dispatches to a kernel or a delegate, in order (indices

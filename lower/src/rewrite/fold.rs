@@ -232,7 +232,10 @@ pub fn evaluate(
     g: &Graph<'_>,
 ) -> Result<BTreeMap<usize, Vec<u8>>, String> {
     let reg = Registry::standard();
+    // Nothing folded at load: every call runs here, in program order, and its results stay
+    // where the plan put them.
     let meta = MethodMeta::new(program, name, &reg).map_err(|e| e.to_string())?;
+    let meta = meta.with_fold_budget(0).map_err(|e| e.to_string())?;
     let mut arenas = OwnedArenas::for_meta(&meta).map_err(|e| e.to_string())?;
     let mut m = arenas.load(meta, &reg).map_err(|e| e.to_string())?;
     let mut by_pc: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
