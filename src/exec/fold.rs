@@ -294,7 +294,7 @@ impl<'p> Facts<'p> {
         if len == 0 {
             return false;
         }
-        let _ = open.push((off, off + len));
+        let _ = open.push((off, off.saturating_add(len)));
         for j in (0..pc.min(self.ins.len())).rev() {
             let mut hit = false;
             let mut overflow = false;
@@ -308,7 +308,7 @@ impl<'p> Facts<'p> {
                 else {
                     return;
                 };
-                let b = a + wl;
+                let b = a.saturating_add(wl);
                 if wm != mem || wl == 0 {
                     return;
                 }
@@ -340,6 +340,14 @@ impl<'p> Facts<'p> {
         }
         true
     }
+}
+
+/// `len` bytes rounded up to the area's alignment (saturating: such a size never fits).
+fn rounded(len: u64) -> usize {
+    usize::try_from(len)
+        .ok()
+        .and_then(|l| l.checked_next_multiple_of(ARENA_ALIGN))
+        .unwrap_or(usize::MAX)
 }
 
 fn foldable_op(plan: fb::ExecutionPlan<'_>, op: usize) -> bool {
@@ -415,7 +423,8 @@ pub fn plan<'p>(program: &Program<'p>, plan: fb::ExecutionPlan<'p>, budget: usiz
                         ..
                     } = f.store(w)
                     {
-                        hit |= wm == mem && a < off + len && off < a + wl;
+                        hit |=
+                            wm == mem && a < off.saturating_add(len) && off < a.saturating_add(wl);
                     }
                 });
                 hit
@@ -461,10 +470,10 @@ pub fn plan<'p>(program: &Program<'p>, plan: fb::ExecutionPlan<'p>, budget: usiz
             continue;
         }
         let cap = |r: usize| match f.store(r as i32) {
-            Store::Arena { len, .. } => (len as usize).div_ceil(ARENA_ALIGN) * ARENA_ALIGN,
+            Store::Arena { len, .. } => rounded(len),
             _ => 0,
         };
-        let bytes: usize = frontier.iter().map(cap).sum();
+        let bytes = frontier.iter().map(cap).fold(0, usize::saturating_add);
         if bytes > budget || frontier.count() > MAX_FRONTIER {
             // The largest frontier tensor stays in the forward, with what computes it.
             let Some(big) = frontier.iter().max_by_key(|&r| cap(r)) else {
@@ -586,13 +595,13 @@ pub fn apply<'p>(
     for r in fold.frontier.iter() {
         let first = f.first_reader(r as i32, n, |j| !fold.folded.get(j));
         let take = match f.store(r as i32) {
-            Store::Arena { len, .. } => (len as usize).div_ceil(ARENA_ALIGN) * ARENA_ALIGN,
+            Store::Arena { len, .. } => rounded(len),
             _ => return 0,
         };
         if keep.push((r, first, at)).is_err() {
             return 0;
         }
-        at += take;
+        at = at.saturating_add(take);
     }
     if at > t.fold.len() || decoded::decode(plan, &[], t.decoded).is_err() {
         return 0;
@@ -621,8 +630,8 @@ pub fn apply<'p>(
                 return 0;
             };
             let n = slot.nbytes();
-            let take = slot.capacity.div_ceil(ARENA_ALIGN) * ARENA_ALIGN;
-            let Some(dst) = t.fold.get_mut(off..off + take) else {
+            let take = rounded(slot.capacity as u64);
+            let Some(dst) = t.fold.get_mut(off..off.saturating_add(take)) else {
                 return 0;
             };
             if n > take || (n > 0 && slot.data.is_null()) {
