@@ -568,6 +568,17 @@ impl<'c, 'a, 'p> KernelCtx<'c, 'a, 'p> {
         }
     }
 
+    /// The tensor-table slot of item `k` of the tensor list at `arg` (`None` for a `-1`
+    /// entry): what a preparation records of a list's tensors.
+    pub fn list_tensor_slot(&self, arg: usize, k: usize) -> Result<Option<usize>, KernelError> {
+        self.list_slot(arg, k)
+    }
+
+    /// The tensor-table entry of slot `s` (from [`list_tensor_slot`](Self::list_tensor_slot)).
+    pub fn tensor_at(&self, s: usize) -> Option<&TensorSlot> {
+        self.tensors.get(s)
+    }
+
     /// Item `k` of a tensor list (None for a `-1` entry of an optional list).
     pub fn list_input(&self, arg: usize, k: usize) -> Result<Option<TensorRef<'a>>, KernelError> {
         match self.list_slot(arg, k)? {

@@ -5,11 +5,12 @@
 //! Layout contract: inputs and outputs are contiguous (the default dim order).
 
 use super::common::{
-    block_runs, checked_numel, list_item, make_shape, prod, shape_err, to_size, value_err, wrap,
-    Ctx, Res,
+    checked_numel, list_item, make_shape, prod, shape_err, to_size, value_err, wrap, Ctx, Res,
 };
 use super::convert::convert_run;
+use super::copy_engine::copy_row_pieces;
 use super::promote::can_cast;
+use super::split_prepared::prepare_split;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
@@ -20,7 +21,8 @@ use crate::tensor::TensorRef;
 pub static KERNELS: &[KernelDef] = &[
     KernelDef::new("aten::cat.out", cat_out),
     KernelDef::new("aten::stack.out", stack_out),
-    KernelDef::new("aten::split_with_sizes_copy.out", split_with_sizes_copy_out),
+    KernelDef::new("aten::split_with_sizes_copy.out", split_with_sizes_copy_out)
+        .with_prepare(prepare_split),
     KernelDef::new("aten::split_copy.Tensor_out", split_copy_tensor_out),
     KernelDef::new("aten::unbind_copy.int_out", unbind_copy_int_out),
 ];
@@ -318,29 +320,7 @@ fn split_rows(
         }
         off += sz;
     }
-    // Unit u: row u % outer of piece u / outer: a library copy of the row (about 50
-    // instructions for a short row, measured: its call and loop) and one per 16 bytes.
-    let units = count * outer;
-    let work = stride / count.max(1) / 16 + 50;
-    let copy = |lo: usize, hi: usize| {
-        block_runs(lo, hi, outer, |k, o0, o1| {
-            // The rows o0..o1 of piece k in this range: one loop.
-            let Some(&(ref dst, w, base)) = pieces.get(k).filter(|p| p.1 > 0) else {
-                return;
-            };
-            // SAFETY: rows o0..o1 of piece k belong to this range's units alone.
-            let rows = unsafe { dst.range(o0 * w, o1 * w) };
-            for (j, row) in rows.chunks_exact_mut(w).enumerate() {
-                let s0 = (o0 + j) * stride + base;
-                if let Some(s) = src.get(s0..s0 + w) {
-                    row.copy_from_slice(s);
-                }
-            }
-        })
-    };
-    if !parallel::try_split(units, work, |lo, hi, _| copy(lo, hi)) {
-        copy(0, units);
-    }
+    copy_row_pieces(src, &pieces, outer, stride);
     Ok(())
 }
 

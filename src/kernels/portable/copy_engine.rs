@@ -633,3 +633,40 @@ pub(super) fn runs_order(dims: &[usize], perm: &[usize]) -> Option<RunsOrder> {
 #[cfg(test)]
 #[path = "copy_engine_tests.rs"]
 mod tests;
+
+/// The rows of a split into pieces of rows, in one parallel step: `src` holds `outer` rows
+/// of `stride` bytes; piece `k` = `(out, w, base)` takes bytes `base..base + w` of each row
+/// into row after row of `out` (`outer · w` bytes). Unit `u` is row `u % outer` of piece
+/// `u / outer` (the query, key and value of an attention layer split from one product: 3 × T
+/// rows, too few per output to split each alone).
+pub(super) fn copy_row_pieces(
+    src: &[u8],
+    pieces: &[(parallel::SharedSlice<'_, u8>, usize, usize)],
+    outer: usize,
+    stride: usize,
+) {
+    let count = pieces.len();
+    // A library copy of a row costs about 50 instructions for a short row (measured: its call
+    // and loop) and one per 16 bytes.
+    let units = count * outer;
+    let work = stride / count.max(1) / 16 + 50;
+    let copy = |lo: usize, hi: usize| {
+        block_runs(lo, hi, outer, |k, o0, o1| {
+            // The rows o0..o1 of piece k in this range: one loop.
+            let Some(&(ref dst, w, base)) = pieces.get(k).filter(|p| p.1 > 0) else {
+                return;
+            };
+            // SAFETY: rows o0..o1 of piece k belong to this range's units alone.
+            let rows = unsafe { dst.range(o0 * w, o1 * w) };
+            for (j, row) in rows.chunks_exact_mut(w).enumerate() {
+                let s0 = (o0 + j) * stride + base;
+                if let Some(s) = src.get(s0..s0 + w) {
+                    row.copy_from_slice(s);
+                }
+            }
+        })
+    };
+    if !parallel::try_split(units, work, |lo, hi, _| copy(lo, hi)) {
+        copy(0, units);
+    }
+}

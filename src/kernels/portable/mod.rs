@@ -59,6 +59,7 @@ pub mod quantized;
 pub mod reduce;
 pub mod slice;
 pub mod softmax;
+mod split_prepared;
 pub mod tril;
 pub mod unary;
 pub mod view;
