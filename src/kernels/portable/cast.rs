@@ -14,6 +14,7 @@ use super::convert::convert_run;
 use super::copy_engine::{convert_view, copy_same, copy_view, View};
 use super::copy_prepared::{
     prepare_clone, prepare_dim_order_copy, prepare_plain_copy, prepare_to_copy,
+    prepare_to_dim_order_copy,
 };
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
@@ -33,7 +34,7 @@ pub static KERNELS: &[KernelDef] = &[
         "dim_order_ops::_to_dim_order_copy.out",
         to_dim_order_copy_out,
     )
-    .with_prepare(prepare_dim_order_copy),
+    .with_prepare(prepare_to_dim_order_copy),
 ];
 
 /// Elementwise copy of `x` into `out` (same numel) converting to out's dtype like C++

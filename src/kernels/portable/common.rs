@@ -59,6 +59,18 @@ pub(super) fn checked_numel(dims: &[usize], arg: usize) -> Result<usize, KernelE
 }
 
 /// Product of dims of an existing tensor (cannot overflow: the tensor exists in memory).
+/// Whether `t` is a static contiguous tensor in the default dim order: what a call prepared
+/// at load binds as raw bytes.
+pub(super) fn plain(t: &crate::kernel_api::TensorSlot) -> bool {
+    let r = t.shape.rank();
+    t.dynamism == crate::kernel_api::Dynamism::Static
+        && t.contiguous
+        && t.dim_order[..r]
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d as usize == i)
+}
+
 /// Units `lo..hi` of a split over blocks of `per` units each (unit `u` is unit `u % per` of
 /// block `u / per`), one `f(block, first, end)` per block the range touches: a part's work in
 /// one call per block rather than one per unit.

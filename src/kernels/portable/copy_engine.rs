@@ -670,3 +670,27 @@ pub(super) fn copy_row_pieces(
         copy(0, units);
     }
 }
+
+/// Copies row `idx[j]` of `src` (rows of `row > 0` bytes) into each row `j` of `part` (an
+/// embedding lookup: indices `0..rows`, negative ones out of range); at the first index out
+/// of range sets `bad` and stops.
+pub(super) fn gather_rows<I: Copy + Into<i64>>(
+    part: &mut [u8],
+    idx: &[I],
+    src: &[u8],
+    row: usize,
+    bad: &core::sync::atomic::AtomicBool,
+) {
+    let rows = src.len() / row.max(1);
+    for (d, &v) in part.chunks_exact_mut(row).zip(idx) {
+        let Some(s) = usize::try_from(v.into())
+            .ok()
+            .filter(|&v| v < rows)
+            .and_then(|v| src.get(v * row..(v + 1) * row))
+        else {
+            bad.store(true, core::sync::atomic::Ordering::Relaxed);
+            return;
+        };
+        d.copy_from_slice(s);
+    }
+}

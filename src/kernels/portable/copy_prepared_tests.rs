@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::dtype::DType;
+use crate::kernel_api::Dynamism;
 use crate::kernels::portable::test_util::{record, table_entry};
 use crate::testing::{OpTest, Rng};
 use std::vec;
@@ -144,4 +145,38 @@ fn a_prepared_copy_runs_only_on_what_it_was_prepared_for() {
     assert_eq!(o, [0; 8]);
     assert!(run_copy(&p, &base, &mut []).unwrap());
     assert_eq!(o, x);
+}
+
+/// A dim-order copy to another dtype is prepared and converts each element as the general
+/// path does (a C cast: nonzero → true, float → int truncating).
+#[test]
+fn converting_dim_order_copies_are_prepared_and_exact() {
+    let op = "dim_order_ops::_to_dim_order_copy.out";
+    let none = |t: &mut OpTest| vec![t.boolean(false), t.none()];
+    let xd = [3usize, 17];
+    let n = 51;
+    let (p, _, y) = copy(op, (DType::I64, &xd), (DType::Bool, &xd), none);
+    let want: Vec<u8> = (0..n as i64).map(|v| (v * 7 - 3 != 0) as u8).collect();
+    assert!(p && y == want);
+    let (p, _, y) = copy(op, (DType::I64, &xd), (DType::F32, &xd), none);
+    let want: Vec<u8> = (0..n as i64)
+        .flat_map(|v| ((v * 7 - 3) as f32).to_le_bytes())
+        .collect();
+    assert!(p && y == want);
+    let (p, x, y) = copy(op, (DType::F32, &xd), (DType::I64, &xd), none);
+    let want: Vec<u8> = x
+        .chunks_exact(4)
+        .flat_map(|c| (f32::from_le_bytes(c.try_into().unwrap()) as i64).to_le_bytes())
+        .collect();
+    assert!(p && y == want);
+    let (p, x, y) = copy(op, (DType::Bool, &xd), (DType::F32, &xd), none);
+    let want: Vec<u8> = x.iter().flat_map(|&b| (b as f32).to_le_bytes()).collect();
+    assert!(p && y == want);
+    // A clone to another dtype is the general path's error, not a conversion.
+    let mut t = OpTest::new("dim_order_ops::_clone_dim_order.out");
+    let x = t.input(DType::I64, &xd, &[0u8; 51 * 8]);
+    let (f, nn) = (t.boolean(false), t.none());
+    let o = t.output(DType::Bool, &xd);
+    t.call(&[x, f, nn, o, o]);
+    assert!(t.run().is_err());
 }

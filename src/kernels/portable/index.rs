@@ -8,7 +8,8 @@ use super::common::{
     check_out_dtype, checked_numel, contig_strides, copy_all, make_shape, prod, shape_err,
     value_err, wrap, Ctx, Res,
 };
-use super::copy_engine::{for_each_run, View};
+use super::copy_engine::{for_each_run, gather_rows, View};
+use super::index_prepared::prepare_embedding;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
@@ -24,7 +25,7 @@ pub static KERNELS: &[KernelDef] = &[
     KernelDef::new("aten::index_put.out", index_put_out),
     KernelDef::new("aten::index_select.out", index_select_out),
     KernelDef::new("aten::gather.out", gather_out),
-    KernelDef::new("aten::embedding.out", embedding_out),
+    KernelDef::new("aten::embedding.out", embedding_out).with_prepare(prepare_embedding),
 ];
 
 /// Typed view of an int64/int32 index tensor.
@@ -1036,25 +1037,6 @@ fn embedding_out(ctx: &mut Ctx) -> Res {
         }
     }
     Ok(())
-}
-
-/// Copies row `idx[j]` of `src` (rows of `row > 0` bytes) into each row `j` of `part`; at the
-/// first index out of range sets `bad` and stops.
-fn gather_rows<I: Copy + Into<i64>>(
-    part: &mut [u8],
-    idx: &[I],
-    src: &[u8],
-    row: usize,
-    bad: &core::sync::atomic::AtomicBool,
-) {
-    let rows = src.len() / row;
-    for (d, &v) in part.chunks_exact_mut(row).zip(idx) {
-        let Ok(v) = check_index(v.into(), rows, false, 1) else {
-            bad.store(true, core::sync::atomic::Ordering::Relaxed);
-            return;
-        };
-        d.copy_from_slice(&src[v * row..(v + 1) * row]);
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use super::common::{check_out_dtype, contig_strides, shape_err, value_err, wrap, Ctx, Res};
 use super::copy_engine::{copy_view, View};
+use super::slice_prepared::prepare_select;
 use crate::error::KernelError;
 use crate::kernel_api::KernelDef;
 use crate::tensor::{Shape, TensorRef};
@@ -13,7 +14,7 @@ use crate::tensor::{Shape, TensorRef};
 /// The slicing kernels, by operator key.
 pub static KERNELS: &[KernelDef] = &[
     KernelDef::new("aten::slice_copy.Tensor_out", slice_copy_tensor_out),
-    KernelDef::new("aten::select_copy.int_out", select_copy_int_out),
+    KernelDef::new("aten::select_copy.int_out", select_copy_int_out).with_prepare(prepare_select),
     KernelDef::new("aten::narrow_copy.out", narrow_copy_out),
 ];
 

@@ -4,25 +4,14 @@
 //! and the outputs' bytes and copies every piece's rows in one parallel step (as the general
 //! path's row split does). A call whose tensors changed returns to the general path.
 
-use super::common::{prod, Ctx};
+use super::common::{plain, prod, Ctx};
 use super::copy_engine::copy_row_pieces;
 use crate::error::KernelError;
-use crate::kernel_api::{Dynamism, Prepared, TensorSlot};
+use crate::kernel_api::{Prepared, TensorSlot};
 use crate::parallel::SharedSlice;
 
 /// Most pieces a record binds (one slot is the input's).
 const MAX_PIECES: usize = 5;
-
-/// Whether `t` is a static contiguous tensor in the default dim order.
-fn plain(t: &TensorSlot) -> bool {
-    let r = t.shape.rank();
-    t.dynamism == Dynamism::Static
-        && t.contiguous
-        && t.dim_order[..r]
-            .iter()
-            .enumerate()
-            .all(|(i, &d)| d as usize == i)
-}
 
 /// `split_with_sizes_copy.out(self, split_sizes, dim, *, out)`: prepared when the sizes are
 /// equal and positive, at most 5, and split a dim with at least one dim of more than one
