@@ -50,7 +50,7 @@ fn op_name(plan: fb::ExecutionPlan<'_>, op: usize) -> error::Name {
     n
 }
 
-impl<'p> Frame<'_, '_, 'p> {
+impl<'c, 'p> Frame<'c, '_, 'p> {
     /// Runs every chain of the plan once.
     pub fn run(&mut self) -> Result<(), Error> {
         let plan = self.plan;
@@ -58,7 +58,10 @@ impl<'p> Frame<'_, '_, 'p> {
         for (ci, chain) in plan.chains().unwrap_or_default().iter().enumerate() {
             let instrs = chain.instructions().unwrap_or_default();
             let proved = self.proved.get(base..base + instrs.len()).unwrap_or(&[]);
-            let decoded = self.decoded.get(base..base + instrs.len()).unwrap_or(&[]);
+            // The table borrowed for the frame's lifetime, not through `self`: each call is
+            // handed its entry by reference.
+            let all: &'c [Decoded<'p>] = self.decoded;
+            let decoded = all.get(base..base + instrs.len()).unwrap_or(&[]);
             base += instrs.len();
             let mut pc = 0usize;
             let mut steps = 0u64;
@@ -79,7 +82,7 @@ impl<'p> Frame<'_, '_, 'p> {
                     pc + 1
                 } else {
                     match decoded.get(pc) {
-                        Some(d) if d.kind != Kind::Other => self.call(pc, *d, sure)?,
+                        Some(d) if d.kind != Kind::Other => self.call(pc, d, sure)?,
                         _ => self.step(pc, instrs.get(pc))?,
                     }
                 };
@@ -114,8 +117,9 @@ impl<'p> Frame<'_, '_, 'p> {
         if self.proved.get(before + pc).is_some_and(|p| p.elided()) {
             return Ok(());
         }
-        match self.decoded.get(before + pc) {
-            Some(d) if d.kind != Kind::Other => self.call(pc, *d, super::alias::Proof::NONE),
+        let all: &'c [Decoded<'p>] = self.decoded;
+        match all.get(before + pc) {
+            Some(d) if d.kind != Kind::Other => self.call(pc, d, super::alias::Proof::NONE),
             _ => self.step(pc, ins),
         }
         .map(|_| ())
@@ -126,18 +130,14 @@ impl<'p> Frame<'_, '_, 'p> {
     fn call(
         &mut self,
         pc: usize,
-        d: Decoded<'p>,
+        d: &Decoded<'p>,
         proved: super::alias::Proof,
     ) -> Result<usize, Error> {
-        let rows = d
-            .rows
-            .filter(|_| self.rows)
-            .map(|(v, lo, hi)| (v as usize, lo as usize, hi as usize));
         let index = d.index as usize;
-        if let Some((p, run)) = d.prepared.and_then(|p| Some((p, p.run?))) {
+        if let Some((p, run)) = d.prepared.as_ref().and_then(|p| Some((p, p.run?))) {
             // Decided at load (`exec::prepared`); `false`: a tensor changed since, so the
             // kernel runs as usual.
-            match run(&p, self.tensors, self.scratch) {
+            match run(p, self.tensors, self.scratch) {
                 Ok(true) => return Ok(pc + 1),
                 Ok(false) => {}
                 Err(source) => {
@@ -149,6 +149,10 @@ impl<'p> Frame<'_, '_, 'p> {
                 }
             }
         }
+        let rows = d
+            .rows
+            .filter(|_| self.rows)
+            .map(|(v, lo, hi)| (v as usize, lo as usize, hi as usize));
         let mut ctx = KernelCtx::new(self.values, self.tensors, d.args, self.scratch)
             .with_rows(rows)
             .with_alias_proof(proved)

@@ -1,6 +1,6 @@
 //! [`Prepared`]: a call's work decided at load (see `exec::prepared`).
 
-use super::value::TensorSlot;
+use super::value::{Dynamism, TensorSlot};
 use crate::error::KernelError;
 use crate::shape::dims_eq;
 use crate::tensor::Element;
@@ -52,6 +52,69 @@ impl Prepared {
         let inside = n.checked_mul(size).is_some_and(|b| b <= t.capacity);
         (n == 0 || (inside && !t.data.is_null() && (t.data as usize).is_multiple_of(size)))
             .then_some((t, n))
+    }
+
+    /// The tensor of slot position `i`, if it is a static contiguous tensor of `T` whose data
+    /// holds `n` elements within its capacity at an address aligned to `T` (or `n` is 0).
+    #[inline]
+    fn static_slot<'t, T: Element>(
+        &self,
+        tensors: &'t [TensorSlot],
+        i: usize,
+        n: usize,
+    ) -> Option<&'t TensorSlot> {
+        let t = tensors.get(*self.slots.get(i)? as usize)?;
+        let size = core::mem::size_of::<T>();
+        let inside = n.checked_mul(size).is_some_and(|b| b <= t.capacity);
+        let bound = n == 0 || (!t.data.is_null() && (t.data as usize).is_multiple_of(size));
+        (t.dynamism == Dynamism::Static && t.dtype == T::DTYPE && t.contiguous && inside && bound)
+            .then_some(t)
+    }
+
+    /// Slot position `i` as an input of `n` elements of `T`, recorded at load, when it is a
+    /// static tensor: its byte count cannot change after load (a static tensor is resized
+    /// only to shapes of its own size), so neither its shape nor its element count is read.
+    /// For a runner whose work depends on the element counts alone (an elementwise map).
+    ///
+    /// # Safety
+    /// As [`Prepared::input`].
+    #[inline]
+    pub unsafe fn input_static<'a, T: Element>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        n: usize,
+    ) -> Option<&'a [T]> {
+        let t = self.static_slot::<T>(tensors, i, n)?;
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: a bound tensor holding n elements of T within its capacity (checked) at an
+        // address aligned to T, readable and not written by the call (the contract).
+        Some(unsafe { core::slice::from_raw_parts(t.data as *const T, n) })
+    }
+
+    /// [`Prepared::input_static`] for the call's writable output.
+    ///
+    /// # Safety
+    /// As [`Prepared::output`].
+    #[inline]
+    pub unsafe fn output_static<'a, T: Element>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        n: usize,
+    ) -> Option<&'a mut [T]> {
+        let t = self.static_slot::<T>(tensors, i, n)?;
+        if !t.writable {
+            return None;
+        }
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: as `input_static`; the tensor is writable and overlaps no other argument
+        // of the call, and this is its only binding while the call runs (the contract).
+        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
     }
 
     /// The tensor of slot position `i` and its byte count, if it is a contiguous tensor whose

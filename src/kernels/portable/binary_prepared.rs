@@ -96,6 +96,10 @@ const OPS: [(vec::BinOp, bool); 3] = [
 /// `Prepared::param` bit of an int64 call.
 const INT64: u32 = 1 << 16;
 
+/// `Prepared::param` bit of an f32 call of static tensors whose element counts are in
+/// `sizes[0..3]` (x, y, out).
+const STATIC: u32 = 1 << 17;
+
 /// The int64 form of operands of dims `xd` and `yd` into `od`: what the general path's int64
 /// fast path takes (`x` of `od`'s dims; `y` too, or one element of no more dims when the
 /// output is not itself one element).
@@ -141,7 +145,25 @@ fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: vec::BinOp) -> Option<Prepared> {
             {
                 return None;
             }
-            (form(xd, yd, od)?, 0, [0; 4])
+            let f = form(xd, yd, od)?;
+            // Static tensors in a form whose result depends on the element counts alone:
+            // the counts recorded, the shapes never read again.
+            let fixed = [0, 1, out_arg].iter().all(|&a| {
+                ctx.entry(a)
+                    .is_ok_and(|t| t.dynamism == crate::kernel_api::Dynamism::Static)
+            });
+            let counts = (numel(xd)?, numel(yd)?, numel(od)?);
+            let u = |v: usize| u32::try_from(v).ok();
+            match (f, fixed, u(counts.0), u(counts.1), u(counts.2)) {
+                (
+                    Form::Same | Form::Scalar | Form::ScalarFirst,
+                    true,
+                    Some(a),
+                    Some(b),
+                    Some(c),
+                ) => (f, STATIC, [a, b, c, 0]),
+                _ => (f, 0, [0; 4]),
+            }
         }
         DType::I64 => {
             // An Int alpha (a Double or Bool one is the general path's error).
@@ -200,6 +222,21 @@ pub(super) fn run_binary(
     ) else {
         return Ok(false);
     };
+    if p.param & STATIC != 0 {
+        let [nx, ny, no, _] = p.sizes.map(|s| s as usize);
+        // SAFETY: as below.
+        let bound = unsafe {
+            (
+                p.input_static::<f32>(tensors, 0, nx),
+                p.input_static::<f32>(tensors, 1, ny),
+                p.output_static::<f32>(tensors, 2, no),
+            )
+        };
+        let (Some(xs), Some(ys), Some(os)) = bound else {
+            return Ok(false);
+        };
+        return slice_op(bop, has_alpha, want, xs, ys, os);
+    }
     let (xd, yd, od) = (x.shape.dims(), y.shape.dims(), o.shape.dims());
     if p.param & INT64 != 0 {
         return Ok(run_i64(p, tensors, bop, want, (xd, yd, od)));
@@ -225,13 +262,26 @@ pub(super) fn run_binary(
     let (Some(xs), Some(ys), Some(os)) = bound else {
         return Ok(false);
     };
-    let r = match want {
-        Form::Same => vec::binary(bop, xs, ys, os),
-        Form::Scalar => vec::binary_scalar(bop, xs, ys[0], os),
-        Form::ScalarFirst => vec::scalar_binary(bop, xs[0], ys, os),
-        Form::Row => vec::binary_row(bop, xs, ys, os),
-        Form::RowFirst => vec::row_binary(bop, xs, ys, os),
-        Form::Column => vec::binary_col(bop, xs, ys, os),
+    slice_op(bop, has_alpha, want, xs, ys, os)
+}
+
+/// The slice kernel of form `want` on bound operands.
+fn slice_op(
+    bop: vec::BinOp,
+    has_alpha: bool,
+    want: Form,
+    xs: &[f32],
+    ys: &[f32],
+    os: &mut [f32],
+) -> Result<bool, KernelError> {
+    let r = match (want, xs, ys) {
+        (Form::Same, ..) => vec::binary(bop, xs, ys, os),
+        (Form::Scalar, _, &[y]) => vec::binary_scalar(bop, xs, y, os),
+        (Form::ScalarFirst, &[x], _) => vec::scalar_binary(bop, x, ys, os),
+        (Form::Row, ..) => vec::binary_row(bop, xs, ys, os),
+        (Form::RowFirst, ..) => vec::row_binary(bop, xs, ys, os),
+        (Form::Column, ..) => vec::binary_col(bop, xs, ys, os),
+        _ => return Ok(false),
     };
     r.map_err(|_| bcast_err(if has_alpha { 3 } else { 2 }))?;
     Ok(true)

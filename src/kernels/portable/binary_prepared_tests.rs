@@ -193,3 +193,45 @@ fn int64_calls_are_prepared_in_the_fast_paths_forms() {
         }
     }
 }
+
+/// A call of static tensors in a form that depends on the element counts alone (same shape,
+/// a one-element operand) records the counts and binds by them; it refuses a tensor that is
+/// no longer static, bound, writable or of the dtype, and one whose capacity is short.
+#[test]
+fn a_static_call_binds_by_its_recorded_counts() {
+    let mut x = [1.0f32, 2.0, 3.0, 4.0];
+    let mut y = [10.0f32];
+    let mut o = [0.0f32; 4];
+    let slot =
+        |p: *mut f32, dims: &[usize], n: usize| table_entry(DType::F32, p.cast(), dims, 4 * n);
+    let base = [
+        slot(x.as_mut_ptr(), &[2, 2], 4),
+        slot(y.as_mut_ptr(), &[], 1),
+        slot(o.as_mut_ptr(), &[2, 2], 4),
+    ];
+    // Multiplication (index 2) by a one-element operand.
+    let param = 2 | (Form::Scalar as u32) << 8 | STATIC;
+    let p = record(run_binary, &[0, 1, 2], [4, 1, 4, 0], param);
+    let mut changes: Vec<[TensorSlot; 3]> = Vec::new();
+    let mut c = base;
+    c[0].dynamism = crate::kernel_api::Dynamism::Bound;
+    changes.push(c);
+    let mut c = base;
+    c[1].data = core::ptr::null_mut();
+    changes.push(c);
+    let mut c = base;
+    c[2].writable = false;
+    changes.push(c);
+    let mut c = base;
+    c[2].capacity = 12;
+    changes.push(c);
+    let mut c = base;
+    c[1].dtype = DType::I32;
+    changes.push(c);
+    for (i, c) in changes.iter().enumerate() {
+        assert!(!run_binary(&p, c, &mut []).unwrap(), "change {i}");
+    }
+    assert_eq!(o, [0.0; 4]);
+    assert!(run_binary(&p, &base, &mut []).unwrap());
+    assert_eq!(o, [10.0, 20.0, 30.0, 40.0]);
+}
