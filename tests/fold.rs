@@ -20,9 +20,11 @@ fn three_runs(case: &str, budget: usize) -> (Vec<Vec<u8>>, usize, usize) {
         .unwrap()
         .with_fold_budget(budget)
         .unwrap();
-    let bytes = meta.folded_bytes();
+    let (bytes, planned) = (meta.folded_bytes(), meta.folded_calls());
     let mut a = OwnedArenas::for_meta(&meta).unwrap();
     let mut m = a.load(meta, &reg).unwrap();
+    // What `MethodMeta` counted is what the load folded.
+    assert_eq!(m.folded_calls(), planned, "{case}");
     let ins = inputs(case);
     let mut outs = Vec::new();
     for round in 0..3 {

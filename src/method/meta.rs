@@ -23,6 +23,8 @@ pub struct MethodMeta<'p> {
     pub(crate) metadata_bytes: usize,
     /// Most bytes of values folded at load (`exec::fold`) the metadata buffer keeps.
     pub(crate) fold_budget: usize,
+    /// Calls folded at load within that budget.
+    pub(crate) fold_calls: usize,
 }
 
 /// Static facts about one tensor input or output.
@@ -103,6 +105,7 @@ impl<'p> MethodMeta<'p> {
             },
             metadata_bytes: 0,
             fold_budget: fold::DEFAULT_BUDGET,
+            fold_calls: 0,
         };
         meta.counts.tensors = validate::values(program, plan)?;
         validate::io(plan)?;
@@ -118,7 +121,8 @@ impl<'p> MethodMeta<'p> {
                 unresolved.get_or_insert(e);
             }
         }
-        meta.counts.fold = fold::plan(&meta.program, plan, meta.fold_budget).bytes;
+        let f = fold::plan(&meta.program, plan, meta.fold_budget);
+        (meta.counts.fold, meta.fold_calls) = (f.bytes, f.calls);
         meta.metadata_bytes = Tables::bytes(&meta.counts, meta.program)?;
         Ok((meta, unresolved))
     }
@@ -130,7 +134,8 @@ impl<'p> MethodMeta<'p> {
     /// [`exec::fold::DEFAULT_BUDGET`](crate::exec::fold::DEFAULT_BUDGET).
     pub fn with_fold_budget(mut self, bytes: usize) -> Result<Self, Error> {
         self.fold_budget = bytes;
-        self.counts.fold = fold::plan(&self.program, self.plan, bytes).bytes;
+        let f = fold::plan(&self.program, self.plan, bytes);
+        (self.counts.fold, self.fold_calls) = (f.bytes, f.calls);
         self.metadata_bytes = Tables::bytes(&self.counts, self.program)?;
         Ok(self)
     }
@@ -138,6 +143,12 @@ impl<'p> MethodMeta<'p> {
     /// Bytes of the metadata buffer that hold values folded at load.
     pub fn folded_bytes(&self) -> usize {
         self.counts.fold
+    }
+
+    /// Calls that run once at load rather than in every forward (`exec::fold`; a load can
+    /// fold none of them if one fails, and the forward then reports the error).
+    pub fn folded_calls(&self) -> usize {
+        self.fold_calls
     }
 
     pub fn name(&self) -> &'p str {

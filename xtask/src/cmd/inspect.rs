@@ -183,6 +183,8 @@ fn method_json(program: &Program<'_>, plan: fb::ExecutionPlan<'_>) -> Result<Val
         "planned_arena_bytes": arenas,
         "delegate_regions": regions,
         "metadata_bytes": meta.metadata_bytes(),
+        "folded_calls": meta.folded_calls(),
+        "folded_bytes": meta.folded_bytes(),
         "kernel_scratch_bytes": meta.kernel_scratch_bytes(),
         "values": meta.num_values(),
         "runnable": unresolved.is_none(),
@@ -304,6 +306,12 @@ pub fn inspect(model: &Path, as_json: bool) -> Result<()> {
             "  metadata: {} bytes ({} values; kernel scratch {} bytes)",
             m["metadata_bytes"], m["values"], m["kernel_scratch_bytes"]
         );
+        if m["folded_calls"].as_u64().unwrap_or(0) > 0 {
+            println!(
+                "  folded at load: {} calls (operands all constants), their results {} bytes of the metadata",
+                m["folded_calls"], m["folded_bytes"]
+            );
+        }
         if let Some(d) = m["delegates"].as_object().filter(|d| !d.is_empty()) {
             println!("  delegate calls per backend:");
             for (k, v) in d {
