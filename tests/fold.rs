@@ -142,3 +142,26 @@ fn folded_results_are_kept_before_their_bytes_are_reused() {
     let seen = t.run_inspect(&[]).unwrap();
     assert_eq!((seen.folded, seen.outputs[0].f32()), (0, vec![-7.0, -14.0]));
 }
+
+/// A call whose Int list holds a value another call computes as the method runs (a roll by
+/// `sym_size` of an input) is not folded: at load the list would hold the program's initial
+/// 0, and the roll would keep its input as it is.
+#[test]
+fn calls_reading_run_time_ints_are_not_folded() {
+    let mut t = OpTest::new("");
+    let x = t.input_f32(&[1], &[0.5]);
+    let c = t.constant_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let (zero, s) = (t.int(0), t.int(0));
+    let shifts = t.int_list_of(&[s]);
+    let dims = t.int_list(&[0]);
+    let r = t.intermediate_f32(&[4]);
+    let y = t.output(DType::F32, &[4]);
+    t.steps(&[
+        k("aten::sym_size.int", &[x, zero, s]),
+        k("aten::roll.out", &[c, shifts, dims, r, r]),
+        k("aten::neg.out", &[r, y, y]),
+    ]);
+    let seen = t.run_inspect(&[]).unwrap();
+    assert_eq!(seen.folded, 0);
+    assert_eq!(seen.outputs[0].f32(), [-4.0, -1.0, -2.0, -3.0]);
+}

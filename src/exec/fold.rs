@@ -219,6 +219,23 @@ impl<'p> Facts<'p> {
         }
     }
 
+    /// The value indices an Int list value `v` holds.
+    fn int_items(&self, v: i32, f: impl FnMut(i64)) {
+        usize::try_from(v)
+            .ok()
+            .and_then(|v| {
+                self.plan
+                    .values()
+                    .filter(|vs| v < vs.len())
+                    .map(|vs| vs.get(v))
+            })
+            .and_then(|ev| ev.val_as_int_list())
+            .and_then(|l| l.items())
+            .into_iter()
+            .flatten()
+            .for_each(f);
+    }
+
     /// Instruction `pc`'s arguments and whether it is a kernel call (`Some(op)`).
     fn call(&self, pc: usize) -> (&'p [i32], Option<usize>) {
         let ins = self.ins.get(pc);
@@ -542,6 +559,10 @@ fn candidates(
                     }
                     _ => false,
                 }
+            }),
+            // An Int list reads its items (SymInts some call may compute).
+            Some(fb::KernelTypes::IntList) => f.int_items(a, |v| {
+                reads_ok &= !written.get(v.max(0) as usize);
             }),
             Some(_) => reads_ok &= !written.get(a.max(0) as usize),
             None => reads_ok = false,
