@@ -44,7 +44,7 @@ pub const MAX_INSTRUCTIONS: usize = 64 * 64;
 pub const MAX_VALUES: usize = 256 * 64;
 
 /// Operators that must run every time (random, or with unspecified contents).
-const NEVER: [&str; 7] = [
+pub const NEVER: [&str; 7] = [
     "rand",
     "dropout",
     "bernoulli",
@@ -149,17 +149,15 @@ struct Facts<'p> {
 }
 
 impl<'p> Facts<'p> {
+    /// Value `v` of the plan.
+    fn value(&self, v: i32) -> Option<fb::EValue<'p>> {
+        let v = usize::try_from(v).ok()?;
+        let vs = self.plan.values()?;
+        (v < vs.len()).then(|| vs.get(v))
+    }
+
     fn store(&self, v: i32) -> Store {
-        let Some(t) = usize::try_from(v)
-            .ok()
-            .and_then(|v| {
-                self.plan
-                    .values()
-                    .filter(|vs| v < vs.len())
-                    .map(|vs| vs.get(v))
-            })
-            .and_then(|ev| ev.val_as_tensor())
-        else {
+        let Some(t) = self.value(v).and_then(|ev| ev.val_as_tensor()) else {
             return Store::Other;
         };
         let Ok((_, _, nbytes)) = check_tensor(&self.program, self.plan, v as usize, t) else {
@@ -185,19 +183,12 @@ impl<'p> Facts<'p> {
     }
 
     fn value_type(&self, v: i32) -> Option<fb::KernelTypes> {
-        let v = usize::try_from(v).ok()?;
-        let vs = self.plan.values()?;
-        (v < vs.len()).then(|| vs.get(v).val_type())
+        self.value(v).map(|ev| ev.val_type())
     }
 
     /// The tensor values of value `v`: itself, or a list's items.
     fn tensors_of(&self, v: i32, mut f: impl FnMut(i32)) {
-        let Some(ev) = usize::try_from(v).ok().and_then(|v| {
-            self.plan
-                .values()
-                .filter(|vs| v < vs.len())
-                .map(|vs| vs.get(v))
-        }) else {
+        let Some(ev) = self.value(v) else {
             return;
         };
         match ev.val_type() {
@@ -221,14 +212,7 @@ impl<'p> Facts<'p> {
 
     /// The value indices an Int list value `v` holds.
     fn int_items(&self, v: i32, f: impl FnMut(i64)) {
-        usize::try_from(v)
-            .ok()
-            .and_then(|v| {
-                self.plan
-                    .values()
-                    .filter(|vs| v < vs.len())
-                    .map(|vs| vs.get(v))
-            })
+        self.value(v)
             .and_then(|ev| ev.val_as_int_list())
             .and_then(|l| l.items())
             .into_iter()
@@ -371,8 +355,13 @@ fn foldable_op(plan: fb::ExecutionPlan<'_>, op: usize) -> bool {
     let Some(o) = plan.operators().filter(|v| op < v.len()).map(|v| v.get(op)) else {
         return false;
     };
-    let name = o.name().unwrap_or("");
-    let overload = o.overload().unwrap_or("");
+    foldable_name(o.name().unwrap_or(""), o.overload().unwrap_or(""))
+}
+
+/// Whether operator `name.overload` may be evaluated ahead of time when its operands are
+/// constants: an out variant, not a primitive (those compute sizes as the method runs), not
+/// random or of unspecified contents ([`NEVER`]). `xtask lower` folds by the same rule.
+pub fn foldable_name(name: &str, overload: &str) -> bool {
     (overload == "out" || overload.ends_with("_out"))
         && !name.starts_with("executorch_prim::")
         && !NEVER.iter().any(|w| name.contains(w))

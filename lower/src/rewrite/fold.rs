@@ -21,17 +21,6 @@ use ptera::{MethodMeta, Program, Registry};
 
 use super::graph::{Graph, Kind, Source};
 
-/// Operators that must run every time (random, or with unspecified contents).
-const NEVER: [&str; 7] = [
-    "rand",
-    "dropout",
-    "bernoulli",
-    "normal",
-    "uniform",
-    "multinomial",
-    "empty",
-];
-
 /// A folded value larger than this is stored only when the constants it is computed from go
 /// away with it, so folding never makes the file grow by more than small tables.
 pub const SMALL_FOLD_BYTES: usize = 64 * 1024;
@@ -52,12 +41,8 @@ pub struct FoldPlan {
 }
 
 fn foldable_op(key: &str) -> bool {
-    let Some((name, overload)) = key.rsplit_once('.') else {
-        return false;
-    };
-    (overload == "out" || overload.ends_with("_out"))
-        && !name.starts_with("executorch_prim::")
-        && !NEVER.iter().any(|w| name.contains(w))
+    key.rsplit_once('.')
+        .is_some_and(|(name, overload)| ptera::exec::fold::foldable_name(name, overload))
 }
 
 /// Decides which calls to fold (nothing is changed).

@@ -3,7 +3,7 @@
 //! refusals.
 
 use super::*;
-use crate::kernels::portable::test_util::{record, table_entry};
+use crate::kernels::portable::test_util::{record, same_on_teams, table_entry};
 use crate::testing::{OpTest, Rng};
 use std::vec;
 use std::vec::Vec;
@@ -82,20 +82,12 @@ fn an_index_out_of_range_is_the_general_paths_error() {
 /// On 2- and 4-core teams the prepared lookup gives the one-core bytes, split.
 #[test]
 fn prepared_embeddings_split_across_a_team() {
-    use crate::parallel::scoped;
-    use crate::testing::CountingTeam;
     let idx: Vec<i64> = (0..64).map(|i| (i * 7) % 100).collect();
-    let run = || {
+    same_on_teams("embedding 100 x 256", || {
         let (prepared, _, y) = embed(100, 256, &idx, &[1, 64], false);
         assert!(prepared);
         y.unwrap()
-    };
-    let one = run();
-    for cores in [2, 4] {
-        let team = CountingTeam::new(cores);
-        assert_eq!(scoped(&team, run), one);
-        assert!(team.splits() > 0, "{cores}: not split");
-    }
+    });
 }
 
 /// The runner gathers nothing and hands the call back when a tensor is no longer a bound,

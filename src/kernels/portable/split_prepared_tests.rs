@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::dtype::DType;
-use crate::kernels::portable::test_util::{record, table_entry};
+use crate::kernels::portable::test_util::{record, same_on_teams, table_entry};
 use crate::testing::{OpTest, Rng};
 use std::vec::Vec;
 
@@ -93,19 +93,11 @@ fn other_splits_are_left_to_the_general_path() {
 /// On 2- and 4-core teams the prepared split gives the one-core bytes, split.
 #[test]
 fn prepared_splits_split_across_a_team() {
-    use crate::parallel::scoped;
-    use crate::testing::CountingTeam;
-    let run = || {
+    same_on_teams("Q/K/V split", || {
         let (prepared, out) = split(&[1, 64, 192], &[64, 64, 64], 2);
         assert!(prepared);
         out
-    };
-    let one = run();
-    for cores in [2, 4] {
-        let team = CountingTeam::new(cores);
-        assert_eq!(scoped(&team, run), one);
-        assert!(team.splits() > 0, "{cores}: not split");
-    }
+    });
 }
 
 /// The runner copies nothing and hands the call back when a tensor is no longer a bound,

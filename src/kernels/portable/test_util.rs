@@ -307,3 +307,16 @@ pub(super) fn record(
         param,
     }
 }
+
+/// Runs `run` on this core, then on 2- and 4-core teams: each team's result equals the
+/// one-core result and the team split the work (`what` names the case in a failure).
+pub(super) fn same_on_teams<T: PartialEq + core::fmt::Debug>(what: &str, run: impl Fn() -> T) {
+    use crate::parallel::scoped;
+    use crate::testing::CountingTeam;
+    let one = run();
+    for cores in [2, 4] {
+        let team = CountingTeam::new(cores);
+        assert_eq!(scoped(&team, &run), one, "{what}: {cores} cores");
+        assert!(team.splits() > 0, "{what}: {cores} cores: not split");
+    }
+}
