@@ -165,3 +165,37 @@ fn calls_reading_run_time_ints_are_not_folded() {
     assert_eq!(seen.folded, 0);
     assert_eq!(seen.outputs[0].f32(), [-4.0, -1.0, -2.0, -3.0]);
 }
+
+/// The analysis has a work bound: a program whose byte walks would visit more than
+/// `MAX_WALK` instructions folds nothing (and still runs). `−a` read by `calls` adds, each a
+/// walk back to it: 1,000 adds fold it, 2,000 (about 2 M instructions walked) do not.
+#[test]
+fn the_analysis_stops_at_its_work_bound() {
+    use ptera::exec::fold::MAX_WALK;
+    let run = |calls: usize| {
+        let mut t = OpTest::new("");
+        let x = t.input_f32(&[2], &[1.0, 2.0]);
+        let a = t.constant_f32(&[2], &[10.0, 20.0]);
+        let na = t.intermediate_f32(&[2]);
+        let one = t.int(1);
+        let mut steps = vec![k("aten::neg.out", &[a, na, na])];
+        let mut acc = x;
+        for i in 0..calls {
+            let y = if i + 1 == calls {
+                t.output(DType::F32, &[2])
+            } else {
+                t.intermediate_f32(&[2])
+            };
+            steps.push(k("aten::add.out", &[acc, na, one, y, y]));
+            acc = y;
+        }
+        t.steps(&steps);
+        let seen = t.run_inspect(&[]).unwrap();
+        let n = calls as f32;
+        assert_eq!(seen.outputs[0].f32(), [1.0 - 10.0 * n, 2.0 - 20.0 * n]);
+        seen.folded
+    };
+    assert!(1000 * 1000 / 2 < MAX_WALK as usize && 2000 * 2000 / 2 > MAX_WALK as usize);
+    assert_eq!(run(1000), 1);
+    assert_eq!(run(2000), 0);
+}

@@ -54,6 +54,14 @@ pub const NEVER: [&str; 7] = [
     "empty",
 ];
 
+/// Instructions the analysis's byte walks may visit in all (about 20 M instructions of work
+/// at load): a language model's analysis takes a few hundred thousand.
+pub const MAX_WALK: u32 = 1 << 20;
+
+/// Rounds of the analysis (each forbids at least one call): the language models here need
+/// a handful.
+pub const MAX_ROUNDS: usize = 64;
+
 /// Frontier tensors a method may keep.
 pub const MAX_FRONTIER: usize = 256;
 
@@ -146,6 +154,9 @@ struct Facts<'p> {
     program: Program<'p>,
     plan: fb::ExecutionPlan<'p>,
     ins: flatbuffers::Vector<'p, flatbuffers::ForwardsUOffset<fb::Instruction<'p>>>,
+    /// Instructions the byte walks ([`Facts::sources`]) have visited: past [`MAX_WALK`] the
+    /// analysis gives up (a program built to make it slow folds nothing).
+    walked: core::cell::Cell<u32>,
 }
 
 impl<'p> Facts<'p> {
@@ -297,6 +308,11 @@ impl<'p> Facts<'p> {
         }
         let _ = open.push((off, off.saturating_add(len)));
         for j in (0..pc.min(self.ins.len())).rev() {
+            let w = self.walked.get().saturating_add(1);
+            self.walked.set(w);
+            if w > MAX_WALK {
+                return true;
+            }
             let mut hit = false;
             let mut overflow = false;
             self.writes(j, |w| {
@@ -392,6 +408,7 @@ pub fn plan<'p>(program: &Program<'p>, plan: fb::ExecutionPlan<'p>, budget: usiz
         program: *program,
         plan,
         ins,
+        walked: core::cell::Cell::new(0),
     };
     // Non-tensor values some call writes (primitive operators): not known at load.
     let mut written: Bits<{ MAX_VALUES / 64 }> = Bits::EMPTY;
@@ -406,10 +423,11 @@ pub fn plan<'p>(program: &Program<'p>, plan: fb::ExecutionPlan<'p>, budget: usiz
         }
     }
     let mut forbidden: Bits<{ MAX_INSTRUCTIONS / 64 }> = Bits::EMPTY;
-    // Each round forbids at least one call.
-    for _ in 0..=n {
+    // Each round forbids at least one call; a program that needs more rounds than
+    // [`MAX_ROUNDS`] folds nothing.
+    for _ in 0..=n.min(MAX_ROUNDS) {
         let folded = candidates(&f, n, &written, &forbidden);
-        if folded.is_empty() {
+        if folded.is_empty() || f.walked.get() > MAX_WALK {
             return Fold::NONE;
         }
         let mut more: Bits<{ MAX_INSTRUCTIONS / 64 }> = Bits::EMPTY;
@@ -496,6 +514,9 @@ pub fn plan<'p>(program: &Program<'p>, plan: fb::ExecutionPlan<'p>, budget: usiz
                 .filter(|&j| folded.get(j) && f.writes_value(j, big as i32))
                 .for_each(|j| forbidden.set(j));
             continue;
+        }
+        if f.walked.get() > MAX_WALK {
+            return Fold::NONE;
         }
         return Fold {
             folded,
@@ -597,6 +618,7 @@ pub fn apply<'p>(
         program: *program,
         plan,
         ins,
+        walked: core::cell::Cell::new(0),
     };
     let n = ins.len();
     // Each frontier tensor with its first kept reader and its place in the area.
