@@ -117,17 +117,19 @@ pub struct Fold {
     pub folded: Bits<{ MAX_INSTRUCTIONS / 64 }>,
     /// Values kept calls read from folded calls: kept in the metadata buffer.
     pub frontier: Bits<{ MAX_VALUES / 64 }>,
-    /// Folded calls.
-    pub calls: usize,
     /// Metadata bytes the frontier takes (each tensor's capacity rounded up to 16).
     pub bytes: usize,
 }
 
 impl Fold {
+    /// Calls folded.
+    pub fn calls(&self) -> usize {
+        self.folded.count()
+    }
+
     pub const NONE: Fold = Fold {
         folded: Bits::EMPTY,
         frontier: Bits::EMPTY,
-        calls: 0,
         bytes: 0,
     };
 }
@@ -521,7 +523,6 @@ pub fn plan<'p>(program: &Program<'p>, plan: fb::ExecutionPlan<'p>, budget: usiz
         return Fold {
             folded,
             frontier,
-            calls: folded.count(),
             bytes,
         };
     }
@@ -608,7 +609,7 @@ pub fn apply<'p>(
     fold: &Fold,
     t: &mut Tables<'_, 'p>,
 ) -> usize {
-    if fold.calls == 0 || t.fold.len() < fold.bytes {
+    if fold.calls() == 0 || t.fold.len() < fold.bytes {
         return 0;
     }
     let Some(ins) = plan.chains().and_then(|c| c.iter().next()?.instructions()) else {
@@ -686,5 +687,5 @@ pub fn apply<'p>(
             *p = Proof::FOLDED;
         }
     }
-    fold.calls
+    fold.calls()
 }

@@ -122,7 +122,7 @@ impl<'p> MethodMeta<'p> {
             }
         }
         let f = fold::plan(&meta.program, plan, meta.fold_budget);
-        (meta.counts.fold, meta.fold_calls) = (f.bytes, f.calls);
+        (meta.counts.fold, meta.fold_calls) = (f.bytes, f.calls());
         meta.metadata_bytes = Tables::bytes(&meta.counts, meta.program)?;
         Ok((meta, unresolved))
     }
@@ -135,7 +135,7 @@ impl<'p> MethodMeta<'p> {
     pub fn with_fold_budget(mut self, bytes: usize) -> Result<Self, Error> {
         self.fold_budget = bytes;
         let f = fold::plan(&self.program, self.plan, bytes);
-        (self.counts.fold, self.fold_calls) = (f.bytes, f.calls);
+        (self.counts.fold, self.fold_calls) = (f.bytes, f.calls());
         self.metadata_bytes = Tables::bytes(&self.counts, self.program)?;
         Ok(self)
     }

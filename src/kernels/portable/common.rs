@@ -71,6 +71,18 @@ pub(super) fn plain(t: &crate::kernel_api::TensorSlot) -> bool {
             .all(|(i, &d)| d as usize == i)
 }
 
+/// Whether slot position `i` of prepared record `p` is a [`plain`] tensor of `bytes` bytes:
+/// what a runner of whole-tensor byte copies rechecks before binding.
+pub(super) fn plain_sized(
+    p: &crate::kernel_api::Prepared,
+    tensors: &[crate::kernel_api::TensorSlot],
+    i: usize,
+    bytes: usize,
+) -> bool {
+    let slot = p.slots.get(i).and_then(|&s| tensors.get(s as usize));
+    slot.is_some_and(|t| plain(t) && t.nbytes() == bytes)
+}
+
 /// Units `lo..hi` of a split over blocks of `per` units each (unit `u` is unit `u % per` of
 /// block `u / per`), one `f(block, first, end)` per block the range touches: a part's work in
 /// one call per block rather than one per unit.

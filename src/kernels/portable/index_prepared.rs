@@ -4,7 +4,7 @@
 //! across the cores as the general path does. An index out of range, or a tensor that changed,
 //! hands the call back to the general path (which reports the index with its context).
 
-use super::common::{plain, Ctx};
+use super::common::{plain, plain_sized, Ctx};
 use super::copy_engine::gather_rows;
 use crate::dtype::DType;
 use crate::error::KernelError;
@@ -50,11 +50,7 @@ pub(super) fn prepare_embedding(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
 fn run_embedding(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
     let [rows, row, n, _] = p.sizes.map(|s| s as usize);
     let es = if p.param == 1 { 4 } else { 8 };
-    let fits = |i: usize, bytes: usize| {
-        tensors
-            .get(p.slots[i] as usize)
-            .is_some_and(|t| plain(t) && t.nbytes() == bytes)
-    };
+    let fits = |i: usize, bytes: usize| plain_sized(p, tensors, i, bytes);
     if !fits(0, rows * row) || !fits(1, n * es) || !fits(2, n * row) {
         return Ok(false);
     }
@@ -68,25 +64,24 @@ fn run_embedding(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<b
     let (Some(src), Some(dst)) = bound else {
         return Ok(false);
     };
-    let bad = core::sync::atomic::AtomicBool::new(false);
     let gathered = if p.param == 1 {
         // SAFETY: as above (an input).
-        let idx = unsafe { p.input::<i32>(tensors, 1, id.dims()) };
-        idx.map(|idx| {
-            crate::parallel::for_chunks(dst, row, row / 8, |first, part, _| {
-                gather_rows(part, idx.get(first..).unwrap_or(&[]), src, row, &bad)
-            })
-        })
+        unsafe { p.input::<i32>(tensors, 1, id.dims()) }.map(|idx| gather(idx, src, row, dst))
     } else {
         // SAFETY: as above (an input).
-        let idx = unsafe { p.input::<i64>(tensors, 1, id.dims()) };
-        idx.map(|idx| {
-            crate::parallel::for_chunks(dst, row, row / 8, |first, part, _| {
-                gather_rows(part, idx.get(first..).unwrap_or(&[]), src, row, &bad)
-            })
-        })
+        unsafe { p.input::<i64>(tensors, 1, id.dims()) }.map(|idx| gather(idx, src, row, dst))
     };
-    Ok(gathered.is_some() && !bad.load(core::sync::atomic::Ordering::Relaxed))
+    Ok(gathered == Some(true))
+}
+
+/// Rows `idx` of `src` (rows of `row` bytes) into `dst`, across the cores as the general
+/// path does; `false` at an index out of range.
+fn gather<I: Copy + Into<i64> + Sync>(idx: &[I], src: &[u8], row: usize, dst: &mut [u8]) -> bool {
+    let bad = core::sync::atomic::AtomicBool::new(false);
+    crate::parallel::for_chunks(dst, row, row / 8, |first, part, _| {
+        gather_rows(part, idx.get(first..).unwrap_or(&[]), src, row, &bad)
+    });
+    !bad.load(core::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(test)]

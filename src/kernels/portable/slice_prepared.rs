@@ -5,7 +5,7 @@
 //! tensors' bytes and copies the block. A call whose tensors changed returns to the general
 //! path.
 
-use super::common::{plain, prod, Ctx};
+use super::common::{plain, plain_sized, prod, Ctx};
 use super::copy_engine::copy_same;
 use crate::error::KernelError;
 use crate::kernel_api::{Prepared, TensorSlot};
@@ -51,11 +51,7 @@ pub(super) fn prepare_select(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
 /// Runs a selection prepared by [`prepare_select`]: the block's bytes into the output.
 fn run_select(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
     let [off, len, total, _] = p.sizes.map(|s| s as usize);
-    let fits = |i: usize, bytes: usize| {
-        tensors
-            .get(p.slots[i] as usize)
-            .is_some_and(|t| plain(t) && t.nbytes() == bytes)
-    };
+    let fits = |i: usize, bytes: usize| plain_sized(p, tensors, i, bytes);
     if !fits(0, total) || !fits(1, len) {
         return Ok(false);
     }

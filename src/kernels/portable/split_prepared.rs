@@ -4,7 +4,7 @@
 //! and the outputs' bytes and copies every piece's rows in one parallel step (as the general
 //! path's row split does). A call whose tensors changed returns to the general path.
 
-use super::common::{plain, prod, Ctx};
+use super::common::{plain, plain_sized, prod, Ctx};
 use super::copy_engine::copy_row_pieces;
 use crate::error::KernelError;
 use crate::kernel_api::{Prepared, TensorSlot};
@@ -72,11 +72,7 @@ pub(super) fn prepare_split(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
 /// Runs a split prepared by [`prepare_split`].
 fn run_split(p: &Prepared, tensors: &[TensorSlot], _: &mut [u8]) -> Result<bool, KernelError> {
     let [count, outer, w, stride] = p.sizes.map(|s| s as usize);
-    let fits = |i: usize, bytes: usize| {
-        tensors
-            .get(p.slots[i] as usize)
-            .is_some_and(|t| plain(t) && t.nbytes() == bytes)
-    };
+    let fits = |i: usize, bytes: usize| plain_sized(p, tensors, i, bytes);
     if count > MAX_PIECES || !fits(0, outer * stride) || !(1..=count).all(|i| fits(i, outer * w)) {
         return Ok(false);
     }
