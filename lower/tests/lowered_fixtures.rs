@@ -591,3 +591,69 @@ fn one_product_regions_bind_their_tensors_at_load() {
         assert_eq!(method.prepared_delegate_calls(), want, "{case}");
     }
 }
+
+/// Lowered language models loaded with a team installed (their products' splits decided then,
+/// `gemm::SplitHint`) give one core's bits: run on that team, on a team of another size (the
+/// decisions are then ignored) and on one core; and loaded without a team, run on a team.
+#[test]
+fn lowered_programs_split_as_decided_at_load_keep_one_cores_bits() {
+    use ptera::host::AlignedBuf;
+    use ptera::parallel::scoped;
+    use ptera::testing::CountingTeam;
+    use ptera::{MethodMeta, OwnedArenas, Program, Shape};
+    let (two, four) = (CountingTeam::new(2), CountingTeam::new(4));
+    let reg = Registry::standard();
+    for case in ["gpt2_portable", "opt_portable", "gpt2_xnnpack"] {
+        for t in ["neon", "x86-64-v3"] {
+            let out = lower(
+                pte(case).as_slice(),
+                &Target::parse(t).unwrap(),
+                &mut |_, _| {},
+            )
+            .unwrap();
+            let buf = AlignedBuf::from_bytes(&out.bytes);
+            let program = Program::load(buf.as_slice()).unwrap();
+            // Loaded on `load_on`, run on `run_on` (None: one core); the outputs' bits.
+            let run = |load_on: Option<&CountingTeam>, run_on: Option<&CountingTeam>| {
+                let meta = MethodMeta::new(&program, "forward", &reg).unwrap();
+                let mut bufs = OwnedArenas::for_meta(&meta).unwrap();
+                let load = || bufs.load(meta, &reg);
+                let mut method = match load_on {
+                    Some(team) => scoped(team, load),
+                    None => load(),
+                }
+                .unwrap();
+                for (i, inp) in inputs(case).iter().enumerate() {
+                    let shape = Shape::new(&inp.shape).unwrap();
+                    method.set_input(i, inp.dtype, &shape, &inp.bytes).unwrap();
+                }
+                match run_on {
+                    Some(team) => scoped(team, || method.execute()),
+                    None => method.execute(),
+                }
+                .unwrap();
+                let o = method.output(0).unwrap();
+                (0..o.numel())
+                    .map(|k| o.get_f64(k).to_bits())
+                    .collect::<Vec<_>>()
+            };
+            let one = run(None, None);
+            let splits = four.splits();
+            for (load_on, run_on) in [
+                (Some(&four), Some(&four)),
+                (Some(&four), Some(&two)),
+                (Some(&two), Some(&four)),
+                (Some(&four), None),
+                (None, Some(&four)),
+            ] {
+                assert!(
+                    run(load_on, run_on) == one,
+                    "{case} lowered for {t}: loaded on {:?} cores, run on {:?}",
+                    load_on.map(ptera::parallel::Team::cores),
+                    run_on.map(ptera::parallel::Team::cores),
+                );
+            }
+            assert!(four.splits() > splits, "{case} ({t}): nothing split");
+        }
+    }
+}

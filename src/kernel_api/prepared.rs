@@ -26,6 +26,9 @@ pub struct Prepared {
     pub sizes: [u32; 4],
     /// One more parameter (an operation code, an epsilon's bits: the kernel's own meaning).
     pub param: u32,
+    /// A decision made at load for the team installed then, if any (a product's split:
+    /// `linalg::gemm::SplitHint` bits); 0: none, decided as it runs.
+    pub hint: u32,
 }
 
 impl Prepared {
@@ -52,6 +55,66 @@ impl Prepared {
         let inside = n.checked_mul(size).is_some_and(|b| b <= t.capacity);
         (n == 0 || (inside && !t.data.is_null() && (t.data as usize).is_multiple_of(size)))
             .then_some((t, n))
+    }
+
+    /// The tensor of slot position `i`, if it is a contiguous tensor of `T`'s dtype whose data
+    /// holds `n` elements within its capacity at an address aligned to `T` (or `n` is 0).
+    #[inline]
+    fn counted_slot<'t, T: Element>(
+        &self,
+        tensors: &'t [TensorSlot],
+        i: usize,
+        n: usize,
+    ) -> Option<&'t TensorSlot> {
+        let t = tensors.get(*self.slots.get(i)? as usize)?;
+        let size = core::mem::size_of::<T>();
+        let inside = n.checked_mul(size).is_some_and(|b| b <= t.capacity);
+        let bound = n == 0 || (!t.data.is_null() && (t.data as usize).is_multiple_of(size));
+        (t.dtype == T::DTYPE && t.contiguous && inside && bound).then_some(t)
+    }
+
+    /// Slot position `i` as an input of `n` elements of `T`, for a runner that checked the
+    /// tensor's shape itself (its element count is `n`): no dims compared here.
+    ///
+    /// # Safety
+    /// As [`Prepared::input`].
+    #[inline]
+    pub unsafe fn input_counted<'a, T: Element>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        n: usize,
+    ) -> Option<&'a [T]> {
+        let t = self.counted_slot::<T>(tensors, i, n)?;
+        if n == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: a bound tensor holding n elements of T within its capacity (checked) at an
+        // address aligned to T, readable and not written by the call (the contract).
+        Some(unsafe { core::slice::from_raw_parts(t.data as *const T, n) })
+    }
+
+    /// [`Prepared::input_counted`] for the call's writable output.
+    ///
+    /// # Safety
+    /// As [`Prepared::output`].
+    #[inline]
+    pub unsafe fn output_counted<'a, T: Element>(
+        &self,
+        tensors: &[TensorSlot],
+        i: usize,
+        n: usize,
+    ) -> Option<&'a mut [T]> {
+        let t = self.counted_slot::<T>(tensors, i, n)?;
+        if !t.writable {
+            return None;
+        }
+        if n == 0 {
+            return Some(&mut []);
+        }
+        // SAFETY: as `input_counted`; the tensor is writable and overlaps no other argument
+        // of the call, and this is its only binding while the call runs (the contract).
+        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
     }
 
     /// The tensor of slot position `i`, if it is a static contiguous tensor of `T` whose data

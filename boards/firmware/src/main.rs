@@ -206,11 +206,16 @@ fn run(report: &mut Report) -> Result<(), StageError> {
         MethodMeta::new(&program, model::METHOD, &registry),
     )?;
     let (arenas, metadata) = model::take_memory();
+    // The secondary cores start before the method loads: loading with the team installed
+    // decides the products' splits for it once (`gemm::SplitHint`) instead of on every run.
+    let team = smp::start();
     let t_init = cpu::cntvct();
-    let mut method = stage(
-        "Method::load",
-        Method::load(meta, &registry, arenas, metadata),
-    )?;
+    let load = || Method::load(meta, &registry, arenas, metadata);
+    let loaded = match team {
+        Some((team, _)) => ptera::parallel::scoped(team, load),
+        None => load(),
+    };
+    let mut method = stage("Method::load", loaded)?;
     let t_loaded = cpu::cntvct();
     for (i, input) in model::INPUTS.iter().enumerate() {
         let dtype = DType::from_scalar_type(input.dtype as i8).ok_or((
@@ -233,7 +238,6 @@ fn run(report: &mut Report) -> Result<(), StageError> {
             method.set_input(i, dtype, &shape, model::input_bytes(input)),
         )?;
     }
-    let team = smp::start();
     if let Some((_, cores)) = team {
         report.cores = cores as u32;
         defmt::info!("{=usize} cores online", cores);

@@ -30,7 +30,7 @@ use crate::delegate::{ArgAccess, Backend, DelegateInit, Requirements};
 use crate::error::KernelError;
 use crate::format::region_fb as rf;
 use crate::kernel_api::{KernelCtx, Prepared, TensorSlot};
-use crate::linalg::gemm::{self, MatRef, PackedB, GEMM_SCRATCH_F32, MAX_NR};
+use crate::linalg::gemm::{self, MatRef, PackedB, SplitHint, GEMM_SCRATCH_F32, MAX_NR};
 use crate::linalg::quant::{self, packed::Int8Layout, QParams, QWeights};
 use crate::linalg::vecmath as vec;
 
@@ -726,24 +726,49 @@ impl Backend for PteraBackend {
         if u32_at(state, 4) != KIND_LINEAR || u32_at(state, 0) != 1 {
             return None;
         }
-        let (l, _) = decode(rec);
+        let (l, ranges) = decode(rec);
         let args = [Some(l.input), Some(l.output), l.bias];
-        if !matches!(l.weight, WeightRef::Packed { .. })
-            || args.iter().flatten().any(|&a| ctx.named_elsewhere(a))
-        {
+        let WeightRef::Packed { nr } = l.weight else {
+            return None;
+        };
+        if args.iter().flatten().any(|&a| ctx.named_elsewhere(a)) {
             return None;
         }
+        // The product's split across the team installed at load, for its rows as loaded.
+        let m = ctx
+            .dims(l.input)
+            .ok()
+            .and_then(|d| d.split_last())
+            .and_then(|(_, lead)| lead.iter().try_fold(1usize, |a, &d| a.checked_mul(d)));
+        let hint = m.map_or(SplitHint::NONE, |m| {
+            gemm::split_hint_prepacked(m, l.n, l.k, nr)
+        });
         let mut slots = [Prepared::NO_SLOT; 6];
         for (s, a) in slots.iter_mut().zip(args) {
             if let Some(a) = a {
                 *s = u32::try_from(ctx.tensor_slot(a).ok()?).ok()?;
             }
         }
+        // The whole call decided here ([`linear_prepared`]) when nothing but the tensors
+        // needs reading as it runs: unit alpha and beta, every row, the panels' offset.
+        let offset = u32::try_from(ranges[0].0).ok();
+        let fixed = (l.alpha == 1.0 && l.beta == 1.0 && ctx.demanded_rows(l.output).is_none())
+            .then_some(())
+            .and(offset)
+            .zip(u32::try_from(l.k).ok().zip(u32::try_from(l.n).ok()));
+        let (sizes, param) = match fixed {
+            Some((off, (k, n))) => (
+                [k, n, off, nr as u32],
+                DECIDED | u32::from(l.act.0 as u8) << 8,
+            ),
+            None => ([0; 4], 0),
+        };
         Some(Prepared {
             run: None,
             slots,
-            sizes: [0; 4],
-            param: 0,
+            sizes,
+            param,
+            hint: hint.bits(),
         })
     }
 
@@ -805,6 +830,9 @@ impl Backend for PteraBackend {
                 .get(STATE_HEAD..STATE_HEAD + attention::RECORD)
                 .ok_or(bad("ptera region: state area too small"))?;
             return attention::run(ctx, 0, &attention::decode(rec));
+        }
+        if let Some(done) = linear_prepared(ctx, program) {
+            return done;
         }
         let count = u32_at(state, 0) as usize;
         let records = state
@@ -880,26 +908,68 @@ struct Bound<'t> {
 /// product takes: f32 and contiguous, the input `[.., k]`, the output `m · n` elements ending
 /// in `n`, the bias `n` elements. `None`: the general path binds them (and reports what is
 /// wrong).
-fn bind_prepared<'t>(p: &Prepared, tensors: &[TensorSlot], l: &Linear) -> Option<Bound<'t>> {
+fn bind_prepared<'t>(
+    p: &Prepared,
+    tensors: &[TensorSlot],
+    (k, n): (usize, usize),
+) -> Option<Bound<'t>> {
     let xd = tensors.get(p.slots[0] as usize)?.shape.dims();
-    let (&k, lead) = xd.split_last()?;
+    let (&xk, lead) = xd.split_last()?;
     let m = lead.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
     let od = tensors.get(p.slots[1] as usize)?.shape.dims();
-    if k != l.k || !holds_rows(od, m, l.n) {
+    if xk != k || !holds_rows(od, m, n) {
         return None;
     }
     let bias = match tensors.get(p.slots[2] as usize) {
         None => None,
+        Some(b) if b.shape.numel() != n => return None,
         // SAFETY: the record of this call, prepared at load for a call whose outputs were
-        // proved to overlap no other argument; read while the call runs.
-        Some(b) => Some(unsafe { p.input::<f32>(tensors, 2, b.shape.dims()) }?),
+        // proved to overlap no other argument; read while the call runs. Its `n` elements are
+        // the whole tensor (checked above).
+        Some(_) => Some(unsafe { p.input_counted::<f32>(tensors, 2, n) }?),
     };
-    if bias.is_some_and(|b| b.len() != l.n) {
+    // SAFETY: as the bias (the input is `m` rows of `k`, the output `m · n` elements: both
+    // whole, checked above); the output is bound once, here.
+    let (x, out) = unsafe {
+        (
+            p.input_counted(tensors, 0, m.checked_mul(k)?)?,
+            p.output_counted(tensors, 1, m.checked_mul(n)?)?,
+        )
+    };
+    Some(Bound { m, x, bias, out })
+}
+
+/// `Prepared::param` flag of a one-product region decided whole at load: `sizes` are
+/// `[k, n, packed panels' program offset, nr]`, bits 8..16 of `param` the activation.
+const DECIDED: u32 = 1 << 31;
+
+/// Runs a one-product region decided whole at load ([`PteraBackend::prepare_call`]): binds
+/// the prepared tensors and the panels, and runs the product with the split decided then.
+/// `None` (nothing read or written): not such a call, an observer wants the operation
+/// reported, or a tensor is no longer what the product takes; the general path runs it.
+fn linear_prepared(
+    ctx: &mut KernelCtx<'_, '_, '_>,
+    program: &[u8],
+) -> Option<Result<(), KernelError>> {
+    let (p, tensors) = ctx.prepared()?;
+    if p.param & DECIDED == 0 || ctx.observed() {
         return None;
     }
-    // SAFETY: as the bias; the output is bound once, here.
-    let (x, out) = unsafe { (p.input(tensors, 0, xd)?, p.output(tensors, 1, od)?) };
-    Some(Bound { m, x, bias, out })
+    let [k, n, off, nr] = p.sizes.map(|s| s as usize);
+    let (act, hint) = (
+        rf::Activation((p.param >> 8) as u8 as i8),
+        SplitHint::from_bits(p.hint),
+    );
+    let len = PackedB::len_for(k, n, nr)?.checked_mul(4)?;
+    let data = xnnpack::run::as_f32(program.get(off..off.checked_add(len)?)?)?;
+    let b = PackedB::new(data, k, n, nr).ok()?;
+    let Bound { m, x, bias, out } = bind_prepared(p, tensors, (k, n))?;
+    Some((|| {
+        let scratch = ctx.scratch_f32(GEMM_SCRATCH_F32)?;
+        let a = MatRef::row_major(x, m, k)?;
+        gemm::sgemm_prepacked_hinted(a, b, out, n, 1.0, 0.0, bias, scratch, hint)?;
+        activate(act, out)
+    })())
 }
 
 /// Runs one linear operation: `out = act(alpha · x · W + beta · bias)`.
@@ -912,12 +982,15 @@ fn linear(
     // A call prepared at load binds its tensors from the record (one product with packed
     // panels); any other, or one whose tensors changed, binds them here.
     let prepared = match (ctx.prepared(), &packed) {
-        (Some((p, tensors)), Some(_)) => bind_prepared(p, tensors, l),
+        (Some((p, tensors)), Some(_)) => bind_prepared(p, tensors, (l.k, l.n)).map(|b| (b, p.hint)),
         _ => None,
     };
-    let (bound, plain) = match prepared {
-        Some(b) => (b, None),
-        None => bind(ctx, l)?,
+    let (bound, plain, hint) = match prepared {
+        Some((b, hint)) => (b, None, SplitHint::from_bits(hint)),
+        None => {
+            let (b, plain) = bind(ctx, l)?;
+            (b, plain, SplitHint::NONE)
+        }
     };
     let Bound { m, x, bias, out } = bound;
     let (lo, hi) = match ctx.demanded_rows(l.output) {
@@ -938,7 +1011,11 @@ fn linear(
     let a = MatRef::row_major(&x[lo * k..], rows, k)?;
     let c = &mut out[lo * n..hi * n];
     match (packed, plain) {
-        (Some(b), _) => gemm::sgemm_prepacked(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
+        (Some(b), _) => {
+            // The hint was made for all `m` rows.
+            let hint = if rows == m { hint } else { SplitHint::NONE };
+            gemm::sgemm_prepacked_hinted(a, b, c, n, l.alpha, 0.0, direct_bias, scratch, hint)?
+        }
         (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
         (None, None) => return Err(bad("ptera region: linear without weight")),
     }

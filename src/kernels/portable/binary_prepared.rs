@@ -193,6 +193,7 @@ fn prepare_binary(ctx: &Ctx<'_, '_, '_>, op: vec::BinOp) -> Option<Prepared> {
         ],
         sizes,
         param: i as u32 | (f as u32) << 8 | param,
+        hint: 0,
     })
 }
 

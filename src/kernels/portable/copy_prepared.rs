@@ -58,6 +58,7 @@ fn same_shape(ctx: &Ctx<'_, '_, '_>, out: usize, convert: bool) -> Option<Prepar
         ],
         sizes: [0; 4],
         param: out as u32,
+        hint: 0,
     })
 }
 

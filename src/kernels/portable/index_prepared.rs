@@ -43,6 +43,7 @@ pub(super) fn prepare_embedding(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
         slots,
         sizes: [u(rows)?, u(row)?, u(n)?, 0],
         param: int32 as u32,
+        hint: 0,
     })
 }
 

@@ -14,7 +14,7 @@ use super::matmul_batch::batched;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::{f32_scratch, Prepared, TensorSlot};
-use crate::linalg::gemm::{self, MatRef, GEMM_SCRATCH_F32};
+use crate::linalg::gemm::{self, MatRef, SplitHint, GEMM_SCRATCH_F32};
 
 /// `Prepared::param` of a batched product (`bmm`); `0` is a matrix product.
 const BATCHED: u32 = 1;
@@ -70,6 +70,12 @@ fn record(
         ],
         sizes: [size(nb)?, size(m)?, size(k)?, size(n)?],
         param: if batched { BATCHED } else { 0 },
+        // The split across the team installed at load (none: decided as it runs).
+        hint: if batched {
+            0
+        } else {
+            gemm::split_hint(m, n, k, true).bits()
+        },
     })
 }
 
@@ -138,7 +144,8 @@ fn run_product(
         batched(a, b, out, nb, m, k, n, 1.0, 0.0, scratch)?;
     } else {
         let (am, bm) = (MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?);
-        gemm::sgemm(am, bm, out, n, 1.0, 0.0, bias, scratch)?;
+        let hint = SplitHint::from_bits(p.hint);
+        gemm::sgemm_hinted(am, bm, out, n, 1.0, 0.0, bias, scratch, hint)?;
     }
     Ok(true)
 }

@@ -269,6 +269,7 @@ fn prepare_layer_norm(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
         slots: [slot(0)?, affine[0], affine[1], slot(5)?, slot(6)?, slot(7)?],
         sizes: [u32::try_from(n).ok()?, 0, 0, 0],
         param: (eps as f32).to_bits(),
+        hint: 0,
     })
 }
 

@@ -45,6 +45,7 @@ pub(super) fn prepare_select(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
         slots,
         sizes: [u(off)?, u(len)?, u(x.nbytes())?, 0],
         param: 0,
+        hint: 0,
     })
 }
 

@@ -66,6 +66,7 @@ pub(super) fn prepare_split(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
         slots,
         sizes: [u(count)?, u(outer)?, u(w)?, u(stride)?],
         param: 0,
+        hint: 0,
     })
 }
 

@@ -305,6 +305,7 @@ pub(super) fn record(
         slots: all,
         sizes,
         param,
+        hint: 0,
     }
 }
 

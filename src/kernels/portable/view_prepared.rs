@@ -82,6 +82,7 @@ pub(super) fn prepare_permute(ctx: &Ctx<'_, '_, '_>) -> Option<Prepared> {
         ],
         sizes: [size(a)?, size(b)?, size(d)?, 0],
         param,
+        hint: 0,
     })
 }
 

@@ -12,6 +12,7 @@ use super::pack_rhs_nr::pack_b;
 use super::pack_rhs_nr_whole_k::PackedB;
 use super::portable::PORTABLE;
 use super::select::{kernel_with_nr, micro_kernel_for};
+use super::split::{self, SplitHint};
 use super::tiles::{SharedC, Tiles};
 use crate::error::KernelError;
 
@@ -182,7 +183,42 @@ pub fn sgemm_clamped(
         return Ok(());
     }
     let uk = micro_kernel_for(a.rows, b.cols, a.cols);
-    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, range, scratch)
+    with_kernel(
+        uk,
+        a,
+        b,
+        c,
+        ldc,
+        alpha,
+        beta,
+        bias,
+        range,
+        scratch,
+        SplitHint::NONE,
+    )
+}
+
+/// [`sgemm`] with its split across the installed team decided ahead: `hint` from
+/// [`split_hint`](super::split_hint) for this shape and B form, made with a team of the same
+/// size installed (any other hint is ignored and the call decides, as [`sgemm`]). Same
+/// result bits as [`sgemm`] whatever the hint.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_hinted(
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+    hint: SplitHint,
+) -> Result<(), KernelError> {
+    if a.rows == 1 && gemv::sgemv(a, b, c, alpha, beta, bias) {
+        return Ok(());
+    }
+    let uk = micro_kernel_for(a.rows, b.cols, a.cols);
+    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, None, scratch, hint)
 }
 
 /// [`sgemm`] with an explicit micro-kernel (always that kernel: no GEMV for `M = 1`).
@@ -198,7 +234,19 @@ pub fn sgemm_with(
     bias: Option<&[f32]>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, None, scratch)
+    with_kernel(
+        uk,
+        a,
+        b,
+        c,
+        ldc,
+        alpha,
+        beta,
+        bias,
+        None,
+        scratch,
+        SplitHint::NONE,
+    )
 }
 
 /// [`sgemm_with`] with an output clamp ([`sgemm_clamped`]).
@@ -214,14 +262,16 @@ pub(super) fn with_kernel(
     bias: Option<&[f32]>,
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
+    hint: SplitHint,
 ) -> Result<(), KernelError> {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if b.rows != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias, range)? else {
+    let Some(mut call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias, range)? else {
         return Ok(());
     };
+    call.hint = hint;
     let b = if b.cs == 1 {
         BSource::InPlace(b)
     } else {
@@ -266,6 +316,8 @@ pub(super) struct Call<'k> {
     /// The whole product's plans (in-place B, packed B), made once for many products of one
     /// shape ([`sgemm_batch`]); `None`: each part plans for itself.
     pub(super) plans: Option<(Plan, Plan)>,
+    /// The split decided ahead for the team ([`SplitHint`]; `NONE`: decided per call).
+    pub(super) hint: SplitHint,
 }
 
 impl<'k> Call<'k> {
@@ -298,6 +350,7 @@ impl<'k> Call<'k> {
             lo,
             hi,
             plans: None,
+            hint: SplitHint::NONE,
         }))
     }
 }
@@ -353,58 +406,19 @@ fn run_nest(
         }) else {
             return false;
         };
-        // Column units: panels, or half panels for short tiles.
-        let cw = col_unit(uk, m);
-        let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(cw));
-        let work = m.saturating_mul(n).saturating_mul(k);
-        let cores = team.cores();
-        // Column panels keep each core's B apart and need no A rows split; rows when the
-        // product is too narrow to give every core a panel. Fewer tiles than cores in either
-        // direction (a 64 × 64 product in 32 × 32 tiles): a grid of `pr` row groups by `pc`
-        // column groups, when it gives more parts.
-        let (pc, pr) = {
-            let pc = col_panels.min(cores);
-            (pc, row_tiles.min(cores / pc.max(1)))
-        };
-        let grid = row_tiles.max(col_panels) < cores
-            && pr > 1
-            && pc > 1
-            && crate::parallel::parts_for(team, pr * pc, work) == pr * pc;
-        // A part packs the A rows it reads: split by columns, every core packs all of A.
-        // When B needs no packing (packed ahead, or read in place) and there is a row tile
-        // per core, rows avoid that, unless B is much wider than A is tall (then each core
-        // streaming all of B costs more than packing A again: 2m < n).
-        let rows_pay = matches!(a, ASource::Mat(_))
-            && !matches!(b, BSource::Strided(_))
-            && row_tiles >= cores
-            && 2 * m >= n;
-        let by_cols = !rows_pay && (col_panels >= cores || col_panels >= row_tiles);
-        let units = if by_cols { col_panels } else { row_tiles };
-        let base = if grid {
-            (pr, pc)
-        } else {
-            let parts = crate::parallel::parts_for(team, units, work);
-            if by_cols {
-                (1, parts)
-            } else {
-                (parts, 1)
-            }
-        };
-        // A split by columns packs all of A in every part: a grid may pack less.
-        let (pr, pc) = if base.0 == 1 && row_tiles >= 2 && matches!(a, ASource::Mat(_)) {
-            fewer_packs(
-                (row_tiles, col_panels),
-                cores,
-                base,
-                (true, matches!(b, BSource::Strided(_))),
-                crate::parallel::parts_for(team, usize::MAX, work),
-            )
-        } else {
-            base
+        let (a_mat, b_strided) = (
+            matches!(a, ASource::Mat(_)),
+            matches!(b, BSource::Strided(_)),
+        );
+        let (pr, pc) = match call.hint.for_cores(team.cores()) {
+            Some(s) => s,
+            None => split::decide(team, uk, (m, n, k), (a_mat, b_strided)),
         };
         if pr * pc < 2 {
             return false;
         }
+        let cw = col_unit(uk, m);
+        let (row_tiles, col_panels) = (m.div_ceil(uk.mr), n.div_ceil(cw));
         team.run(pr * pc, &|core| {
             let range = |n, parts, i| crate::parallel::part_range(n, parts, i);
             let (gi, gj) = (core.index / pc, core.index % pc);
@@ -425,44 +439,6 @@ fn run_nest(
         unsafe { part(call, a, b, shared, None, (0, n), scratch) };
     }
     Ok(())
-}
-
-/// The grid of parts (`pr` row groups by `pc` column groups, both 2 or more) to cut
-/// `row_tiles × col_panels` tiles into instead of `base`, when one gives no part more tiles
-/// and fewer packings: a part packs the A row tiles it reads (`packs.0`: A is read through a
-/// strided matrix) and the B panels it reads (`packs.1`: B is strided). Of those, the fewest
-/// tiles, then packings, then parts, of at most `max_parts` parts (cores, and work for
-/// them). Example: 2 × 3 tiles on 4 cores by columns is 3 parts of 2 tiles that each pack
-/// both row tiles of A; a 2 × 2 grid gives parts of at most 2 tiles that pack one.
-pub(super) fn fewer_packs(
-    (row_tiles, col_panels): (usize, usize),
-    cores: usize,
-    base: (usize, usize),
-    packs: (bool, bool),
-    max_parts: usize,
-) -> (usize, usize) {
-    let cost = |(pr, pc): (usize, usize)| {
-        let (r, c) = (row_tiles.div_ceil(pr), col_panels.div_ceil(pc));
-        (r * c, usize::from(packs.0) * r + usize::from(packs.1) * c)
-    };
-    let (bt, bp) = cost(base);
-    if bp < 2 {
-        // Nothing packed, or one packing per part already.
-        return base;
-    }
-    let mut best = (base, (bt, bp, base.0 * base.1));
-    // Splits by rows only or columns only are `base`'s own choice: grids of 2 × 2 and up.
-    let most = cores.min(max_parts);
-    for pr in 2..=row_tiles.min(most / 2) {
-        for pc in 2..=col_panels.min(most / pr) {
-            let (t, p) = cost((pr, pc));
-            let key = (t, p, pr * pc);
-            if t <= bt && p < bp && key < best.1 {
-                best = ((pr, pc), key);
-            }
-        }
-    }
-    best.0
 }
 
 /// The columns of one unit of a split by columns: half a panel when the product's tiles are
@@ -873,6 +849,44 @@ pub fn sgemm_prepacked_clamped(
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
+    prepacked(
+        a,
+        b,
+        c,
+        ldc,
+        (alpha, beta, bias, range),
+        scratch,
+        SplitHint::NONE,
+    )
+}
+
+/// [`sgemm_prepacked`] with its split across the installed team decided ahead, as
+/// [`sgemm_hinted`]: `hint` from [`split_hint_prepacked`](super::split_hint_prepacked).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_hinted(
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    scratch: &mut [f32],
+    hint: SplitHint,
+) -> Result<(), KernelError> {
+    prepacked(a, b, c, ldc, (alpha, beta, bias, None), scratch, hint)
+}
+
+/// [`sgemm_prepacked_clamped`] with a split hint.
+fn prepacked(
+    a: MatRef<'_>,
+    b: PackedB<'_>,
+    c: &mut [f32],
+    ldc: usize,
+    (alpha, beta, bias, range): Epilogue<'_>,
+    scratch: &mut [f32],
+    hint: SplitHint,
+) -> Result<(), KernelError> {
     let (m, k, n) = (a.rows, a.cols, b.n);
     if b.k != k {
         return Err(shape_err("gemm: inner dimensions differ"));
@@ -917,6 +931,7 @@ pub fn sgemm_prepacked_clamped(
         ldc,
         (alpha, beta, bias, range),
         scratch,
+        hint,
     )
 }
 
@@ -948,6 +963,7 @@ pub fn sgemm_prepacked_with(
         ldc,
         (alpha, beta, bias, None),
         scratch,
+        SplitHint::NONE,
     )
 }
 
@@ -982,6 +998,7 @@ pub fn sgemm_packed_with(
         ldc,
         (alpha, beta, bias, range),
         scratch,
+        SplitHint::NONE,
     )
 }
 
@@ -1000,14 +1017,16 @@ fn with_packed_b(
     ldc: usize,
     (alpha, beta, bias, range): Epilogue<'_>,
     scratch: &mut [f32],
+    hint: SplitHint,
 ) -> Result<(), KernelError> {
     let n = b.n;
     if b.k != k {
         return Err(shape_err("gemm: inner dimensions differ"));
     }
-    let Some(call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias, range)? else {
+    let Some(mut call) = Call::checked(uk, (m, n, k), c, ldc, alpha, beta, bias, range)? else {
         return Ok(());
     };
+    call.hint = hint;
     run_nest(&call, a, BSource::Prepacked(b), c, scratch)
 }
 

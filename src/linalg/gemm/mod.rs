@@ -62,6 +62,7 @@ pub mod pack_rhs_nr;
 pub mod pack_rhs_nr_whole_k;
 pub mod portable;
 pub mod select;
+mod split;
 pub mod tiles;
 
 pub mod arm;
@@ -76,8 +77,9 @@ pub use contract::{
     WideA, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_packed_with, sgemm_prepacked,
-    sgemm_prepacked_clamped, sgemm_prepacked_with, sgemm_scratch_len, sgemm_with,
+    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_hinted, sgemm_packed_with, sgemm_prepacked,
+    sgemm_prepacked_clamped, sgemm_prepacked_hinted, sgemm_prepacked_with, sgemm_scratch_len,
+    sgemm_with,
 };
 pub use gemv::sgemv;
 pub use matref::MatRef;
@@ -85,6 +87,7 @@ pub use pack_lhs_mr_whole_k::{pack_a_runs, pack_a_taps, PackedA};
 pub use pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 pub use portable::PORTABLE;
 pub use select::{micro_kernel, micro_kernel_for, neon_tile_nr, prepack_nr, tile_nr, Isa};
+pub use split::{split_hint, split_hint_prepacked, SplitHint};
 
 #[cfg(test)]
 mod parallel_tests;

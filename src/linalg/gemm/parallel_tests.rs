@@ -8,6 +8,7 @@ use super::matref::MatRef;
 use super::pack_lhs_mr_whole_k::{pack_a_runs, PackedA};
 use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 use super::portable::PORTABLE;
+use super::split::*;
 use crate::parallel::{scoped, Team};
 use crate::testing::CountingTeam;
 use crate::testing::Rng;
@@ -338,6 +339,101 @@ fn batch_split_into_parts_of_products_is_bit_identical() {
                     team.cores()
                 );
                 assert_eq!(split, count > 1, "{count} × {m}x{n}x{k}");
+            }
+        }
+    }
+}
+
+/// A split decided ahead (`split_hint`, with the team installed) is the split the call would
+/// decide, the hinted call splits into exactly its parts, and whatever the hint (decided,
+/// made for another team size, valid but unlike the decision, forged bits) the result has one
+/// core's bits: B in place and pre-packed, odd edges, one-row products.
+#[test]
+fn hinted_products_split_as_decided_with_one_cores_bits() {
+    let mut rng = Rng(0x4147);
+    let mut scratch = vec![0.0f32; GEMM_SCRATCH_F32];
+    let forged = [
+        SplitHint::from_bits(0xA504_0303), // 9 parts for 4 cores
+        SplitHint::from_bits(0x1204_0202), // not a hint's tag
+        SplitHint::from_bits(0xA504_0002), // no row group
+        SplitHint::from_bits(u32::MAX),
+    ];
+    for &(m, n, k) in &[
+        (1, 129, 17),
+        (3, 17, 129),
+        (16, 64, 64),
+        (16, 192, 64),
+        (17, 3, 9),
+        (33, 129, 300),
+        (129, 17, 3),
+        (64, 64, 64),
+    ] {
+        let a = rng.vec(m * k);
+        let b = rng.vec(k * n);
+        let bias = rng.vec(n);
+        let am = MatRef::row_major(&a, m, k).unwrap();
+        let bm = MatRef::row_major(&b, k, n).unwrap();
+        let nr = super::select::prepack_nr(m, n, k);
+        let mut pbd = vec![0.0f32; PackedB::len_for(k, n, nr).unwrap()];
+        pack_b_ahead(bm, nr, &mut pbd).unwrap();
+        let pb = PackedB::new(&pbd, k, n, nr).unwrap();
+        let run = |hint: SplitHint, prepacked: bool, scratch: &mut [f32]| {
+            let mut c = vec![f32::NAN; m * n];
+            if prepacked {
+                sgemm_prepacked_hinted(am, pb, &mut c, n, 1.0, 0.0, Some(&bias), scratch, hint)
+            } else {
+                sgemm_hinted(am, bm, &mut c, n, 1.0, 0.0, Some(&bias), scratch, hint)
+            }
+            .unwrap();
+            bits(&[c])
+        };
+        for prepacked in [false, true] {
+            let one = run(SplitHint::NONE, prepacked, &mut scratch);
+            let made = |cores: usize| {
+                let t = CountingTeam::new(cores);
+                scoped(&t, || {
+                    if prepacked {
+                        split_hint_prepacked(m, n, k, nr)
+                    } else {
+                        split_hint(m, n, k, true)
+                    }
+                })
+            };
+            assert_eq!(made(1), SplitHint::NONE, "a one-core team decides nothing");
+            for cores in [2, 3, 4] {
+                let hint = made(cores);
+                let (pr, pc) = hint.for_cores(cores).expect("a hint for this team");
+                let fresh = CountingTeam::new(cores);
+                // The hint is the call's own decision: deciding as it runs splits alike.
+                let decided = scoped(&fresh, || run(SplitHint::NONE, prepacked, &mut scratch));
+                assert_eq!(decided, one, "{m}x{n}x{k} decided on {cores}");
+                let hinted = CountingTeam::new(cores);
+                let got = scoped(&hinted, || run(hint, prepacked, &mut scratch));
+                assert_eq!(got, one, "{m}x{n}x{k} hinted on {cores}");
+                assert_eq!(hinted.widest(), fresh.widest(), "{m}x{n}x{k} on {cores}");
+                let parts = if pr * pc > 1 { pr * pc } else { 0 };
+                assert_eq!(
+                    hinted.widest(),
+                    parts,
+                    "{m}x{n}x{k} ({pr}, {pc}) on {cores}"
+                );
+                // A valid hint unlike the decision is followed, with the same bits.
+                let other = SplitHint::from_bits(0xA500_0102 | (cores as u32) << 16);
+                let t = CountingTeam::new(cores);
+                assert_eq!(scoped(&t, || run(other, prepacked, &mut scratch)), one);
+                let rows_one = m <= 1 || (prepacked && m <= 4);
+                if !rows_one {
+                    assert_eq!(t.widest(), 2, "{m}x{n}x{k}: the hint (1, 2) is followed");
+                }
+            }
+            // Made for 2 cores, run on 4; forged bits: ignored, decided as it runs.
+            let two = made(2);
+            for hint in forged.iter().copied().chain([two]) {
+                let t = CountingTeam::new(4);
+                let fresh = CountingTeam::new(4);
+                assert_eq!(scoped(&t, || run(hint, prepacked, &mut scratch)), one);
+                scoped(&fresh, || run(SplitHint::NONE, prepacked, &mut scratch));
+                assert_eq!(t.widest(), fresh.widest(), "{hint:?} {m}x{n}x{k}");
             }
         }
     }

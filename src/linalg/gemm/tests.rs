@@ -8,6 +8,7 @@ use super::matref::MatRef;
 use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 use super::portable::PORTABLE;
 use super::select::*;
+use super::split::SplitHint;
 use crate::error::KernelError;
 use crate::testing::Rng;
 use std::vec;
@@ -493,6 +494,7 @@ fn output_clamp_every_kernel_and_path() {
                             bias_opt,
                             range,
                             &mut scratch,
+                            SplitHint::NONE,
                         ),
                         1 => sgemm_clamped(
                             a,

@@ -299,9 +299,12 @@ fn main() {
         ));
     }
     let mut bufs = OwnedArenas::for_meta(&meta).unwrap_or_else(|e| die(e));
-    let mut method = bufs
-        .load(meta, &registry)
-        .unwrap_or_else(|e| die(format!("load_method: {e}")));
+    // Loaded with the team installed: the products' splits are decided for it at load.
+    let loaded = match &team {
+        Some(t) => ptera::parallel::scoped(t, || bufs.load(meta, &registry)),
+        None => bufs.load(meta, &registry),
+    };
+    let mut method = loaded.unwrap_or_else(|e| die(format!("load_method: {e}")));
     etrun_mark(0); // end of load
 
     for it in 0..iters {
