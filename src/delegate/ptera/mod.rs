@@ -967,7 +967,7 @@ fn linear_prepared(
     Some((|| {
         let scratch = ctx.scratch_f32(GEMM_SCRATCH_F32)?;
         let a = MatRef::row_major(x, m, k)?;
-        gemm::sgemm_prepacked_hinted(a, b, out, n, 1.0, 0.0, bias, scratch, hint)?;
+        gemm::sgemm_prepacked_hinted(a, b, out, n, (1.0, 0.0, bias, None), scratch, hint)?;
         activate(act, out)
     })())
 }
@@ -1014,7 +1014,7 @@ fn linear(
         (Some(b), _) => {
             // The hint was made for all `m` rows.
             let hint = if rows == m { hint } else { SplitHint::NONE };
-            gemm::sgemm_prepacked_hinted(a, b, c, n, l.alpha, 0.0, direct_bias, scratch, hint)?
+            gemm::sgemm_prepacked_hinted(a, b, c, n, (l.alpha, 0.0, direct_bias, None), scratch, hint)?
         }
         (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
         (None, None) => return Err(bad("ptera region: linear without weight")),

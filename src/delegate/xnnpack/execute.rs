@@ -9,7 +9,7 @@ use crate::delegate::DelegateInit;
 use crate::dtype::DType;
 use crate::error::KernelError;
 use crate::kernel_api::KernelCtx;
-use crate::linalg::gemm;
+use crate::linalg::gemm::{self, SplitHint};
 use crate::linalg::quant::packed::Int8Layout;
 use crate::linalg::quant::{self, QParams, QWeights};
 use crate::shape::Shape;
@@ -589,23 +589,27 @@ pub fn execute_plan(
                     // The node's clamp went into the product's stores.
                     continue;
                 } else {
-                    let (xs, o) = match demanded {
+                    // The split decided at load covers the node's whole rows.
+                    let (xs, o, hint) = match demanded {
                         Some((id, (lo, hi))) if id == out_id && hi * n <= out.len() => {
                             let xs = rd(x)?;
                             if hi * k > xs.len() {
                                 return Err(bad("demanded rows outside the input"));
                             }
-                            (&xs[lo * k..hi * k], &mut out[lo * n..hi * n])
+                            let o = &mut out[lo * n..hi * n];
+                            (&xs[lo * k..hi * k], o, SplitHint::NONE)
                         }
-                        _ => (rd(x)?, &mut out[..]),
+                        _ => (rd(x)?, &mut out[..], step.split_hint()),
                     };
+                    let hint = if chunks == 1 { hint } else { SplitHint::NONE };
                     // The node's clamp goes into the product's stores.
                     if wl.kind == KIND_PACKED {
                         let packed = packed_filter(program, state, wl, k, n)?;
-                        run::fully_connected_packed(xs, packed, b, o, clamp, gemm_scratch)?
+                        run::fully_connected_packed(xs, packed, b, o, clamp, gemm_scratch, hint)?
                     } else {
                         let w = rd(w)?;
-                        run::fully_connected(xs, w, b, o, k, n, transpose_w, clamp, gemm_scratch)?
+                        let fc = run::Fc { k, n, transpose_w };
+                        run::fully_connected(xs, w, b, o, fc, clamp, gemm_scratch, hint)?
                     }
                     continue;
                 }

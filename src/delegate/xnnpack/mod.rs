@@ -516,6 +516,22 @@ fn analyze(
         // The node table that a forward reads instead of the flatbuffer.
         if let Some(s) = steps.as_deref_mut().and_then(|t| t.get_mut(step)) {
             *s = step::Step::new(&op, clamp, node.xnode_union_type());
+            // A fully-connected node's split across the team installed at load (its rows as
+            // planned; a region run in row chunks decides per chunk).
+            if let (Op::FullyConnected { x, w, transpose_w, .. }, 1) = (op, chunks.count) {
+                let (xd, wd) = (dims_tab.get(x as usize), dims_tab.get(w as usize));
+                if let (Some(xd), Some(&[w0, w1])) = (xd, wd.map(|d| d.dims())) {
+                    let (k, n) = if transpose_w { (w0, w1) } else { (w1, w0) };
+                    let m = xd.numel().checked_div(k).unwrap_or(0);
+                    let hint = match kinds.get(w as usize) {
+                        Some(&(KIND_PACKED, nr, _)) => {
+                            gemm::split_hint_prepacked(m, n, k, nr as usize)
+                        }
+                        _ => gemm::split_hint(m, n, k, transpose_w),
+                    };
+                    s.set_split_hint(hint);
+                }
+            }
         }
         if matches!(op, Op::FullyConnected { .. } | Op::BatchMatMul { .. }) {
             work_f32 = work_f32.max(gemm::GEMM_SCRATCH_F32);

@@ -294,19 +294,27 @@ pub fn softmax_rows_scaled(x: &[f32], out: &mut [f32], n: usize, scale: f32) {
     let _ = vec::softmax_rows_scaled(&x[..len], &mut out[..len], n, scale);
 }
 
-/// Fully connected: `out[m, n] = clamp(x[m, k] · W + bias)`, W `[n, k]` or (`transpose_w`)
-/// `[k, n]`, the node's output clamp applied by the GEMM as it stores.
+/// A fully-connected node's sizes: depth `k`, outputs `n`, and whether the filter is stored
+/// `[K, N]` (`transpose_w`) rather than XNNPACK's `[N, K]`.
+#[derive(Clone, Copy)]
+pub struct Fc {
+    pub k: usize,
+    pub n: usize,
+    pub transpose_w: bool,
+}
+
+/// Fully connected: `out[m, n] = clamp(x[m, k] · Wᵀ + bias)` with W `[n, k]` (or `[k, n]`
+/// when `transpose_w`), split across the team as `hint` decided at load, if it was.
 #[allow(clippy::too_many_arguments)]
 pub fn fully_connected(
     x: &[f32],
     w: &[f32],
     bias: Option<&[f32]>,
     out: &mut [f32],
-    k: usize,
-    n: usize,
-    transpose_w: bool,
+    Fc { k, n, transpose_w }: Fc,
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
+    hint: gemm::SplitHint,
 ) -> Result<(), KernelError> {
     let m = x.len().checked_div(k).unwrap_or(0);
     let a = MatRef::row_major(x, m, k)?;
@@ -315,11 +323,11 @@ pub fn fully_connected(
     } else {
         MatRef::row_major(w, n, k)?.t()
     };
-    gemm::sgemm_clamped(a, b, out, n, 1.0, 0.0, bias, range, scratch)
+    gemm::sgemm_hinted(a, b, out, n, (1.0, 0.0, bias, range), scratch, hint)
 }
 
 /// Fully connected with the filter packed ahead ([`gemm::PackedB`], `k × n`):
-/// `out[m, n] = clamp(x[m, k] · B + bias)`.
+/// `out[m, n] = clamp(x[m, k] · B + bias)`, split as `hint` decided at load, if it was.
 pub fn fully_connected_packed(
     x: &[f32],
     w: gemm::PackedB<'_>,
@@ -327,11 +335,12 @@ pub fn fully_connected_packed(
     out: &mut [f32],
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
+    hint: gemm::SplitHint,
 ) -> Result<(), KernelError> {
     let (k, n) = (w.k(), w.n());
     let m = x.len().checked_div(k).unwrap_or(0);
     let a = MatRef::row_major(x, m, k)?;
-    gemm::sgemm_prepacked_clamped(a, w, out, n, 1.0, 0.0, bias, range, scratch)
+    gemm::sgemm_prepacked_hinted(a, w, out, n, (1.0, 0.0, bias, range), scratch, hint)
 }
 
 /// Views 4-byte aligned bytes as floats (`None` if misaligned or not a whole number of floats).

@@ -237,6 +237,22 @@ impl Step {
         s
     }
 
+    /// A fully-connected record's split across the team installed at load
+    /// ([`gemm::SplitHint`](crate::linalg::gemm::SplitHint), in the parameters the operator
+    /// does not use); other records ignore it.
+    pub fn set_split_hint(&mut self, hint: crate::linalg::gemm::SplitHint) {
+        if self.kind == K_FC {
+            self.p[0] = hint.bits();
+        }
+    }
+
+    /// The split hint of a fully-connected record ([`Step::set_split_hint`]; `NONE` else).
+    #[inline]
+    pub fn split_hint(&self) -> crate::linalg::gemm::SplitHint {
+        let bits = if self.kind == K_FC { self.p[0] } else { 0 };
+        crate::linalg::gemm::SplitHint::from_bits(bits)
+    }
+
     /// The node's union tag (its name: [`super::graph::node_name`]).
     pub fn node(&self) -> xf::XNodeUnion {
         xf::XNodeUnion(self.node as u8)

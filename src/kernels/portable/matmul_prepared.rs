@@ -145,7 +145,7 @@ fn run_product(
     } else {
         let (am, bm) = (MatRef::row_major(a, m, k)?, MatRef::row_major(b, k, n)?);
         let hint = SplitHint::from_bits(p.hint);
-        gemm::sgemm_hinted(am, bm, out, n, 1.0, 0.0, bias, scratch, hint)?;
+        gemm::sgemm_hinted(am, bm, out, n, (1.0, 0.0, bias, None), scratch, hint)?;
     }
     Ok(true)
 }

@@ -198,27 +198,26 @@ pub fn sgemm_clamped(
     )
 }
 
-/// [`sgemm`] with its split across the installed team decided ahead: `hint` from
-/// [`split_hint`](super::split_hint) for this shape and B form, made with a team of the same
-/// size installed (any other hint is ignored and the call decides, as [`sgemm`]). Same
-/// result bits as [`sgemm`] whatever the hint.
-#[allow(clippy::too_many_arguments)]
+/// [`sgemm_clamped`] (`epilogue` = alpha, beta, bias, clamp) with its split across the
+/// installed team decided ahead: `hint` from [`split_hint`](super::split_hint) for this shape
+/// and B form, made with a team of the same size installed (any other hint is ignored and the
+/// call decides, as [`sgemm_clamped`]). Same result bits as [`sgemm_clamped`] whatever the
+/// hint.
 pub fn sgemm_hinted(
     a: MatRef<'_>,
     b: MatRef<'_>,
     c: &mut [f32],
     ldc: usize,
-    alpha: f32,
-    beta: f32,
-    bias: Option<&[f32]>,
+    (alpha, beta, bias, range): Epilogue<'_>,
     scratch: &mut [f32],
     hint: SplitHint,
 ) -> Result<(), KernelError> {
     if a.rows == 1 && gemv::sgemv(a, b, c, alpha, beta, bias) {
+        clamp_rows(c, 1, b.cols, ldc, range);
         return Ok(());
     }
     let uk = micro_kernel_for(a.rows, b.cols, a.cols);
-    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, None, scratch, hint)
+    with_kernel(uk, a, b, c, ldc, alpha, beta, bias, range, scratch, hint)
 }
 
 /// [`sgemm`] with an explicit micro-kernel (always that kernel: no GEMV for `M = 1`).
@@ -860,21 +859,18 @@ pub fn sgemm_prepacked_clamped(
     )
 }
 
-/// [`sgemm_prepacked`] with its split across the installed team decided ahead, as
+/// [`sgemm_prepacked_clamped`] with its split across the installed team decided ahead, as
 /// [`sgemm_hinted`]: `hint` from [`split_hint_prepacked`](super::split_hint_prepacked).
-#[allow(clippy::too_many_arguments)]
 pub fn sgemm_prepacked_hinted(
     a: MatRef<'_>,
     b: PackedB<'_>,
     c: &mut [f32],
     ldc: usize,
-    alpha: f32,
-    beta: f32,
-    bias: Option<&[f32]>,
+    epilogue: Epilogue<'_>,
     scratch: &mut [f32],
     hint: SplitHint,
 ) -> Result<(), KernelError> {
-    prepacked(a, b, c, ldc, (alpha, beta, bias, None), scratch, hint)
+    prepacked(a, b, c, ldc, epilogue, scratch, hint)
 }
 
 /// [`sgemm_prepacked_clamped`] with a split hint.
@@ -1003,7 +999,7 @@ pub fn sgemm_packed_with(
 }
 
 /// `alpha`, `beta`, bias and output clamp of one call.
-type Epilogue<'a> = (f32, f32, Option<&'a [f32]>, Option<(f32, f32)>);
+pub type Epilogue<'a> = (f32, f32, Option<&'a [f32]>, Option<(f32, f32)>);
 
 /// The direct loop nest over a pre-packed B whose tile width is `uk`'s (checked by the
 /// callers), A `m × k` from `a`.
