@@ -1014,7 +1014,15 @@ fn linear(
         (Some(b), _) => {
             // The hint was made for all `m` rows.
             let hint = if rows == m { hint } else { SplitHint::NONE };
-            gemm::sgemm_prepacked_hinted(a, b, c, n, (l.alpha, 0.0, direct_bias, None), scratch, hint)?
+            gemm::sgemm_prepacked_hinted(
+                a,
+                b,
+                c,
+                n,
+                (l.alpha, 0.0, direct_bias, None),
+                scratch,
+                hint,
+            )?
         }
         (None, Some(b)) => gemm::sgemm(a, b, c, n, l.alpha, 0.0, direct_bias, scratch)?,
         (None, None) => return Err(bad("ptera region: linear without weight")),

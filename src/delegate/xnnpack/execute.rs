@@ -289,8 +289,26 @@ pub fn execute_plan(
     let qkernel = quant::QuantKernel::select();
     // Every node on the first chunk of rows, then on the next, ...
     let runs = (0..chunks).flat_map(|c| steps.iter().enumerate().map(move |s| (c, s)));
+    // Nodes left to skip: run with the fused run that starts before them.
+    let mut skip = 0usize;
+    let observed = ctx.observed();
     for (c, (index, step)) in runs {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
         chunk.set(c);
+        // A run of elementwise nodes, as one parallel step (`fuse`; one by one when an
+        // observer wants each node reported).
+        let fused = step.fused();
+        if fused >= 2 && !observed {
+            let run = steps
+                .get(index..index + fused)
+                .ok_or(bad("fused run past the last node"))?;
+            run_fused(run, &locate)?;
+            skip = fused - 1;
+            continue;
+        }
         // A view planned onto its input's storage (see `analyze`: reshapes of intermediates,
         // inputs and constants, and repeated converts) has nothing to do.
         if let Some((x, out)) = step.reshape_ids() {
@@ -717,6 +735,63 @@ pub fn execute_plan(
             run::clamp(out, lo, hi);
         }
     }
+    Ok(())
+}
+
+/// Runs the nodes `run` of a fused run (`fuse`): binds every node's values through `locate`,
+/// checks them against the run's element count, and passes each core's range of elements
+/// through every node in order.
+fn run_fused(
+    run: &[super::step::Step],
+    locate: &dyn Fn(u32) -> Result<(*mut f32, usize), KernelError>,
+) -> Result<(), KernelError> {
+    use super::fuse::{elementwise, run_part, Bound, Elem, MAX_RUN};
+    let mut nodes = heapless::Vec::<Bound, MAX_RUN>::new();
+    let mut n = 0usize;
+    // Element operations per element of the run, for the split decision.
+    let mut cost = 0usize;
+    for s in run {
+        let (op, clamp) = s.op()?;
+        let (elem, ins, n_in, out) =
+            elementwise(&op).ok_or(bad("fused run holds a node that is not elementwise"))?;
+        let (po, no) = locate(out)?;
+        if nodes.is_empty() {
+            n = no;
+        }
+        let (a, b) = (locate(ins[0])?, locate(ins[n_in - 1])?);
+        let fits = |l: usize| l == n || l == 1;
+        if no != n || !fits(a.1) || !fits(b.1) || (a.1 == 1 && b.1 == 1) {
+            return Err(bad("fused run's values differ in size"));
+        }
+        cost += match elem {
+            Elem::Binary(_) => 2,
+            Elem::Unary(_) => 12,
+        };
+        let bound = Bound {
+            elem,
+            a: (a.0 as *const f32, a.1),
+            b: (b.0 as *const f32, b.1),
+            out: po,
+            clamp,
+        };
+        nodes
+            .push(bound)
+            .map_err(|_| bad("fused run longer than its limit"))?;
+    }
+    /// The bound nodes, shared by the parts of the step.
+    struct Nodes<'a>(&'a [Bound]);
+    // SAFETY: the pointers are only dereferenced by `run_part`, each part on its own range
+    // of elements (see its contract, established at load by `fuse::mark`).
+    unsafe impl Sync for Nodes<'_> {}
+    let shared = Nodes(&nodes);
+    let chunk = run::CHUNK;
+    crate::parallel::for_units(n.div_ceil(chunk), chunk * cost, |lo, hi, _| {
+        let shared = &shared;
+        // SAFETY: every node's values hold `n` elements (or one, a scalar operand: checked
+        // above); parts get disjoint unit ranges, and `fuse::mark` proved that no range of one
+        // value of the run shares storage with another range of it or of another value.
+        unsafe { run_part(shared.0, lo * chunk, (hi * chunk).min(n)) }
+    });
     Ok(())
 }
 

@@ -13,6 +13,7 @@
 mod chunk;
 mod execute;
 mod fold;
+mod fuse;
 pub mod graph;
 pub mod header;
 mod plan;
@@ -518,7 +519,13 @@ fn analyze(
             *s = step::Step::new(&op, clamp, node.xnode_union_type());
             // A fully-connected node's split across the team installed at load (its rows as
             // planned; a region run in row chunks decides per chunk).
-            if let (Op::FullyConnected { x, w, transpose_w, .. }, 1) = (op, chunks.count) {
+            if let (
+                Op::FullyConnected {
+                    x, w, transpose_w, ..
+                },
+                1,
+            ) = (op, chunks.count)
+            {
                 let (xd, wd) = (dims_tab.get(x as usize), dims_tab.get(w as usize));
                 if let (Some(xd), Some(&[w0, w1])) = (xd, wd.map(|d| d.dims())) {
                     let (k, n) = if transpose_w { (w0, w1) } else { (w1, w0) };
@@ -934,6 +941,10 @@ fn analyze(
                 },
             };
             sums_at += sums_of(i);
+        }
+        // Runs of elementwise nodes, as one parallel step each (`fuse`).
+        if let Some(steps) = steps {
+            fuse::mark(steps, locs, chunks.count);
         }
     }
     Ok((

@@ -12,7 +12,7 @@ use crate::shape::{NdIndex, Shape};
 
 /// Elements per unit when elementwise work is split across cores: whole vector blocks, so every
 /// part but the last runs only the kernels' main loops, as one core would on those elements.
-const CHUNK: usize = 64;
+pub(super) const CHUNK: usize = 64;
 
 /// Row-major strides of `d`, with 0 for broadcast (size-1) dims when aligned to `out`.
 fn bcast_strides(d: &Shape, out: &Shape) -> [usize; MAX_DIMS] {
@@ -260,6 +260,39 @@ fn unary_here(op: Unary, x: &[f32], out: &mut [f32]) {
 }
 
 /// Clamps every element into `[lo, hi]`.
+/// [`clamp`] of one part, no further splitting (a fused run's: `fuse::run_part`).
+pub(super) fn clamp_part(out: &mut [f32], lo: f32, hi: f32) {
+    if lo == f32::NEG_INFINITY && hi == f32::INFINITY {
+        return;
+    }
+    for v in out {
+        *v = v.max(lo).min(hi);
+    }
+}
+
+/// [`zip_with`]'s work on one part (a fused run's: `fuse::run_part`).
+pub(super) fn zip_with_part(op: Binary, a: &[f32], b: &[f32], out: &mut [f32]) {
+    zip_with_here(op, a, b, out)
+}
+
+/// `out = a op s` (`swap`: `s op a`) on one part (a fused run's: `fuse::run_part`).
+pub(super) fn zip_scalar_part(op: Binary, a: &[f32], s: f32, swap: bool, out: &mut [f32]) {
+    zip_scalar_here(op, a, s, swap, out)
+}
+
+/// [`unary`]'s work on one part (a fused run's: `fuse::run_part`): the same kernel on this
+/// part's elements (inside a split job it does not split again).
+pub(super) fn unary_part(op: Unary, x: &[f32], out: &mut [f32]) {
+    let (x, out) = common(x, out);
+    match shared_unary(op) {
+        // Equal lengths (`common`), so this cannot fail.
+        Some(f) => {
+            let _ = f(x, out);
+        }
+        None => unary_here(op, x, out),
+    }
+}
+
 pub fn clamp(out: &mut [f32], lo: f32, hi: f32) {
     if lo == f32::NEG_INFINITY && hi == f32::INFINITY {
         return;

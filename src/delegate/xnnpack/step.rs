@@ -253,6 +253,24 @@ impl Step {
         crate::linalg::gemm::SplitHint::from_bits(bits)
     }
 
+    /// Marks this elementwise record as the first of a run of `len` nodes run as one
+    /// parallel step (`fuse`; kept in a parameter the operator does not use).
+    pub fn set_fused(&mut self, len: usize) {
+        if matches!(self.kind, K_BINARY | K_UNARY) {
+            self.p[PARAMS - 1] = len.min(u32::MAX as usize) as u32;
+        }
+    }
+
+    /// The length of the fused run this record starts (`fuse`), 0 when it starts none.
+    #[inline]
+    pub fn fused(&self) -> usize {
+        if matches!(self.kind, K_BINARY | K_UNARY) {
+            self.p[PARAMS - 1] as usize
+        } else {
+            0
+        }
+    }
+
     /// The node's union tag (its name: [`super::graph::node_name`]).
     pub fn node(&self) -> xf::XNodeUnion {
         xf::XNodeUnion(self.node as u8)

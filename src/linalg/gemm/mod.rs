@@ -77,9 +77,9 @@ pub use contract::{
     WideA, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_hinted, Epilogue, sgemm_packed_with, sgemm_prepacked,
+    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_hinted, sgemm_packed_with, sgemm_prepacked,
     sgemm_prepacked_clamped, sgemm_prepacked_hinted, sgemm_prepacked_with, sgemm_scratch_len,
-    sgemm_with,
+    sgemm_with, Epilogue,
 };
 pub use gemv::sgemv;
 pub use matref::MatRef;

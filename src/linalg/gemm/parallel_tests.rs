@@ -380,9 +380,25 @@ fn hinted_products_split_as_decided_with_one_cores_bits() {
         let run = |hint: SplitHint, prepacked: bool, scratch: &mut [f32]| {
             let mut c = vec![f32::NAN; m * n];
             if prepacked {
-                sgemm_prepacked_hinted(am, pb, &mut c, n, (1.0, 0.0, Some(&bias), None), scratch, hint)
+                sgemm_prepacked_hinted(
+                    am,
+                    pb,
+                    &mut c,
+                    n,
+                    (1.0, 0.0, Some(&bias), None),
+                    scratch,
+                    hint,
+                )
             } else {
-                sgemm_hinted(am, bm, &mut c, n, (1.0, 0.0, Some(&bias), None), scratch, hint)
+                sgemm_hinted(
+                    am,
+                    bm,
+                    &mut c,
+                    n,
+                    (1.0, 0.0, Some(&bias), None),
+                    scratch,
+                    hint,
+                )
             }
             .unwrap();
             bits(&[c])
