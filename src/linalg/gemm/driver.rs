@@ -12,7 +12,7 @@ use super::pack_rhs_nr::pack_b;
 use super::pack_rhs_nr_whole_k::PackedB;
 use super::portable::PORTABLE;
 use super::select::{kernel_with_nr, micro_kernel_for};
-use super::split::{self, SplitHint};
+use super::split::{self, col_unit, SplitHint};
 use super::tiles::{SharedC, Tiles};
 use crate::error::KernelError;
 
@@ -438,19 +438,6 @@ fn run_nest(
         unsafe { part(call, a, b, shared, None, (0, n), scratch) };
     }
     Ok(())
-}
-
-/// The columns of one unit of a split by columns: half a panel when the product's tiles are
-/// all short (at most `mr/2` rows) and the kernel has a [`ShortFn`](super::ShortFn) for them
-/// (such a kernel has no wide entry: `MicroKernel::with_short`), else a panel. Whichever it
-/// is, every tile is computed by the same entry as on one core.
-#[inline]
-pub(super) fn col_unit(uk: &MicroKernel, m: usize) -> usize {
-    if uk.short.is_some() && 2 * m <= uk.mr {
-        uk.nr / 2
-    } else {
-        uk.nr
-    }
 }
 
 /// Computes columns `cols` (`j0 .. j1`, whole [`col_unit`]s of the product, the last one
@@ -1024,17 +1011,4 @@ fn with_packed_b(
     };
     call.hint = hint;
     run_nest(&call, a, BSource::Prepacked(b), c, scratch)
-}
-
-/// The micro-kernel [`sgemm_prepacked`] uses for an `m × n × k` product with B packed for
-/// tile width `nr` (`None`: no kernel of this ISA has that width), e.g. to pack A for it.
-pub fn kernel_for_prepacked(
-    m: usize,
-    n: usize,
-    k: usize,
-    nr: usize,
-) -> Option<&'static MicroKernel> {
-    Some(micro_kernel_for(m, n, k))
-        .filter(|uk| uk.nr == nr)
-        .or_else(|| kernel_with_nr(nr))
 }

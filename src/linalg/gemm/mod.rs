@@ -77,7 +77,7 @@ pub use contract::{
     WideA, GEMM_SCRATCH_F32, KC, MAX_MR, MAX_NR, MC, NC,
 };
 pub use driver::{
-    kernel_for_prepacked, sgemm, sgemm_clamped, sgemm_hinted, sgemm_packed_with, sgemm_prepacked,
+    sgemm, sgemm_clamped, sgemm_hinted, sgemm_packed_with, sgemm_prepacked,
     sgemm_prepacked_clamped, sgemm_prepacked_hinted, sgemm_prepacked_with, sgemm_scratch_len,
     sgemm_with, Epilogue,
 };
@@ -86,7 +86,9 @@ pub use matref::MatRef;
 pub use pack_lhs_mr_whole_k::{pack_a_runs, pack_a_taps, PackedA};
 pub use pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
 pub use portable::PORTABLE;
-pub use select::{micro_kernel, micro_kernel_for, neon_tile_nr, prepack_nr, tile_nr, Isa};
+pub use select::{
+    kernel_for_prepacked, micro_kernel, micro_kernel_for, neon_tile_nr, prepack_nr, tile_nr, Isa,
+};
 pub use split::{split_hint, split_hint_prepacked, SplitHint};
 
 #[cfg(test)]

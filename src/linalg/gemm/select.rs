@@ -387,6 +387,20 @@ pub fn avx512() -> Option<&'static MicroKernel> {
     (s == 2).then_some(&super::x86::avx512::AVX512)
 }
 
+/// The micro-kernel [`sgemm_prepacked`](super::sgemm_prepacked) uses for an `m × n × k`
+/// product with B packed for tile width `nr` (`None`: no kernel of this ISA has that width),
+/// e.g. to pack A for it.
+pub fn kernel_for_prepacked(
+    m: usize,
+    n: usize,
+    k: usize,
+    nr: usize,
+) -> Option<&'static MicroKernel> {
+    Some(micro_kernel_for(m, n, k))
+        .filter(|uk| uk.nr == nr)
+        .or_else(|| kernel_with_nr(nr))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

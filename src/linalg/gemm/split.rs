@@ -9,8 +9,7 @@
 //! core computes which tiles.
 
 use super::contract::MicroKernel;
-use super::driver::{col_unit, kernel_for_prepacked};
-use super::select::micro_kernel_for;
+use super::select::{kernel_for_prepacked, micro_kernel_for};
 use crate::parallel::{parts_for, with_team, Team, MAX_CORES};
 
 /// The parts (`pr` row groups by `pc` column groups) `team` cuts an `m × n × k` product with
@@ -107,6 +106,19 @@ pub(super) fn fewer_packs(
         }
     }
     best.0
+}
+
+/// The columns of one unit of a split by columns: half a panel when the product's tiles are
+/// all short (at most `mr/2` rows) and the kernel has a [`ShortFn`](super::ShortFn) for them
+/// (such a kernel has no wide entry: `MicroKernel::with_short`), else a panel. Whichever it
+/// is, every tile is computed by the same entry as on one core.
+#[inline]
+pub(super) fn col_unit(uk: &MicroKernel, m: usize) -> usize {
+    if uk.short.is_some() && 2 * m <= uk.mr {
+        uk.nr / 2
+    } else {
+        uk.nr
+    }
 }
 
 /// A product's split decided ahead for a team of a given core count ([`decide`]'s `pr × pc`),
