@@ -4,6 +4,7 @@
 use super::batch::*;
 use super::contract::*;
 use super::driver::*;
+use super::gemv_panels::GEMV_ROWS;
 use super::matref::MatRef;
 use super::pack_lhs_mr_whole_k::{pack_a_runs, PackedA};
 use super::pack_rhs_nr_whole_k::{pack_b_ahead, PackedB};
@@ -427,18 +428,19 @@ fn hinted_products_split_as_decided_with_one_cores_bits() {
                 let got = scoped(&hinted, || run(hint, prepacked, &mut scratch));
                 assert_eq!(got, one, "{m}x{n}x{k} hinted on {cores}");
                 assert_eq!(hinted.widest(), fresh.widest(), "{m}x{n}x{k} on {cores}");
+                // Products of a few rows may take a GEMV path of this CPU, which has its own
+                // split: the loop nest's parts are checked on the others.
+                let gemv = m <= 1 || (prepacked && m <= GEMV_ROWS);
                 let parts = if pr * pc > 1 { pr * pc } else { 0 };
-                assert_eq!(
-                    hinted.widest(),
-                    parts,
-                    "{m}x{n}x{k} ({pr}, {pc}) on {cores}"
-                );
+                if !gemv {
+                    let what = format!("{m}x{n}x{k} ({pr}, {pc}) on {cores}");
+                    assert_eq!(hinted.widest(), parts, "{what}");
+                }
                 // A valid hint unlike the decision is followed, with the same bits.
                 let other = SplitHint::from_bits(0xA500_0102 | (cores as u32) << 16);
                 let t = CountingTeam::new(cores);
                 assert_eq!(scoped(&t, || run(other, prepacked, &mut scratch)), one);
-                let rows_one = m <= 1 || (prepacked && m <= 4);
-                if !rows_one {
+                if !gemv {
                     assert_eq!(t.widest(), 2, "{m}x{n}x{k}: the hint (1, 2) is followed");
                 }
             }
