@@ -85,13 +85,8 @@ impl Prepared {
         i: usize,
         n: usize,
     ) -> Option<&'a [T]> {
-        let t = self.counted_slot::<T>(tensors, i, n)?;
-        if n == 0 {
-            return Some(&[]);
-        }
-        // SAFETY: a bound tensor holding n elements of T within its capacity (checked) at an
-        // address aligned to T, readable and not written by the call (the contract).
-        Some(unsafe { core::slice::from_raw_parts(t.data as *const T, n) })
+        // SAFETY: this function's contract.
+        Some(unsafe { read_n(self.counted_slot::<T>(tensors, i, n)?, n) })
     }
 
     /// [`Prepared::input_counted`] for the call's writable output.
@@ -105,16 +100,8 @@ impl Prepared {
         i: usize,
         n: usize,
     ) -> Option<&'a mut [T]> {
-        let t = self.counted_slot::<T>(tensors, i, n)?;
-        if !t.writable {
-            return None;
-        }
-        if n == 0 {
-            return Some(&mut []);
-        }
-        // SAFETY: as `input_counted`; the tensor is writable and overlaps no other argument
-        // of the call, and this is its only binding while the call runs (the contract).
-        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
+        // SAFETY: this function's contract.
+        unsafe { write_n(self.counted_slot::<T>(tensors, i, n)?, n) }
     }
 
     /// The tensor of slot position `i`, if it is a static contiguous tensor of `T` whose data
@@ -148,13 +135,8 @@ impl Prepared {
         i: usize,
         n: usize,
     ) -> Option<&'a [T]> {
-        let t = self.static_slot::<T>(tensors, i, n)?;
-        if n == 0 {
-            return Some(&[]);
-        }
-        // SAFETY: a bound tensor holding n elements of T within its capacity (checked) at an
-        // address aligned to T, readable and not written by the call (the contract).
-        Some(unsafe { core::slice::from_raw_parts(t.data as *const T, n) })
+        // SAFETY: this function's contract.
+        Some(unsafe { read_n(self.static_slot::<T>(tensors, i, n)?, n) })
     }
 
     /// [`Prepared::input_static`] for the call's writable output.
@@ -168,16 +150,8 @@ impl Prepared {
         i: usize,
         n: usize,
     ) -> Option<&'a mut [T]> {
-        let t = self.static_slot::<T>(tensors, i, n)?;
-        if !t.writable {
-            return None;
-        }
-        if n == 0 {
-            return Some(&mut []);
-        }
-        // SAFETY: as `input_static`; the tensor is writable and overlaps no other argument
-        // of the call, and this is its only binding while the call runs (the contract).
-        Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
+        // SAFETY: this function's contract.
+        unsafe { write_n(self.static_slot::<T>(tensors, i, n)?, n) }
     }
 
     /// The tensor of slot position `i` and its byte count, if it is a contiguous tensor whose
@@ -282,4 +256,37 @@ impl Prepared {
         // call, and this is its only binding while the call runs (the contract).
         Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
     }
+}
+
+/// `n` elements of `T` of a slot checked to hold them (bound, aligned to `T`, within its
+/// capacity; or `n` is 0) as an input.
+///
+/// # Safety
+/// As [`Prepared::input`]: the tensor is readable and not written while the call runs.
+#[inline]
+unsafe fn read_n<'a, T: Element>(t: &TensorSlot, n: usize) -> &'a [T] {
+    if n == 0 {
+        return &[];
+    }
+    // SAFETY: n elements of T of bound storage within the tensor's capacity at an address
+    // aligned to T (the caller's check), readable and not written by the call (the contract);
+    // every bit pattern is a T (`Element`).
+    unsafe { core::slice::from_raw_parts(t.data as *const T, n) }
+}
+
+/// [`read_n`] for the call's writable output (`None`: the tensor is not writable).
+///
+/// # Safety
+/// As [`Prepared::output`]: the tensor overlaps no other argument of the call, and this is
+/// its only binding while the call runs.
+#[inline]
+unsafe fn write_n<'a, T: Element>(t: &TensorSlot, n: usize) -> Option<&'a mut [T]> {
+    if !t.writable {
+        return None;
+    }
+    if n == 0 {
+        return Some(&mut []);
+    }
+    // SAFETY: as `read_n`; writable, and bound once (the contract).
+    Some(unsafe { core::slice::from_raw_parts_mut(t.data as *mut T, n) })
 }

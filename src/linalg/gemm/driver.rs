@@ -177,25 +177,8 @@ pub fn sgemm_clamped(
     range: Option<(f32, f32)>,
     scratch: &mut [f32],
 ) -> Result<(), KernelError> {
-    // M = 1: the GEMV where this CPU has one (`gemv`), no packing; the clamp after it.
-    if a.rows == 1 && gemv::sgemv(a, b, c, alpha, beta, bias) {
-        clamp_rows(c, 1, b.cols, ldc, range);
-        return Ok(());
-    }
-    let uk = micro_kernel_for(a.rows, b.cols, a.cols);
-    with_kernel(
-        uk,
-        a,
-        b,
-        c,
-        ldc,
-        alpha,
-        beta,
-        bias,
-        range,
-        scratch,
-        SplitHint::NONE,
-    )
+    let epilogue = (alpha, beta, bias, range);
+    sgemm_hinted(a, b, c, ldc, epilogue, scratch, SplitHint::NONE)
 }
 
 /// [`sgemm_clamped`] (`epilogue` = alpha, beta, bias, clamp) with its split across the
@@ -212,6 +195,7 @@ pub fn sgemm_hinted(
     scratch: &mut [f32],
     hint: SplitHint,
 ) -> Result<(), KernelError> {
+    // M = 1: the GEMV where this CPU has one (`gemv`), no packing; the clamp after it.
     if a.rows == 1 && gemv::sgemv(a, b, c, alpha, beta, bias) {
         clamp_rows(c, 1, b.cols, ldc, range);
         return Ok(());
