@@ -607,7 +607,8 @@ pub fn execute_plan(
                     // The node's clamp went into the product's stores.
                     continue;
                 } else {
-                    // The split decided at load covers the node's whole rows.
+                    // The split decided at load covers the node's whole rows (a region run in
+                    // row chunks has none: `analyze` makes hints only for unchunked ones).
                     let (xs, o, hint) = match demanded {
                         Some((id, (lo, hi))) if id == out_id && hi * n <= out.len() => {
                             let xs = rd(x)?;
@@ -619,7 +620,6 @@ pub fn execute_plan(
                         }
                         _ => (rd(x)?, &mut out[..], step.split_hint()),
                     };
-                    let hint = if chunks == 1 { hint } else { SplitHint::NONE };
                     // The node's clamp goes into the product's stores.
                     if wl.kind == KIND_PACKED {
                         let packed = packed_filter(program, state, wl, k, n)?;
