@@ -9,7 +9,8 @@
 #     against one (bit-identical) on the SME and the SME2 CPU, with each thread's
 #     instructions of a 4-thread forward counted from a qemu-user trace;
 #   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256 (the generic and
-#     Neon kernels, which read no vector length, at the first only);
+#     Neon kernels, which read no vector length, and the fixture suite's registry variants at
+#     the first only; SME2's whole suite at SVL 128, its length-dependent parts at 512);
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
 # Each section header shows the seconds since the start.
 # Usage: scripts/test-arm.sh [--fetch-qemu11]
@@ -43,18 +44,25 @@ matrix() {
     # per QEMU); elsewhere the ones that read the vector lengths: GEMM, convolution, detection,
     # the integer kernels (SME2's tile is SVL/16 channels wide; vecmath and the operators read
     # none).
-    local units="linalg:: kernels::"
-    [[ -n "$multicore" ]] || units="linalg::gemm linalg::conv linalg::cpu linalg::quant"
-    echo "== -cpu $cpu: kernel unit tests (all supported ISAs): $units $(stamp)"
+    # There, too, the GEMM tests run the scalable kernels only (PTERA_TEST_ISAS): the generic
+    # and Neon ones would repeat the first configuration's run.
+    local units="linalg:: kernels::" test_isas=
+    [[ -n "$multicore" ]] || { units="linalg::gemm linalg::conv linalg::cpu linalg::quant"; test_isas=sve2,sme,sme2; }
+    echo "== -cpu $cpu: kernel unit tests (${test_isas:-all supported ISAs}): $units $(stamp)"
     # shellcheck disable=SC2086
-    nice cargo test --quiet --target "$T" --lib -- $units --nocapture 2>&1 \
+    PTERA_TEST_ISAS=$test_isas nice cargo test --quiet --target "$T" --lib -- $units --nocapture 2>&1 \
         | grep -E "^(arm features|SVE VL|SME SVL|ISA |test result)|: edge shapes ok|FAILED|panicked" \
         | sort -u
     for isa in $isas; do
         echo "== -cpu $cpu: PTERA_ISA=$isa: selection check + fixture suite $(stamp)"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --lib \
             linalg::gemm::arm::tests::report_and_env_selection 2>&1 | grep -E "test result|panicked|FAILED"
-        PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures 2>&1 \
+        # The registry variants (filters packed at load, the standard registry's in-place
+        # weights) take the packers the unit tests cover at every length: at the first one only.
+        local variants=()
+        [[ -n "$multicore" || -z "$vl" ]] || variants=(--skip with_filters_packed_at_load \
+            --skip also_run_with_the_standard_registry)
+        PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures -- "${variants[@]}" 2>&1 \
             | grep -E "test result|panicked|FAILED"
         # Under the generic kernel every target's panels (per-panel fallback); under an ISA's
         # own kernel its target at this length plus one whose tile it lacks (a 32-wide one
@@ -109,8 +117,11 @@ matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "
 
 if [[ -x "$QEMU11" ]] && "$QEMU11" --version | grep -qE "version (1[1-9]|10\.[1-9])"; then
     echo "== SME2 with $("$QEMU11" --version | head -1) $(stamp)"
-    matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" multicore 256 512  # SVL 512
-    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2"  # SVL 128
+    # The whole suite at SVL 128: QEMU emulates a ZA operation element by element, so the
+    # same programs take about seven times longer at SVL 512, where the length-dependent
+    # parts (GEMM, convolution, integer kernels, the fixture suites) run.
+    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2" multicore  # SVL 128
+    matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" - 256 512  # SVL 512
     # `max` at qemu's default SVL (256), the `max` lowering target: the integer SMOPA tiles
     # and programs quantized and repacked for sme2:256 and sme2:512.
     echo "== -cpu max (SVL 256): integer kernels, programs lowered for SME2 $(stamp)"

@@ -781,6 +781,17 @@ impl OpTest {
     }
 }
 
+/// Whether the GEMM unit tests run the kernels of the ISA named `isa` (`generic`, `neon`,
+/// `sve2`, `sme`, `sme2`): every ISA unless `PTERA_TEST_ISAS` lists some, comma-separated. The
+/// Arm matrix lists the scalable ones at its second and third vector lengths, where the
+/// generic and Neon kernels, which read no vector length, would repeat the first run.
+pub fn isa_tested(isa: &str) -> bool {
+    match std::env::var("PTERA_TEST_ISAS") {
+        Ok(list) if !list.trim().is_empty() => list.split(',').any(|s| s.trim() == isa),
+        _ => true,
+    }
+}
+
 /// The one deterministic test RNG (xorshift64*): every randomised test draws from it, so a
 /// failing case is reproduced by its seed alone.
 #[derive(Clone, Debug)]

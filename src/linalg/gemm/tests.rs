@@ -15,7 +15,10 @@ use std::vec;
 use std::vec::Vec;
 
 fn kernels() -> Vec<&'static MicroKernel> {
-    let mut v = vec![&PORTABLE];
+    let mut v = vec![];
+    if crate::testing::isa_tested("generic") {
+        v.push(&PORTABLE);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(k) = avx2_fma() {
         v.push(k);
@@ -27,7 +30,9 @@ fn kernels() -> Vec<&'static MicroKernel> {
     #[cfg(target_arch = "aarch64")]
     for isa in crate::linalg::gemm::select::Isa::ALL {
         if let Some(k) = crate::linalg::gemm::select::kernel_for(isa) {
-            v.push(k);
+            if crate::testing::isa_tested(isa.name()) {
+                v.push(k);
+            }
         }
     }
     #[cfg(target_arch = "arm")]
@@ -38,9 +43,10 @@ fn kernels() -> Vec<&'static MicroKernel> {
         v.extend(k);
     }
     #[cfg(target_arch = "aarch64")]
-    v.push(&crate::linalg::gemm::arm::neon::NEON_8X8);
-    #[cfg(target_arch = "aarch64")]
-    v.push(&crate::linalg::gemm::arm::neon::NEON_4X16);
+    if crate::testing::isa_tested("neon") {
+        v.push(&crate::linalg::gemm::arm::neon::NEON_8X8);
+        v.push(&crate::linalg::gemm::arm::neon::NEON_4X16);
+    }
     v
 }
 
