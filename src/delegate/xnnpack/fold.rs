@@ -1,9 +1,10 @@
 //! Load-time folds of the node graph: a multiply of the attention scores by a one-element
-//! value folded into the softmax after it ([`scale_folds`]), and a value quantized again by
-//! a second convert read from the first ([`repeated_converts`]).
+//! value folded into the softmax after it ([`scale_folds`]), a value quantized again by
+//! a second convert read from the first ([`repeated_converts`]), and an intermediate a
+//! reshape only copies into a region output written there directly ([`output_forwards`]).
 
 use super::graph::{self, Binary, Op};
-use super::plan::{DT_F32, DT_QD8, KIND_INTERNAL, KIND_PACKED, MAX_VALUES};
+use super::plan::{DT_F32, DT_QD8, KIND_EXTERNAL_OUT, KIND_INTERNAL, KIND_PACKED, MAX_VALUES};
 use crate::error::KernelError;
 use crate::format::generated::xnnpack::fb_xnnpack as xf;
 use crate::shape::Shape;
@@ -37,16 +38,7 @@ pub(super) fn scale_folds(
     dims: &[Shape],
 ) -> Result<heapless::Vec<ScaleFold, MAX_FOLDS>, KernelError> {
     let mut folds = heapless::Vec::new();
-    let mut readers = [0u16; MAX_VALUES];
-    for node in nodes.iter() {
-        let (op, _) = graph::decode(node)?;
-        let (ins, n) = op.inputs();
-        for &id in &ins[..n] {
-            if let Some(r) = readers.get_mut(id as usize) {
-                *r = r.saturating_add(1);
-            }
-        }
-    }
+    let readers = readers(nodes)?;
     let f32_internal = |id: u32| {
         kinds.get(id as usize).is_some_and(|k| k.0 == KIND_INTERNAL)
             && qinfo.get(id as usize).is_some_and(|q| q.0 == DT_F32)
@@ -98,6 +90,23 @@ pub(super) fn scale_folds(
         }
     }
     Ok(folds)
+}
+
+/// How many nodes read each value (a node reading it twice counts twice).
+fn readers(
+    nodes: &flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<xf::XNode<'_>>>,
+) -> Result<[u16; MAX_VALUES], KernelError> {
+    let mut readers = [0u16; MAX_VALUES];
+    for node in nodes.iter() {
+        let (op, _) = graph::decode(node)?;
+        let (ins, n) = op.inputs();
+        for &id in &ins[..n] {
+            if let Some(r) = readers.get_mut(id as usize) {
+                *r = r.saturating_add(1);
+            }
+        }
+    }
+    Ok(readers)
 }
 
 /// A dynamic-quantization convert of a value an earlier convert already quantized
@@ -155,6 +164,43 @@ pub(super) fn repeated_converts(
             None => {
                 let _ = firsts.push((x, y));
             }
+        }
+    }
+    Ok(out)
+}
+
+/// `(x, out)` of every reshape that copies an fp32 intermediate `x` into a region output
+/// `out` of the same element count, where the reshape is the only node reading `x` and no
+/// node reads `out`: `x` can take the output's bytes (its producer writes the output
+/// directly, the reshape becomes a view and is skipped at run time; ExecuTorch's partitioner
+/// ends most regions with such a reshape, a copy of the whole output on one core). The
+/// caller applies them only to a region run whole (a region run in row chunks cuts its
+/// outputs per chunk, not its intermediates).
+pub(super) fn output_forwards(
+    nodes: &flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<xf::XNode<'_>>>,
+    kinds: &[(u32, u32, u64)],
+    qinfo: &[(u32, u32, u64, bool)],
+    dims: &[Shape],
+) -> Result<heapless::Vec<(u32, u32), MAX_FOLDS>, KernelError> {
+    let mut out = heapless::Vec::new();
+    let readers = readers(nodes)?;
+    let kind = |id: u32| kinds.get(id as usize).map(|k| k.0);
+    let f32_value = |id: u32| qinfo.get(id as usize).is_some_and(|q| q.0 == DT_F32);
+    let numel = |id: u32| dims.get(id as usize).map(|d| d.numel());
+    for node in nodes.iter() {
+        let (Op::Reshape { x, out: y }, _) = graph::decode(node)? else {
+            continue;
+        };
+        if kind(x) == Some(KIND_INTERNAL)
+            && kind(y) == Some(KIND_EXTERNAL_OUT)
+            && f32_value(x)
+            && f32_value(y)
+            && numel(x).is_some()
+            && numel(x) == numel(y)
+            && readers.get(x as usize) == Some(&1)
+            && readers.get(y as usize) == Some(&0)
+        {
+            let _ = out.push((x, y));
         }
     }
     Ok(out)

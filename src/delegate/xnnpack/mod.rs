@@ -386,6 +386,15 @@ fn analyze(
     let chunks = chunk::plan(&nodes, &mut kinds, &mut dims_tab, &qinfo)?;
     let folds = fold::scale_folds(&nodes, &kinds, &qinfo, &dims_tab)?;
     let repeats = fold::repeated_converts(&nodes, &kinds, &qinfo, &dims_tab)?;
+    // Intermediates that a reshape only copies into a region output take the output's bytes.
+    let forwards = match chunks.count {
+        1 => fold::output_forwards(&nodes, &kinds, &qinfo, &dims_tab)?,
+        _ => heapless::Vec::new(),
+    };
+    for &(x, out) in forwards.iter() {
+        kinds[x as usize] = kinds[out as usize];
+    }
+    let forwarded = |i: usize| forwards.iter().any(|f| f.0 as usize == i);
     // Pass 2: nodes (decode, ids, shapes) and lifetimes of internal values.
     const UNSET: u32 = u32::MAX;
     let mut life = heapless::Vec::<Interval, MAX_VALUES>::new();
@@ -851,6 +860,7 @@ fn analyze(
                 rank: d.rank() as u32,
                 dims,
                 flags: if ext_use[i] == 1 { ROWS_LOCAL } else { 0 }
+                    | if forwarded(i) { FORWARDED } else { 0 }
                     | match kind {
                         KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT if chunks.is_chunked(i) => ROW_CHUNKED,
                         _ => 0,
@@ -982,7 +992,7 @@ fn init_with(
     // The externals table: argument → the one value naming it (`analyze` refused two).
     let mut externs = [NO_VALUE; MAX_EXTERNS];
     for (i, l) in locs.iter().enumerate() {
-        if matches!(l.kind, KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT) {
+        if matches!(l.kind, KIND_EXTERNAL_IN | KIND_EXTERNAL_OUT) && l.flags & FORWARDED == 0 {
             if let Some(e) = externs.get_mut(l.ext as usize) {
                 *e = i as u32;
             }

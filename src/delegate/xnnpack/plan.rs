@@ -120,6 +120,11 @@ pub(super) const QUANT_ZA: u32 = 32;
 /// `numel` is the whole tensor's, each chunk reads or writes its own part.
 pub(super) const ROW_CHUNKED: u32 = 1 << 16;
 
+/// [`Loc::flags`]: an intermediate stored in the region output a reshape would copy it to
+/// (`fold::output_forwards`): kind and argument of that output, but not the value the
+/// externals table binds the argument through.
+pub(super) const FORWARDED: u32 = 1 << 17;
+
 /// [`Loc::flags`] bits of a quantized filter's layout.
 pub(super) fn layout_flags(layout: Int8Layout) -> u32 {
     match layout {

@@ -393,6 +393,7 @@ fn close(got: &[f32], want: &[f32]) {
 use xf::XNodeUnion as U;
 
 mod chunks;
+mod views;
 
 #[test]
 fn binary_broadcast_and_clamp() {
@@ -606,56 +607,6 @@ fn filters_packed_at_load_take_state_memory() {
         packing >= plain + filter && packing < plain + 2 * filter,
         "{plain} B in place, {packing} B packing"
     );
-}
-
-/// Reshapes of a region input and of a constant into intermediates are views of the same
-/// bytes (no scratch, no copy); a reshape into the region's output still copies.
-#[test]
-fn reshapes_of_inputs_and_constants_are_views() {
-    let build = |through_reshapes: bool| {
-        let mut g = Graph::default();
-        let x = g.value(&[2, 6], Kind::Input);
-        let cdata = ramp(12, 4);
-        let (a, b) = if through_reshapes {
-            let c = g.value(&[12], Kind::Constant(cdata));
-            let r1 = g.value(&[3, 4], Kind::Internal);
-            let r2 = g.value(&[3, 4], Kind::Internal);
-            g.node(U::XNNStaticReshape, &[x, r1, 3, 4]);
-            g.node(U::XNNStaticReshape, &[c, r2, 3, 4]);
-            (r1, r2)
-        } else {
-            (x, g.value(&[2, 6], Kind::Constant(cdata)))
-        };
-        let s = g.value(
-            if through_reshapes { &[3, 4] } else { &[2, 6] },
-            Kind::Internal,
-        );
-        let o = g.value(&[12], Kind::Output);
-        g.node(U::XNNMultiply, &[a, b, s, 0]);
-        g.node(U::XNNStaticReshape, &[s, o, 12]);
-        g
-    };
-    let xd = ramp(12, 3);
-    let c = ramp(12, 4);
-    let want: Vec<f32> = xd.iter().zip(&c).map(|(a, b)| a * b).collect();
-    let scratch = |g: &Graph| {
-        let mut t = OpTest::delegate("XnnpackBackend", g.payload());
-        let xv = t.input_f32(&[2, 6], &xd);
-        let ov = t.output(DType::F32, &[12]);
-        t.call(&[xv, ov]);
-        t.kernel_scratch_bytes().unwrap()
-    };
-    let (viewed, direct) = (build(true), build(false));
-    close(
-        &viewed.run(core::slice::from_ref(&xd)).unwrap()[0].f32(),
-        &want,
-    );
-    close(
-        &direct.run(core::slice::from_ref(&xd)).unwrap()[0].f32(),
-        &want,
-    );
-    // Same scratch as the graph without the two reshapes: they planned nothing.
-    assert_eq!(scratch(&viewed), scratch(&direct));
 }
 
 #[test]
