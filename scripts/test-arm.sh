@@ -3,7 +3,7 @@
 #   * the kernel unit tests (every ISA the emulated CPU has, random and edge shapes vs a
 #     scalar reference), the whole fixture suite and every fixture lowered (`cargo xtask
 #     lower`), with each ISA forced (PTERA_ISA): under the generic kernel for every target,
-#     under an ISA's own kernel for its target and one tile it lacks;
+#     under an ISA's own kernel for its target (at the first length also one tile it lacks);
 #   * once per QEMU: programs quantized by lower and lowering's other properties (they depend
 #     on neither PTERA_ISA nor vector lengths), and every fixture split across 2 and 4 threads
 #     against one (bit-identical) on the SME and the SME2 CPU, with each thread's
@@ -65,17 +65,18 @@ matrix() {
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --test fixtures -- "${variants[@]}" 2>&1 \
             | grep -E "test result|panicked|FAILED"
         # Under the generic kernel every target's panels (per-panel fallback); under an ISA's
-        # own kernel its target at this length plus one whose tile it lacks (a 32-wide one
-        # at 128 bits, Neon's elsewhere). Every target under every ISA adds nothing: a tile
-        # the forced kernel lacks takes the same fallback whichever target made it.
+        # own kernel its target at this length, plus at the first length one whose tile it
+        # lacks (a 32-wide one). Every target under every ISA adds nothing: a tile the forced
+        # kernel lacks takes the same fallback whichever target made it, and that fallback
+        # reads no vector length (so the other lengths skip it).
         local targets=
-        local other=neon
-        [[ -n "$vl" ]] || other=sme:512
+        local other=,sme:512
+        [[ -z "$vl" ]] || other=
         case $isa in
             generic) targets= ;;
             neon) targets="neon,sme:512" ;;
-            sve2) targets="sve2:${vl:-128},$other" ;;
-            *) targets="$isa:${svl:-128},$other" ;;
+            sve2) targets="sve2:${vl:-128}$other" ;;
+            *) targets="$isa:${svl:-128}$other" ;;
         esac
         echo "== -cpu $cpu: PTERA_ISA=$isa: every fixture lowered for ${targets:-every target} $(stamp)"
         PTERA_LOWER_TARGETS=$targets PTERA_ISA=$isa nice cargo test --quiet --target "$T" -p ptera-lower \
