@@ -36,9 +36,9 @@ pub(super) fn scale_folds(
     kinds: &[(u32, u32, u64)],
     qinfo: &[(u32, u32, u64, bool)],
     dims: &[Shape],
+    readers: &[u16; MAX_VALUES],
 ) -> Result<heapless::Vec<ScaleFold, MAX_FOLDS>, KernelError> {
     let mut folds = heapless::Vec::new();
-    let readers = readers(nodes)?;
     let f32_internal = |id: u32| {
         kinds.get(id as usize).is_some_and(|k| k.0 == KIND_INTERNAL)
             && qinfo.get(id as usize).is_some_and(|q| q.0 == DT_F32)
@@ -92,8 +92,9 @@ pub(super) fn scale_folds(
     Ok(folds)
 }
 
-/// How many nodes read each value (a node reading it twice counts twice).
-fn readers(
+/// How many nodes read each value (a node reading it twice counts twice): what
+/// [`scale_folds`] and [`output_forwards`] ask of a value's readers.
+pub(super) fn readers(
     nodes: &flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<xf::XNode<'_>>>,
 ) -> Result<[u16; MAX_VALUES], KernelError> {
     let mut readers = [0u16; MAX_VALUES];
@@ -181,9 +182,9 @@ pub(super) fn output_forwards(
     kinds: &[(u32, u32, u64)],
     qinfo: &[(u32, u32, u64, bool)],
     dims: &[Shape],
+    readers: &[u16; MAX_VALUES],
 ) -> Result<heapless::Vec<(u32, u32), MAX_FOLDS>, KernelError> {
     let mut out = heapless::Vec::new();
-    let readers = readers(nodes)?;
     let kind = |id: u32| kinds.get(id as usize).map(|k| k.0);
     let f32_value = |id: u32| qinfo.get(id as usize).is_some_and(|q| q.0 == DT_F32);
     let numel = |id: u32| dims.get(id as usize).map(|d| d.numel());

@@ -384,11 +384,12 @@ fn analyze(
     }
     // A row-by-row region with large intermediates runs in chunks of rows (`chunk`).
     let chunks = chunk::plan(&nodes, &mut kinds, &mut dims_tab, &qinfo)?;
-    let folds = fold::scale_folds(&nodes, &kinds, &qinfo, &dims_tab)?;
+    let readers = fold::readers(&nodes)?;
+    let folds = fold::scale_folds(&nodes, &kinds, &qinfo, &dims_tab, &readers)?;
     let repeats = fold::repeated_converts(&nodes, &kinds, &qinfo, &dims_tab)?;
     // Intermediates that a reshape only copies into a region output take the output's bytes.
     let forwards = match chunks.count {
-        1 => fold::output_forwards(&nodes, &kinds, &qinfo, &dims_tab)?,
+        1 => fold::output_forwards(&nodes, &kinds, &qinfo, &dims_tab, &readers)?,
         _ => heapless::Vec::new(),
     };
     for &(x, out) in forwards.iter() {
