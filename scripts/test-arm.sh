@@ -10,7 +10,8 @@
 #     instructions of a 4-thread forward counted from a qemu-user trace;
 #   * at SVE vector lengths 128/256/512 and SME streaming lengths 128/512/256 (the generic and
 #     Neon kernels, which read no vector length, and the fixture suite's registry variants at
-#     the first only; SME2's whole suite at SVL 128, its length-dependent parts at 512);
+#     the first only; the third the unit tests only; SME2's whole suite at SVL 128, its
+#     length-dependent parts at 512, the GEMM unit tests there for the SME2 kernels alone);
 #   * SME2 with qemu-user >= 10.1 (target/qemu11, see scripts/fetch-qemu11.sh), else skipped.
 # Each section header shows the seconds since the start.
 # Usage: scripts/test-arm.sh [--fetch-qemu11]
@@ -33,11 +34,15 @@ echo "== build (tests for $T) $(stamp)"
 nice cargo test --quiet --target "$T" --lib --test fixtures --test multicore --no-run
 nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --test quantize --no-run
 
-# matrix QEMU CPU_OPTS ISA_LIST multicore|- [VL SVL]
+# matrix QEMU CPU_OPTS ISA_LIST multicore|units|- [VL SVL]
 # With VL and SVL (bits) the lowered fixtures are lowered for the forced ISA's own target at
-# that length and for Neon (a tile the kernel does not have) instead of every target.
+# that length only. `units`: the length-dependent unit tests only (no fixture suites).
+# UNIT_ISAS, when set, names the ISAs whose kernels the GEMM unit tests run (the SME2 QEMU:
+# the others ran at the same lengths under the first QEMU).
 matrix() {
     local qemu=$1 cpu=$2 isas=$3 multicore=${4:-} vl=${5:-} svl=${6:-}
+    local units_only=
+    [[ "$multicore" != units ]] || { units_only=1; multicore=-; }
     [[ "$multicore" != - ]] || multicore=
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -L $SYSROOT -cpu $cpu"
     # Every kernel's unit tests where the whole matrix runs (the multicore configurations, one
@@ -46,13 +51,14 @@ matrix() {
     # none).
     # There, too, the GEMM tests run the scalable kernels only (PTERA_TEST_ISAS): the generic
     # and Neon ones would repeat the first configuration's run.
-    local units="linalg:: kernels::" test_isas=
-    [[ -n "$multicore" ]] || { units="linalg::gemm linalg::conv linalg::cpu linalg::quant"; test_isas=sve2,sme,sme2; }
+    local units="linalg:: kernels::" test_isas=${UNIT_ISAS:-}
+    [[ -n "$multicore" ]] || { units="linalg::gemm linalg::conv linalg::cpu linalg::quant"; test_isas=${UNIT_ISAS:-sve2,sme,sme2}; }
     echo "== -cpu $cpu: kernel unit tests (${test_isas:-all supported ISAs}): $units $(stamp)"
     # shellcheck disable=SC2086
     PTERA_TEST_ISAS=$test_isas nice cargo test --quiet --target "$T" --lib -- $units --nocapture 2>&1 \
         | grep -E "^(arm features|SVE VL|SME SVL|ISA |test result)|: edge shapes ok|FAILED|panicked" \
         | sort -u
+    [[ -z "$units_only" ]] || return 0
     for isa in $isas; do
         echo "== -cpu $cpu: PTERA_ISA=$isa: selection check + fixture suite $(stamp)"
         PTERA_ISA=$isa nice cargo test --quiet --target "$T" --lib \
@@ -111,18 +117,20 @@ matrix() {
 }
 
 # The generic and Neon paths read no vector length: their fixture suites run at the first
-# configuration only; the scalable ones (SVE2, SME) at every length.
+# configuration only; the scalable ones (SVE2, SME) at 128 and at a second length (VL 256,
+# SVL 512), and at a third (VL 512, SVL 256) their unit tests (every kernel against the scalar
+# reference on random and edge shapes; the whole programs at SVL 256 come with SME2 below).
 matrix "$QEMU" "max,sve-default-vector-length=16,sme-default-vector-length=16" "generic neon sve2 sme" multicore  # VL 128, SVL 128
 matrix "$QEMU" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sve2 sme" - 256 512  # VL 256, SVL 512
-matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "sve2 sme" - 512 256  # VL 512, SVL 256
+matrix "$QEMU" "max,sve-default-vector-length=64,sme-default-vector-length=32" "sve2 sme" units 512 256  # VL 512, SVL 256
 
 if [[ -x "$QEMU11" ]] && "$QEMU11" --version | grep -qE "version (1[1-9]|10\.[1-9])"; then
     echo "== SME2 with $("$QEMU11" --version | head -1) $(stamp)"
     # The whole suite at SVL 128: QEMU emulates a ZA operation element by element, so the
     # same programs take about seven times longer at SVL 512, where the length-dependent
     # parts (GEMM, convolution, integer kernels, the fixture suites) run.
-    matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2" multicore  # SVL 128
-    matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" - 256 512  # SVL 512
+    UNIT_ISAS=sme2 matrix "$QEMU11" "max,sve-default-vector-length=16,sme-default-vector-length=16" "sme2" multicore  # SVL 128
+    UNIT_ISAS=sme2 matrix "$QEMU11" "max,sve-default-vector-length=32,sme-default-vector-length=64" "sme2" - 256 512  # SVL 512
     # `max` at qemu's default SVL (256), the `max` lowering target: the integer SMOPA tiles
     # and programs quantized and repacked for sme2:256 and sme2:512.
     echo "== -cpu max (SVL 256): integer kernels, programs lowered for SME2 $(stamp)"

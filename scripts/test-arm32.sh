@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # 32-bit Arm checks:
-#   * the core library builds for `armv7a-none-eabihf` (bare-metal ARMv7-A with hardware
-#     floating point; rustup ships no prebuilt `core` for it, so nightly builds it from
-#     source: `-Zbuild-std=core,alloc`);
+#   * the core library type-checks for `armv7a-none-eabihf` (bare-metal ARMv7-A with hardware
+#     floating point and no Neon; rustup ships no prebuilt `core` for it, so nightly builds
+#     it from source: `-Zbuild-std=core,alloc`); the 32-bit firmware builds of
+#     scripts/test-baremetal.sh compile it with Neon, and the pinned clippy lints the 32-bit
+#     code below (a nightly clippy has lints the pinned one lacks);
 #   * the library's whole test suite (unit tests, every fixture, hostile inputs, ETDump,
 #     BundledProgram, threads) on `armv7-unknown-linux-gnueabihf` under qemu-arm, where
 #     `usize` has 32 bits: no size or offset from a file may be truncated there; the GEMM
@@ -17,8 +19,8 @@ rustup component add rust-src --toolchain nightly >/dev/null
 channel=$(sed -n 's/^channel *= *"\([^"]*\)".*/\1/p' rust-toolchain.toml)
 rustup target add --toolchain "$channel" armv7-unknown-linux-gnueabihf >/dev/null
 
-echo "== core library for armv7a-none-eabihf (nightly, build-std)"
-nice cargo +nightly build --quiet -Zbuild-std=core,alloc --lib --release \
+echo "== core library for armv7a-none-eabihf (nightly, build-std): cargo check"
+nice cargo +nightly check --quiet -Zbuild-std=core,alloc --lib --release \
     --target armv7a-none-eabihf --target-dir target/armv7-none
 
 echo "== test suite on armv7-unknown-linux-gnueabihf (qemu-arm, 32-bit usize)"
