@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rust.sh   # the pinned toolchain with its targets and components, explicitly
 start=$(date +%s)
+stamp() { echo "== $* [$(( $(date +%s) - start )) s]"; }
+stamp "formatting and clippy"
 cargo fmt --all --check
 cargo fmt --manifest-path fuzz/Cargo.toml --check
 cargo clippy --workspace --all-targets -- -D warnings
@@ -16,10 +18,13 @@ cargo clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings   # th
 cargo fmt --manifest-path benches/gemm-count/Cargo.toml --check
 CARGO_TARGET_DIR=target/gemm-count-host cargo clippy --manifest-path benches/gemm-count/Cargo.toml \
     --all-targets -- -D warnings
+stamp "unit and integration tests"
 cargo test --workspace
+stamp "aarch64-unknown-none build and clippy"
 # The release build for this target is the firmware's (scripts/test-baremetal.sh).
 cargo build --lib --target aarch64-unknown-none
 cargo clippy --lib --target aarch64-unknown-none -- -D warnings   # the AArch64-only kernels
+stamp "fuzz smoke"
 scripts/fuzz-smoke.sh   # every fuzz target 10 s on the fixture seeds (nightly + cargo-fuzz); fails on any crash
 echo "host checks passed in $(( $(date +%s) - start )) s"
 if [ "${PTERA_HOST_ONLY:-0}" != 1 ]; then
