@@ -224,14 +224,19 @@ impl Team for SpinTeam {
 /// symbol to measure each parallel step (`cargo xtask qemu --icount --smp N`,
 /// `cargo xtask trace-cores`). They do nothing; their bodies differ (a distinct
 /// constant each) so that the linker never folds them into one address.
-#[no_mangle]
+///
+/// Unmangled everywhere but the crate's own unit-test build: that binary also links the
+/// library itself (the `std` dev-dependency), and two unmangled definitions collide whenever
+/// the linker pulls both in (which depends on how the codegen units are cut, e.g. it happens
+/// without incremental compilation).
+#[cfg_attr(not(test), no_mangle)]
 #[inline(never)]
 pub extern "C" fn ptera_team_fork() {
     core::hint::black_box(0x464f_524b_u32); // "FORK"
 }
 
 /// See [`ptera_team_fork`].
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 #[inline(never)]
 pub extern "C" fn ptera_team_join() {
     core::hint::black_box(0x4a4f_494e_u32); // "JOIN"
