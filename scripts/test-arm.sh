@@ -42,7 +42,7 @@ nice cargo test --quiet --target "$T" -p ptera-lower --test lowered_fixtures --t
 matrix() {
     local qemu=$1 cpu=$2 isas=$3 multicore=${4:-} vl=${5:-} svl=${6:-}
     local units_only=
-    [[ "$multicore" != units ]] || { units_only=1; multicore=-; }
+    [[ "$multicore" != units ]] || { units_only=1; multicore=; }
     [[ "$multicore" != - ]] || multicore=
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu -L $SYSROOT -cpu $cpu"
     # Every kernel's unit tests where the whole matrix runs (the multicore configurations, one
